@@ -1,0 +1,1 @@
+"""Headless trading engine: market data, Laya, Kev, risk and execution. Never imports the UI."""

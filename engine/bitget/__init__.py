@@ -1,0 +1,1 @@
+"""Bitget v2 protocol pieces shared by the client and the simulator."""

@@ -1,0 +1,1 @@
+"""Bitget public market data: parsing, live websocket feed, recording and replay."""

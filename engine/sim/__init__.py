@@ -1,0 +1,1 @@
+"""The simulated Bitget exchange: market generator, matching engine, loopback server."""
