@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from engine.bitget.checksum import book_checksum
+from engine.bitget.checksum import CHECKSUM_LEVELS, book_checksum
 from engine.feed.events import (
     ASK_PRICE,
     ASK_SIZE,
@@ -23,8 +23,6 @@ from engine.feed.events import (
     BookSnapshot,
     BookUpdate,
 )
-
-CHECKSUM_LEVELS = 25
 
 
 @dataclass(frozen=True, slots=True)

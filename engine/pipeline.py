@@ -1,0 +1,121 @@
+"""The market side of the fast path: feed events -> books, trade tape and feed-event log.
+
+`MarketPipeline` is the `FeedSink` of every feed (live, simulated, replayed), so all sources
+run the same code. It is called synchronously on the engine loop and must stay cheap.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from engine.book import IncrementalBook, OrderBook
+from engine.feed.events import (
+    BookResyncNeeded,
+    BookSnapshot,
+    BookUpdate,
+    ChannelError,
+    FeedStateChanged,
+    TradePrint,
+    Trades,
+)
+
+FeedEvent = FeedStateChanged | ChannelError | BookResyncNeeded
+
+
+@dataclass(frozen=True, slots=True)
+class MarketPipelineConfig:
+    symbols: tuple[str, ...] = ("BTCUSDT", "ETHUSDT")
+    depth: int = 15
+    trade_tape_size: int = 512
+    event_log_size: int = 4096
+
+    def __post_init__(self) -> None:
+        if not self.symbols:
+            raise ValueError("MarketPipelineConfig.symbols must name at least one symbol")
+        for name, value in (
+            ("depth", self.depth),
+            ("trade_tape_size", self.trade_tape_size),
+            ("event_log_size", self.event_log_size),
+        ):
+            if value < 1:
+                raise ValueError(f"MarketPipelineConfig.{name} must be >= 1, got {value}")
+
+
+class EventLog:
+    """Bounded log of discrete events, never merged. Overflow policy: drop the oldest and count
+    it in `dropped`, so a reader that fell behind sees exactly how much it missed."""
+
+    def __init__(self, capacity: int) -> None:
+        self._events: deque[tuple[int, object]] = deque(maxlen=capacity)
+        self._next_id = 0
+        self.dropped = 0
+
+    def append(self, event: object) -> None:
+        if len(self._events) == self._events.maxlen:
+            self.dropped += 1
+        self._events.append((self._next_id, event))
+        self._next_id += 1
+
+    def since(self, last_seen_id: int) -> tuple[list[tuple[int, object]], int]:
+        """Events with id > last_seen_id in order, and how many of those were already dropped."""
+        events = [item for item in self._events if item[0] > last_seen_id]
+        first_available = events[0][0] if events else self._next_id
+        return events, max(0, first_available - last_seen_id - 1)
+
+
+class MarketPipeline:
+    """Books per symbol, the recent trade tape and the feed-event log."""
+
+    def __init__(
+        self,
+        config: MarketPipelineConfig,
+        on_resync: Callable[[str], None] | None = None,
+    ) -> None:
+        self.config = config
+        self.books = {symbol: OrderBook(symbol) for symbol in config.symbols}
+        self._incremental = {
+            symbol: IncrementalBook(symbol, config.depth) for symbol in config.symbols
+        }
+        self.trade_tapes: dict[str, deque[TradePrint]] = {
+            symbol: deque(maxlen=config.trade_tape_size) for symbol in config.symbols
+        }
+        self.events = EventLog(config.event_log_size)
+        self._on_resync = on_resync
+        self._listeners: list[Callable[[BookSnapshot], None]] = []
+
+    def add_book_listener(self, listener: Callable[[BookSnapshot], None]) -> None:
+        """Called with every applied book, on the engine loop (features, strategy, ...)."""
+        self._listeners.append(listener)
+
+    def on_market(self, frame: BookSnapshot | BookUpdate | Trades) -> None:
+        kind = type(frame)
+        if kind is BookSnapshot:
+            self._apply(frame)
+        elif kind is Trades:
+            tape = self.trade_tapes.get(frame.symbol)
+            if tape is not None:
+                tape.extend(frame.prints)
+        elif kind is BookUpdate:
+            incremental = self._incremental.get(frame.symbol)
+            if incremental is None:
+                return
+            result = incremental.apply(frame)
+            if type(result) is BookSnapshot:
+                self._apply(result)
+            elif result is not None:
+                self.on_feed_event(result)
+
+    def _apply(self, snapshot: BookSnapshot) -> None:
+        book = self.books.get(snapshot.symbol)
+        if book is None:
+            return
+        book.apply(snapshot)
+        for listener in self._listeners:
+            listener(snapshot)
+
+    def on_feed_event(self, event: FeedEvent) -> None:
+        self.events.append(event)
+        if type(event) is BookResyncNeeded and self._on_resync is not None:
+            self._on_resync(event.symbol)

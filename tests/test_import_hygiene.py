@@ -1,0 +1,36 @@
+"""The engine runs headless: no engine module may pull in the UI layer.
+
+Each module is imported in a fresh interpreter, so a lazy import that is not really lazy
+shows up here (the approach of Harlequin's test_import_hygiene).
+"""
+
+from __future__ import annotations
+
+import pkgutil
+import subprocess
+import sys
+
+import pytest
+
+import engine
+
+UI_PACKAGES = ("textual", "rich", "console")
+ENGINE_MODULES = sorted(
+    module.name for module in pkgutil.walk_packages(engine.__path__, prefix="engine.")
+)
+
+
+def test_the_engine_has_modules_to_check():
+    assert "engine.feed.parse" in ENGINE_MODULES
+
+
+@pytest.mark.parametrize("module", ["engine", *ENGINE_MODULES])
+def test_engine_module_does_not_import_the_ui(module):
+    probe = (
+        f"import sys, importlib; importlib.import_module({module!r}); "
+        f"print(','.join(sorted(m for m in sys.modules if m.split('.')[0] in {UI_PACKAGES!r})))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert result.stdout.strip() == "", f"{module} imported {result.stdout.strip()}"
