@@ -15,13 +15,10 @@ from engine.feed.events import (
     BookResyncNeeded,
     BookSnapshot,
     BookUpdate,
-    ChannelError,
-    FeedStateChanged,
     TradePrint,
     Trades,
 )
-
-FeedEvent = FeedStateChanged | ChannelError | BookResyncNeeded
+from engine.feed.sink import FeedNotice
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,11 +80,6 @@ class MarketPipeline:
         }
         self.events = EventLog(config.event_log_size)
         self._on_resync = on_resync
-        self._listeners: list[Callable[[BookSnapshot], None]] = []
-
-    def add_book_listener(self, listener: Callable[[BookSnapshot], None]) -> None:
-        """Called with every applied book, on the engine loop (features, strategy, ...)."""
-        self._listeners.append(listener)
 
     def on_market(self, frame: BookSnapshot | BookUpdate | Trades) -> None:
         kind = type(frame)
@@ -112,10 +104,8 @@ class MarketPipeline:
         if book is None:
             return
         book.apply(snapshot)
-        for listener in self._listeners:
-            listener(snapshot)
 
-    def on_feed_event(self, event: FeedEvent) -> None:
+    def on_feed_event(self, event: FeedNotice) -> None:
         self.events.append(event)
         if type(event) is BookResyncNeeded and self._on_resync is not None:
             self._on_resync(event.symbol)

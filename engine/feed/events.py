@@ -136,4 +136,3 @@ class BookResyncNeeded(NamedTuple):
 
 
 ParsedFrame = BookSnapshot | BookUpdate | Trades | ChannelAck | ChannelError | Pong
-FeedEvent = FeedStateChanged | ChannelError | BookResyncNeeded

@@ -268,24 +268,32 @@ def reference_levels(raw: bytes) -> tuple[list, list]:
 @pytest.mark.skipif(
     not RECORDING_FILE.exists(), reason="shared recording not present beside the project"
 )
-def test_every_recorded_depth_frame_parses_exactly_as_float_would():
+def test_every_recorded_frame_parses_exactly_as_orjson_and_float_would():
     parser = FrameParser()
-    checked = 0
+    depth_frames = trade_frames = 0
     with gzip.open(RECORDING_FILE, "rb") as lines:
         for line in lines:
             recv_ns, raw = line.rstrip(b"\n").split(b" ", 1)
             event = parser.parse(raw, int(recv_ns))
-            if b'"books15"' not in raw:
-                assert isinstance(event, Trades)
-                continue
-            bids, asks = reference_levels(raw)
-            assert event.levels[0:2, : event.n_bids].T.tolist() == bids
-            assert event.levels[2:4, : event.n_asks].T.tolist() == asks
-            checked += 1
-    assert checked == 12961
-    # Only a symbol's very first frame goes the slow way: BTCUSDT opens with a trade, ETHUSDT
-    # with a depth frame.
-    assert parser.stats.fast_path == checked - 1
+            if b'"books15"' in raw:
+                bids, asks = reference_levels(raw)
+                assert event.levels[0:2, : event.n_bids].T.tolist() == bids
+                assert event.levels[2:4, : event.n_asks].T.tolist() == asks
+                depth_frames += 1
+            else:
+                expected = [
+                    (float(t["price"]), float(t["size"]), t["side"], t["tradeId"], int(t["ts"]))
+                    for t in reversed(orjson.loads(raw)["data"])
+                ]
+                got = [
+                    (p.price, p.size, p.aggressor.name.lower(), p.trade_id, p.exchange_ts_ms)
+                    for p in event.prints
+                ]
+                assert got == expected
+                trade_frames += 1
+    assert (depth_frames, trade_frames) == (12961, 34419)
+    # Only the very first frame of each symbol goes the slow way (it creates the symbol state).
+    assert parser.stats.fast_path == depth_frames + trade_frames - 2
     assert not parser.stats.rejected
 
 
@@ -381,7 +389,11 @@ def test_mutated_frames_never_raise_and_never_break_the_book(raw, flips, cut):
 
 
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers(-(2**63), 2**64 - 1) | st.floats() | st.text(max_size=8),
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**63), 2**64 - 1)
+    | st.floats()
+    | st.text(max_size=8),
     lambda children: (
         st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4)
     ),
@@ -401,3 +413,58 @@ def test_mistyped_payloads_never_raise(channel, action, data):
     parser = FrameParser()
     assert_book_invariants(parser.parse(raw, 0))
     assert parser.stats.frames == 1
+
+
+short_decimal_text = st.builds(
+    lambda whole, frac: f"{whole}.{frac}" if frac else str(whole),
+    st.integers(1, 10**6),
+    st.text("0123456789", max_size=8),
+)
+"""At most 15 significant digits: always within the scanner's exact range."""
+
+
+@st.composite
+def valid_trade_frames(draw):
+    """Valid trade frames (newest first) with random numbers, key order and whitespace."""
+    count = draw(st.integers(1, 5))
+    first_ts = draw(st.integers(10**12, 2 * 10**12))
+    trades = []
+    for k in range(count):
+        fields = {
+            "ts": str(first_ts + k),
+            "price": draw(short_decimal_text),
+            "size": draw(short_decimal_text),
+            "side": draw(st.sampled_from(["buy", "sell"])),
+            "tradeId": str(10**9 + k),
+        }
+        order = draw(st.permutations(list(fields)))
+        trades.append({key: fields[key] for key in order})
+    message = {
+        "action": draw(st.sampled_from(["snapshot", "update"])),
+        "arg": {"instType": "USDT-FUTURES", "channel": "trade", "instId": "ETHUSDT"},
+        "data": trades[::-1],
+        "ts": first_ts + count,
+    }
+    text = orjson.dumps(message).decode()
+    if draw(st.booleans()):
+        text = text.replace(",", " ,\t").replace(":", ": ")
+    return text.encode()
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@given(valid_trade_frames())
+def test_fast_and_orjson_paths_agree_on_trade_frames(raw):
+    parser = FrameParser()
+    parser.parse(b'{"event":"subscribe","arg":{"channel":"trade","instId":"ETHUSDT"}}', 0)
+    parser.parse(trade_frame([trade("0", "1")], symbol="ETHUSDT"), 0)  # creates the symbol
+    event = parser.parse(raw, 5)
+    expected = [
+        (float(t["price"]), float(t["size"]), t["side"], t["tradeId"], int(t["ts"]))
+        for t in reversed(orjson.loads(raw)["data"])
+    ]
+    got = [
+        (p.price, p.size, p.aggressor.name.lower(), p.trade_id, p.exchange_ts_ms)
+        for p in event.prints
+    ]
+    assert got == expected
+    assert parser.stats.fast_path == 1

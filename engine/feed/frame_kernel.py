@@ -1,0 +1,449 @@
+"""Numba scanner for depth snapshot (books1/5/15) and trade frames: raw bytes -> float64 rows.
+
+It accepts only a strict subset of JSON (no escapes, no non-ASCII, no exponents, only the
+keys Bitget sends) and answers FALLBACK for everything else, so the orjson path in
+`engine.feed.parse` stays the single authority on what a frame means and why it is rejected.
+Whatever the scanner accepts is valid JSON that the orjson path would accept with exactly the
+same numbers: decimals are converted exactly (mantissa < 2**53 divided by an exact power of
+ten is correctly rounded, the same double that `float(text)` gives).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+OK = 0
+FALLBACK = 1
+
+DEPTH = 1
+TRADE = 2
+"""Frame kinds in `scan_frame`'s answer."""
+
+TRADE_PRICE, TRADE_SIZE, TRADE_SIDE, TRADE_TS, TRADE_ID_START, TRADE_ID_END = range(6)
+"""Rows of the trades array; side is +1 for a buy aggressor, -1 for a sell."""
+
+_POW10 = np.array([10.0**k for k in range(23)])
+_MAX_MANTISSA = 2**53
+
+_KEY_ACTION = np.frombuffer(b"action", np.uint8)
+_KEY_ARG = np.frombuffer(b"arg", np.uint8)
+_KEY_DATA = np.frombuffer(b"data", np.uint8)
+_KEY_TS = np.frombuffer(b"ts", np.uint8)
+_KEY_INST_TYPE = np.frombuffer(b"instType", np.uint8)
+_KEY_CHANNEL = np.frombuffer(b"channel", np.uint8)
+_KEY_INST_ID = np.frombuffer(b"instId", np.uint8)
+_KEY_ASKS = np.frombuffer(b"asks", np.uint8)
+_KEY_BIDS = np.frombuffer(b"bids", np.uint8)
+_KEY_CHECKSUM = np.frombuffer(b"checksum", np.uint8)
+_KEY_SEQ = np.frombuffer(b"seq", np.uint8)
+_KEY_PSEQ = np.frombuffer(b"pseq", np.uint8)
+_VALUE_SNAPSHOT = np.frombuffer(b"snapshot", np.uint8)
+_VALUE_BOOKS = np.frombuffer(b"books", np.uint8)
+_VALUE_TRADE = np.frombuffer(b"trade", np.uint8)
+_VALUE_BUY = np.frombuffer(b"buy", np.uint8)
+_VALUE_SELL = np.frombuffer(b"sell", np.uint8)
+_KEY_PRICE = np.frombuffer(b"price", np.uint8)
+_KEY_SIZE = np.frombuffer(b"size", np.uint8)
+_KEY_SIDE = np.frombuffer(b"side", np.uint8)
+_KEY_TRADE_ID = np.frombuffer(b"tradeId", np.uint8)
+
+_TRADE_CHANNEL = 100
+
+_QUOTE, _COMMA, _COLON = 34, 44, 58
+_LBRACE, _RBRACE, _LBRACKET, _RBRACKET = 123, 125, 91, 93
+_MINUS, _DOT, _ZERO, _NINE = 45, 46, 48, 57
+
+
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
+def _skip_ws(buf, i, n):
+    while i < n:
+        c = buf[i]
+        if c == 32 or c == 10 or c == 13 or c == 9:
+            i += 1
+        else:
+            break
+    return i
+
+
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
+def _string_end(buf, i, n):
+    """Index of the closing quote of the plain string opening at i, or -1."""
+    if i >= n or buf[i] != _QUOTE:
+        return -1
+    i += 1
+    while i < n:
+        c = buf[i]
+        if c == _QUOTE:
+            return i
+        if c == 92 or c < 32 or c >= 128:  # escape, control or non-ASCII: leave it to orjson
+            return -1
+        i += 1
+    return -1
+
+
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
+def _equals(buf, start, end, word):
+    if end - start != word.shape[0]:
+        return False
+    for k in range(word.shape[0]):  # noqa: SIM110 - no generators in nopython mode
+        if buf[start + k] != word[k]:
+            return False
+    return True
+
+
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
+def _quoted_decimal(buf, i, n):
+    """Exact float of the plain unsigned decimal string opening at i, and the index after it.
+
+    Returns (-1.0, -1) for anything else (exponent, sign, escapes, more than 2**53 or more than
+    22 fraction digits), which sends the frame to the orjson path.
+    """
+    if i >= n or buf[i] != _QUOTE:
+        return -1.0, -1
+    i += 1
+    mantissa = 0
+    digits = 0
+    fraction_digits = 0
+    seen_dot = False
+    while i < n:
+        c = buf[i]
+        if _ZERO <= c <= _NINE:
+            mantissa = mantissa * 10 + (c - _ZERO)
+            if mantissa > _MAX_MANTISSA:
+                return -1.0, -1
+            digits += 1
+            if seen_dot:
+                fraction_digits += 1
+        elif c == _QUOTE:
+            if digits == 0 or fraction_digits > 22:
+                return -1.0, -1
+            return mantissa / _POW10[fraction_digits], i + 1
+        elif c == _DOT and not seen_dot:
+            seen_dot = True
+        else:
+            return -1.0, -1
+        i += 1
+    return -1.0, -1
+
+
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
+def _integer_end(buf, i, n):
+    """End index of a JSON integer starting at i (optional minus), or -1."""
+    start = i
+    if i < n and buf[i] == _MINUS:
+        i += 1
+    first = i
+    while i < n and _ZERO <= buf[i] <= _NINE:
+        i += 1
+    count = i - first
+    if count == 0 or count > 18 or (count > 1 and buf[first] == _ZERO):
+        return -1
+    if i < n and (buf[i] == _DOT or buf[i] == 101 or buf[i] == 69):  # fraction or exponent
+        return -1
+    return i if i > start else -1
+
+
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
+def _integer_value(buf, start, end):
+    negative = buf[start] == _MINUS
+    value = 0
+    for k in range(start + 1 if negative else start, end):
+        value = value * 10 + (buf[k] - _ZERO)
+    return -value if negative else value
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _levels(buf, i, n, levels, price_row, size_row):
+    """Parse `[["p","s"],...]` at i into two rows; returns (next index, count) or (-1, 0)."""
+    capacity = levels.shape[1]
+    if i >= n or buf[i] != _LBRACKET:
+        return -1, 0
+    i = _skip_ws(buf, i + 1, n)
+    count = 0
+    if i < n and buf[i] == _RBRACKET:
+        return i + 1, 0
+    while True:
+        if count == capacity or i >= n or buf[i] != _LBRACKET:
+            return -1, 0
+        price, i = _quoted_decimal(buf, _skip_ws(buf, i + 1, n), n)
+        if i < 0:
+            return -1, 0
+        i = _skip_ws(buf, i, n)
+        if i >= n or buf[i] != _COMMA:
+            return -1, 0
+        size, i = _quoted_decimal(buf, _skip_ws(buf, i + 1, n), n)
+        if i < 0:
+            return -1, 0
+        i = _skip_ws(buf, i, n)
+        if i >= n or buf[i] != _RBRACKET or price <= 0.0 or size <= 0.0:
+            return -1, 0
+        levels[price_row, count] = price
+        levels[size_row, count] = size
+        count += 1
+        i = _skip_ws(buf, i + 1, n)
+        if i < n and buf[i] == _COMMA:
+            i = _skip_ws(buf, i + 1, n)
+        elif i < n and buf[i] == _RBRACKET:
+            return i + 1, count
+        else:
+            return -1, 0
+
+
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
+def _key(buf, i, n):
+    """(key start, key end, index of the value) for `"key" :` at i, or (-1, -1, -1)."""
+    i = _skip_ws(buf, i, n)
+    end = _string_end(buf, i, n)
+    if end < 0:
+        return -1, -1, -1
+    colon = _skip_ws(buf, end + 1, n)
+    if colon >= n or buf[colon] != _COLON:
+        return -1, -1, -1
+    return i + 1, end, _skip_ws(buf, colon + 1, n)
+
+
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
+def _next_member(buf, i, n, close):
+    """After a value: (index of the next member, more members?) or (-1, False)."""
+    i = _skip_ws(buf, i, n)
+    if i < n and buf[i] == _COMMA:
+        return i + 1, True
+    if i < n and buf[i] == close:
+        return i + 1, False
+    return -1, False
+
+
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
+def _digit_string(buf, i, n):
+    """(value, next index) of a quoted string of 1-18 ASCII digits, or (-1, -1)."""
+    end = _string_end(buf, i, n)
+    if end < 0 or end == i + 1 or end - i - 1 > 18:
+        return -1, -1
+    value = 0
+    for k in range(i + 1, end):
+        c = buf[k]
+        if c < _ZERO or c > _NINE:
+            return -1, -1
+        value = value * 10 + (c - _ZERO)
+    return value, end + 1
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _depth_data(buf, i, n, levels):
+    """The single object of a depth frame's data array: (next index, bids, asks, ts, seq)."""
+    fail = (-1, 0, 0, 0, 0)
+    if i >= n or buf[i] != _LBRACKET:
+        return fail
+    i = _skip_ws(buf, i + 1, n)
+    if i >= n or buf[i] != _LBRACE:
+        return fail
+    i += 1
+    n_bids = n_asks = exchange_ts = -1
+    seq = 0
+    more = True
+    while more:
+        key_start, key_end, i = _key(buf, i, n)
+        if i < 0:
+            return fail
+        if _equals(buf, key_start, key_end, _KEY_ASKS) and n_asks < 0:
+            i, n_asks = _levels(buf, i, n, levels, 2, 3)
+        elif _equals(buf, key_start, key_end, _KEY_BIDS) and n_bids < 0:
+            i, n_bids = _levels(buf, i, n, levels, 0, 1)
+        elif _equals(buf, key_start, key_end, _KEY_TS):
+            exchange_ts, i = _digit_string(buf, i, n)
+        elif _equals(buf, key_start, key_end, _KEY_SEQ):
+            end = _integer_end(buf, i, n)
+            if end < 0:
+                return fail
+            seq = _integer_value(buf, i, end)
+            i = end
+        elif _equals(buf, key_start, key_end, _KEY_PSEQ) or _equals(
+            buf, key_start, key_end, _KEY_CHECKSUM
+        ):
+            i = _integer_end(buf, i, n)
+        else:
+            return fail
+        if i < 0:
+            return fail
+        i, more = _next_member(buf, i, n, _RBRACE)
+        if i < 0:
+            return fail
+    i = _skip_ws(buf, i, n)
+    if i >= n or buf[i] != _RBRACKET or n_bids < 1 or n_asks < 1 or exchange_ts < 0:
+        return fail
+    for k in range(1, n_bids):
+        if levels[0, k] >= levels[0, k - 1]:
+            return fail
+    for k in range(1, n_asks):
+        if levels[2, k] <= levels[2, k - 1]:
+            return fail
+    if levels[0, 0] >= levels[2, 0]:
+        return fail
+    return i + 1, n_bids, n_asks, exchange_ts, seq
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _trade_data(buf, i, n, trades):
+    """A trade frame's data array into `trades` columns: (next index, count)."""
+    capacity = trades.shape[1]
+    if i >= n or buf[i] != _LBRACKET:
+        return -1, 0
+    i = _skip_ws(buf, i + 1, n)
+    count = 0
+    while True:
+        if count == capacity or i >= n or buf[i] != _LBRACE:
+            return -1, 0
+        i += 1
+        price = size = -1.0
+        side = 0
+        exchange_ts = id_start = id_end = -1
+        more = True
+        while more:
+            key_start, key_end, i = _key(buf, i, n)
+            if i < 0:
+                return -1, 0
+            if _equals(buf, key_start, key_end, _KEY_PRICE):
+                price, i = _quoted_decimal(buf, i, n)
+            elif _equals(buf, key_start, key_end, _KEY_SIZE):
+                size, i = _quoted_decimal(buf, i, n)
+            elif _equals(buf, key_start, key_end, _KEY_TS):
+                exchange_ts, i = _digit_string(buf, i, n)
+            elif _equals(buf, key_start, key_end, _KEY_SIDE):
+                end = _string_end(buf, i, n)
+                if end < 0:
+                    return -1, 0
+                if _equals(buf, i + 1, end, _VALUE_BUY):
+                    side = 1
+                elif _equals(buf, i + 1, end, _VALUE_SELL):
+                    side = -1
+                else:
+                    return -1, 0
+                i = end + 1
+            elif _equals(buf, key_start, key_end, _KEY_TRADE_ID):
+                end = _string_end(buf, i, n)
+                if end <= i + 1:
+                    return -1, 0
+                id_start, id_end = i + 1, end
+                i = end + 1
+            else:
+                return -1, 0
+            if i < 0:
+                return -1, 0
+            i, more = _next_member(buf, i, n, _RBRACE)
+            if i < 0:
+                return -1, 0
+        if price <= 0.0 or size <= 0.0 or side == 0 or exchange_ts < 0 or id_start < 0:
+            return -1, 0
+        trades[TRADE_PRICE, count] = price
+        trades[TRADE_SIZE, count] = size
+        trades[TRADE_SIDE, count] = side
+        trades[TRADE_TS, count] = exchange_ts
+        trades[TRADE_ID_START, count] = id_start
+        trades[TRADE_ID_END, count] = id_end
+        count += 1
+        i, more = _next_member(buf, i, n, _RBRACKET)
+        if i < 0:
+            return -1, 0
+        if not more:
+            return i, count
+        i = _skip_ws(buf, i, n)
+
+
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
+def _channel_code(buf, start, end):
+    """1, 5 or 15 for books1/5/15, TRADE_CHANNEL for trade, 0 for anything else."""
+    length = end - start
+    if _equals(buf, start, end, _VALUE_TRADE):
+        return _TRADE_CHANNEL
+    if length < 6 or not _equals(buf, start, start + 5, _VALUE_BOOKS):
+        return 0
+    suffix = buf[end - 1]
+    if length == 6 and suffix == 49:
+        return 1
+    if length == 6 and suffix == 53:
+        return 5
+    if length == 7 and buf[start + 5] == 49 and suffix == 53:
+        return 15
+    return 0
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def scan_frame(buf, levels, trades):
+    """Scan one depth snapshot or trade frame.
+
+    Returns (status, kind, symbol_start, symbol_end, depth, count_a, count_b, exchange_ts_ms, seq):
+    for DEPTH, `depth` is 1, 5 or 15, counts are bids and asks in `levels` (rows: bid px,
+    bid size, ask px, ask size; non-empty, sorted, uncrossed, positive); for TRADE, count_a is
+    the number of trades in `trades` (wire order, newest first). Anything else is FALLBACK.
+    The frame's `arg` must come before its `data` (as Bitget sends it).
+    """
+    n = len(buf)
+    fail = (FALLBACK, 0, 0, 0, 0, 0, 0, 0, 0)
+    symbol_start = symbol_end = -1
+    channel = -1
+    kind = 0
+    count_a = count_b = 0
+    exchange_ts = -1
+    seq = 0
+    snapshot = False
+    i = _skip_ws(buf, 0, n)
+    if i >= n or buf[i] != _LBRACE:
+        return fail
+    i += 1
+    more = True
+    while more:
+        key_start, key_end, i = _key(buf, i, n)
+        if i < 0:
+            return fail
+        if _equals(buf, key_start, key_end, _KEY_ACTION):
+            end = _string_end(buf, i, n)
+            if end < 0:
+                return fail
+            snapshot = _equals(buf, i + 1, end, _VALUE_SNAPSHOT)
+            i = end + 1
+        elif _equals(buf, key_start, key_end, _KEY_TS):
+            i = _integer_end(buf, i, n)
+        elif _equals(buf, key_start, key_end, _KEY_ARG):
+            if i >= n or buf[i] != _LBRACE:
+                return fail
+            i += 1
+            more_args = True
+            while more_args:
+                arg_start, arg_end, i = _key(buf, i, n)
+                if i < 0:
+                    return fail
+                end = _string_end(buf, i, n)
+                if end < 0:
+                    return fail
+                if _equals(buf, arg_start, arg_end, _KEY_CHANNEL):
+                    channel = _channel_code(buf, i + 1, end)
+                elif _equals(buf, arg_start, arg_end, _KEY_INST_ID):
+                    symbol_start = i + 1
+                    symbol_end = end
+                elif not _equals(buf, arg_start, arg_end, _KEY_INST_TYPE):
+                    return fail
+                i, more_args = _next_member(buf, end + 1, n, _RBRACE)
+                if i < 0:
+                    return fail
+        elif _equals(buf, key_start, key_end, _KEY_DATA) and kind == 0:
+            if channel == _TRADE_CHANNEL:
+                kind = TRADE
+                i, count_a = _trade_data(buf, i, n, trades)
+            elif channel > 0:
+                kind = DEPTH
+                i, count_a, count_b, exchange_ts, seq = _depth_data(buf, i, n, levels)
+            else:
+                return fail
+        else:
+            return fail
+        if i < 0:
+            return fail
+        i, more = _next_member(buf, i, n, _RBRACE)
+        if i < 0:
+            return fail
+    if _skip_ws(buf, i, n) != n or symbol_start < 0 or kind == 0:
+        return fail
+    if kind == DEPTH and not snapshot:
+        return fail
+    return (OK, kind, symbol_start, symbol_end, channel, count_a, count_b, exchange_ts, seq)

@@ -1,0 +1,113 @@
+"""The `hft-console` command line, run as a real subprocess."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+
+from engine.feed.parse import FrameParser
+from engine.feed.recording import encode_line, iter_recording
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def hft_console(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "console.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+
+
+@pytest.fixture
+def recording(tmp_path) -> Path:
+    path = tmp_path / "tiny.bitget.gz"
+    with gzip.open(path, "wb") as out:
+        for k in range(50):
+            ts = 1_726_000_000_000 + 100 * k
+            data = {
+                "asks": [["100.5", "1"], ["101", "2"]],
+                "bids": [["100", "1"], ["99.5", "3"]],
+                "seq": k,
+                "ts": str(ts),
+            }
+            arg = {"instType": "USDT-FUTURES", "channel": "books15", "instId": "BTCUSDT"}
+            frame = orjson.dumps({"action": "snapshot", "arg": arg, "data": [data], "ts": ts})
+            out.write(encode_line(ts * 1_000_000, frame))
+    return path
+
+
+def test_help_lists_every_command():
+    result = hft_console("--help")
+    assert result.returncode == 0
+    for command in ("run", "sim", "record", "bench"):
+        assert command in result.stdout
+
+
+@pytest.mark.skipif(shutil.which("hft-console") is None, reason="package not installed")
+def test_installed_console_script_answers():
+    result = subprocess.run(["hft-console", "--help"], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0 and "hft-console" in result.stdout
+
+
+def test_bench_json(recording):
+    result = hft_console("bench", "--replay", str(recording), "--json")
+    assert result.returncode == 0, result.stderr
+    figures = json.loads(result.stdout)
+    assert figures["frames"] == 50
+    assert set(figures["stages_us"]) >= {"parse", "book", "total"}
+
+
+def test_bench_of_a_missing_file_is_a_clear_error(tmp_path):
+    result = hft_console("bench", "--replay", str(tmp_path / "nope.gz"))
+    assert result.returncode == 2
+    assert "recording not found" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_bad_speed_is_rejected_by_the_parser():
+    result = hft_console("run", "--speed", "0")
+    assert result.returncode == 2
+    assert "speed must be > 0" in result.stderr
+
+
+def test_headless_replay_runs_to_the_end(recording):
+    result = hft_console("run", "--replay", str(recording), "--speed", "max")
+    assert result.returncode == 0, result.stderr
+    assert "feed BTCUSDT: live" in result.stdout
+    assert "end of recording" in result.stdout
+    assert "REPLAY frames 50 | BTCUSDT stopped 100.00/100.50" in result.stdout
+
+
+def test_headless_run_on_the_simulator():
+    result = hft_console("run", "--duration", "3")
+    assert result.returncode == 0, result.stderr
+    assert "feed BTCUSDT: live (first book frame)" in result.stdout
+    status_lines = [line for line in result.stdout.splitlines() if line.startswith("SIM frames")]
+    assert (
+        status_lines and "BTCUSDT live" in status_lines[-1] and "ETHUSDT live" in status_lines[-1]
+    )
+
+
+def test_record_from_the_simulator_then_replay(tmp_path):
+    out = tmp_path / "sim.bitget.gz"
+    result = hft_console("record", "--sim", "--out", str(out), "--duration", "2.5")
+    assert result.returncode == 0, result.stderr
+    assert "frames/s" in result.stdout
+    frames = list(iter_recording(out))
+    assert len(frames) > 10
+    parser = FrameParser()
+    events = [parser.parse(raw, recv_ns) for recv_ns, raw in frames]
+    assert parser.stats.depth_snapshots > 5 and not parser.stats.rejected
+    assert all(event is not None for event in events)

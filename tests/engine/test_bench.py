@@ -1,0 +1,83 @@
+"""`run_bench` on a small recording made here: JSON shape, counts, and the table."""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import orjson
+import pytest
+
+from engine.bench import format_table, run_bench, timer_cost_ns
+from engine.feed.recording import encode_line
+
+
+def depth(symbol: str, ts: int, mid: float) -> bytes:
+    return orjson.dumps(
+        {
+            "action": "snapshot",
+            "arg": {"instType": "USDT-FUTURES", "channel": "books15", "instId": symbol},
+            "data": [
+                {
+                    "asks": [[f"{mid + 0.5 + i:.1f}", "1.5"] for i in range(15)],
+                    "bids": [[f"{mid - 0.5 - i:.1f}", "2"] for i in range(15)],
+                    "checksum": 0,
+                    "seq": ts,
+                    "pseq": 0,
+                    "ts": str(ts),
+                }
+            ],
+            "ts": ts,
+        }
+    )
+
+
+def trade(symbol: str, ts: int, trade_id: int) -> bytes:
+    item = {"ts": str(ts), "price": "100.5", "size": "0.1", "side": "buy", "tradeId": str(trade_id)}
+    arg = {"instType": "USDT-FUTURES", "channel": "trade", "instId": symbol}
+    return orjson.dumps({"action": "update", "arg": arg, "data": [item], "ts": ts})
+
+
+@pytest.fixture
+def recording(tmp_path):
+    path = tmp_path / "small.bitget.gz"
+    with gzip.open(path, "wb") as out:
+        for k in range(300):
+            ts = 1_726_000_000_000 + 100 * k
+            out.write(encode_line(ts * 1_000_000, depth("BTCUSDT", ts, 100.0 + k % 7)))
+            out.write(encode_line(ts * 1_000_000 + 1, trade("BTCUSDT", ts, k)))
+            out.write(encode_line(ts * 1_000_000 + 2, depth("ETHUSDT", ts, 50.0)))
+        out.write(encode_line(2_000_000_000_000_000_000, b"garbage"))
+    return path
+
+
+def test_bench_reports_every_stage_and_the_counts(recording):
+    result = run_bench(recording)
+    json.dumps(result)  # the --json output must serialize
+    assert result["frames"] == 901
+    assert result["depth_frames"] == 600
+    assert result["frames_per_s"] > 0
+    assert set(result["stages_us"]) == {"parse", "book", "total", "parse_trade"}
+    for figures in result["stages_us"].values():
+        assert set(figures) == {"p50", "p99", "p999", "max"}
+        assert 0 <= figures["p50"] <= figures["p99"] <= figures["p999"] <= figures["max"]
+    assert result["parser"]["rejected"] == {"not_json": 1}
+    assert result["parser"]["trades"] == 300
+
+
+def test_bench_limit_and_table(recording):
+    result = run_bench(recording, limit=30)
+    assert result["frames"] == 30
+    table = format_table(result)
+    assert "parse" in table and "frames/s" in table
+
+
+def test_bench_of_an_empty_recording_is_an_error(tmp_path):
+    empty = tmp_path / "empty.txt"
+    empty.write_bytes(b"")
+    with pytest.raises(ValueError, match="no frames"):
+        run_bench(empty)
+
+
+def test_timer_cost_is_measured():
+    assert timer_cost_ns() >= 0
