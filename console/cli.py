@@ -138,14 +138,15 @@ def _bench(args: argparse.Namespace) -> int:
 
 
 def _sim(args: argparse.Namespace) -> int:
-    from engine.sim.faults import parse_fault_spec
+    from engine.sim.market import MarketGeneratorConfig
     from engine.sim.server import SimExchangeConfig
     from engine.sim.standalone import run_standalone
 
-    for spec in args.fault:
-        parse_fault_spec(spec)
     config = SimExchangeConfig(
-        host=args.host, port=args.port, seed=args.seed, book_interval_ms=args.book_interval_ms
+        host=args.host,
+        port=args.port,
+        book_interval_ms=args.book_interval_ms,
+        market=MarketGeneratorConfig(seed=args.seed),
     )
     run_standalone(config, args.fault)
     return 0

@@ -1,0 +1,112 @@
+"""Records a live (or simulated) Bitget public feed to a file, reporting progress as it goes."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from engine.feed.bitget_ws import BitgetPublicFeed, BitgetPublicFeedConfig
+from engine.feed.events import FeedState, FeedStateChanged
+from engine.feed.parse import FrameParser
+from engine.feed.recorder import FrameRecorder
+from engine.feed.sink import FeedNotice, MarketFrame
+
+
+@dataclass(frozen=True, slots=True)
+class RecordProgress:
+    """Where a recording stands; `frames` and `bytes_written` are what reached the recorder.
+
+    `frames_per_s` is the rate since the previous report. `fault` is the recorder's disk error
+    if one stopped the recording; `finished` marks the final report.
+    """
+
+    out_path: str
+    elapsed_s: float
+    frames: int
+    bytes_written: int
+    frames_per_s: float
+    market_frames: int
+    states: tuple[tuple[str, FeedState], ...]
+    fault: str | None
+    finished: bool
+
+
+class _CountingSink:
+    """Counts market frames and remembers each symbol's state; records nothing itself."""
+
+    def __init__(self, symbols: tuple[str, ...]) -> None:
+        self.market_frames = 0
+        self.states = dict.fromkeys(symbols, FeedState.STOPPED)
+
+    def on_market(self, frame: MarketFrame) -> None:
+        self.market_frames += 1
+
+    def on_feed_event(self, event: FeedNotice) -> None:
+        if isinstance(event, FeedStateChanged):
+            self.states[event.symbol] = event.state
+
+
+async def record(
+    source: BitgetPublicFeedConfig,
+    out_path: str,
+    duration_s: float | None,
+    progress: Callable[[RecordProgress], None],
+    progress_interval_s: float = 1.0,
+) -> RecordProgress:
+    """Record `source` into `out_path` for `duration_s` seconds (None: until cancelled).
+
+    Calls `progress` every `progress_interval_s` and once more at the end. The file is always
+    flushed and closed, also on cancellation (after which CancelledError propagates). A file
+    that cannot be written ends the recording early with `fault` set in the returned progress.
+    """
+    if duration_s is not None and not (math.isfinite(duration_s) and duration_s > 0):
+        raise ValueError(f"duration_s must be None (until cancelled) or > 0, got {duration_s}")
+    if not (math.isfinite(progress_interval_s) and progress_interval_s > 0):
+        raise ValueError(f"progress_interval_s must be > 0, got {progress_interval_s}")
+    recorder = FrameRecorder(out_path)
+    sink = _CountingSink(source.symbols)
+    feed = BitgetPublicFeed(source, FrameParser(source.symbols), sink, recorder)
+    started = time.monotonic()
+    reported = (started, 0)
+
+    def snapshot(finished: bool) -> RecordProgress:
+        nonlocal reported
+        now = time.monotonic()
+        stats = recorder.stats
+        previous_at, previous_frames = reported
+        reported = (now, stats.frames)
+        return RecordProgress(
+            out_path=out_path,
+            elapsed_s=now - started,
+            frames=stats.frames,
+            bytes_written=stats.bytes_written,
+            frames_per_s=(stats.frames - previous_frames) / max(now - previous_at, 1e-9),
+            market_frames=sink.market_frames,
+            states=tuple(sink.states.items()),
+            fault=stats.fault,
+            finished=finished,
+        )
+
+    recorder.start()
+    try:
+        if recorder.fault is None:
+            await feed.start()
+            deadline = None if duration_s is None else started + duration_s
+            while recorder.fault is None:
+                wait_s = progress_interval_s
+                if deadline is not None:
+                    wait_s = min(wait_s, deadline - time.monotonic())
+                    if wait_s <= 0:
+                        break
+                await asyncio.sleep(wait_s)
+                progress(snapshot(finished=False))
+    finally:
+        await feed.stop()
+        # The writer thread does the last write, flush and close; the loop stays free.
+        await asyncio.to_thread(recorder.stop)
+        final = snapshot(finished=True)
+        progress(final)
+    return final

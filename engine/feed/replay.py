@@ -1,0 +1,202 @@
+"""Replays a recording through the live feed's pipeline: the same parser, the same sink.
+
+Frames are parsed with their *recorded* receive time, so every event carries the recv_ns it
+had live. Pacing follows the recorded receive-time deltas divided by `speed`, measured from
+one anchor so that sleep overshoot never accumulates; `speed=None` replays as fast as the
+parser goes, yielding to the event loop every `yield_every` frames.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import errno
+import math
+import os
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+
+from engine.feed.events import (
+    BookSnapshot,
+    BookUpdate,
+    ChannelError,
+    FeedState,
+    FeedStateChanged,
+    Trades,
+)
+from engine.feed.parse import FrameParser
+from engine.feed.recording import RecordingReadStats, iter_recording
+from engine.feed.sink import FeedNotice, FeedSink
+
+__all__ = ["ReplayFeed", "ReplayStats", "iter_recording"]
+
+_MIN_SLEEP_S = 0.001
+"""Ahead of schedule by less than this, a frame goes out at once: sleeping costs more."""
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayStats:
+    """What a replay has done; `recording` says what the reader skipped."""
+
+    frames: int
+    bytes: int
+    market_frames: int
+    handler_errors: int
+    last_handler_error: str
+    recorded_span_s: float
+    finished: bool
+    recording: RecordingReadStats
+    parser: Mapping[str, object]
+
+
+class ReplayFeed:
+    """Feeds a recording into a `FeedSink`, paced by the recorded receive times.
+
+    Each symbol goes LIVE at its first market frame and STOPPED at the end (or at `stop()`).
+    `clock_ns` and `sleep` drive the pacing and can be replaced in tests.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        parser: FrameParser,
+        sink: FeedSink,
+        speed: float | None = None,
+        *,
+        yield_every: int = 256,
+        clock_ns: Callable[[], int] = time.monotonic_ns,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
+        if speed is not None and not (math.isfinite(speed) and speed > 0):
+            raise ValueError(f"speed must be None (as fast as possible) or > 0, got {speed}")
+        if yield_every < 1:
+            raise ValueError(f"yield_every must be >= 1, got {yield_every}")
+        if not os.path.isfile(path):
+            raise FileNotFoundError(errno.ENOENT, "recording not found", os.fspath(path))
+        self.path = os.fspath(path)
+        self.speed = speed
+        self._parser = parser
+        self._sink = sink
+        self._yield_every = yield_every
+        self._clock_ns = clock_ns
+        self._sleep = sleep
+        self._read_stats = RecordingReadStats()
+        self._states: dict[str, FeedState] = {}
+        self._frames = 0
+        self._bytes = 0
+        self._market_frames = 0
+        self._handler_errors = 0
+        self._last_handler_error = ""
+        self._first_recv_ns = 0
+        self._last_recv_ns = 0
+        self._ran = False
+        self._finished = False
+        self._task: asyncio.Task[ReplayStats] | None = None
+
+    @property
+    def stats(self) -> ReplayStats:
+        return ReplayStats(
+            frames=self._frames,
+            bytes=self._bytes,
+            market_frames=self._market_frames,
+            handler_errors=self._handler_errors,
+            last_handler_error=self._last_handler_error,
+            recorded_span_s=(self._last_recv_ns - self._first_recv_ns) / 1e9,
+            finished=self._finished,
+            recording=dataclasses.replace(self._read_stats),
+            parser=MappingProxyType(self._parser.stats.as_dict()),
+        )
+
+    def state(self, symbol: str) -> FeedState:
+        """LIVE once the symbol's first frame was replayed, STOPPED at the end."""
+        try:
+            return self._states[symbol]
+        except KeyError:
+            raise KeyError(f"{symbol!r} has not appeared in this replay") from None
+
+    async def start(self) -> None:
+        """Replay in a background task; `wait()` returns its stats."""
+        if self._task is not None:
+            raise RuntimeError("a ReplayFeed can be started only once")
+        self._task = asyncio.create_task(self.run(), name="replay-feed")
+
+    async def wait(self) -> ReplayStats:
+        if self._task is None:
+            raise RuntimeError("the replay was not started")
+        await asyncio.wait([self._task])
+        return self.stats
+
+    async def stop(self) -> None:
+        """Cancel the replay; every symbol seen goes STOPPED."""
+        if self._task is None:
+            return
+        self._task.cancel()
+        await asyncio.wait([self._task])
+
+    async def run(self) -> ReplayStats:
+        """Replay the whole file; returns when it ends (or raises CancelledError if stopped)."""
+        if self._ran:
+            raise RuntimeError("a ReplayFeed runs only once")
+        self._ran = True
+        reason = "replay stopped"
+        try:
+            await self._replay()
+            reason = "end of recording"
+            self._finished = True
+        finally:
+            for symbol in self._states:
+                self._set_state(symbol, FeedState.STOPPED, reason, self._last_recv_ns)
+        return self.stats
+
+    async def _replay(self) -> None:
+        parse = self._parser.parse
+        on_market = self._sink.on_market
+        states = self._states
+        speed = self.speed
+        clock_ns = self._clock_ns
+        yield_every = self._yield_every
+        start_clock_ns = 0
+        for recv_ns, raw in iter_recording(self.path, self._read_stats):
+            if not self._frames:
+                self._first_recv_ns = recv_ns
+                start_clock_ns = clock_ns()
+            self._frames += 1
+            self._bytes += len(raw)
+            self._last_recv_ns = recv_ns
+            if speed is not None:
+                due_ns = start_clock_ns + (recv_ns - self._first_recv_ns) / speed
+                ahead_s = (due_ns - clock_ns()) / 1e9
+                if ahead_s >= _MIN_SLEEP_S:
+                    await self._sleep(ahead_s)
+            if self._frames % yield_every == 0:
+                await asyncio.sleep(0)  # let stop() and the rest of the loop run
+            try:
+                frame = parse(raw, recv_ns)
+                kind = type(frame)
+                if kind is BookSnapshot or kind is BookUpdate or kind is Trades:
+                    self._market_frames += 1
+                    if frame.symbol not in states:
+                        self._set_state(
+                            frame.symbol, FeedState.LIVE, "replay reached the symbol", recv_ns
+                        )
+                    on_market(frame)
+                elif kind is ChannelError:
+                    self._emit(frame)
+            except Exception as error:  # a parser or sink bug must not end the replay
+                self._handler_errors += 1
+                self._last_handler_error = f"{type(error).__name__}: {error}"
+
+    def _set_state(self, symbol: str, state: FeedState, reason: str, at_ns: int) -> None:
+        if self._states.get(symbol) is state:
+            return
+        self._states[symbol] = state
+        self._emit(FeedStateChanged(symbol, state, reason, at_ns))
+
+    def _emit(self, event: FeedNotice) -> None:
+        try:
+            self._sink.on_feed_event(event)
+        except Exception as error:  # a sink bug must not end the replay
+            self._handler_errors += 1
+            self._last_handler_error = f"{type(error).__name__}: {error}"

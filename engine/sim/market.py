@@ -1,0 +1,608 @@
+"""A deterministic two-symbol market: latent fair prices, L2 books, trades and informed bursts.
+
+Model, stepped on a simulated clock of `step_ms`:
+
+- Traded symbol log fair price `x`: slow OU drift + lagged order-flow impact + Brownian noise
+  (`volatility_1s` per sqrt second) + the jumps of informed bursts.
+- Hedge log fair price: `x_h0 + beta * (x_lagged - x0) + s`, where `x_lagged` follows `x` with a
+  short exponential lag (lead-lag) and `s` is a mean-reverting OU spread that also absorbs the
+  hedge's own flow impact. The pair is therefore cointegrated with vector (1, -beta).
+- Each symbol has a latent order-flow state `f` (OU, unit variance, `flow_half_life_s`). It tilts
+  near-touch depth (bids thicker and asks thinner when `f > 0`) and the aggressor mix of trades
+  at once, while the price responds to a lagged copy of `f` (time constant `impact_lag_s`): book
+  and trade imbalance lead the move by roughly 0.5-2 s.
+- Books are dense tick ladders of `levels` per side, indexed by depth from the quoted touch.
+  Market makers requote the touch around the fair price every step (spread of 1-3 ticks, a slowly
+  switching regime); add/cancel events arrive as a Poisson process concentrated near the touch
+  and pull each level's size toward a mean that grows with depth. Trades arrive as a Poisson
+  process and consume displayed size, walking levels when larger than the touch.
+- Informed bursts (Poisson, `burst_rate_per_min`, traded symbol): a lead phase of
+  `burst_lead_ms` with a run of aggressive trades on one side and the hit side of the book
+  drained near the touch, then a jump of `burst_jump_sigmas` one-second sigmas over
+  `burst_jump_ms`. Each burst is recorded in `bursts` so it can serve as a training label.
+
+All randomness comes from numpy Generators seeded from `seed`, consumed in an order that depends
+only on simulated time, so the same seed and start give identical markets however the clock is
+advanced.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections import deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+import numpy as np
+
+from engine.sim.instruments import BTCUSDT, ETHUSDT, Instrument, Side
+
+_POOL_SIZE = 8192
+_TRADE_ID_BASE = 1_220_000_000_000_000_000
+_MAX_SWEEP_LEVELS = 12
+"""A single aggressive order walks at most this many levels."""
+_MAX_BURSTS_KEPT = 10_000
+
+_SPREAD_CHOICES = (1, 2, 3)
+_SPREAD_WEIGHTS = (0.75, 0.18, 0.07)
+_SPREAD_SWITCH_PER_S = 0.15
+_GAP_PROBABILITY = 0.04
+"""Chance that a freshly exposed level (other than the touch) starts empty."""
+_EVENT_DEPTH_SCALE = 10.0
+"""Mean depth, in levels, of add/cancel events that land near the touch."""
+_EVENT_UNIFORM_SHARE = 0.25
+"""Share of add/cancel events spread uniformly over the whole ladder."""
+_TILT_DEPTH_SCALE = 5.0
+_TILT_DEPTH_LIMIT = 30
+"""Beyond this depth the flow tilt is below 0.3% and is skipped."""
+_BURST_TILT_DEPTH = 20
+_BURST_DRAIN_FACTOR = 0.08
+_BURST_PULL_PER_STEP = 0.6
+_BURST_TRADE_RATE_PER_S = 40.0
+_BURST_AGGRESSOR_SHARE = 0.92
+_BURST_FLOW = 3.0
+
+
+class SimTrade(NamedTuple):
+    """One public trade print; `side` is the aggressor's."""
+
+    symbol: str
+    price: float
+    size: float
+    side: Side
+    trade_id: int
+    ts_ms: int
+
+
+class BookLevels(NamedTuple):
+    """A symbol's displayed book, best first, as float arrays."""
+
+    symbol: str
+    ts_ms: int
+    bid_prices: np.ndarray
+    bid_sizes: np.ndarray
+    ask_prices: np.ndarray
+    ask_sizes: np.ndarray
+
+    @property
+    def best_bid(self) -> float:
+        return float(self.bid_prices[0])
+
+    @property
+    def best_ask(self) -> float:
+        return float(self.ask_prices[0])
+
+    @property
+    def mid(self) -> float:
+        return 0.5 * (float(self.bid_prices[0]) + float(self.ask_prices[0]))
+
+
+class InformedBurst(NamedTuple):
+    """An informed-flow episode: aggressive `side` flow from `start_ms`, then the jump."""
+
+    symbol: str
+    side: Side
+    start_ms: int
+    jump_start_ms: int
+    jump_end_ms: int
+    jump_log_return: float
+
+
+@dataclass(frozen=True, slots=True)
+class SymbolConfig:
+    """Microstructure of one symbol: book shape, trade flow and impact."""
+
+    instrument: Instrument
+    start_price: float
+    touch_size: float
+    """Mean displayed size at the touch, base coin."""
+    median_trade_size: float
+    """Median size of one aggressive order, base coin."""
+    depth_growth: float = 0.12
+    """Each level deeper adds this multiple of `touch_size` to the mean level size."""
+    levels: int = 100
+    trade_rate_per_s: float = 6.0
+    book_event_rate_per_s: float = 160.0
+    flow_impact_1s: float = 3e-5
+    """Log-price drift per second per unit of lagged flow."""
+    imbalance_strength: float = 0.5
+    """Log tilt of near-touch sizes per unit of flow."""
+
+    def __post_init__(self) -> None:
+        _require_positive("start_price", self.start_price)
+        _require_positive("touch_size", self.touch_size)
+        _require_positive("median_trade_size", self.median_trade_size)
+        _require_positive("trade_rate_per_s", self.trade_rate_per_s)
+        _require_positive("book_event_rate_per_s", self.book_event_rate_per_s)
+        _require_non_negative("depth_growth", self.depth_growth)
+        _require_non_negative("flow_impact_1s", self.flow_impact_1s)
+        _require_non_negative("imbalance_strength", self.imbalance_strength)
+        if self.levels < 50:
+            raise ValueError(f"levels must be at least 50 per side, got {self.levels}")
+        if not self.instrument.is_on_tick(self.start_price):
+            raise ValueError(
+                f"start_price {self.start_price} of {self.instrument.symbol} is not a multiple "
+                f"of the tick {self.instrument.tick_size}"
+            )
+        if self.touch_size < self.instrument.size_step:
+            raise ValueError(
+                f"touch_size {self.touch_size} is below one size step "
+                f"{self.instrument.size_step} of {self.instrument.symbol}"
+            )
+
+
+def _default_traded() -> SymbolConfig:
+    return SymbolConfig(
+        instrument=BTCUSDT, start_price=64000.0, touch_size=0.6, median_trade_size=0.025
+    )
+
+
+def _default_hedge() -> SymbolConfig:
+    return SymbolConfig(
+        instrument=ETHUSDT,
+        start_price=3400.0,
+        touch_size=9.0,
+        median_trade_size=0.4,
+        trade_rate_per_s=4.0,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class MarketGeneratorConfig:
+    """Parameters of the simulated market; see the module docstring for the model."""
+
+    seed: int = 1
+    start_ms: int = 1_726_000_000_000
+    step_ms: int = 10
+    traded: SymbolConfig = field(default_factory=_default_traded)
+    hedge: SymbolConfig = field(default_factory=_default_hedge)
+    volatility_1s: float = 4e-5
+    drift_volatility: float = 2e-6
+    """Stationary standard deviation of the slow drift, log-price per second."""
+    drift_half_life_s: float = 600.0
+    flow_half_life_s: float = 2.0
+    impact_lag_s: float = 0.7
+    hedge_beta: float = 1.0
+    hedge_lag_ms: float = 150.0
+    spread_half_life_s: float = 45.0
+    spread_volatility_1s: float = 4e-5
+    burst_rate_per_min: float = 0.3
+    burst_lead_ms: int = 500
+    burst_jump_ms: int = 300
+    burst_jump_sigmas: float = 8.0
+
+    def __post_init__(self) -> None:
+        if self.seed < 0:
+            raise ValueError(f"seed must be >= 0, got {self.seed}")
+        if self.start_ms < 0:
+            raise ValueError(f"start_ms must be >= 0, got {self.start_ms}")
+        if not 1 <= self.step_ms <= 100:
+            raise ValueError(f"step_ms must be within 1..100, got {self.step_ms}")
+        if self.traded.instrument.symbol == self.hedge.instrument.symbol:
+            raise ValueError("traded and hedge symbols must differ")
+        _require_positive("volatility_1s", self.volatility_1s)
+        _require_non_negative("drift_volatility", self.drift_volatility)
+        _require_positive("drift_half_life_s", self.drift_half_life_s)
+        _require_positive("flow_half_life_s", self.flow_half_life_s)
+        _require_positive("impact_lag_s", self.impact_lag_s)
+        _require_positive("hedge_beta", self.hedge_beta)
+        _require_non_negative("hedge_lag_ms", self.hedge_lag_ms)
+        _require_positive("spread_half_life_s", self.spread_half_life_s)
+        _require_non_negative("spread_volatility_1s", self.spread_volatility_1s)
+        _require_non_negative("burst_rate_per_min", self.burst_rate_per_min)
+        if self.burst_lead_ms < 2 * self.step_ms:
+            raise ValueError(
+                f"burst_lead_ms must be at least two steps ({2 * self.step_ms}), "
+                f"got {self.burst_lead_ms}"
+            )
+        if self.burst_jump_ms < self.step_ms:
+            raise ValueError(
+                f"burst_jump_ms must be at least one step ({self.step_ms}), "
+                f"got {self.burst_jump_ms}"
+            )
+        _require_positive("burst_jump_sigmas", self.burst_jump_sigmas)
+
+
+def _require_positive(name: str, value: float) -> None:
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(f"{name} must be a positive number, got {value!r}")
+
+
+def _require_non_negative(name: str, value: float) -> None:
+    if not (math.isfinite(value) and value >= 0):
+        raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
+
+
+class _RandomStream:
+    """Scalar draws from a numpy Generator, pre-drawn in blocks (scalar numpy calls are slow)."""
+
+    __slots__ = ("normal", "uniform")
+
+    def __init__(self, seed: np.random.SeedSequence) -> None:
+        rng = np.random.Generator(np.random.PCG64(seed))
+        self.uniform: Callable[[], float] = _blocks(rng.random).__next__
+        self.normal: Callable[[], float] = _blocks(rng.standard_normal).__next__
+
+    def exponential(self) -> float:
+        return -math.log(1.0 - self.uniform())
+
+
+def _blocks(draw: Callable[[int], np.ndarray]) -> Iterator[float]:
+    while True:
+        yield from draw(_POOL_SIZE).tolist()
+
+
+class _ActiveBurst(NamedTuple):
+    side: Side
+    jump_start_ms: int
+    jump_end_ms: int
+    jump_per_step: float
+
+
+class _SymbolBook:
+    """One symbol's latent flow, ladder of displayed sizes and event clocks (integer lots)."""
+
+    def __init__(
+        self, config: SymbolConfig, random: _RandomStream, trade_ids: Iterator[int], now_ms: int
+    ) -> None:
+        self.config = config
+        self.instrument = config.instrument
+        self.random = random
+        self.levels = config.levels
+        touch_lots = config.touch_size / config.instrument.size_step
+        self.mean_lots = [
+            touch_lots * (1.0 + config.depth_growth * depth) for depth in range(self.levels)
+        ]
+        self.median_trade_lots = config.median_trade_size / config.instrument.size_step
+        self.flow = 0.0
+        self.lagged_flow = 0.0
+        self.drained_side: Side | None = None
+        self.extra_trade_rate = 0.0
+        self.spread_ticks = 1
+        start_ticks = config.instrument.to_ticks(config.start_price)
+        self.bid_anchor = start_ticks
+        self.ask_anchor = start_ticks + 1
+        self.bids = [self._fresh_lots(Side.BUY, depth) for depth in range(self.levels)]
+        self.asks = [self._fresh_lots(Side.SELL, depth) for depth in range(self.levels)]
+        self.next_trade_ms = now_ms + random.exponential() * 1000.0 / self.trade_rate()
+        self.next_event_ms = now_ms + random.exponential() * 1000.0 / config.book_event_rate_per_s
+        self.trade_ids = trade_ids
+
+    def trade_rate(self) -> float:
+        return self.config.trade_rate_per_s * (1.0 + 0.5 * abs(self.flow)) + self.extra_trade_rate
+
+    def target_lots(self, side: Side, depth: int) -> float:
+        target = self.mean_lots[depth]
+        if depth < _TILT_DEPTH_LIMIT:
+            tilt = side.sign * self.config.imbalance_strength * self.flow
+            target *= math.exp(tilt * math.exp(-depth / _TILT_DEPTH_SCALE))
+        if side is self.drained_side and depth < _BURST_TILT_DEPTH:
+            target *= _BURST_DRAIN_FACTOR
+        return target
+
+    def drain(self) -> None:
+        """Makers pull from the side informed flow is about to hit (once per step of a lead)."""
+        ladder = self.bids if self.drained_side is Side.BUY else self.asks
+        for depth in range(_BURST_TILT_DEPTH):
+            ladder[depth] = int(ladder[depth] * _BURST_PULL_PER_STEP)
+
+    def _fresh_lots(self, side: Side, depth: int) -> int:
+        if depth > 0 and self.random.uniform() < _GAP_PROBABILITY:
+            return 0
+        noise = math.exp(0.5 * self.random.normal() - 0.125)
+        return max(1, round(self.target_lots(side, depth) * noise))
+
+    def requote(self, fair_ticks: float) -> None:
+        """Move the quoted touch to straddle the fair price, shifting both ladders."""
+        bid_anchor = math.floor(fair_ticks + 0.5 - 0.5 * self.spread_ticks)
+        ask_anchor = bid_anchor + self.spread_ticks
+        shift = bid_anchor - self.bid_anchor
+        if shift > 0:
+            keep = self.bids[: max(0, self.levels - shift)]
+            fresh = [self._fresh_lots(Side.BUY, depth) for depth in range(min(shift, self.levels))]
+            self.bids = fresh + keep
+        elif shift < 0:
+            keep = self.bids[-shift:]
+            self.bids = keep + [
+                self._fresh_lots(Side.BUY, depth) for depth in range(len(keep), self.levels)
+            ]
+        shift = ask_anchor - self.ask_anchor
+        if shift < 0:
+            keep = self.asks[: max(0, self.levels + shift)]
+            fresh = [
+                self._fresh_lots(Side.SELL, depth) for depth in range(min(-shift, self.levels))
+            ]
+            self.asks = fresh + keep
+        elif shift > 0:
+            keep = self.asks[shift:]
+            self.asks = keep + [
+                self._fresh_lots(Side.SELL, depth) for depth in range(len(keep), self.levels)
+            ]
+        self.bid_anchor = bid_anchor
+        self.ask_anchor = ask_anchor
+
+    def book_event(self) -> None:
+        """One add or cancel, pulling a level's size toward its target."""
+        side = Side.BUY if self.random.uniform() < 0.5 else Side.SELL
+        if self.random.uniform() < _EVENT_UNIFORM_SHARE:
+            depth = int(self.random.uniform() * self.levels)
+        else:
+            depth = min(self.levels - 1, int(self.random.exponential() * _EVENT_DEPTH_SCALE))
+        ladder = self.bids if side is Side.BUY else self.asks
+        size = ladder[depth]
+        target = self.target_lots(side, depth)
+        if self.random.uniform() < target / (target + size):
+            clip = 0.4 * target * math.exp(0.6 * self.random.normal() - 0.18)
+            ladder[depth] = size + max(1, round(clip))
+        elif size > 0:
+            cancelled = max(1, round(size * (0.2 + 0.8 * self.random.uniform())))
+            ladder[depth] = max(0, size - cancelled)
+
+    def aggressive_order(self, ts_ms: int, burst_side: Side | None) -> list[SimTrade]:
+        """An aggressive order of random side and size; one print per level it consumes."""
+        if burst_side is not None and self.random.uniform() < _BURST_AGGRESSOR_SHARE:
+            side = burst_side
+            size_scale = 3.0
+        else:
+            buy_probability = 1.0 / (1.0 + math.exp(-1.5 * self.flow))
+            side = Side.BUY if self.random.uniform() < buy_probability else Side.SELL
+            size_scale = 1.0 + 0.3 * abs(self.flow)
+        wanted = max(
+            1, round(self.median_trade_lots * size_scale * math.exp(0.8 * self.random.normal()))
+        )
+        ladder = self.asks if side is Side.BUY else self.bids
+        trades: list[SimTrade] = []
+        for depth in range(min(_MAX_SWEEP_LEVELS, self.levels)):
+            available = ladder[depth]
+            if available == 0:
+                continue
+            taken = min(wanted, available)
+            ladder[depth] = available - taken
+            wanted -= taken
+            ticks = self.ask_anchor + depth if side is Side.BUY else self.bid_anchor - depth
+            trades.append(
+                SimTrade(
+                    self.instrument.symbol,
+                    self.instrument.price_of(ticks),
+                    self.instrument.size_of(taken),
+                    side,
+                    next(self.trade_ids),
+                    ts_ms,
+                )
+            )
+            if wanted == 0:
+                break
+        return trades
+
+    def run_events(self, until_ms: float, burst_side: Side | None) -> list[SimTrade]:
+        """Process trade and book events due up to `until_ms`, in time order."""
+        trades: list[SimTrade] = []
+        event_interval_ms = 1000.0 / self.config.book_event_rate_per_s
+        while min(self.next_trade_ms, self.next_event_ms) <= until_ms:
+            if self.next_trade_ms <= self.next_event_ms:
+                trades.extend(self.aggressive_order(int(self.next_trade_ms), burst_side))
+                self.next_trade_ms += self.random.exponential() * 1000.0 / self.trade_rate()
+            else:
+                self.book_event()
+                self.next_event_ms += self.random.exponential() * event_interval_ms
+        return trades
+
+    def switch_spread(self, step_s: float) -> None:
+        if self.random.uniform() >= _SPREAD_SWITCH_PER_S * step_s:
+            return
+        draw = self.random.uniform()
+        cumulative = 0.0
+        for ticks, weight in zip(_SPREAD_CHOICES, _SPREAD_WEIGHTS, strict=True):
+            cumulative += weight
+            if draw < cumulative:
+                self.spread_ticks = ticks
+                return
+        self.spread_ticks = _SPREAD_CHOICES[-1]
+
+    def levels_view(self, ts_ms: int, depth: int) -> BookLevels:
+        bids = np.asarray(self.bids, dtype=np.int64)
+        asks = np.asarray(self.asks, dtype=np.int64)
+        bid_depths = np.flatnonzero(bids)[:depth]
+        ask_depths = np.flatnonzero(asks)[:depth]
+        tick = self.instrument.tick_size
+        step = self.instrument.size_step
+        return BookLevels(
+            self.instrument.symbol,
+            ts_ms,
+            (self.bid_anchor - bid_depths) * tick,
+            bids[bid_depths] * step,
+            (self.ask_anchor + ask_depths) * tick,
+            asks[ask_depths] * step,
+        )
+
+
+class MarketGenerator:
+    """Steps the simulated market forward; see the module docstring for the model."""
+
+    def __init__(self, config: MarketGeneratorConfig) -> None:
+        self.config = config
+        seeds = np.random.SeedSequence(config.seed).spawn(3)
+        self._latent = _RandomStream(seeds[0])
+        self._now_ms = config.start_ms
+        trade_ids = itertools.count(_TRADE_ID_BASE)
+        self._traded = _SymbolBook(
+            config.traded, _RandomStream(seeds[1]), trade_ids, config.start_ms
+        )
+        self._hedge = _SymbolBook(config.hedge, _RandomStream(seeds[2]), trade_ids, config.start_ms)
+        self._books = {
+            config.traded.instrument.symbol: self._traded,
+            config.hedge.instrument.symbol: self._hedge,
+        }
+        step_s = config.step_ms / 1000.0
+        self._step_s = step_s
+        flow_tau = config.flow_half_life_s / math.log(2.0)
+        self._flow_decay = math.exp(-step_s / flow_tau)
+        self._flow_noise = math.sqrt(1.0 - self._flow_decay**2)
+        self._lag_gain = 1.0 - math.exp(-step_s / config.impact_lag_s)
+        drift_tau = config.drift_half_life_s / math.log(2.0)
+        self._drift_decay = math.exp(-step_s / drift_tau)
+        self._drift_noise = config.drift_volatility * math.sqrt(1.0 - self._drift_decay**2)
+        spread_tau = config.spread_half_life_s / math.log(2.0)
+        self._spread_decay = math.exp(-step_s / spread_tau)
+        self._spread_noise = config.spread_volatility_1s * math.sqrt(
+            spread_tau / 2.0 * (1.0 - self._spread_decay**2)
+        )
+        self._hedge_lag_gain = (
+            1.0
+            if config.hedge_lag_ms == 0
+            else 1.0 - math.exp(-config.step_ms / config.hedge_lag_ms)
+        )
+        self._price_noise = config.volatility_1s * math.sqrt(step_s)
+        self._traded_origin = math.log(config.traded.start_price)
+        self._hedge_origin = math.log(config.hedge.start_price)
+        self._log_fair = self._traded_origin
+        self._lagged_log_fair = self._traded_origin
+        self._drift = 0.0
+        self._spread = 0.0
+        self._burst: _ActiveBurst | None = None
+        self.bursts: deque[InformedBurst] = deque(maxlen=_MAX_BURSTS_KEPT)
+        """Informed bursts started so far, oldest first (a bounded history)."""
+
+    @property
+    def now_ms(self) -> int:
+        """Simulated time of the last completed step."""
+        return self._now_ms
+
+    @property
+    def symbols(self) -> tuple[str, str]:
+        """(traded, hedge)."""
+        return (self.config.traded.instrument.symbol, self.config.hedge.instrument.symbol)
+
+    def instrument(self, symbol: str) -> Instrument:
+        return self._books[symbol].instrument
+
+    def fair_price(self, symbol: str) -> float:
+        """The latent fair price (not observable by a trader; for labels and tests)."""
+        if symbol == self.config.traded.instrument.symbol:
+            return math.exp(self._log_fair)
+        return math.exp(self._hedge_log_fair())
+
+    def book(self, symbol: str, depth: int | None = None) -> BookLevels:
+        """The displayed book, at most `depth` non-empty levels per side (default: all)."""
+        book = self._books[symbol]
+        return book.levels_view(self._now_ms, book.levels if depth is None else depth)
+
+    def advance_to(self, t_ms: int) -> list[SimTrade]:
+        """Run every whole step ending at or before `t_ms`; the trades printed, oldest first."""
+        trades: list[SimTrade] = []
+        step_ms = self.config.step_ms
+        while self._now_ms + step_ms <= t_ms:
+            trades.extend(self._step(self._now_ms + step_ms))
+        trades.sort(key=lambda trade: trade.ts_ms)
+        return trades
+
+    def _hedge_log_fair(self) -> float:
+        beta = self.config.hedge_beta
+        return (
+            self._hedge_origin + beta * (self._lagged_log_fair - self._traded_origin) + self._spread
+        )
+
+    def _step(self, end_ms: int) -> list[SimTrade]:
+        latent = self._latent
+        config = self.config
+        step_s = self._step_s
+        for book in (self._traded, self._hedge):
+            book.flow = self._flow_decay * book.flow + self._flow_noise * latent.normal()
+            book.lagged_flow += (book.flow - book.lagged_flow) * self._lag_gain
+        burst_move = self._update_burst(end_ms)
+        self._drift = self._drift_decay * self._drift + self._drift_noise * latent.normal()
+        traded_impact = config.traded.flow_impact_1s * self._traded.lagged_flow
+        self._log_fair += (
+            (self._drift + traded_impact) * step_s
+            + self._price_noise * latent.normal()
+            + burst_move
+        )
+        self._lagged_log_fair += (self._log_fair - self._lagged_log_fair) * self._hedge_lag_gain
+        hedge_impact = config.hedge.flow_impact_1s * self._hedge.lagged_flow
+        self._spread = (
+            self._spread_decay * self._spread
+            + self._spread_noise * latent.normal()
+            + hedge_impact * step_s
+        )
+        burst_side = self._burst.side if self._burst is not None else None
+        trades: list[SimTrade] = []
+        for book, log_fair, side in (
+            (self._traded, self._log_fair, burst_side),
+            (self._hedge, self._hedge_log_fair(), None),
+        ):
+            book.switch_spread(step_s)
+            book.requote(math.exp(log_fair) / book.instrument.tick_size)
+            trades.extend(book.run_events(end_ms, side))
+        self._now_ms = end_ms
+        return trades
+
+    def _update_burst(self, end_ms: int) -> float:
+        """Start, progress or end the informed burst; the log move it applies this step."""
+        config = self.config
+        book = self._traded
+        burst = self._burst
+        if burst is None:
+            rate_per_step = config.burst_rate_per_min / 60.0 * self._step_s
+            if self._latent.uniform() >= rate_per_step:
+                return 0.0
+            self._start_burst(end_ms)
+            return 0.0
+        if end_ms <= burst.jump_start_ms:
+            book.flow = burst.side.sign * max(_BURST_FLOW, burst.side.sign * book.flow)
+            book.drain()
+            return 0.0
+        book.drained_side = None
+        book.extra_trade_rate = 0.0
+        if end_ms >= burst.jump_end_ms:
+            self._burst = None
+        return burst.jump_per_step
+
+    def _start_burst(self, start_ms: int) -> None:
+        config = self.config
+        latent = self._latent
+        side = Side.BUY if latent.uniform() < 0.5 else Side.SELL
+        lead_ms = round(config.burst_lead_ms * (0.7 + 0.6 * latent.uniform()))
+        lead_ms = max(2 * config.step_ms, lead_ms - lead_ms % config.step_ms)
+        jump_steps = max(1, config.burst_jump_ms // config.step_ms)
+        sigmas = config.burst_jump_sigmas * (0.8 + 0.5 * latent.uniform())
+        jump = side.sign * sigmas * config.volatility_1s
+        jump_start_ms = start_ms + lead_ms
+        record = InformedBurst(
+            config.traded.instrument.symbol,
+            side,
+            start_ms,
+            jump_start_ms,
+            jump_start_ms + jump_steps * config.step_ms,
+            jump,
+        )
+        self.bursts.append(record)
+        self._burst = _ActiveBurst(
+            side, record.jump_start_ms, record.jump_end_ms, jump / jump_steps
+        )
+        book = self._traded
+        book.flow = side.sign * _BURST_FLOW
+        book.drained_side = side.opposite
+        book.extra_trade_rate = _BURST_TRADE_RATE_PER_S
+        book.next_trade_ms = start_ms + book.random.exponential() * 1000.0 / book.trade_rate()

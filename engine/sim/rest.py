@@ -1,0 +1,715 @@
+"""The simulated exchange's REST API: Bitget v2 auth, validation, rate limits and handlers.
+
+Private calls are checked in Bitget's order: headers present (40001/40003/40011/40005), key
+known (40006/40037), timestamp within 30 s (40008), passphrase (40012), HMAC over the exact
+bytes received (40009), demo header (40099), then the per-endpoint rate limit (HTTP 429).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import ipaddress
+import logging
+import math
+import re
+from collections import OrderedDict, deque
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+
+import orjson
+from aiohttp import web
+
+from engine.bitget.errors import SUCCESS_CODE, lookup_error
+from engine.bitget.signing import rest_prehash, sign_bytes
+from engine.sim.faults import FaultInjector, FaultSpecError
+from engine.sim.instruments import Side
+from engine.sim.matching import (
+    Fill,
+    MatchingEngine,
+    Order,
+    OrderRejected,
+    OrderRequest,
+    OrderStatus,
+    OrderType,
+    Position,
+    SimAccount,
+    TimeInForce,
+)
+
+logger = logging.getLogger(__name__)
+
+PRODUCT_TYPE = "USDT-FUTURES"
+MARGIN_COIN = "USDT"
+TIMESTAMP_WINDOW_MS = 30_000
+RATE_WINDOW_S = 1.0
+
+_ORDER_PATH = "/api/v2/mix/order"
+PLACE_ORDER = f"{_ORDER_PATH}/place-order"
+CANCEL_ORDER = f"{_ORDER_PATH}/cancel-order"
+BATCH_CANCEL_ORDERS = f"{_ORDER_PATH}/batch-cancel-orders"
+CANCEL_ALL_ORDERS = f"{_ORDER_PATH}/cancel-all-orders"
+CLOSE_POSITIONS = f"{_ORDER_PATH}/close-positions"
+ORDERS_PENDING = f"{_ORDER_PATH}/orders-pending"
+ALL_POSITION = "/api/v2/mix/position/all-position"
+SERVER_TIME = "/api/v2/public/time"
+FAULTS = "/sim/faults"
+
+RATE_LIMITS_PER_S: Mapping[str, int] = {
+    PLACE_ORDER: 10,
+    CANCEL_ORDER: 10,
+    BATCH_CANCEL_ORDERS: 10,
+    CANCEL_ALL_ORDERS: 10,
+    CLOSE_POSITIONS: 1,
+    ORDERS_PENDING: 10,
+    ALL_POSITION: 5,
+    SERVER_TIME: 20,
+}
+"""Requests per second, per API key for private endpoints and per IP for server time."""
+
+_CLIENT_OID = re.compile(r"^[0-9A-Za-z_:#+\- ]+$")
+_BATCH_CANCEL_MAX = 50
+_PENDING_PAGE_MAX = 100
+_MARGIN_MODES_KEPT = 10_000
+_GATEWAY_PAGE = (
+    "<html><head><title>{code}</title></head><body><center><h1>{code} {reason}</h1></center>"
+    "</body></html>"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class RestCredentials:
+    api_key: str
+    api_secret: str
+    passphrase: str
+    demo: bool
+
+
+class _RequestError(Exception):
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+class SlidingWindowLimiter:
+    """At most `limit` events per key in any window of `window_s` seconds."""
+
+    def __init__(self, window_s: float) -> None:
+        self._window_s = window_s
+        self._events: dict[object, deque[float]] = {}
+
+    def allow(self, key: object, limit: int, now: float) -> bool:
+        events = self._events.setdefault(key, deque())
+        while events and events[0] <= now - self._window_s:
+            events.popleft()
+        if len(events) >= limit:
+            return False
+        events.append(now)
+        return True
+
+
+Handler = Callable[[dict[str, object]], object]
+
+
+class SimRestApi:
+    """Serves the REST routes against the matching engines and the account."""
+
+    def __init__(
+        self,
+        credentials: RestCredentials,
+        engines: Mapping[str, MatchingEngine],
+        account: SimAccount,
+        faults: FaultInjector,
+        now_ms: Callable[[], int],
+        on_fills: Callable[[list[Fill]], None],
+    ) -> None:
+        self._credentials = credentials
+        self._engines = engines
+        self._account = account
+        self._faults = faults
+        self._now_ms = now_ms
+        self._on_fills = on_fills
+        self._limiter = SlidingWindowLimiter(RATE_WINDOW_S)
+        self._margin_modes: OrderedDict[str, str] = OrderedDict()
+        self.requests_served = 0
+
+    def routes(self) -> list[web.RouteDef]:
+        private_posts = {
+            PLACE_ORDER: self._place_order,
+            CANCEL_ORDER: self._cancel_order,
+            BATCH_CANCEL_ORDERS: self._batch_cancel_orders,
+            CANCEL_ALL_ORDERS: self._cancel_all_orders,
+            CLOSE_POSITIONS: self._close_positions,
+        }
+        private_gets = {ORDERS_PENDING: self._orders_pending, ALL_POSITION: self._all_position}
+        routes = [web.post(path, self._private(path, h)) for path, h in private_posts.items()]
+        routes += [web.get(path, self._private(path, h)) for path, h in private_gets.items()]
+        routes += [
+            web.get(SERVER_TIME, self._server_time),
+            web.post(FAULTS, self._post_faults),
+            web.get(FAULTS, self._get_faults),
+        ]
+        return routes
+
+    async def not_found(self, request: web.Request) -> web.Response:
+        return self._failure("40404", "Request URL NOT FOUND", status=404)
+
+    @web.middleware
+    async def error_middleware(
+        self, request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+    ) -> web.StreamResponse:
+        """Answer a bug in a handler with a Bitget-shaped 500 instead of aiohttp's text page."""
+        try:
+            return await handler(request)
+        except web.HTTPException:
+            raise
+        except Exception:
+            logger.exception("sim REST handler failed for %s %s", request.method, request.path)
+            return self._failure("45001", "Internal error of the simulated exchange", status=500)
+
+    # Envelopes
+
+    def _success(self, data: object) -> web.Response:
+        envelope = {
+            "code": SUCCESS_CODE,
+            "msg": "success",
+            "requestTime": self._now_ms(),
+            "data": data,
+        }
+        return web.Response(body=orjson.dumps(envelope), content_type="application/json")
+
+    def _failure(self, code: str, message: str, status: int = 400) -> web.Response:
+        envelope = {"code": code, "msg": message, "requestTime": self._now_ms(), "data": None}
+        return web.Response(
+            body=orjson.dumps(envelope), status=status, content_type="application/json"
+        )
+
+    def _injected_failure(self, code: int) -> web.Response:
+        if 500 <= code <= 599:
+            reason = "Service Temporarily Unavailable" if code == 503 else "Server Error"
+            return web.Response(
+                text=_GATEWAY_PAGE.format(code=code, reason=reason),
+                status=code,
+                content_type="text/html",
+            )
+        known = lookup_error(code)
+        message = known.exchange_message if known is not None else "injected error"
+        status = code if code < 1000 else 400
+        return self._failure(str(code), message, status=status)
+
+    # Private pipeline
+
+    def _private(
+        self, path: str, handler: Handler
+    ) -> Callable[[web.Request], Awaitable[web.Response]]:
+        async def serve(request: web.Request) -> web.Response:
+            await self._delay()
+            self.requests_served += 1
+            injected = self._faults.take_rest_error()
+            if injected is not None:
+                return self._injected_failure(injected)
+            body = await request.read()
+            refusal = self._authenticate(request, body)
+            if refusal is not None:
+                return refusal
+            loop_time = asyncio.get_running_loop().time()
+            if not self._limiter.allow(
+                (self._credentials.api_key, path), RATE_LIMITS_PER_S[path], loop_time
+            ):
+                return self._failure("429", "Too Many Requests", status=429)
+            try:
+                params = _json_object(body) if request.method == "POST" else dict(request.query)
+                return self._success(handler(params))
+            except _RequestError as error:
+                return self._failure(error.code, error.message)
+
+        return serve
+
+    async def _delay(self) -> None:
+        delay = self._faults.rest_delay_s
+        if delay > 0:
+            await asyncio.sleep(delay)
+
+    def _authenticate(self, request: web.Request, body: bytes) -> web.Response | None:
+        headers = request.headers
+        credentials = self._credentials
+        api_key = headers.get("ACCESS-KEY", "")
+        signature = headers.get("ACCESS-SIGN", "")
+        passphrase = headers.get("ACCESS-PASSPHRASE", "")
+        timestamp = headers.get("ACCESS-TIMESTAMP", "")
+        if not api_key:
+            return self._failure("40001", "ACCESS_KEY cannot be empty")
+        if not signature:
+            return self._failure("40003", "Signature cannot be empty")
+        if not passphrase:
+            return self._failure("40011", "ACCESS_PASSPHRASE cannot be empty")
+        if not (timestamp.isascii() and timestamp.isdigit()) or len(timestamp) > 16:
+            return self._failure("40005", "Invalid ACCESS_TIMESTAMP")
+        if len(api_key) > 100 or not api_key.isascii() or not api_key.isprintable():
+            return self._failure("40006", "Invalid ACCESS_KEY")
+        if not hmac.compare_digest(api_key.encode(), credentials.api_key.encode()):
+            return self._failure("40037", "Apikey does not exist")
+        if abs(self._now_ms() - int(timestamp)) > TIMESTAMP_WINDOW_MS:
+            return self._failure("40008", "Request timestamp expired")
+        if not hmac.compare_digest(passphrase.encode(), credentials.passphrase.encode()):
+            return self._failure("40012", "apikey/password is incorrect")
+        url = request.rel_url
+        prefix = rest_prehash(timestamp, request.method, url.raw_path, url.raw_query_string, "")
+        expected = sign_bytes(credentials.api_secret, prefix.encode() + body)
+        if not hmac.compare_digest(signature.encode(), expected.encode()):
+            return self._failure("40009", "sign signature error")
+        if (headers.get("paptrading") == "1") != credentials.demo:
+            return self._failure("40099", "exchange environment is incorrect")
+        return None
+
+    # Public and control routes
+
+    async def _server_time(self, request: web.Request) -> web.Response:
+        await self._delay()
+        loop_time = asyncio.get_running_loop().time()
+        if not self._limiter.allow(
+            (request.remote, SERVER_TIME), RATE_LIMITS_PER_S[SERVER_TIME], loop_time
+        ):
+            return self._failure("429", "Too Many Requests", status=429)
+        return self._success({"serverTime": str(self._now_ms())})
+
+    async def _post_faults(self, request: web.Request) -> web.Response:
+        if not _is_loopback(request.remote):
+            return self._failure("40018", "Invalid IP: fault control is loopback-only", status=403)
+        try:
+            params = _json_object(await request.read())
+            specs = params.get("faults")
+            if (
+                not isinstance(specs, list)
+                or not specs
+                or not all(isinstance(s, str) for s in specs)
+            ):
+                raise _RequestError(
+                    "40020", 'body must be {"faults": ["spec", ...]}, e.g. ["silence:5"]'
+                )
+            applied = [str(self._faults.add(spec)) for spec in specs]
+        except _RequestError as error:
+            return self._failure(error.code, error.message)
+        except FaultSpecError as error:
+            return self._failure("40020", str(error))
+        return self._success({"accepted": applied, "state": self._faults.describe()})
+
+    async def _get_faults(self, request: web.Request) -> web.Response:
+        if not _is_loopback(request.remote):
+            return self._failure("40018", "Invalid IP: fault control is loopback-only", status=403)
+        return self._success(self._faults.describe())
+
+    # Handlers
+
+    def _place_order(self, params: dict[str, object]) -> object:
+        engine = self._engine(params)
+        _product_type(params)
+        margin_mode = _choice(params, "marginMode", ("isolated", "crossed"))
+        _margin_coin(params, required=True)
+        size = _positive_number(params, "size")
+        side = Side(_choice(params, "side", ("buy", "sell")))
+        if params.get("tradeSide") not in (None, ""):
+            raise _RequestError(
+                "40774",
+                "The order type for unilateral position must also be the unilateral position type",
+            )
+        order_type = OrderType(_choice(params, "orderType", ("limit", "market")))
+        force = TimeInForce(
+            _choice(params, "force", tuple(TimeInForce), default=TimeInForce.GTC.value)
+        )
+        price = _positive_number(params, "price") if order_type is OrderType.LIMIT else None
+        reduce_only = _choice(params, "reduceOnly", ("YES", "NO"), default="NO") == "YES"
+        client_oid = _client_oid(params)
+        if client_oid is not None and any(
+            order.client_oid == client_oid
+            for other in self._engines.values()
+            for order in other.open_orders()
+        ):
+            raise _RequestError("43118", "clientOrderId duplicate")
+        request = OrderRequest(side, order_type, size, price, force, reduce_only, client_oid)
+        try:
+            result = engine.submit(request, self._now_ms())
+        except OrderRejected as rejection:
+            raise _RequestError(rejection.code, rejection.message) from None
+        self._remember_margin_mode(result.order.order_id, margin_mode)
+        self._on_fills(result.fills)
+        return {"orderId": result.order.order_id, "clientOid": result.order.client_oid}
+
+    def _cancel_order(self, params: dict[str, object]) -> object:
+        engine = self._engine(params)
+        _product_type(params)
+        _margin_coin(params, required=False)
+        order_id = _optional_text(params, "orderId")
+        client_oid = _optional_text(params, "clientOid")
+        if order_id is None and client_oid is None:
+            raise _RequestError("40019", "Parameter orderId or clientOid cannot be empty")
+        try:
+            order = engine.cancel(self._now_ms(), order_id=order_id, client_oid=client_oid)
+        except OrderRejected as rejection:
+            raise _RequestError(rejection.code, rejection.message) from None
+        return {"orderId": order.order_id, "clientOid": order.client_oid}
+
+    def _batch_cancel_orders(self, params: dict[str, object]) -> object:
+        _product_type(params)
+        _margin_coin(params, required=False)
+        id_list = params.get("orderIdList")
+        if id_list is None:
+            engines = (
+                [self._engine(params)] if params.get("symbol") else list(self._engines.values())
+            )
+            return self._cancel_everything(engines)
+        engine = self._engine(params)
+        if not isinstance(id_list, list) or len(id_list) > _BATCH_CANCEL_MAX:
+            raise _RequestError(
+                "40020", f"Parameter orderIdList must be a list of at most {_BATCH_CANCEL_MAX}"
+            )
+        success: list[dict[str, str]] = []
+        failure: list[dict[str, str]] = []
+        for item in id_list:
+            entry = item if isinstance(item, dict) else {}
+            order_id = _optional_text(entry, "orderId")
+            client_oid = _optional_text(entry, "clientOid")
+            try:
+                if order_id is None and client_oid is None:
+                    raise OrderRejected("40019", "Parameter orderId or clientOid cannot be empty")
+                order = engine.cancel(self._now_ms(), order_id=order_id, client_oid=client_oid)
+            except OrderRejected as rejection:
+                failure.append(
+                    {
+                        "orderId": order_id or "",
+                        "clientOid": client_oid or "",
+                        "errorMsg": rejection.message,
+                        "errorCode": rejection.code,
+                    }
+                )
+                continue
+            success.append({"orderId": order.order_id, "clientOid": order.client_oid})
+        return {"successList": success, "failureList": failure}
+
+    def _cancel_all_orders(self, params: dict[str, object]) -> object:
+        _product_type(params)
+        _margin_coin(params, required=False)
+        return self._cancel_everything(list(self._engines.values()))
+
+    def _cancel_everything(self, engines: list[MatchingEngine]) -> object:
+        now = self._now_ms()
+        cancelled = [order for engine in engines for order in engine.cancel_all(now)]
+        if not cancelled:
+            raise _RequestError("22001", "No order to cancel")
+        return {
+            "successList": [
+                {"orderId": order.order_id, "clientOid": order.client_oid} for order in cancelled
+            ],
+            "failureList": [],
+        }
+
+    def _close_positions(self, params: dict[str, object]) -> object:
+        _product_type(params)
+        hold_side = _optional_text(params, "holdSide")
+        if hold_side is not None and hold_side not in ("long", "short"):
+            raise _RequestError("40020", "Parameter holdSide error")
+        engines = [self._engine(params)] if params.get("symbol") else list(self._engines.values())
+        targets = [
+            (engine, self._account.position(engine.symbol))
+            for engine in engines
+            if self._account.position(engine.symbol).size
+        ]
+        if not targets:
+            raise _RequestError("22002", "No position to close")
+        success: list[dict[str, str]] = []
+        failure: list[dict[str, str]] = []
+        for engine, position in targets:
+            side = Side.SELL if position.size > 0 else Side.BUY
+            request = OrderRequest(side, OrderType.MARKET, abs(position.size), reduce_only=True)
+            try:
+                result = engine.submit(request, self._now_ms())
+            except OrderRejected as rejection:
+                failure.append(
+                    {
+                        "orderId": "",
+                        "clientOid": "",
+                        "symbol": engine.symbol,
+                        "errorMsg": rejection.message,
+                        "errorCode": rejection.code,
+                    }
+                )
+                continue
+            self._on_fills(result.fills)
+            success.append(
+                {
+                    "orderId": result.order.order_id,
+                    "clientOid": result.order.client_oid,
+                    "symbol": engine.symbol,
+                }
+            )
+        return {"successList": success, "failureList": failure}
+
+    def _orders_pending(self, params: dict[str, object]) -> object:
+        _product_type(params)
+        engines = [self._engine(params)] if params.get("symbol") else list(self._engines.values())
+        order_id = _optional_text(params, "orderId")
+        client_oid = _optional_text(params, "clientOid")
+        status = _optional_text(params, "status")
+        if status is not None and status not in (
+            OrderStatus.LIVE.value,
+            OrderStatus.PARTIALLY_FILLED.value,
+        ):
+            raise _RequestError("40020", "Parameter status error")
+        id_less_than = _optional_text(params, "idLessThan")
+        limit = _page_limit(params)
+        orders = [
+            order
+            for engine in engines
+            for order in engine.open_orders()
+            if (order_id is None or order.order_id == order_id)
+            and (client_oid is None or order.client_oid == client_oid)
+            and (status is None or order.status == status)
+            and (id_less_than is None or int(order.order_id) < _int_text(id_less_than))
+        ]
+        orders.sort(key=lambda order: int(order.order_id), reverse=True)
+        page = orders[:limit]
+        return {
+            "entrustedList": [self._order_json(order) for order in page],
+            "endId": page[-1].order_id if page else None,
+        }
+
+    def _all_position(self, params: dict[str, object]) -> object:
+        _product_type(params)
+        _margin_coin(params, required=False)
+        return [self._position_json(position) for position in self._account.positions()]
+
+    # Rendering
+
+    def _order_json(self, order: Order) -> dict[str, object]:
+        instrument = self._engines[order.symbol].instrument
+        return {
+            "symbol": order.symbol,
+            "size": instrument.format_size(order.size),
+            "orderId": order.order_id,
+            "clientOid": order.client_oid,
+            "baseVolume": instrument.format_size(order.filled_size),
+            "fee": _number_text(-order.fee),
+            "price": instrument.format_price(order.price) if order.price is not None else "",
+            "priceAvg": instrument.format_price(order.average_price) if order.filled_size else "",
+            "status": str(order.status),
+            "side": str(order.side),
+            "force": str(order.force),
+            "totalProfits": "0",
+            "posSide": "net",
+            "marginCoin": MARGIN_COIN,
+            "quoteVolume": _number_text(order.filled_size * order.average_price),
+            "leverage": str(self._account.config.leverage),
+            "marginMode": self._margin_modes.get(order.order_id, "crossed"),
+            "reduceOnly": "YES" if order.reduce_only else "NO",
+            "enterPointSource": "API",
+            "tradeSide": f"{order.side}_single",
+            "posMode": "one_way_mode",
+            "orderType": str(order.order_type),
+            "orderSource": "normal",
+            "presetStopSurplusPrice": "",
+            "presetStopLossPrice": "",
+            "cTime": str(order.created_ms),
+            "uTime": str(order.updated_ms),
+        }
+
+    def _position_json(self, position: Position) -> dict[str, object]:
+        engine = self._engines[position.symbol]
+        instrument = engine.instrument
+        account = self._account
+        leverage = account.config.leverage
+        size = abs(position.size)
+        closing_side = Side.SELL if position.size > 0 else Side.BUY
+        open_side = closing_side.opposite
+        open_orders = engine.open_orders()
+        locked = min(
+            size,
+            sum(o.remaining_size for o in open_orders if o.reduce_only and o.side is closing_side),
+        )
+        open_delegate = sum(
+            o.remaining_size for o in open_orders if not o.reduce_only and o.side is open_side
+        )
+        maintenance = account.config.maintenance_margin_rate
+        equity = account.equity
+        return {
+            "marginCoin": MARGIN_COIN,
+            "symbol": position.symbol,
+            "holdSide": "long" if position.size > 0 else "short",
+            "openDelegateSize": instrument.format_size(open_delegate),
+            "marginSize": _number_text(size * position.entry_price / leverage),
+            "available": instrument.format_size(size - locked),
+            "locked": instrument.format_size(locked),
+            "total": instrument.format_size(size),
+            "leverage": str(leverage),
+            "achievedProfits": _number_text(position.realized_pnl),
+            "openPriceAvg": instrument.format_price(position.entry_price),
+            "marginMode": "crossed",
+            "posMode": "one_way_mode",
+            "unrealizedPL": _number_text(position.unrealized_pnl),
+            "liquidationPrice": _number_text(
+                _liquidation_price(position, account.balance, maintenance)
+            ),
+            "keepMarginRate": _number_text(maintenance),
+            "markPrice": instrument.format_price(position.mark_price),
+            "marginRatio": _number_text(
+                maintenance * size * position.mark_price / equity if equity > 0 else 1.0
+            ),
+            "breakEvenPrice": instrument.format_price(
+                position.entry_price + position.fees / position.size
+            ),
+            "totalFee": "0",
+            "deductedFee": _number_text(position.fees),
+            "takeProfit": "",
+            "stopLoss": "",
+            "assetMode": "single",
+            "cTime": str(position.opened_ms),
+            "uTime": str(position.updated_ms),
+        }
+
+    def _engine(self, params: Mapping[str, object]) -> MatchingEngine:
+        symbol = params.get("symbol")
+        if symbol in (None, ""):
+            raise _RequestError("40019", "Parameter symbol cannot be empty")
+        if not isinstance(symbol, str) or symbol not in self._engines:
+            raise _RequestError("40034", f"Parameter {symbol} does not exist")
+        return self._engines[symbol]
+
+    def _remember_margin_mode(self, order_id: str, margin_mode: str) -> None:
+        self._margin_modes[order_id] = margin_mode
+        if len(self._margin_modes) > _MARGIN_MODES_KEPT:
+            self._margin_modes.popitem(last=False)
+
+
+# Parameter parsing
+
+
+def _json_object(body: bytes) -> dict[str, object]:
+    if not body.strip():
+        return {}
+    try:
+        value = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        raise _RequestError("40020", "Parameter verification failed: body is not JSON") from None
+    if not isinstance(value, dict):
+        raise _RequestError("40020", "Parameter verification failed: body must be a JSON object")
+    return value
+
+
+def _optional_text(params: Mapping[str, object], name: str) -> str | None:
+    value = params.get(name)
+    if value is None or value == "":
+        return None
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        raise _RequestError("40020", f"Parameter {name} error")
+    return str(value)
+
+
+def _required_text(params: Mapping[str, object], name: str) -> str:
+    value = _optional_text(params, name)
+    if value is None:
+        raise _RequestError("40019", f"Parameter {name} cannot be empty")
+    return value
+
+
+def _choice(
+    params: Mapping[str, object], name: str, allowed: tuple[str, ...], default: str | None = None
+) -> str:
+    value = _optional_text(params, name)
+    if value is None:
+        if default is None:
+            raise _RequestError("40019", f"Parameter {name} cannot be empty")
+        return default
+    for option in allowed:
+        if value.lower() == option.lower():
+            return option
+    raise _RequestError("40020", f"Parameter {name} error: {value!r} is not one of {list(allowed)}")
+
+
+def _product_type(params: Mapping[str, object]) -> None:
+    value = _required_text(params, "productType")
+    if value.upper() != PRODUCT_TYPE:
+        raise _RequestError(
+            "40020", f"Parameter productType error: the sim only trades {PRODUCT_TYPE}"
+        )
+
+
+def _margin_coin(params: Mapping[str, object], *, required: bool) -> None:
+    value = (
+        _required_text(params, "marginCoin") if required else _optional_text(params, "marginCoin")
+    )
+    if value is not None and value.upper() != MARGIN_COIN:
+        raise _RequestError("40020", f"Parameter marginCoin error: use {MARGIN_COIN}")
+
+
+def _positive_number(params: Mapping[str, object], name: str) -> float:
+    value = params.get(name)
+    if value is None or value == "":
+        raise _RequestError("40019", f"Parameter {name} cannot be empty")
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise _RequestError("40020", f"Parameter {name} error")
+    try:
+        number = Decimal(str(value).strip())
+    except InvalidOperation:
+        raise _RequestError("40020", f"Parameter {name} error: {value!r} is not a number") from None
+    if not number.is_finite() or number <= 0:
+        raise _RequestError("40020", f"Parameter {name} error: must be a positive number")
+    result = float(number)
+    if not math.isfinite(result):
+        raise _RequestError("40020", f"Parameter {name} error: out of range")
+    return result
+
+
+def _client_oid(params: Mapping[str, object]) -> str | None:
+    value = _optional_text(params, "clientOid")
+    if value is None:
+        return None
+    if len(value) > 64:
+        raise _RequestError("40305", "clientOid length cannot exceed 64")
+    if len(value) > 50:
+        raise _RequestError("40304", "clientOid length cannot exceed 50")
+    if not _CLIENT_OID.match(value):
+        raise _RequestError("40020", "Parameter clientOid error: use [0-9A-Za-z_#-]")
+    return value
+
+
+def _page_limit(params: Mapping[str, object]) -> int:
+    text = _optional_text(params, "limit")
+    if text is None:
+        return _PENDING_PAGE_MAX
+    limit = _int_text(text)
+    if not 1 <= limit <= _PENDING_PAGE_MAX:
+        raise _RequestError(
+            "40020", f"Parameter limit error: must be within 1..{_PENDING_PAGE_MAX}"
+        )
+    return limit
+
+
+def _int_text(text: str) -> int:
+    if not (text.isascii() and text.isdigit()):
+        raise _RequestError("40020", f"Parameter error: {text!r} is not an integer")
+    return int(text)
+
+
+def _number_text(value: float) -> str:
+    text = f"{value:.8f}".rstrip("0").rstrip(".")
+    return "0" if text in ("", "-0") else text
+
+
+def _liquidation_price(position: Position, balance: float, maintenance_rate: float) -> float:
+    """Crossed-margin price at which equity falls to maintenance margin (0 when none)."""
+    size = abs(position.size)
+    if position.size > 0:
+        price = (size * position.entry_price - balance) / (size * (1.0 - maintenance_rate))
+    else:
+        price = (balance + size * position.entry_price) / (size * (1.0 + maintenance_rate))
+    return max(0.0, price)
+
+
+def _is_loopback(remote: str | None) -> bool:
+    if remote is None:
+        return False
+    try:
+        return ipaddress.ip_address(remote).is_loopback
+    except ValueError:
+        return False
