@@ -256,6 +256,21 @@ def test_pool_size_must_be_a_power_of_two():
         FrameParser(pool_size=3)
 
 
+def reference_trades(raw: bytes) -> list[tuple]:
+    """Independent reading of a trade frame, oldest first."""
+    return [
+        (float(t["price"]), float(t["size"]), t["side"], t["tradeId"], int(t["ts"]))
+        for t in reversed(orjson.loads(raw)["data"])
+    ]
+
+
+def trade_fields(trades: Trades) -> list[tuple]:
+    return [
+        (p.price, p.size, p.aggressor.name.lower(), p.trade_id, p.exchange_ts_ms)
+        for p in trades.prints
+    ]
+
+
 def reference_levels(raw: bytes) -> tuple[list, list]:
     """Independent reading of a depth frame: orjson + float()."""
     data = orjson.loads(raw)["data"][0]
@@ -281,15 +296,7 @@ def test_every_recorded_frame_parses_exactly_as_orjson_and_float_would():
                 assert event.levels[2:4, : event.n_asks].T.tolist() == asks
                 depth_frames += 1
             else:
-                expected = [
-                    (float(t["price"]), float(t["size"]), t["side"], t["tradeId"], int(t["ts"]))
-                    for t in reversed(orjson.loads(raw)["data"])
-                ]
-                got = [
-                    (p.price, p.size, p.aggressor.name.lower(), p.trade_id, p.exchange_ts_ms)
-                    for p in event.prints
-                ]
-                assert got == expected
+                assert trade_fields(event) == reference_trades(raw)
                 trade_frames += 1
     assert (depth_frames, trade_frames) == (12961, 34419)
     # Only the very first frame of each symbol goes the slow way (it creates the symbol state).
@@ -297,11 +304,15 @@ def test_every_recorded_frame_parses_exactly_as_orjson_and_float_would():
     assert not parser.stats.rejected
 
 
-decimal_text = st.builds(
-    lambda whole, frac: f"{whole}.{frac}" if frac else str(whole),
-    st.integers(1, 10**9),
-    st.text("0123456789", max_size=10),
-)
+def decimal_texts(max_whole: int, max_fraction_digits: int) -> st.SearchStrategy[str]:
+    return st.builds(
+        lambda whole, frac: f"{whole}.{frac}" if frac else str(whole),
+        st.integers(1, max_whole),
+        st.text("0123456789", max_size=max_fraction_digits),
+    )
+
+
+decimal_text = decimal_texts(10**9, 10)
 
 
 @st.composite
@@ -415,11 +426,7 @@ def test_mistyped_payloads_never_raise(channel, action, data):
     assert parser.stats.frames == 1
 
 
-short_decimal_text = st.builds(
-    lambda whole, frac: f"{whole}.{frac}" if frac else str(whole),
-    st.integers(1, 10**6),
-    st.text("0123456789", max_size=8),
-)
+short_decimal_text = decimal_texts(10**6, 8)
 """At most 15 significant digits: always within the scanner's exact range."""
 
 
@@ -458,13 +465,5 @@ def test_fast_and_orjson_paths_agree_on_trade_frames(raw):
     parser.parse(b'{"event":"subscribe","arg":{"channel":"trade","instId":"ETHUSDT"}}', 0)
     parser.parse(trade_frame([trade("0", "1")], symbol="ETHUSDT"), 0)  # creates the symbol
     event = parser.parse(raw, 5)
-    expected = [
-        (float(t["price"]), float(t["size"]), t["side"], t["tradeId"], int(t["ts"]))
-        for t in reversed(orjson.loads(raw)["data"])
-    ]
-    got = [
-        (p.price, p.size, p.aggressor.name.lower(), p.trade_id, p.exchange_ts_ms)
-        for p in event.prints
-    ]
-    assert got == expected
+    assert trade_fields(event) == reference_trades(raw)
     assert parser.stats.fast_path == 1
