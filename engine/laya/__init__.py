@@ -1,0 +1,1 @@
+"""Laya, the fast system: book -> features -> ONNX classifier -> verdict, in microseconds."""
