@@ -15,7 +15,6 @@ from engine.feed.events import (
     BookResyncNeeded,
     BookSnapshot,
     BookUpdate,
-    TradePrint,
     Trades,
 )
 from engine.feed.sink import FeedNotice
@@ -25,7 +24,6 @@ from engine.feed.sink import FeedNotice
 class MarketPipelineConfig:
     symbols: tuple[str, ...] = ("BTCUSDT", "ETHUSDT")
     depth: int = 15
-    trade_tape_size: int = 512
     event_log_size: int = 4096
 
     def __post_init__(self) -> None:
@@ -33,7 +31,6 @@ class MarketPipelineConfig:
             raise ValueError("MarketPipelineConfig.symbols must name at least one symbol")
         for name, value in (
             ("depth", self.depth),
-            ("trade_tape_size", self.trade_tape_size),
             ("event_log_size", self.event_log_size),
         ):
             if value < 1:
@@ -75,9 +72,6 @@ class MarketPipeline:
         self._incremental = {
             symbol: IncrementalBook(symbol, config.depth) for symbol in config.symbols
         }
-        self.trade_tapes: dict[str, deque[TradePrint]] = {
-            symbol: deque(maxlen=config.trade_tape_size) for symbol in config.symbols
-        }
         self.events = EventLog(config.event_log_size)
         self._on_resync = on_resync
 
@@ -85,10 +79,6 @@ class MarketPipeline:
         kind = type(frame)
         if kind is BookSnapshot:
             self._apply(frame)
-        elif kind is Trades:
-            tape = self.trade_tapes.get(frame.symbol)
-            if tape is not None:
-                tape.extend(frame.prints)
         elif kind is BookUpdate:
             incremental = self._incremental.get(frame.symbol)
             if incremental is None:

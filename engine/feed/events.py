@@ -7,9 +7,12 @@ dataclasses, which matters at tens of thousands of frames a second.
 from __future__ import annotations
 
 import enum
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from engine.feed.tape import MarketTape
 
 BID_PRICE, BID_SIZE, ASK_PRICE, ASK_SIZE = 0, 1, 2, 3
 """Rows of `BookSnapshot.levels`."""
@@ -80,11 +83,23 @@ class TradePrint(NamedTuple):
 
 
 class Trades(NamedTuple):
-    """The new trades of one `trade` frame, oldest first, duplicates removed."""
+    """The new trades of one `trade` frame (duplicates removed), as sequence numbers
+    `first .. first + count - 1` in the symbol's ring of the parser's `MarketTape`.
+
+    `prints` materializes them as `TradePrint`s; the ring keeps the last `trade_capacity`
+    trades of a symbol, so read them before that many more arrive.
+    """
 
     symbol: str
-    prints: tuple[TradePrint, ...]
+    symbol_row: int
+    tape: MarketTape
+    first: int
+    count: int
     recv_ns: int
+
+    @property
+    def prints(self) -> tuple[TradePrint, ...]:
+        return self.tape.read(self.symbol_row, self.first, self.count, self.recv_ns)
 
 
 class ChannelAck(NamedTuple):

@@ -13,6 +13,15 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from engine.feed.tape import (
+    ADMITTED,
+    DUPLICATE,
+    LAST_DEPTH_TS,
+    TRADE_TOTAL,
+    admit_trade,
+    find_symbol,
+)
+
 OK = 0
 FALLBACK = 1
 
@@ -20,11 +29,13 @@ DEPTH = 1
 TRADE = 2
 """Frame kinds in `scan_frame`'s answer."""
 
-TRADE_PRICE, TRADE_SIZE, TRADE_SIDE, TRADE_TS, TRADE_ID_START, TRADE_ID_END = range(6)
-"""Rows of the trades array; side is +1 for a buy aggressor, -1 for a sell."""
+TRADE_PRICE, TRADE_SIZE, TRADE_SIDE, TRADE_TS, TRADE_ID = range(5)
+"""Rows of the trades scratch array (the id row is read through an int64 view)."""
+TRADE_ROWS = 5
 
 _POW10 = np.array([10.0**k for k in range(23)])
 _MAX_MANTISSA = 2**53
+_INT64_MAX = 2**63 - 1
 
 _KEY_ACTION = np.frombuffer(b"action", np.uint8)
 _KEY_ARG = np.frombuffer(b"arg", np.uint8)
@@ -229,6 +240,24 @@ def _digit_string(buf, i, n):
     return value, end + 1
 
 
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
+def _trade_id(buf, i, n):
+    """(value, next index) of a quoted decimal integer that fits int64, or (-1, -1)."""
+    end = _string_end(buf, i, n)
+    if end < 0 or end == i + 1 or end - i - 1 > 19:
+        return -1, -1
+    value = 0
+    for k in range(i + 1, end):
+        c = buf[k]
+        if c < _ZERO or c > _NINE:
+            return -1, -1
+        digit = c - _ZERO
+        if value > (_INT64_MAX - digit) // 10:
+            return -1, -1
+        value = value * 10 + digit
+    return value, end + 1
+
+
 @njit(cache=True, nogil=True, _nrt=False)
 def _depth_data(buf, i, n, levels):
     """The single object of a depth frame's data array: (next index, bids, asks, ts, seq)."""
@@ -287,6 +316,7 @@ def _depth_data(buf, i, n, levels):
 def _trade_data(buf, i, n, trades):
     """A trade frame's data array into `trades` columns: (next index, count)."""
     capacity = trades.shape[1]
+    ids = trades.view(np.int64)
     if i >= n or buf[i] != _LBRACKET:
         return -1, 0
     i = _skip_ws(buf, i + 1, n)
@@ -297,7 +327,7 @@ def _trade_data(buf, i, n, trades):
         i += 1
         price = size = -1.0
         side = 0
-        exchange_ts = id_start = id_end = -1
+        exchange_ts = trade_id = -1
         more = True
         while more:
             key_start, key_end, i = _key(buf, i, n)
@@ -321,11 +351,7 @@ def _trade_data(buf, i, n, trades):
                     return -1, 0
                 i = end + 1
             elif _equals(buf, key_start, key_end, _KEY_TRADE_ID):
-                end = _string_end(buf, i, n)
-                if end <= i + 1:
-                    return -1, 0
-                id_start, id_end = i + 1, end
-                i = end + 1
+                trade_id, i = _trade_id(buf, i, n)
             else:
                 return -1, 0
             if i < 0:
@@ -333,14 +359,13 @@ def _trade_data(buf, i, n, trades):
             i, more = _next_member(buf, i, n, _RBRACE)
             if i < 0:
                 return -1, 0
-        if price <= 0.0 or size <= 0.0 or side == 0 or exchange_ts < 0 or id_start < 0:
+        if price <= 0.0 or size <= 0.0 or side == 0 or exchange_ts < 0 or trade_id < 0:
             return -1, 0
         trades[TRADE_PRICE, count] = price
         trades[TRADE_SIZE, count] = size
         trades[TRADE_SIDE, count] = side
         trades[TRADE_TS, count] = exchange_ts
-        trades[TRADE_ID_START, count] = id_start
-        trades[TRADE_ID_END, count] = id_end
+        ids[TRADE_ID, count] = trade_id
         count += 1
         i, more = _next_member(buf, i, n, _RBRACKET)
         if i < 0:
@@ -369,13 +394,17 @@ def _channel_code(buf, start, end):
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def scan_frame(buf, levels, trades):
-    """Scan one depth snapshot or trade frame.
+def scan_frame(buf, levels, trades, names, state, tape_trades, tape_ids):
+    """Scan one depth snapshot or trade frame of a registered symbol and apply it to the tape.
 
-    Returns (status, kind, symbol_start, symbol_end, depth, count_a, count_b, exchange_ts_ms, seq):
-    for DEPTH, `depth` is 1, 5 or 15, counts are bids and asks in `levels` (rows: bid px,
-    bid size, ask px, ask size; non-empty, sorted, uncrossed, positive); for TRADE, count_a is
-    the number of trades in `trades` (wire order, newest first). Anything else is FALLBACK.
+    Returns (status, kind, symbol_row, depth, count_a, count_b, count_c, value_a, value_b).
+    DEPTH: `depth` is 1, 5 or 15; count_a/count_b are the bids and asks now in `levels` (rows:
+    bid px, bid size, ask px, ask size; non-empty, sorted, uncrossed, positive); value_a is the
+    exchange ts, value_b the seq; the symbol's last depth time is advanced. TRADE: the trades
+    (wire order newest first, in `trades`) are admitted oldest first: count_a admitted,
+    count_b duplicates, count_c older than the last trade; value_a is the tape sequence number
+    of the first admitted one. FALLBACK for anything else, including an unregistered symbol or
+    a depth frame older than the last one (the orjson path then decides), with nothing applied.
     The frame's `arg` must come before its `data` (as Bitget sends it).
     """
     n = len(buf)
@@ -444,6 +473,33 @@ def scan_frame(buf, levels, trades):
             return fail
     if _skip_ws(buf, i, n) != n or symbol_start < 0 or kind == 0:
         return fail
-    if kind == DEPTH and not snapshot:
+    row = find_symbol(buf, symbol_start, symbol_end, names, state)
+    if row < 0:
         return fail
-    return (OK, kind, symbol_start, symbol_end, channel, count_a, count_b, exchange_ts, seq)
+    if kind == DEPTH:
+        if not snapshot or exchange_ts < state[row, LAST_DEPTH_TS]:
+            return fail
+        state[row, LAST_DEPTH_TS] = exchange_ts
+        return (OK, DEPTH, row, channel, count_a, count_b, 0, exchange_ts, seq)
+    ids = trades.view(np.int64)
+    first = state[row, TRADE_TOTAL]
+    admitted = duplicates = older = 0
+    for k in range(count_a - 1, -1, -1):
+        verdict = admit_trade(
+            state,
+            tape_trades,
+            tape_ids,
+            row,
+            trades[TRADE_PRICE, k],
+            trades[TRADE_SIZE, k],
+            trades[TRADE_SIDE, k],
+            np.int64(trades[TRADE_TS, k]),
+            ids[TRADE_ID, k],
+        )
+        if verdict == ADMITTED:
+            admitted += 1
+        elif verdict == DUPLICATE:
+            duplicates += 1
+        else:
+            older += 1
+    return (OK, TRADE, row, 0, admitted, duplicates, older, first, 0)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import enum
 import math
-from collections import Counter, deque
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -17,34 +17,23 @@ import numpy as np
 import orjson
 
 from engine.feed.events import (
-    AggressorSide,
     BookSnapshot,
     BookUpdate,
     ChannelAck,
     ChannelError,
     ParsedFrame,
     Pong,
-    TradePrint,
     Trades,
 )
-from engine.feed.frame_kernel import (
-    DEPTH,
-    OK,
-    TRADE_ID_END,
-    TRADE_ID_START,
-    TRADE_PRICE,
-    TRADE_SIDE,
-    TRADE_SIZE,
-    TRADE_TS,
-    scan_frame,
-)
+from engine.feed.frame_kernel import DEPTH, OK, TRADE_ROWS, scan_frame
+from engine.feed.tape import ADMITTED, DUPLICATE, LAST_DEPTH_TS, MarketTape, admit_trade
 
 DEPTH_CHANNELS = {"books1": 1, "books5": 5, "books15": 15}
 INCREMENTAL_CHANNEL = "books"
 TRADE_CHANNEL = "trade"
 _DEPTH_NAMES = {1: "books1", 5: "books5", 15: "books15"}
-_BUY, _SELL = AggressorSide.BUY, AggressorSide.SELL
-_AGGRESSOR = {"buy": _BUY, "sell": _SELL}
+_SIDES = {"buy": 1.0, "sell": -1.0}
+_INT64_MAX = 2**63 - 1
 _new_tuple = tuple.__new__
 
 
@@ -97,38 +86,13 @@ class ParseStats:
         }
 
 
-class _SymbolState:
-    __slots__ = (
-        "last_depth_ts",
-        "last_incremental_ts",
-        "last_trade_ts",
-        "symbol",
-        "trade_id_order",
-        "trade_ids",
-    )
-
-    def __init__(self, symbol: str, trade_id_memory: int) -> None:
-        self.symbol = symbol
-        self.last_depth_ts = -1
-        self.last_incremental_ts = -1
-        self.last_trade_ts = -1
-        self.trade_ids: set[str] = set()
-        self.trade_id_order: deque[str] = deque(maxlen=trade_id_memory)
-
-    def remember_trade(self, trade_id: str) -> None:
-        order = self.trade_id_order
-        if len(order) == order.maxlen:
-            self.trade_ids.discard(order[0])
-        order.append(trade_id)
-        self.trade_ids.add(trade_id)
-
-
 class FrameParser:
     """Parses raw public-websocket frames of any number of symbols.
 
     Depth snapshot arrays come from a ring of `pool_size` preallocated buffers, so the hot path
     allocates none; a `BookSnapshot.levels` stays valid for the next `pool_size - 1` depth
-    frames. Consumers that keep a book longer (the UI, Kev's context) copy it.
+    frames. Consumers that keep a book longer (the UI, Kev's context) copy it. Accepted trades
+    go into `tape`, the per-symbol trade rings that `Trades` events point into.
     """
 
     def __init__(
@@ -137,7 +101,8 @@ class FrameParser:
         *,
         depth_capacity: int = 15,
         pool_size: int = 1024,
-        trade_id_memory: int = 8192,
+        trade_capacity: int = 8192,
+        max_symbols: int = 8,
         max_trades_per_frame: int = 64,
     ) -> None:
         if pool_size < 2 or pool_size & (pool_size - 1):
@@ -146,89 +111,71 @@ class FrameParser:
             raise ValueError(f"depth_capacity must be >= 1, got {depth_capacity}")
         self.stats = ParseStats()
         self._allowed = None if symbols is None else frozenset(symbols)
-        self._depth_capacity = depth_capacity
-        self._trade_id_memory = trade_id_memory
+        self.tape = MarketTape(max_symbols, trade_capacity)
         self._pool = np.zeros((pool_size, 4, depth_capacity))
-        self._trade_rows = np.zeros((6, max_trades_per_frame))
+        self._trade_rows = np.zeros((TRADE_ROWS, max_trades_per_frame))
         self._slots = list(self._pool)
         self._slot_mask = pool_size - 1
         self._next_slot = 0
-        self._states: dict[str, _SymbolState] = {}
-        self._states_by_raw: dict[bytes, _SymbolState] = {}
+        self._last_incremental_ts: dict[str, int] = {}
 
     def parse(self, raw: bytes, recv_ns: int) -> ParsedFrame | None:
         """One frame -> event, or None when it was rejected (and counted)."""
         stats = self.stats
         stats.frames += 1
         levels = self._slots[self._next_slot]
-        status, kind, sym_start, sym_end, depth, count_a, count_b, ts, seq = scan_frame(
-            raw, levels, self._trade_rows
+        tape = self.tape
+        status, kind, row, depth, count_a, count_b, count_c, value_a, value_b = scan_frame(
+            raw, levels, self._trade_rows, tape.names, tape.state, tape.trades, tape.trade_ids
         )
         if status == OK:
-            state = self._states_by_raw.get(raw[sym_start:sym_end])
-            if state is not None:
-                if kind == DEPTH:
-                    if ts >= state.last_depth_ts:
-                        state.last_depth_ts = ts
-                        self._next_slot = (self._next_slot + 1) & self._slot_mask
-                        stats.depth_snapshots += 1
-                        stats.fast_path += 1
-                        # tuple.__new__ skips NamedTuple's Python-level __new__ (~0.2 us).
-                        return _new_tuple(
-                            BookSnapshot,
-                            (
-                                state.symbol,
-                                _DEPTH_NAMES[depth],
-                                levels,
-                                count_a,
-                                count_b,
-                                ts,
-                                seq,
-                                recv_ns,
-                            ),
-                        )
-                else:
-                    stats.fast_path += 1
-                    return self._admit_trades(
-                        state, self._scanned_trades(state.symbol, raw, count_a, recv_ns), recv_ns
-                    )
+            stats.fast_path += 1
+            if kind == DEPTH:
+                self._next_slot = (self._next_slot + 1) & self._slot_mask
+                stats.depth_snapshots += 1
+                # tuple.__new__ skips NamedTuple's Python-level __new__ (~0.2 us).
+                return _new_tuple(
+                    BookSnapshot,
+                    (
+                        tape.symbols[row],
+                        _DEPTH_NAMES[depth],
+                        levels,
+                        count_a,
+                        count_b,
+                        value_a,
+                        value_b,
+                        recv_ns,
+                    ),
+                )
+            if count_b or count_c:
+                self._count_refused_trades(count_b, count_c)
+            if count_a == 0:
+                return None
+            stats.trade_frames += 1
+            stats.trades += count_a
+            return _new_tuple(Trades, (tape.symbols[row], row, tape, value_a, count_a, recv_ns))
         try:
             return self._parse_general(raw, recv_ns)
         except _Rejected as rejected:
             stats.rejected[rejected.reason] += 1
             return None
 
-    def _scanned_trades(
-        self, symbol: str, raw: bytes, count: int, recv_ns: int
-    ) -> list[TradePrint]:
-        rows = self._trade_rows[:, :count].tolist()
-        prices, sizes, sides = rows[TRADE_PRICE], rows[TRADE_SIZE], rows[TRADE_SIDE]
-        timestamps, id_starts, id_ends = rows[TRADE_TS], rows[TRADE_ID_START], rows[TRADE_ID_END]
-        return [
-            _new_tuple(
-                TradePrint,
-                (
-                    symbol,
-                    prices[k],
-                    sizes[k],
-                    _BUY if sides[k] > 0 else _SELL,
-                    raw[int(id_starts[k]) : int(id_ends[k])].decode(),
-                    int(timestamps[k]),
-                    recv_ns,
-                ),
-            )
-            for k in range(count - 1, -1, -1)  # Bitget sends newest first
-        ]
+    def _count_refused_trades(self, duplicates: int, older: int) -> None:
+        rejected = self.stats.rejected
+        if duplicates:
+            rejected[RejectReason.DUPLICATE_TRADE] += duplicates
+        if older:
+            rejected[RejectReason.TS_BACKWARDS] += older
 
-    def _state(self, symbol: str) -> _SymbolState:
-        state = self._states.get(symbol)
-        if state is None:
+    def _row(self, symbol: str) -> int:
+        row = self.tape.index(symbol)
+        if row is None:
             if self._allowed is not None and symbol not in self._allowed:
                 raise _Rejected(RejectReason.UNKNOWN_SYMBOL)
-            state = _SymbolState(symbol, self._trade_id_memory)
-            self._states[symbol] = state
-            self._states_by_raw[symbol.encode()] = state
-        return state
+            row = self.tape.register(symbol)
+            if row is None:
+                raise _Rejected(RejectReason.UNKNOWN_SYMBOL)
+        return row
 
     def _parse_general(self, raw: bytes, recv_ns: int) -> ParsedFrame | None:
         if raw == b"pong":
@@ -249,12 +196,12 @@ class FrameParser:
         if not data:
             raise _Rejected(RejectReason.MISSING_FIELD)
         if channel in DEPTH_CHANNELS:
-            return self._depth(self._state(symbol), channel, _object(data[0]), recv_ns)
+            return self._depth(self._row(symbol), channel, _object(data[0]), recv_ns)
         if channel == INCREMENTAL_CHANNEL:
             action = _required(message, "action", str)
-            return self._incremental(self._state(symbol), action, _object(data[0]), recv_ns)
+            return self._incremental(symbol, action, _object(data[0]), recv_ns)
         if channel == TRADE_CHANNEL:
-            return self._trades(self._state(symbol), data, recv_ns)
+            return self._trades(self._row(symbol), data, recv_ns)
         raise _Rejected(RejectReason.UNKNOWN_CHANNEL)
 
     def _control(self, message: dict) -> ChannelAck | ChannelError:
@@ -278,7 +225,7 @@ class FrameParser:
         self.stats.control -= 1
         raise _Rejected(RejectReason.UNKNOWN_EVENT)
 
-    def _depth(self, state: _SymbolState, channel: str, data: dict, recv_ns: int) -> BookSnapshot:
+    def _depth(self, row: int, channel: str, data: dict, recv_ns: int) -> BookSnapshot:
         levels = self._slots[self._next_slot]
         n_bids = _fill_side(levels, 0, _required(data, "bids", list))
         n_asks = _fill_side(levels, 2, _required(data, "asks", list))
@@ -292,16 +239,17 @@ class FrameParser:
             raise _Rejected(RejectReason.CROSSED_BOOK)
         ts = _timestamp(data)
         seq = _optional_int(data, "seq")
-        if ts < state.last_depth_ts:
+        state = self.tape.state
+        if ts < state[row, LAST_DEPTH_TS]:
             raise _Rejected(RejectReason.TS_BACKWARDS)
-        state.last_depth_ts = ts
+        state[row, LAST_DEPTH_TS] = ts
         self._next_slot = (self._next_slot + 1) & self._slot_mask
         self.stats.depth_snapshots += 1
-        return BookSnapshot(state.symbol, channel, levels, n_bids, n_asks, ts, seq, recv_ns)
+        return BookSnapshot(
+            self.tape.symbols[row], channel, levels, n_bids, n_asks, ts, seq, recv_ns
+        )
 
-    def _incremental(
-        self, state: _SymbolState, action: str, data: dict, recv_ns: int
-    ) -> BookUpdate:
+    def _incremental(self, symbol: str, action: str, data: dict, recv_ns: int) -> BookUpdate:
         if action not in ("snapshot", "update"):
             raise _Rejected(RejectReason.BAD_FIELD)
         is_snapshot = action == "snapshot"
@@ -311,42 +259,40 @@ class FrameParser:
         seq = _optional_int(data, "seq")
         pseq = _optional_int(data, "pseq")
         checksum = _optional_int(data, "checksum")
-        if ts < state.last_incremental_ts:
+        if self._allowed is not None and symbol not in self._allowed:
+            raise _Rejected(RejectReason.UNKNOWN_SYMBOL)
+        if ts < self._last_incremental_ts.get(symbol, -1):
             raise _Rejected(RejectReason.TS_BACKWARDS)
-        state.last_incremental_ts = ts
+        self._last_incremental_ts[symbol] = ts
         self.stats.book_updates += 1
-        return BookUpdate(state.symbol, is_snapshot, bids, asks, checksum, seq, pseq, ts, recv_ns)
+        return BookUpdate(symbol, is_snapshot, bids, asks, checksum, seq, pseq, ts, recv_ns)
 
-    def _trades(self, state: _SymbolState, data: list, recv_ns: int) -> Trades | None:
-        candidates = []
+    def _trades(self, row: int, data: list, recv_ns: int) -> Trades | None:
+        tape = self.tape
+        first = tape.trade_total(row)
+        admitted = duplicates = older = 0
         rejected = self.stats.rejected
         for item in reversed(data):  # Bitget sends newest first
             try:
-                candidates.append(_trade(state.symbol, item, recv_ns))
+                price, size, side, ts, trade_id = _trade(item)
             except _Rejected as bad:
                 rejected[bad.reason] += 1
-        return self._admit_trades(state, candidates, recv_ns)
-
-    def _admit_trades(
-        self, state: _SymbolState, candidates: list[TradePrint], recv_ns: int
-    ) -> Trades | None:
-        """Drop duplicates and trades older than the last one seen; oldest first in, and out."""
-        prints = []
-        rejected = self.stats.rejected
-        for trade in candidates:
-            if trade.trade_id in state.trade_ids:
-                rejected[RejectReason.DUPLICATE_TRADE] += 1
-            elif trade.exchange_ts_ms < state.last_trade_ts:
-                rejected[RejectReason.TS_BACKWARDS] += 1
+                continue
+            verdict = admit_trade(
+                tape.state, tape.trades, tape.trade_ids, row, price, size, side, ts, trade_id
+            )
+            if verdict == ADMITTED:
+                admitted += 1
+            elif verdict == DUPLICATE:
+                duplicates += 1
             else:
-                state.last_trade_ts = trade.exchange_ts_ms
-                state.remember_trade(trade.trade_id)
-                prints.append(trade)
-        if not prints:
+                older += 1
+        self._count_refused_trades(duplicates, older)
+        if admitted == 0:
             return None
         self.stats.trade_frames += 1
-        self.stats.trades += len(prints)
-        return Trades(state.symbol, tuple(prints), recv_ns)
+        self.stats.trades += admitted
+        return Trades(tape.symbols[row], row, tape, first, admitted, recv_ns)
 
 
 def _required(container: dict, key: str, kind: type):
@@ -436,7 +382,8 @@ def _optional_int(container: dict, key: str) -> int:
     raise _Rejected(RejectReason.BAD_FIELD)
 
 
-def _trade(symbol: str, item: object, recv_ns: int) -> TradePrint:
+def _trade(item: object) -> tuple[float, float, float, int, int]:
+    """(price, size, side +1/-1, exchange ts, trade id) of one trade object, validated."""
     item = _object(item)
     price = _number(_required(item, "price", str))
     size = _number(_required(item, "size", str))
@@ -444,10 +391,14 @@ def _trade(symbol: str, item: object, recv_ns: int) -> TradePrint:
         raise _Rejected(RejectReason.BAD_PRICE)
     if not (math.isfinite(size) and size > 0.0):
         raise _Rejected(RejectReason.BAD_SIZE)
-    aggressor = _AGGRESSOR.get(_required(item, "side", str))
-    if aggressor is None:
+    side = _SIDES.get(_required(item, "side", str))
+    if side is None:
         raise _Rejected(RejectReason.BAD_FIELD)
-    trade_id = _required(item, "tradeId", str)
-    if not trade_id:
+    trade_id_text = _required(item, "tradeId", str)
+    # Bitget trade ids are decimal integers; the tape keeps them as int64.
+    if not (trade_id_text.isascii() and trade_id_text.isdigit()):
         raise _Rejected(RejectReason.BAD_FIELD)
-    return TradePrint(symbol, price, size, aggressor, trade_id, _timestamp(item), recv_ns)
+    trade_id = int(trade_id_text)
+    if trade_id > _INT64_MAX:
+        raise _Rejected(RejectReason.BAD_FIELD)
+    return price, size, side, _timestamp(item), trade_id

@@ -11,6 +11,7 @@ import itertools
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from http import HTTPStatus
+from typing import NamedTuple
 
 import orjson
 import pytest
@@ -19,12 +20,21 @@ from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 
 from engine.feed.bitget_ws import BitgetPublicFeed, BitgetPublicFeedConfig
-from engine.feed.events import BookSnapshot, FeedState, FeedStateChanged
+from engine.feed.events import BookSnapshot, FeedState, FeedStateChanged, TradePrint, Trades
 from engine.feed.parse import FrameParser
 from engine.feed.recorder import FrameRecorder
 from engine.feed.sink import FeedNotice, MarketFrame
 
 INST_TYPE = "USDT-FUTURES"
+
+
+class FrozenTape(NamedTuple):
+    """Stands in for a parser's MarketTape once a Trades event's prints were read."""
+
+    prints: tuple[TradePrint, ...]
+
+    def read(self, row: int, first: int, count: int, recv_ns: int) -> tuple[TradePrint, ...]:
+        return self.prints
 
 
 class FrameFactory:
@@ -239,6 +249,9 @@ class CollectingSink:
                     tuple(frame.ask_sizes.tolist()),
                 )
             )
+        elif isinstance(frame, Trades):
+            # Trades point into the parser's ring; keep what they say, not the ring.
+            frame = frame._replace(tape=FrozenTape(frame.prints))
         self.market.append(frame)
 
     def on_feed_event(self, event: FeedNotice) -> None:

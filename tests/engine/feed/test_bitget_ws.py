@@ -163,7 +163,7 @@ async def test_frames_reach_the_sink_as_typed_events(
     await feed.start()
     await eventually(lambda: bitget_server.subscribed("trade", "ETHUSDT"), what="subscription")
     await bitget_server.push(frames.books15("BTCUSDT", 1_726_000_000_150, bid=64010.0, seq=7))
-    await bitget_server.push(frames.trade("ETHUSDT", 1_726_000_000_321, "t-1", price=3366.5))
+    await bitget_server.push(frames.trade("ETHUSDT", 1_726_000_000_321, "1001", price=3366.5))
     await eventually(lambda: len(sink.market) == 2, what="two market frames")
 
     book, trades = sink.market
@@ -178,7 +178,7 @@ async def test_frames_reach_the_sink_as_typed_events(
     assert isinstance(trades, Trades)
     assert trades.prints == (
         TradePrint(
-            "ETHUSDT", 3366.5, 0.015, AggressorSide.BUY, "t-1", 1_726_000_000_321, trades.recv_ns
+            "ETHUSDT", 3366.5, 0.015, AggressorSide.BUY, "1001", 1_726_000_000_321, trades.recv_ns
         ),
     )
     assert abs(time.time_ns() - book.recv_ns) < 10 * 1_000_000_000

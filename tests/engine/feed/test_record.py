@@ -32,7 +32,7 @@ async def test_live_recording_replays_to_byte_identical_frames_and_identical_eve
         ts_ms = bitget_server.next_ts_ms()
         symbol = ("BTCUSDT", "ETHUSDT")[step % 2]
         await bitget_server.push(frames.books15(symbol, ts_ms, bid=100.0 + step, seq=step))
-        await bitget_server.push(frames.trade(symbol, ts_ms, f"t{step}", price=100.25 + step))
+        await bitget_server.push(frames.trade(symbol, ts_ms, str(step), price=100.25 + step))
     await bitget_server.push(b"not json at all")
     await eventually(lambda: len(live.market) == 80, what="every frame delivered")
     await feed.stop()

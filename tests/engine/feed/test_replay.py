@@ -46,12 +46,12 @@ def session_frames(frames) -> list[tuple[int, bytes]]:
         (T0 + 1 * MS, ack % b"ETHUSDT"),
         (T0 + 2 * MS, error),
         (T0 + 100 * MS, frames.books15("BTCUSDT", 1_726_000_000_100, bid=64010.0, seq=1)),
-        (T0 + 150 * MS, frames.trade("BTCUSDT", 1_726_000_000_140, "t1", price=64010.5)),
+        (T0 + 150 * MS, frames.trade("BTCUSDT", 1_726_000_000_140, "1", price=64010.5)),
         (T0 + 250 * MS, frames.books15("ETHUSDT", 1_726_000_000_240, bid=3366.0, seq=2)),
         (T0 + 260 * MS, b"garbage"),
         (T0 + 400 * MS, b"pong"),
         (T0 + 1_000 * MS, frames.books15("BTCUSDT", 1_726_000_000_990, bid=64011.0, seq=3)),
-        (T0 + 1_000 * MS, frames.trade("ETHUSDT", 1_726_000_000_995, "t2", price=3366.5)),
+        (T0 + 1_000 * MS, frames.trade("ETHUSDT", 1_726_000_000_995, "2", price=3366.5)),
         (T0 + 3_000 * MS, frames.books15("ETHUSDT", 1_726_000_002_990, bid=3367.0, seq=4)),
     ]
 

@@ -1,0 +1,702 @@
+"""Laya's 128 microstructure features, one numba kernel call per books15 frame.
+
+Every feature is scale-free (bps, ratios, logs of normalised sizes) so a model trained on one
+market and day carries over to others. State per symbol lives in one float64 row (running
+sums, exponentially weighted averages, and a ring of recent (time, mid) pairs), so each frame
+costs O(1) apart from short bounded scans of the mid ring. Trades are read from the parser's
+`MarketTape` at the next book frame of either symbol; nothing is ever read from the future.
+`docs/features.md` documents each feature; `FEATURE_NAMES` is the authoritative order.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit
+
+from engine.feed.events import BookSnapshot
+from engine.feed.tape import TRADE_TOTAL, MarketTape
+
+FEATURE_SET_VERSION = "laya-fs-1"
+FEATURE_COUNT = 128
+LEVELS = 15
+
+_BOOK_NAMES = (
+    [f"bid_dist_bps_{k}" for k in range(1, LEVELS + 1)]
+    + [f"ask_dist_bps_{k}" for k in range(1, LEVELS + 1)]
+    + [f"bid_log_size_{k}" for k in range(1, LEVELS + 1)]
+    + [f"ask_log_size_{k}" for k in range(1, LEVELS + 1)]
+)
+FEATURE_NAMES: tuple[str, ...] = (
+    *_BOOK_NAMES,
+    "obi_1",
+    "obi_3",
+    "obi_5",
+    "obi_10",
+    "obi_15",
+    "depth_weighted_obi",
+    "microprice_offset_bps",
+    "spread_bps",
+    "bid_slope",
+    "ask_slope",
+    "pressure_mid_offset_bps_5",
+    "bid_levels_present",
+    "ask_levels_present",
+    "log_depth_ratio",
+    "log_top_size_ratio",
+    "ofi_top",
+    "ofi_ewma_1s",
+    "ofi_ewma_5s",
+    "obi_1_ewma_1s",
+    "obi_5_ewma_5s",
+    "obi_5_change",
+    "bid_top_size_change",
+    "ask_top_size_change",
+    "bid_depth_change",
+    "ask_depth_change",
+    "log_book_interval_ms",
+    "mid_change_rate_1s",
+    "return_last_frame_bps",
+    "return_500ms_bps",
+    "return_1s_bps",
+    "return_5s_bps",
+    "return_30s_bps",
+    "realized_vol_5s_bps",
+    "realized_vol_60s_bps",
+    "log_vol_ratio",
+    "return_1s_z",
+    "return_5s_z",
+    "range_1s_bps",
+    "range_5s_bps",
+    "drawdown_5s_bps",
+    "runup_5s_bps",
+    "flow_imbalance_1s",
+    "flow_imbalance_5s",
+    "flow_imbalance_30s",
+    "signed_volume_1s",
+    "signed_volume_5s",
+    "signed_volume_30s",
+    "trade_intensity_1s",
+    "trade_intensity_5s",
+    "log_trade_rate_30s",
+    "vpin",
+    "log_ms_since_trade",
+    "last_trade_sign",
+    "last_trade_offset_bps",
+    "last_trade_log_size",
+    "count_imbalance_5s",
+    "kyle_lambda",
+    "log_trades_since_book",
+    "other_return_1s_bps",
+    "other_return_5s_bps",
+    "other_obi_5",
+    "other_flow_imbalance_5s",
+    "relative_return_1s_bps",
+    "relative_return_5s_bps",
+    "beta",
+    "spread_residual_z",
+    "other_realized_vol_5s_bps",
+    "other_spread_bps",
+)
+
+# --- per-symbol state row layout -------------------------------------------------------------
+(
+    S_FRAMES,  # book frames seen
+    S_LAST_TS,  # exchange ts of the previous frame (ms)
+    S_MID,  # previous mid
+    S_BID1,
+    S_BID1_SIZE,
+    S_ASK1,
+    S_ASK1_SIZE,
+    S_BID_DEPTH,  # previous 15-level bid size
+    S_ASK_DEPTH,
+    S_OBI5,
+    S_SPREAD_BPS,
+    S_TOP_SIZE_EWMA,  # mean top-of-book size, 30 s
+    S_OFI_1S,
+    S_OFI_5S,
+    S_OBI1_1S,
+    S_OBI5_5S,
+    S_MID_CHANGES_1S,  # rate of mid changes per second
+    S_VAR_5S,  # realized variance rate (bps^2 per second)
+    S_VAR_60S,
+    S_TRADES_READ,  # tape sequence number consumed so far
+    S_TRADE_TS,  # exchange time the trade sums refer to
+    S_BUY_1S,
+    S_SELL_1S,
+    S_BUY_5S,
+    S_SELL_5S,
+    S_BUY_30S,
+    S_SELL_30S,
+    S_COUNT_1S,
+    S_COUNT_5S,
+    S_COUNT_30S,
+    S_BUY_COUNT_5S,
+    S_SELL_COUNT_5S,
+    S_TRADE_SIZE_EWMA,
+    S_LAST_TRADE_TS,
+    S_LAST_TRADE_PRICE,
+    S_LAST_TRADE_SIZE,
+    S_LAST_TRADE_SIDE,
+    S_TRADES_SINCE_BOOK,
+    S_SIGNED_SINCE_BOOK,  # signed volume since the previous book frame
+    S_VPIN_BUCKET_SIZE,
+    S_VPIN_BUY,  # current bucket
+    S_VPIN_SELL,
+    S_VPIN_SUM,  # sum of |buy - sell| over the ring of full buckets
+    S_VPIN_FILLED,
+    S_VPIN_NEXT,
+    S_VOLUME_RATE_60S,  # traded volume per second
+    S_KYLE_COV,
+    S_KYLE_VAR,
+    S_OTHER_MID_AT_LAST,  # the other symbol's mid at this symbol's previous frame
+    S_BETA_COV,
+    S_BETA_VAR,
+    S_RESIDUAL_MEAN,
+    S_RESIDUAL_VAR,
+    S_RET_1S,  # this frame's 1 s and 5 s returns, for the other symbol's cross features
+    S_RET_5S,
+    S_RING_NEXT,
+    S_RING_COUNT,
+    S_PTR_500MS,  # ring sequence numbers of the newest frame at least 0.5/1/5/30 s old
+    S_PTR_1S,
+    S_PTR_5S,
+    S_PTR_30S,
+    _STATE_SCALARS,
+) = range(62)
+VPIN_BUCKETS = 50
+RING = 1024
+_VPIN_BASE = _STATE_SCALARS
+_RING_TS = _VPIN_BASE + VPIN_BUCKETS
+_RING_MID = _RING_TS + RING
+STATE_WIDTH = _RING_MID + RING
+
+_TAU_1S, _TAU_5S, _TAU_30S, _TAU_60S, _TAU_300S = 1000.0, 5000.0, 30000.0, 60000.0, 300000.0
+_EPS = 1e-12
+_NO_TRADE_MS = 60000.0
+_VPIN_BUCKET_SECONDS = 5.0
+_MISSING_LOG_SIZE = -7.0
+
+
+@dataclass(frozen=True, slots=True)
+class FeatureExtractorConfig:
+    """`symbols`: traded first, then the hedge; cross features of each use the other."""
+
+    symbols: tuple[str, ...] = ("BTCUSDT", "ETHUSDT")
+
+    def __post_init__(self) -> None:
+        if not 1 <= len(self.symbols) <= 2:
+            raise ValueError(
+                f"FeatureExtractorConfig.symbols takes the traded symbol and optionally the "
+                f"hedge, got {self.symbols!r}"
+            )
+        if len(set(self.symbols)) != len(self.symbols):
+            raise ValueError(f"FeatureExtractorConfig.symbols has duplicates: {self.symbols!r}")
+
+
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
+def _decay(dt_ms, tau_ms):
+    return math.exp(-dt_ms / tau_ms) if dt_ms > 0.0 else 1.0
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _consume_trades(state, row, tape_row, tape_state, tape_trades):
+    """Fold the symbol's trades admitted since the last call into its trade statistics."""
+    if tape_row < 0:
+        return
+    total = tape_state[tape_row, TRADE_TOTAL]
+    capacity = tape_trades.shape[2]
+    first = int(state[row, S_TRADES_READ])
+    if first < total - capacity:
+        first = total - capacity
+    for sequence in range(first, total):
+        slot = sequence % capacity
+        price = tape_trades[tape_row, 0, slot]
+        size = tape_trades[tape_row, 1, slot]
+        side = tape_trades[tape_row, 2, slot]
+        ts = tape_trades[tape_row, 3, slot]
+        dt = ts - state[row, S_TRADE_TS] if state[row, S_TRADE_TS] > 0.0 else 0.0
+        if dt > 0.0:
+            d1 = _decay(dt, _TAU_1S)
+            d5 = _decay(dt, _TAU_5S)
+            d30 = _decay(dt, _TAU_30S)
+            d60 = _decay(dt, _TAU_60S)
+            state[row, S_BUY_1S] *= d1
+            state[row, S_SELL_1S] *= d1
+            state[row, S_COUNT_1S] *= d1
+            state[row, S_BUY_5S] *= d5
+            state[row, S_SELL_5S] *= d5
+            state[row, S_COUNT_5S] *= d5
+            state[row, S_BUY_COUNT_5S] *= d5
+            state[row, S_SELL_COUNT_5S] *= d5
+            state[row, S_BUY_30S] *= d30
+            state[row, S_SELL_30S] *= d30
+            state[row, S_COUNT_30S] *= d30
+            state[row, S_VOLUME_RATE_60S] *= d60
+        if ts > state[row, S_TRADE_TS]:
+            state[row, S_TRADE_TS] = ts
+        if side > 0.0:
+            state[row, S_BUY_1S] += size
+            state[row, S_BUY_5S] += size
+            state[row, S_BUY_30S] += size
+            state[row, S_BUY_COUNT_5S] += 1.0
+        else:
+            state[row, S_SELL_1S] += size
+            state[row, S_SELL_5S] += size
+            state[row, S_SELL_30S] += size
+            state[row, S_SELL_COUNT_5S] += 1.0
+        state[row, S_COUNT_1S] += 1.0
+        state[row, S_COUNT_5S] += 1.0
+        state[row, S_COUNT_30S] += 1.0
+        # A 60 s exponential sum / 60 s approximates the volume per second.
+        state[row, S_VOLUME_RATE_60S] += size
+        if state[row, S_TRADE_SIZE_EWMA] <= 0.0:
+            state[row, S_TRADE_SIZE_EWMA] = size
+        else:
+            state[row, S_TRADE_SIZE_EWMA] += 0.02 * (size - state[row, S_TRADE_SIZE_EWMA])
+        state[row, S_LAST_TRADE_TS] = ts
+        state[row, S_LAST_TRADE_PRICE] = price
+        state[row, S_LAST_TRADE_SIZE] = size
+        state[row, S_LAST_TRADE_SIDE] = side
+        state[row, S_TRADES_SINCE_BOOK] += 1.0
+        state[row, S_SIGNED_SINCE_BOOK] += side * size
+        _vpin_add(state, row, side, size)
+    state[row, S_TRADES_READ] = total
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _vpin_add(state, row, side, size):
+    """Volume-synchronised buckets: each holds `bucket size` of volume split by aggressor."""
+    bucket = state[row, S_VPIN_BUCKET_SIZE]
+    if bucket <= 0.0:
+        # First sizing: about 5 s of volume once a rate is known, else a multiple of this trade.
+        rate = state[row, S_VOLUME_RATE_60S] / 60.0
+        bucket = rate * _VPIN_BUCKET_SECONDS if rate > 0.0 else 20.0 * size
+        state[row, S_VPIN_BUCKET_SIZE] = bucket
+    remaining = size
+    while remaining > 0.0:
+        room = bucket - state[row, S_VPIN_BUY] - state[row, S_VPIN_SELL]
+        part = remaining if remaining < room else room
+        if side > 0.0:
+            state[row, S_VPIN_BUY] += part
+        else:
+            state[row, S_VPIN_SELL] += part
+        remaining -= part
+        if state[row, S_VPIN_BUY] + state[row, S_VPIN_SELL] >= bucket * (1.0 - 1e-9):
+            slot = _VPIN_BASE + int(state[row, S_VPIN_NEXT])
+            imbalance = abs(state[row, S_VPIN_BUY] - state[row, S_VPIN_SELL])
+            if state[row, S_VPIN_FILLED] >= VPIN_BUCKETS:
+                state[row, S_VPIN_SUM] -= state[row, slot]
+            else:
+                state[row, S_VPIN_FILLED] += 1.0
+            state[row, slot] = imbalance
+            state[row, S_VPIN_SUM] += imbalance
+            state[row, S_VPIN_NEXT] = (state[row, S_VPIN_NEXT] + 1.0) % VPIN_BUCKETS
+            state[row, S_VPIN_BUY] = 0.0
+            state[row, S_VPIN_SELL] = 0.0
+
+
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
+def _ring_mid(state, row, sequence):
+    return state[row, _RING_MID + sequence % RING]
+
+
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
+def _ring_ts(state, row, sequence):
+    return state[row, _RING_TS + sequence % RING]
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _advance(state, row, pointer_field, ts, horizon_ms):
+    """Newest ring entry at least `horizon_ms` old (amortised O(1)); -1 if none yet."""
+    newest = int(state[row, S_RING_NEXT]) - 1
+    oldest = newest - int(state[row, S_RING_COUNT]) + 1
+    pointer = int(state[row, pointer_field])
+    if pointer < oldest - 1:
+        pointer = oldest - 1
+    while pointer + 1 <= newest and _ring_ts(state, row, pointer + 1) <= ts - horizon_ms:
+        pointer += 1
+    state[row, pointer_field] = pointer
+    return pointer if pointer >= oldest else -1
+
+
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
+def _bps_return(now, then):
+    return (now / then - 1.0) * 1e4 if then > 0.0 else 0.0
+
+
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
+def _clip_z(z):
+    """z-scores are clipped to +-10: a near-zero variance early on must not explode them."""
+    return 10.0 if z > 10.0 else (-10.0 if z < -10.0 else z)
+
+
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
+def _ratio(a, b):
+    total = a + b
+    return (a - b) / total if total > _EPS else 0.0
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _window_extremes(state, row, ts, window_ms):
+    """(max mid, min mid) over ring entries no older than window_ms."""
+    newest = int(state[row, S_RING_NEXT]) - 1
+    oldest = newest - int(state[row, S_RING_COUNT]) + 1
+    high = low = _ring_mid(state, row, newest)
+    sequence = newest - 1
+    while sequence >= oldest and _ring_ts(state, row, sequence) >= ts - window_ms:
+        mid = _ring_mid(state, row, sequence)
+        if mid > high:
+            high = mid
+        if mid < low:
+            low = mid
+        sequence -= 1
+    return high, low
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def compute_features(
+    levels, n_bids, n_asks, ts_ms, row, other, tape_row, other_tape_row, state, tape_state,
+    tape_trades, out,
+):
+    """Update the symbol's state with this book and write its 128 features into out[0]."""
+    ts = float(ts_ms)
+    _consume_trades(state, row, tape_row, tape_state, tape_trades)
+    if other >= 0:
+        _consume_trades(state, other, other_tape_row, tape_state, tape_trades)
+    f = out[0]
+    bid1 = levels[0, 0]
+    ask1 = levels[2, 0]
+    bid1_size = levels[1, 0]
+    ask1_size = levels[3, 0]
+    mid = 0.5 * (bid1 + ask1)
+    first_frame = state[row, S_FRAMES] == 0.0
+    dt = 0.0 if first_frame else ts - state[row, S_LAST_TS]
+    if dt < 0.0:
+        dt = 0.0
+
+    # Book shape: distances in bps and log sizes relative to the mean level size.
+    total_size = 0.0
+    for k in range(n_bids):
+        total_size += levels[1, k]
+    for k in range(n_asks):
+        total_size += levels[3, k]
+    mean_size = total_size / (n_bids + n_asks)
+    for k in range(LEVELS):
+        if k < n_bids:
+            f[k] = (mid - levels[0, k]) / mid * 1e4
+            f[30 + k] = math.log(levels[1, k] / mean_size)
+        else:
+            f[k] = f[k - 1] if k > 0 else 0.0
+            f[30 + k] = _MISSING_LOG_SIZE
+        if k < n_asks:
+            f[15 + k] = (levels[2, k] - mid) / mid * 1e4
+            f[45 + k] = math.log(levels[3, k] / mean_size)
+        else:
+            f[15 + k] = f[14 + k] if k > 0 else 0.0
+            f[45 + k] = _MISSING_LOG_SIZE
+
+    # Cumulative imbalance at 1/3/5/10/15 levels and the depth-weighted one.
+    bid_cum = 0.0
+    ask_cum = 0.0
+    bid_weighted = 0.0
+    ask_weighted = 0.0
+    bid_value5 = 0.0
+    ask_value5 = 0.0
+    bid5 = 0.0
+    ask5 = 0.0
+    slot = 60
+    for k in range(LEVELS):
+        if k < n_bids:
+            bid_cum += levels[1, k]
+            bid_weighted += levels[1, k] / (1.0 + f[k])
+        if k < n_asks:
+            ask_cum += levels[3, k]
+            ask_weighted += levels[3, k] / (1.0 + f[15 + k])
+        if k == 4:
+            bid5 = bid_cum
+            ask5 = ask_cum
+        if k < 5:
+            if k < n_bids:
+                bid_value5 += levels[0, k] * levels[1, k]
+            if k < n_asks:
+                ask_value5 += levels[2, k] * levels[3, k]
+        if k == 0 or k == 2 or k == 4 or k == 9 or k == 14:
+            f[slot] = _ratio(bid_cum, ask_cum)
+            slot += 1
+    obi1 = f[60]
+    obi5 = f[62]
+    f[65] = _ratio(bid_weighted, ask_weighted)
+    microprice = (bid1 * ask1_size + ask1 * bid1_size) / (bid1_size + ask1_size)
+    f[66] = (microprice - mid) / mid * 1e4
+    spread_bps = (ask1 - bid1) / mid * 1e4
+    f[67] = spread_bps
+    # Slope: depth (in mean level sizes) gained per bps away from mid, log-scaled.
+    f[68] = math.log1p(bid_cum / mean_size / (f[n_bids - 1] + _EPS + spread_bps * 0.5))
+    f[69] = math.log1p(ask_cum / mean_size / (f[15 + n_asks - 1] + _EPS + spread_bps * 0.5))
+    bid_vwap5 = bid_value5 / bid5 if bid5 > 0.0 else bid1
+    ask_vwap5 = ask_value5 / ask5 if ask5 > 0.0 else ask1
+    pressure_mid = (bid_vwap5 * ask5 + ask_vwap5 * bid5) / (bid5 + ask5)
+    f[70] = (pressure_mid - mid) / mid * 1e4
+    f[71] = n_bids / LEVELS
+    f[72] = n_asks / LEVELS
+    f[73] = math.log(bid_cum / ask_cum)
+    f[74] = math.log(bid1_size / ask1_size)
+
+    # Book dynamics against the previous frame of this symbol.
+    top_size = 0.5 * (bid1_size + ask1_size)
+    if first_frame:
+        state[row, S_TOP_SIZE_EWMA] = top_size
+        ofi = 0.0
+        f[80] = f[81] = f[82] = f[83] = f[84] = 0.0
+        f[85] = 0.0
+    else:
+        state[row, S_TOP_SIZE_EWMA] += (1.0 - _decay(dt, _TAU_30S)) * (
+            top_size - state[row, S_TOP_SIZE_EWMA]
+        )
+        previous_bid = state[row, S_BID1]
+        previous_ask = state[row, S_ASK1]
+        ofi = 0.0
+        if bid1 >= previous_bid:
+            ofi += bid1_size
+        if bid1 <= previous_bid:
+            ofi -= state[row, S_BID1_SIZE]
+        if ask1 <= previous_ask:
+            ofi -= ask1_size
+        if ask1 >= previous_ask:
+            ofi += state[row, S_ASK1_SIZE]
+        f[80] = obi5 - state[row, S_OBI5]
+        f[81] = math.log(bid1_size / state[row, S_BID1_SIZE])
+        f[82] = math.log(ask1_size / state[row, S_ASK1_SIZE])
+        f[83] = math.log(bid_cum / state[row, S_BID_DEPTH])
+        f[84] = math.log(ask_cum / state[row, S_ASK_DEPTH])
+        f[85] = math.log1p(dt)
+    ofi_norm = ofi / (state[row, S_TOP_SIZE_EWMA] + _EPS)
+    f[75] = ofi_norm
+    d1 = _decay(dt, _TAU_1S)
+    d5 = _decay(dt, _TAU_5S)
+    state[row, S_OFI_1S] = state[row, S_OFI_1S] * d1 + ofi_norm
+    state[row, S_OFI_5S] = state[row, S_OFI_5S] * d5 + ofi_norm
+    f[76] = state[row, S_OFI_1S]
+    f[77] = state[row, S_OFI_5S]
+    if first_frame:
+        state[row, S_OBI1_1S] = obi1
+        state[row, S_OBI5_5S] = obi5
+    else:
+        state[row, S_OBI1_1S] += (1.0 - d1) * (obi1 - state[row, S_OBI1_1S])
+        state[row, S_OBI5_5S] += (1.0 - d5) * (obi5 - state[row, S_OBI5_5S])
+    f[78] = state[row, S_OBI1_1S]
+    f[79] = state[row, S_OBI5_5S]
+    previous_mid = state[row, S_MID]
+    mid_changed = 0.0 if first_frame or mid == previous_mid else 1.0
+    state[row, S_MID_CHANGES_1S] = state[row, S_MID_CHANGES_1S] * d1 + mid_changed
+    f[86] = state[row, S_MID_CHANGES_1S]
+
+    # The mid ring, then returns over fixed horizons.
+    sequence = int(state[row, S_RING_NEXT])
+    state[row, _RING_TS + sequence % RING] = ts
+    state[row, _RING_MID + sequence % RING] = mid
+    state[row, S_RING_NEXT] = sequence + 1
+    if state[row, S_RING_COUNT] < RING:
+        state[row, S_RING_COUNT] += 1.0
+    frame_return = 0.0 if first_frame else _bps_return(mid, previous_mid)
+    f[87] = frame_return
+    feature = 88
+    for pointer_field, horizon in (
+        (S_PTR_500MS, 500.0),
+        (S_PTR_1S, 1000.0),
+        (S_PTR_5S, 5000.0),
+        (S_PTR_30S, 30000.0),
+    ):
+        pointer = _advance(state, row, pointer_field, ts, horizon)
+        f[feature] = _bps_return(mid, _ring_mid(state, row, pointer)) if pointer >= 0 else 0.0
+        feature += 1
+    return_1s = f[89]
+    return_5s = f[90]
+    state[row, S_RET_1S] = return_1s
+    state[row, S_RET_5S] = return_5s
+    if dt > 0.0:
+        rate = frame_return * frame_return / (dt / 1000.0)
+        state[row, S_VAR_5S] += (1.0 - _decay(dt, _TAU_5S)) * (rate - state[row, S_VAR_5S])
+        state[row, S_VAR_60S] += (1.0 - _decay(dt, _TAU_60S)) * (rate - state[row, S_VAR_60S])
+    vol_5s = math.sqrt(state[row, S_VAR_5S])
+    vol_60s = math.sqrt(state[row, S_VAR_60S])
+    f[92] = vol_5s
+    f[93] = vol_60s
+    f[94] = math.log((vol_5s + 1e-3) / (vol_60s + 1e-3))
+    f[95] = _clip_z(return_1s / (vol_60s + 1e-3))
+    f[96] = _clip_z(return_5s / (vol_60s * math.sqrt(5.0) + 1e-3))
+    high, low = _window_extremes(state, row, ts, 1000.0)
+    f[97] = (high - low) / mid * 1e4
+    high, low = _window_extremes(state, row, ts, 5000.0)
+    f[98] = (high - low) / mid * 1e4
+    f[99] = (mid - high) / mid * 1e4
+    f[100] = (mid - low) / mid * 1e4
+
+    # Trade flow, decayed to this book's time.
+    lag = ts - state[row, S_TRADE_TS] if state[row, S_TRADE_TS] > 0.0 else 0.0
+    t1 = _decay(lag, _TAU_1S)
+    t5 = _decay(lag, _TAU_5S)
+    t30 = _decay(lag, _TAU_30S)
+    buy1 = state[row, S_BUY_1S] * t1
+    sell1 = state[row, S_SELL_1S] * t1
+    buy5 = state[row, S_BUY_5S] * t5
+    sell5 = state[row, S_SELL_5S] * t5
+    buy30 = state[row, S_BUY_30S] * t30
+    sell30 = state[row, S_SELL_30S] * t30
+    f[101] = _ratio(buy1, sell1)
+    f[102] = _ratio(buy5, sell5)
+    f[103] = _ratio(buy30, sell30)
+    norm = state[row, S_TOP_SIZE_EWMA] + _EPS
+    f[104] = (buy1 - sell1) / norm
+    f[105] = (buy5 - sell5) / (5.0 * norm)
+    f[106] = (buy30 - sell30) / (30.0 * norm)
+    rate1 = state[row, S_COUNT_1S] * t1  # trades per second over ~1 s
+    rate5 = state[row, S_COUNT_5S] * t5 / 5.0
+    rate30 = state[row, S_COUNT_30S] * t30 / 30.0
+    f[107] = math.log((rate1 + 0.1) / (rate30 + 0.1))
+    f[108] = math.log((rate5 + 0.1) / (rate30 + 0.1))
+    f[109] = math.log1p(rate30)
+    bucket = state[row, S_VPIN_BUCKET_SIZE]
+    filled = state[row, S_VPIN_FILLED]
+    f[110] = state[row, S_VPIN_SUM] / (filled * bucket) if filled > 0.0 and bucket > 0.0 else 0.0
+    last_trade_ts = state[row, S_LAST_TRADE_TS]
+    if last_trade_ts > 0.0:
+        since = ts - last_trade_ts
+        f[111] = math.log1p(since if since > 0.0 else 0.0)
+        f[112] = state[row, S_LAST_TRADE_SIDE]
+        f[113] = (state[row, S_LAST_TRADE_PRICE] - mid) / mid * 1e4
+        f[114] = math.log(state[row, S_LAST_TRADE_SIZE] / state[row, S_TRADE_SIZE_EWMA])
+    else:
+        f[111] = math.log1p(_NO_TRADE_MS)
+        f[112] = f[113] = f[114] = 0.0
+    f[115] = _ratio(state[row, S_BUY_COUNT_5S] * t5, state[row, S_SELL_COUNT_5S] * t5)
+    # Kyle's lambda: how far the mid moves (bps) per unit of signed volume (in top sizes).
+    signed = state[row, S_SIGNED_SINCE_BOOK] / norm
+    if not first_frame:
+        k30 = 1.0 - _decay(dt, _TAU_30S)
+        state[row, S_KYLE_COV] += k30 * (frame_return * signed - state[row, S_KYLE_COV])
+        state[row, S_KYLE_VAR] += k30 * (signed * signed - state[row, S_KYLE_VAR])
+    kyle_var = state[row, S_KYLE_VAR]
+    f[116] = state[row, S_KYLE_COV] / kyle_var if kyle_var > 1e-9 else 0.0
+    f[117] = math.log1p(state[row, S_TRADES_SINCE_BOOK])
+    state[row, S_TRADES_SINCE_BOOK] = 0.0
+    state[row, S_SIGNED_SINCE_BOOK] = 0.0
+    # Re-size VPIN buckets slowly toward ~5 s of volume so the measure adapts to the market.
+    volume_rate = state[row, S_VOLUME_RATE_60S] / 60.0
+    if volume_rate > 0.0 and bucket > 0.0:
+        state[row, S_VPIN_BUCKET_SIZE] = bucket + 0.001 * (
+            volume_rate * _VPIN_BUCKET_SECONDS - bucket
+        )
+
+    # Cross features against the other symbol.
+    if other >= 0 and state[other, S_FRAMES] > 0.0:
+        other_mid = state[other, S_MID]
+        other_lag = ts - state[other, S_TRADE_TS] if state[other, S_TRADE_TS] > 0.0 else 0.0
+        o5 = _decay(other_lag, _TAU_5S)
+        f[118] = state[other, S_RET_1S]
+        f[119] = state[other, S_RET_5S]
+        f[120] = state[other, S_OBI5]
+        f[121] = _ratio(state[other, S_BUY_5S] * o5, state[other, S_SELL_5S] * o5)
+        beta_var = state[row, S_BETA_VAR]
+        if not first_frame and state[row, S_OTHER_MID_AT_LAST] > 0.0:
+            other_return = _bps_return(other_mid, state[row, S_OTHER_MID_AT_LAST])
+            k60 = 1.0 - _decay(dt, _TAU_60S)
+            state[row, S_BETA_COV] += k60 * (frame_return * other_return - state[row, S_BETA_COV])
+            state[row, S_BETA_VAR] += k60 * (other_return * other_return - beta_var)
+            beta_var = state[row, S_BETA_VAR]
+        beta = state[row, S_BETA_COV] / beta_var if beta_var > 1e-9 else 0.0
+        f[122] = return_1s - beta * f[118]
+        f[123] = return_5s - beta * f[119]
+        f[124] = beta
+        residual = math.log(mid) - beta * math.log(other_mid)
+        if state[row, S_RESIDUAL_VAR] <= 0.0 and state[row, S_RESIDUAL_MEAN] == 0.0:
+            state[row, S_RESIDUAL_MEAN] = residual
+        k300 = 1.0 - _decay(dt, _TAU_300S)
+        deviation = residual - state[row, S_RESIDUAL_MEAN]
+        state[row, S_RESIDUAL_MEAN] += k300 * deviation
+        state[row, S_RESIDUAL_VAR] += k300 * (deviation * deviation - state[row, S_RESIDUAL_VAR])
+        residual_sd = math.sqrt(state[row, S_RESIDUAL_VAR])
+        f[125] = _clip_z(deviation / residual_sd) if residual_sd > 1e-9 else 0.0
+        f[126] = math.sqrt(state[other, S_VAR_5S])
+        f[127] = state[other, S_SPREAD_BPS]
+        state[row, S_OTHER_MID_AT_LAST] = other_mid
+    else:
+        for k in range(118, 128):
+            f[k] = 0.0
+
+    # Remember this frame.
+    state[row, S_FRAMES] += 1.0
+    state[row, S_LAST_TS] = ts
+    state[row, S_MID] = mid
+    state[row, S_BID1] = bid1
+    state[row, S_BID1_SIZE] = bid1_size
+    state[row, S_ASK1] = ask1
+    state[row, S_ASK1_SIZE] = ask1_size
+    state[row, S_BID_DEPTH] = bid_cum
+    state[row, S_ASK_DEPTH] = ask_cum
+    state[row, S_OBI5] = obi5
+    state[row, S_SPREAD_BPS] = spread_bps
+    bad = 0
+    for k in range(128):
+        if not math.isfinite(f[k]):
+            f[k] = 0.0
+            bad += 1
+    return bad
+
+
+class FeatureExtractor:
+    """Computes the feature vector of each book of the configured symbols.
+
+    `on_book` returns a preallocated float32 (1, 128) array, overwritten by the next call:
+    the classifier reads it at once; anything that keeps it copies it.
+    """
+
+    def __init__(self, config: FeatureExtractorConfig, tape: MarketTape) -> None:
+        self.config = config
+        self.tape = tape
+        self.features = np.zeros((1, FEATURE_COUNT), np.float32)
+        self.non_finite = 0
+        self._state = np.zeros((len(config.symbols), STATE_WIDTH))
+        self._rows = {symbol: row for row, symbol in enumerate(config.symbols)}
+        self._others = {
+            symbol: (1 - row if len(config.symbols) == 2 else -1)
+            for row, symbol in enumerate(config.symbols)
+        }
+        self._tape_rows: dict[str, int] = {}
+
+    def _tape_row(self, symbol: str) -> int:
+        row = self._tape_rows.get(symbol)
+        if row is None:
+            row = self.tape.index(symbol)
+            if row is None:
+                return -1
+            self._tape_rows[symbol] = row
+        return row
+
+    def on_book(self, snapshot: BookSnapshot) -> np.ndarray | None:
+        """Features of this book; None for a symbol this extractor was not configured for."""
+        symbol = snapshot.symbol
+        row = self._rows.get(symbol)
+        if row is None:
+            return None
+        other = self._others[symbol]
+        other_tape_row = self._tape_row(self.config.symbols[other]) if other >= 0 else -1
+        tape = self.tape
+        self.non_finite += compute_features(
+            snapshot.levels,
+            snapshot.n_bids,
+            snapshot.n_asks,
+            snapshot.exchange_ts_ms,
+            row,
+            other,
+            self._tape_row(symbol),
+            other_tape_row,
+            self._state,
+            tape.state,
+            tape.trades,
+            self.features,
+        )
+        return self.features
