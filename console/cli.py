@@ -58,6 +58,23 @@ def _add_market_options(parser: argparse.ArgumentParser) -> None:
         "--speed", type=_speed, default=1.0, help="replay pace: 1, 10, ... or max (default 1)"
     )
     parser.add_argument("--seed", type=int, default=7, help="simulated market seed (default 7)")
+    _add_laya_options(parser)
+
+
+def _add_laya_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--model", metavar="ONNX", help="Laya model (default: the shipped one)")
+    parser.add_argument(
+        "--cpu", action="store_true", help="run Laya on the CPU even where CUDA works"
+    )
+
+
+def _laya_config(args: argparse.Namespace):
+    from engine.laya.classifier import LayaClassifierConfig
+    from engine.laya.model import DEFAULT_MODEL_PATH
+
+    return LayaClassifierConfig(
+        model_path=args.model or DEFAULT_MODEL_PATH, prefer_gpu=not args.cpu
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -105,6 +122,16 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--replay", required=True, metavar="FILE", help="recording to run")
     bench.add_argument("--json", action="store_true", help="print one JSON object")
     bench.add_argument("--limit", type=int, help="only the first N frames")
+    bench.add_argument(
+        "--passes", type=int, default=3, help="timed passes; figures from the median (default 3)"
+    )
+    bench.add_argument(
+        "--memory-frames",
+        type=int,
+        default=100_000,
+        help="frames in the steady-state memory pass (default 100000; 0 skips it)",
+    )
+    _add_laya_options(bench)
     return parser
 
 
@@ -132,7 +159,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _bench(args: argparse.Namespace) -> int:
     from engine.bench import format_table, run_bench
 
-    result = run_bench(args.replay, limit=args.limit)
+    result = run_bench(
+        args.replay,
+        limit=args.limit,
+        passes=args.passes,
+        laya=_laya_config(args),
+        memory_frames=args.memory_frames,
+    )
     print(json.dumps(result) if args.json else format_table(result))
     return 0
 
@@ -171,6 +204,7 @@ def _run(args: argparse.Namespace) -> int:
         replay_speed=args.speed,
         live_url=args.url,
         sim_seed=args.seed,
+        laya=_laya_config(args),
     )
     return asyncio.run(run_headless(config, duration_s=args.duration))
 

@@ -1,16 +1,22 @@
-"""`hft-console bench`: the fast path, headless, over a recording, as fast as it goes.
+"""`hft-console bench`: the whole fast path, headless, over a recording, as fast as it goes.
 
-Frames are loaded into memory first so disk and gzip stay out of the figures. Untimed warm-up
-passes compile the numba scanner and let a virtual CPU settle (the first second of a process
-runs measurably slower on the development VM); then timed passes record per-stage latencies into fixed
-histograms, and a separate untimed pass measures throughput (so the clock reads do not count
-against frames/s). A clock read costs 0.1-0.3 us on the development VM, as much as a stage;
-its median cost is measured first and taken out of every stage sample (and reported).
+Per books15 frame: parse -> book -> features -> infer -> decide (the live `MarketPipeline`,
+with its own stage timers); per trade frame: parse and dispatch (`trade`). Frames are loaded
+into memory first so disk and gzip stay out of the figures. Untimed warm-up passes compile the
+numba kernels and let a virtual CPU settle (the first second of a process runs measurably
+slower on the development VM); then timed passes, figures from the median one. A clock read
+costs 0.05-0.3 us on that VM, as much as a stage: its median cost is measured and taken out of
+every sample once (the clock reads inside `total` stay in: the live path pays them too).
+A steady-state pass over at least `memory_frames` frames (the recording repeated with its
+times and trade ids shifted forward) reports resident-memory growth.
 """
 
 from __future__ import annotations
 
+import re
+import resource
 import time
+from collections.abc import Callable
 from itertools import islice
 from pathlib import Path
 
@@ -18,33 +24,22 @@ from engine.feed.events import BookSnapshot
 from engine.feed.parse import FrameParser, ParseStats
 from engine.feed.recording import iter_recording
 from engine.latency import LatencyHistogram
-from engine.pipeline import MarketPipeline, MarketPipelineConfig
+from engine.laya.classifier import LayaClassifier, LayaClassifierConfig
+from engine.pipeline import STAGES, MarketPipeline, MarketPipelineConfig
 
 WARMUP_PASSES = 2
 TIMER_CALIBRATION_READS = 20_000
+BENCH_STAGES = ("parse", *STAGES, "total", "trade")
+
+Frames = list[tuple[int, bytes]]
 
 
-def load_frames(path: str | Path, limit: int | None = None) -> list[tuple[int, bytes]]:
+def load_frames(path: str | Path, limit: int | None = None) -> Frames:
     frames = iter_recording(path)
     return list(islice(frames, limit) if limit else frames)
 
 
-def _fresh_path(symbols: tuple[str, ...]) -> tuple[FrameParser, MarketPipeline]:
-    return FrameParser(), MarketPipeline(MarketPipelineConfig(symbols=symbols))
-
-
-def _symbols(frames: list[tuple[int, bytes]]) -> tuple[str, ...]:
-    parser = FrameParser()
-    seen: dict[str, None] = {}
-    for recv_ns, raw in frames:
-        event = parser.parse(raw, recv_ns)
-        symbol = getattr(event, "symbol", None)
-        if symbol is not None:
-            seen.setdefault(symbol)
-    return tuple(seen) or ("BTCUSDT",)
-
-
-def timer_cost_ns(clock=time.perf_counter_ns) -> int:
+def timer_cost_ns(clock: Callable[[], int] = time.perf_counter_ns) -> int:
     """Median interval between two back-to-back clock reads."""
     samples = []
     for _ in range(TIMER_CALIBRATION_READS):
@@ -54,95 +49,174 @@ def timer_cost_ns(clock=time.perf_counter_ns) -> int:
     return samples[len(samples) // 2]
 
 
-def _timed_pass(
-    frames: list[tuple[int, bytes]], symbols: tuple[str, ...], clock, timer_cost: int
-) -> dict[str, LatencyHistogram]:
-    stages = {name: LatencyHistogram() for name in ("parse", "book", "total", "parse_trade")}
-    parse_depth, book, total, parse_trade = stages.values()
-    parser, pipeline = _fresh_path(symbols)
+def _symbols(frames: Frames) -> tuple[str, ...]:
+    parser = FrameParser()
+    seen: dict[str, None] = {}
     for recv_ns, raw in frames:
-        start = clock()
-        event = parser.parse(raw, recv_ns)
-        parsed = clock()
-        if type(event) is BookSnapshot:
-            pipeline.on_market(event)
-            booked = clock()
-            parse_depth.record(max(0, parsed - start - timer_cost))
-            book.record(max(0, booked - parsed - timer_cost))
-            total.record(max(0, booked - start - 2 * timer_cost))
-        else:
-            if event is not None:
+        symbol = getattr(parser.parse(raw, recv_ns), "symbol", None)
+        if symbol is not None:
+            seen.setdefault(symbol)
+    return tuple(seen)[:2] or ("BTCUSDT",)
+
+
+class _Bench:
+    def __init__(self, frames: Frames, classifier: LayaClassifier, clock: Callable[[], int]):
+        self.frames = frames
+        self.symbols = _symbols(frames)
+        self.classifier = classifier
+        self.clock = clock
+
+    def fresh(self) -> tuple[FrameParser, MarketPipeline]:
+        parser = FrameParser(self.symbols)
+        pipeline = MarketPipeline(
+            MarketPipelineConfig(symbols=self.symbols),
+            parser.tape,
+            self.classifier,
+            clock=self.clock,
+        )
+        return parser, pipeline
+
+    def timed_pass(self) -> dict[str, LatencyHistogram]:
+        clock = self.clock
+        parser, pipeline = self.fresh()
+        parse, total, trade = LatencyHistogram(), LatencyHistogram(), LatencyHistogram()
+        for recv_ns, raw in self.frames:
+            start = clock()
+            event = parser.parse(raw, recv_ns)
+            parsed = clock()
+            if type(event) is BookSnapshot:
                 pipeline.on_market(event)
-            parse_trade.record(max(0, parsed - start - timer_cost))
-    return stages
+                done = clock()
+                parse.record(parsed - start)
+                total.record(done - start)
+            else:
+                if event is not None:
+                    pipeline.on_market(event)
+                trade.record(clock() - start)
+        return {"parse": parse, **pipeline.latency, "total": total, "trade": trade}
+
+    def throughput(self, frames: Frames) -> tuple[float, ParseStats, int]:
+        """Frames/s with no per-frame clock reads, the parser's counts, and the growth of the
+        resident set (kB) from the first tenth of the frames to the end."""
+        parser, pipeline = self.fresh()
+        parse, on_market = parser.parse, pipeline.on_market
+        tenth = max(1, len(frames) // 10)
+        rss_at_tenth = 0
+        started = self.clock()
+        for index, (recv_ns, raw) in enumerate(frames):
+            event = parse(raw, recv_ns)
+            if event is not None:
+                on_market(event)
+            if index == tenth:
+                rss_at_tenth = _rss_kb()
+        elapsed_s = (self.clock() - started) / 1e9
+        return len(frames) / elapsed_s, parser.stats, _rss_kb() - rss_at_tenth
 
 
-def _throughput(
-    frames: list[tuple[int, bytes]], symbols: tuple[str, ...], clock
-) -> tuple[float, ParseStats]:
-    """Frames per second through parse + book with no per-frame clock reads, and what the
-    parser counted."""
-    parser, pipeline = _fresh_path(symbols)
-    parse, on_market = parser.parse, pipeline.on_market
-    started = clock()
-    for recv_ns, raw in frames:
-        event = parse(raw, recv_ns)
-        if event is not None:
-            on_market(event)
-    return len(frames) / ((clock() - started) / 1e9), parser.stats
+def _rss_kb() -> int:
+    """Current resident set size in kB (Linux), else the peak."""
+    try:
+        with open("/proc/self/statm") as statm:
+            return int(statm.read().split()[1]) * resource.getpagesize() // 1024
+    except OSError:
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 
 
-def run_bench(path: str | Path, limit: int | None = None, passes: int = 3) -> dict[str, object]:
-    """Run the fast path over a recording; the figures as a JSON-ready dict.
+_TIMES = re.compile(rb'"ts":("?)(\d+)')
+_TRADE_IDS = re.compile(rb'"tradeId":"(\d+)"')
 
-    The stage figures come from the median of `passes` timed passes (ranked by total p50), so
-    one pass disturbed by a neighbour on a shared machine does not decide the result.
-    """
+
+def _shift(pattern: re.Pattern[bytes], amount: int, *, prefix: bool) -> Callable[[bytes], bytes]:
+    """A rewriter adding `amount` to every number `pattern` captures."""
+    if prefix:
+        return lambda raw: pattern.sub(lambda m: b'"ts":%b%d' % (m[1], int(m[2]) + amount), raw)
+    return lambda raw: pattern.sub(lambda m: b'"tradeId":"%d"' % (int(m[1]) + amount), raw)
+
+
+def extended_frames(frames: Frames, at_least: int) -> Frames:
+    """The recording repeated until `at_least` frames, each copy shifted forward in time (and
+    trade ids) so the engine sees one continuous market."""
+    if not frames:
+        return []
+    span_ns = frames[-1][0] - frames[0][0] + 1_000_000_000
+    span_ms = span_ns // 1_000_000
+    copies = -(-at_least // len(frames))
+    extended = list(frames)
+    for copy in range(1, copies):
+        shift_times = _shift(_TIMES, copy * span_ms, prefix=True)
+        shift_ids = _shift(_TRADE_IDS, copy * 10**9, prefix=False)
+        for recv_ns, raw in frames:
+            extended.append((recv_ns + copy * span_ns, shift_ids(shift_times(raw))))
+    return extended
+
+
+def run_bench(
+    path: str | Path,
+    limit: int | None = None,
+    passes: int = 3,
+    laya: LayaClassifierConfig | None = None,
+    memory_frames: int = 100_000,
+) -> dict[str, object]:
+    """Run the fast path over a recording; the figures as a JSON-ready dict."""
     if passes < 1:
         raise ValueError(f"passes must be >= 1, got {passes}")
     frames = load_frames(path, limit)
     if not frames:
         raise ValueError(f"{path}: no frames to benchmark")
-    symbols = _symbols(frames)
-
-    clock = time.perf_counter_ns
-    for _ in range(WARMUP_PASSES):
-        _throughput(frames, symbols, clock)
-    timer_cost = timer_cost_ns(clock)
-    timed = sorted(
-        (_timed_pass(frames, symbols, clock, timer_cost) for _ in range(passes)),
-        key=lambda stages: stages["total"].percentile_ns(50),
-    )
-    stages = timed[len(timed) // 2]
-
-    runs = [_throughput(frames, symbols, clock) for _ in range(passes)]
-    rates = sorted(rate for rate, _ in runs)
-    parser_stats = runs[0][1]
-
+    classifier = LayaClassifier(laya or LayaClassifierConfig())
+    classifier.start()
+    try:
+        bench = _Bench(frames, classifier, time.perf_counter_ns)
+        for _ in range(WARMUP_PASSES):
+            bench.throughput(frames)
+        timer_cost = timer_cost_ns(bench.clock)
+        timed = sorted(
+            (bench.timed_pass() for _ in range(passes)),
+            key=lambda stages: stages["total"].percentile_ns(50),
+        )
+        stages = timed[len(timed) // 2]
+        runs = [bench.throughput(frames) for _ in range(passes)]
+        rates = sorted(rate for rate, _, _ in runs)
+        memory_run = extended_frames(frames, memory_frames) if memory_frames else []
+        _, _, rss_growth_kb = bench.throughput(memory_run) if memory_run else (0.0, None, 0)
+        provider = classifier.provider
+    finally:
+        classifier.stop()
     return {
         "frames": len(frames),
         "frames_per_s": rates[len(rates) // 2],
-        "provider": "none",
+        "provider": provider,
         "timer_overhead_ns": timer_cost,
         "depth_frames": stages["parse"].count,
+        "trade_frames": stages["trade"].count,
         "passes": passes,
-        "stages_us": {name: histogram.summary_us() for name, histogram in stages.items()},
-        "parser": parser_stats.as_dict(),
+        "stages_us": {
+            name: stages[name].summary_us(overhead_ns=timer_cost) for name in BENCH_STAGES
+        },
+        "memory": {"frames": len(memory_run), "rss_growth_kb": rss_growth_kb},
+        "parser": runs[0][1].as_dict(),
     }
 
 
 def format_table(result: dict[str, object]) -> str:
     """The human-readable form of `run_bench`'s result."""
     lines = [
-        f"frames {result['frames']:,}  depth frames {result['depth_frames']:,}  "
-        f"throughput {result['frames_per_s']:,.0f} frames/s  provider {result['provider']}  "
-        f"(clock read {result['timer_overhead_ns']} ns, taken out of each stage)",
+        f"frames {result['frames']:,} (books15 {result['depth_frames']:,}, trade "
+        f"{result['trade_frames']:,})  throughput {result['frames_per_s']:,.0f} frames/s  "
+        f"Laya on {result['provider']}  (clock read {result['timer_overhead_ns']} ns, taken "
+        f"out of each stage)",
         f"{'stage (us)':<12}{'p50':>9}{'p99':>9}{'p99.9':>9}{'max':>10}",
     ]
     for stage, figures in result["stages_us"].items():
         lines.append(
             f"{stage:<12}{figures['p50']:>9.2f}{figures['p99']:>9.2f}"
             f"{figures['p999']:>9.2f}{figures['max']:>10.1f}"
+        )
+    memory = result["memory"]
+    if memory["frames"]:
+        lines.append(
+            f"steady state: {memory['frames']:,} frames, resident memory grew "
+            f"{memory['rss_growth_kb']:,} kB after the first tenth"
         )
     rejected = result["parser"]["rejected"]
     if rejected:

@@ -9,7 +9,7 @@ import signal
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TextIO
 
 from engine.feed.bitget_ws import BitgetPublicFeed, BitgetPublicFeedConfig
@@ -17,6 +17,7 @@ from engine.feed.events import FeedState, FeedStateChanged
 from engine.feed.parse import FrameParser
 from engine.feed.record import RecordProgress, record
 from engine.feed.replay import ReplayFeed
+from engine.laya.classifier import LayaClassifier, LayaClassifierConfig
 from engine.pipeline import MarketPipeline, MarketPipelineConfig
 from engine.sim.market import MarketGeneratorConfig
 from engine.sim.server import SimExchange, SimExchangeConfig
@@ -35,6 +36,7 @@ class EngineConfig:
     replay_speed: float | None = 1.0
     live_url: str | None = None
     sim_seed: int = 7
+    laya: LayaClassifierConfig = field(default_factory=LayaClassifierConfig)
 
     def __post_init__(self) -> None:
         if not self.symbols:
@@ -71,6 +73,8 @@ class EngineStatus:
     frames: int
     rejected: dict[str, int]
     finished: bool
+    laya_provider: str
+    verdict_counts: dict[str, int]
 
 
 class EngineNode:
@@ -79,14 +83,20 @@ class EngineNode:
     def __init__(self, config: EngineConfig) -> None:
         self.config = config
         self.parser = FrameParser(config.symbols)
+        self.classifier = LayaClassifier(config.laya)
         self.pipeline = MarketPipeline(
-            MarketPipelineConfig(symbols=config.symbols), on_resync=self._resync
+            MarketPipelineConfig(symbols=config.symbols),
+            self.parser.tape,
+            self.classifier,
+            on_resync=self._resync,
         )
         self.sim: SimExchange | None = None
         self.feed: BitgetPublicFeed | ReplayFeed | None = None
 
     async def start(self) -> None:
+        """Loads Laya first (ONNX Runtime may print while it loads), then the market."""
         config = self.config
+        self.classifier.start()
         if config.replay_path is not None:
             self.feed = ReplayFeed(
                 config.replay_path, self.parser, self.pipeline, config.replay_speed
@@ -107,6 +117,7 @@ class EngineNode:
             await self.feed.stop()
         if self.sim is not None:
             await self.sim.stop()
+        self.classifier.stop()
 
     @property
     def finished(self) -> bool:
@@ -151,6 +162,8 @@ class EngineNode:
             stats.frames,
             dict(stats.rejected),
             self.finished,
+            self.classifier.provider or "not loaded",
+            self.pipeline.decisions.counts(),
         )
 
 
@@ -167,6 +180,8 @@ def format_status(status: EngineStatus) -> str:
     rejected = sum(status.rejected.values())
     if rejected:
         parts.append(f"rejected {rejected}")
+    verdicts = " ".join(f"{name} {count}" for name, count in status.verdict_counts.items())
+    parts.append(f"Laya ({status.laya_provider}) {verdicts}")
     return " | ".join(parts)
 
 

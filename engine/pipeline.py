@@ -1,11 +1,15 @@
-"""The market side of the fast path: feed events -> books, trade tape and feed-event log.
+"""The fast path after the parser: book -> features -> Laya -> decision, per books15 frame.
 
 `MarketPipeline` is the `FeedSink` of every feed (live, simulated, replayed), so all sources
-run the same code. It is called synchronously on the engine loop and must stay cheap.
+run the same code. It is called synchronously on the engine loop, does no I/O and no logging,
+and times each stage into fixed histograms (five clock reads a frame). Trade frames need no
+work here: the parser already put their trades on the tape, and the feature extractor reads
+them at the next book.
 """
 
 from __future__ import annotations
 
+import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -18,6 +22,13 @@ from engine.feed.events import (
     Trades,
 )
 from engine.feed.sink import FeedNotice
+from engine.feed.tape import MarketTape
+from engine.latency import LatencyHistogram
+from engine.laya.classifier import LayaClassifier, choose_verdict
+from engine.laya.decide import DecisionStage, QuoteIntent
+from engine.laya.features import FeatureExtractor, FeatureExtractorConfig
+
+STAGES = ("book", "features", "infer", "decide")
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,6 +36,7 @@ class MarketPipelineConfig:
     symbols: tuple[str, ...] = ("BTCUSDT", "ETHUSDT")
     depth: int = 15
     event_log_size: int = 4096
+    verdict_stream_size: int = 512
 
     def __post_init__(self) -> None:
         if not self.symbols:
@@ -32,6 +44,7 @@ class MarketPipelineConfig:
         for name, value in (
             ("depth", self.depth),
             ("event_log_size", self.event_log_size),
+            ("verdict_stream_size", self.verdict_stream_size),
         ):
             if value < 1:
                 raise ValueError(f"MarketPipelineConfig.{name} must be >= 1, got {value}")
@@ -60,20 +73,35 @@ class EventLog:
 
 
 class MarketPipeline:
-    """Books per symbol, the recent trade tape and the feed-event log."""
+    """Books per symbol, Laya's features and verdicts, the decision stage and the event log.
+
+    Without a classifier the pipeline stops after the features (market data tools, tests).
+    `intents` holds the latest quote intent per symbol for the strategy.
+    """
 
     def __init__(
         self,
         config: MarketPipelineConfig,
+        tape: MarketTape,
+        classifier: LayaClassifier | None = None,
         on_resync: Callable[[str], None] | None = None,
+        clock: Callable[[], int] = time.perf_counter_ns,
     ) -> None:
         self.config = config
         self.books = {symbol: OrderBook(symbol) for symbol in config.symbols}
         self._incremental = {
             symbol: IncrementalBook(symbol, config.depth) for symbol in config.symbols
         }
+        self.features = FeatureExtractor(FeatureExtractorConfig(symbols=config.symbols[:2]), tape)
+        self.classifier = classifier
+        self.decisions = DecisionStage(config.verdict_stream_size)
+        self.intents: dict[str, QuoteIntent] = dict.fromkeys(
+            config.symbols, QuoteIntent.KEEP_QUOTING
+        )
+        self.latency = {stage: LatencyHistogram() for stage in STAGES}
         self.events = EventLog(config.event_log_size)
         self._on_resync = on_resync
+        self._clock = clock
 
     def on_market(self, frame: BookSnapshot | BookUpdate | Trades) -> None:
         kind = type(frame)
@@ -93,7 +121,28 @@ class MarketPipeline:
         book = self.books.get(snapshot.symbol)
         if book is None:
             return
+        clock = self._clock
+        latency = self.latency
+        started = clock()
         book.apply(snapshot)
+        booked = clock()
+        features = self.features.on_book(snapshot)
+        extracted = clock()
+        latency["book"].record(booked - started)
+        latency["features"].record(extracted - booked)
+        classifier = self.classifier
+        if classifier is None or features is None:
+            return
+        probabilities = classifier.infer(features)
+        inferred = clock()
+        row = probabilities.tolist()[0]
+        verdict = choose_verdict(row, classifier.thresholds)
+        self.intents[snapshot.symbol] = self.decisions.decide(
+            snapshot.symbol, snapshot.exchange_ts_ms, verdict, row[verdict]
+        )
+        decided = clock()
+        latency["infer"].record(inferred - extracted)
+        latency["decide"].record(decided - inferred)
 
     def on_feed_event(self, event: FeedNotice) -> None:
         self.events.append(event)

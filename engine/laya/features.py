@@ -660,6 +660,8 @@ class FeatureExtractor:
         self.features = np.zeros((1, FEATURE_COUNT), np.float32)
         self.non_finite = 0
         self._state = np.zeros((len(config.symbols), STATE_WIDTH))
+        # Horizon pointers start before the first ring entry: nothing is old enough yet.
+        self._state[:, [S_PTR_500MS, S_PTR_1S, S_PTR_5S, S_PTR_30S]] = -1.0
         self._rows = {symbol: row for row, symbol in enumerate(config.symbols)}
         self._others = {
             symbol: (1 - row if len(config.symbols) == 2 else -1)

@@ -61,12 +61,31 @@ def test_installed_console_script_answers():
     assert result.returncode == 0 and "hft-console" in result.stdout
 
 
-def test_bench_json(recording):
-    result = hft_console("bench", "--replay", str(recording), "--json")
+def test_bench_json(recording, laya_model):
+    result = hft_console(
+        "bench",
+        "--replay",
+        str(recording),
+        "--json",
+        "--model",
+        str(laya_model),
+        "--memory-frames",
+        "200",
+    )
     assert result.returncode == 0, result.stderr
     figures = json.loads(result.stdout)
     assert figures["frames"] == 50
-    assert set(figures["stages_us"]) >= {"parse", "book", "total"}
+    assert set(figures["stages_us"]) == {
+        "parse",
+        "book",
+        "features",
+        "infer",
+        "decide",
+        "total",
+        "trade",
+    }
+    assert figures["provider"] == "CPUExecutionProvider"
+    assert figures["memory"]["frames"] == 200
 
 
 def test_bench_of_a_missing_file_is_a_clear_error(tmp_path):
@@ -82,16 +101,19 @@ def test_bad_speed_is_rejected_by_the_parser():
     assert "speed must be > 0" in result.stderr
 
 
-def test_headless_replay_runs_to_the_end(recording):
-    result = hft_console("run", "--replay", str(recording), "--speed", "max")
+def test_headless_replay_runs_to_the_end(recording, laya_model):
+    result = hft_console(
+        "run", "--replay", str(recording), "--speed", "max", "--model", str(laya_model)
+    )
     assert result.returncode == 0, result.stderr
     assert "feed BTCUSDT: live" in result.stdout
     assert "end of recording" in result.stdout
     assert "REPLAY frames 50 | BTCUSDT stopped 100.00/100.50" in result.stdout
+    assert "Laya (CPUExecutionProvider)" in result.stdout
 
 
-def test_headless_run_on_the_simulator():
-    result = hft_console("run", "--duration", "3")
+def test_headless_run_on_the_simulator(laya_model):
+    result = hft_console("run", "--duration", "3", "--model", str(laya_model))
     assert result.returncode == 0, result.stderr
     assert "feed BTCUSDT: live (first book frame)" in result.stdout
     status_lines = [line for line in result.stdout.splitlines() if line.startswith("SIM frames")]

@@ -8,8 +8,11 @@ import json
 import orjson
 import pytest
 
-from engine.bench import format_table, run_bench, timer_cost_ns
+from engine.bench import extended_frames, format_table, load_frames, run_bench, timer_cost_ns
+from engine.feed.events import BookSnapshot
+from engine.feed.parse import FrameParser
 from engine.feed.recording import encode_line
+from engine.laya.classifier import LayaClassifierConfig
 
 
 def depth(symbol: str, ts: int, mid: float) -> bytes:
@@ -51,13 +54,26 @@ def recording(tmp_path):
     return path
 
 
-def test_bench_reports_every_stage_and_the_counts(recording):
-    result = run_bench(recording)
+def test_bench_reports_every_stage_and_the_counts(recording, laya_model):
+    result = run_bench(
+        recording, laya=LayaClassifierConfig(model_path=laya_model), memory_frames=2000
+    )
     json.dumps(result)  # the --json output must serialize
     assert result["frames"] == 901
     assert result["depth_frames"] == 600
+    assert result["trade_frames"] == 301  # the garbage line counts with the non-book frames
     assert result["frames_per_s"] > 0
-    assert set(result["stages_us"]) == {"parse", "book", "total", "parse_trade"}
+    assert result["provider"] == "CPUExecutionProvider"
+    assert result["memory"]["frames"] == 2703
+    assert set(result["stages_us"]) == {
+        "parse",
+        "book",
+        "features",
+        "infer",
+        "decide",
+        "total",
+        "trade",
+    }
     for figures in result["stages_us"].values():
         assert set(figures) == {"p50", "p99", "p999", "max"}
         assert 0 <= figures["p50"] <= figures["p99"] <= figures["p999"] <= figures["max"]
@@ -65,11 +81,26 @@ def test_bench_reports_every_stage_and_the_counts(recording):
     assert result["parser"]["trades"] == 300
 
 
-def test_bench_limit_and_table(recording):
-    result = run_bench(recording, limit=30)
+def test_bench_limit_and_table(recording, laya_model):
+    result = run_bench(
+        recording, limit=30, laya=LayaClassifierConfig(model_path=laya_model), memory_frames=0
+    )
     assert result["frames"] == 30
     table = format_table(result)
     assert "parse" in table and "frames/s" in table
+
+
+def test_extended_frames_continue_in_time_with_fresh_trade_ids(recording):
+    frames = load_frames(recording)
+    extended = extended_frames(frames, 2 * len(frames) + 1)
+    assert len(extended) == 3 * len(frames)
+    parser = FrameParser()
+    events = [parser.parse(raw, recv_ns) for recv_ns, raw in extended]
+    assert not parser.stats.rejected.get("ts_backwards")
+    assert not parser.stats.rejected.get("duplicate_trade")
+    assert sum(isinstance(event, BookSnapshot) for event in events) == 3 * 600
+    recv_times = [recv_ns for recv_ns, _ in extended]
+    assert recv_times == sorted(recv_times)
 
 
 def test_bench_of_an_empty_recording_is_an_error(tmp_path):

@@ -1,0 +1,87 @@
+"""The decision stage: Laya's verdict -> what happens to our resting quotes.
+
+EMERGENCY cancels every resting order at once; LEAN_BUY pulls our asks (the price is about to
+rise through them), LEAN_SELL pulls our bids, HOLD keeps quoting. The strategy and executor
+act on the intent; the stage itself is pure and cheap, and it keeps the verdict stream the
+console shows.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections import deque
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from engine.laya.verdict import Verdict
+
+_new_tuple = tuple.__new__  # skips NamedTuple's Python-level __new__ on the hot path
+
+
+class QuoteIntent(enum.IntEnum):
+    KEEP_QUOTING = 0
+    PULL_ASKS = 1
+    PULL_BIDS = 2
+    CANCEL_ALL = 3
+
+
+INTENT_OF_VERDICT: tuple[QuoteIntent, ...] = (
+    QuoteIntent.KEEP_QUOTING,  # HOLD
+    QuoteIntent.PULL_ASKS,  # LEAN_BUY
+    QuoteIntent.PULL_BIDS,  # LEAN_SELL
+    QuoteIntent.CANCEL_ALL,  # EMERGENCY
+)
+"""Indexed by Verdict value."""
+
+
+class VerdictRecord(NamedTuple):
+    """One entry of the verdict stream."""
+
+    symbol: str
+    exchange_ts_ms: int
+    verdict: Verdict
+    probability: float
+    intent: QuoteIntent
+
+
+@dataclass(frozen=True, slots=True)
+class VerdictStreamView:
+    """A frozen copy of the verdict stream for the UI."""
+
+    recent: tuple[VerdictRecord, ...]
+    counts: dict[str, int]
+    total: int
+
+
+class DecisionStage:
+    """Turns verdicts into quote intents and remembers the recent stream and class counts.
+
+    The stream keeps every non-HOLD verdict and HOLDs only when the verdict changes, so a
+    long quiet spell does not push the interesting entries out of the bounded log.
+    """
+
+    def __init__(self, stream_size: int = 512) -> None:
+        if stream_size < 1:
+            raise ValueError(f"stream_size must be >= 1, got {stream_size}")
+        self._recent: deque[VerdictRecord] = deque(maxlen=stream_size)
+        self._counts = [0, 0, 0, 0]
+        self._last_verdict: dict[str, int] = {}
+
+    def decide(
+        self, symbol: str, exchange_ts_ms: int, verdict: Verdict, probability: float
+    ) -> QuoteIntent:
+        self._counts[verdict] += 1
+        intent = INTENT_OF_VERDICT[verdict]
+        if verdict or self._last_verdict.get(symbol, 0):
+            self._recent.append(
+                _new_tuple(VerdictRecord, (symbol, exchange_ts_ms, verdict, probability, intent))
+            )
+        self._last_verdict[symbol] = verdict
+        return intent
+
+    def counts(self) -> dict[str, int]:
+        return {verdict.name: self._counts[verdict] for verdict in Verdict}
+
+    def view(self, limit: int = 100) -> VerdictStreamView:
+        recent = tuple(self._recent)[-limit:] if limit > 0 else ()
+        return VerdictStreamView(recent, self.counts(), sum(self._counts))

@@ -1,0 +1,37 @@
+"""Fixtures shared across the suite."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from engine.laya.features import FEATURE_COUNT, FEATURE_SET_VERSION
+from engine.laya.model import LayaModelMetadata, export_mlp
+
+LABEL_PARAMETERS = {
+    "horizon_ms": 1000,
+    "sigma_window_ms": 300_000,
+    "emergency_sigma": 3,
+    "lean_sigma": 1,
+}
+
+
+@pytest.fixture(scope="session")
+def laya_model(tmp_path_factory) -> Path:
+    """A real Laya model file with small random weights (128-16-4): for wiring tests that need
+    any valid model, independent of the shipped one."""
+    rng = np.random.default_rng(7)
+    layers = [
+        (rng.normal(0, 0.1, (FEATURE_COUNT, 16)), np.zeros(16)),
+        (rng.normal(0, 0.1, (16, 4)), np.zeros(4)),
+    ]
+    metadata = LayaModelMetadata(
+        FEATURE_SET_VERSION,
+        FEATURE_COUNT,
+        LABEL_PARAMETERS,
+        (0.0, 0.0, 0.0, 0.0),
+        {"purpose": "test fixture"},
+    )
+    return export_mlp(tmp_path_factory.mktemp("laya") / "random.onnx", layers, metadata)
