@@ -1,0 +1,93 @@
+"""MarketPipeline: book -> features -> Laya -> decision with stage timers, resyncs, event log."""
+
+from __future__ import annotations
+
+import orjson
+import pytest
+
+from engine.feed.events import BookResyncNeeded, FeedState, FeedStateChanged
+from engine.feed.parse import FrameParser
+from engine.laya.classifier import LayaClassifier, LayaClassifierConfig
+from engine.laya.decide import QuoteIntent
+from engine.pipeline import STAGES, EventLog, MarketPipeline, MarketPipelineConfig
+
+
+def depth(symbol, ts, bid="99", ask="101"):
+    arg = {"instType": "USDT-FUTURES", "channel": "books15", "instId": symbol}
+    data = {"asks": [[ask, "1"]], "bids": [[bid, "2"]], "ts": str(ts)}
+    return orjson.dumps({"action": "snapshot", "arg": arg, "data": [data], "ts": ts})
+
+
+@pytest.fixture
+def classifier(laya_model):
+    laya = LayaClassifier(LayaClassifierConfig(model_path=laya_model, prefer_gpu=False))
+    laya.start()
+    yield laya
+    laya.stop()
+
+
+def test_every_book_goes_through_all_stages(classifier):
+    parser = FrameParser()
+    pipeline = MarketPipeline(MarketPipelineConfig(), parser.tape, classifier)
+    for k in range(5):
+        pipeline.on_market(parser.parse(depth("BTCUSDT", 1000 + k), 0))
+        pipeline.on_market(parser.parse(depth("ETHUSDT", 1000 + k, "49", "51"), 0))
+    assert set(pipeline.latency) == set(STAGES)
+    assert all(histogram.count == 10 for histogram in pipeline.latency.values())
+    assert sum(pipeline.decisions.counts().values()) == 10
+    assert set(pipeline.intents) == {"BTCUSDT", "ETHUSDT"}
+    assert all(isinstance(intent, QuoteIntent) for intent in pipeline.intents.values())
+    assert pipeline.books["ETHUSDT"].mid() == 50.0
+
+
+def test_without_a_classifier_the_pipeline_stops_after_the_features():
+    parser = FrameParser()
+    pipeline = MarketPipeline(MarketPipelineConfig(), parser.tape)
+    pipeline.on_market(parser.parse(depth("BTCUSDT", 1000), 0))
+    assert pipeline.latency["features"].count == 1
+    assert pipeline.latency["infer"].count == 0
+    assert pipeline.books["BTCUSDT"].ready
+
+
+def test_books_of_other_symbols_are_ignored(classifier):
+    parser = FrameParser()
+    pipeline = MarketPipeline(MarketPipelineConfig(), parser.tape, classifier)
+    pipeline.on_market(parser.parse(depth("SOLUSDT", 1000), 0))
+    assert pipeline.latency["book"].count == 0
+
+
+def books_frame(action, seq, pseq, bids):
+    arg = {"instType": "USDT-FUTURES", "channel": "books", "instId": "BTCUSDT"}
+    data = {"asks": [["101", "1"]], "bids": bids, "seq": seq, "pseq": pseq, "ts": str(seq)}
+    return orjson.dumps({"action": action, "arg": arg, "data": [data], "ts": seq})
+
+
+def test_incremental_gap_is_logged_and_asks_the_feed_to_resync():
+    parser = FrameParser()
+    resyncs = []
+    pipeline = MarketPipeline(MarketPipelineConfig(), parser.tape, on_resync=resyncs.append)
+    pipeline.on_market(parser.parse(books_frame("snapshot", 10, 0, [["99", "1"]]), 0))
+    assert pipeline.books["BTCUSDT"].ready
+    pipeline.on_market(parser.parse(books_frame("update", 12, 11, [["98", "1"]]), 0))
+    assert resyncs == ["BTCUSDT"]
+    events, missed = pipeline.events.since(-1)
+    assert missed == 0 and isinstance(events[0][1], BookResyncNeeded)
+
+
+def test_event_log_is_bounded_and_reports_what_a_reader_missed():
+    log = EventLog(capacity=3)
+    for k in range(5):
+        log.append(FeedStateChanged("BTCUSDT", FeedState.LIVE, f"event {k}", k))
+    events, missed = log.since(-1)
+    assert [event.reason for _, event in events] == ["event 2", "event 3", "event 4"]
+    assert missed == 2 and log.dropped == 2
+    events, missed = log.since(3)
+    assert [event_id for event_id, _ in events] == [4] and missed == 0
+
+
+def test_config_validation():
+    with pytest.raises(ValueError, match="verdict_stream_size"):
+        MarketPipelineConfig(verdict_stream_size=0)
+    with pytest.raises(ValueError, match="at least one symbol"):
+        MarketPipelineConfig(symbols=())
+
