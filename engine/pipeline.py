@@ -13,6 +13,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from engine.book import IncrementalBook, OrderBook
 from engine.feed.events import (
@@ -29,6 +30,14 @@ from engine.laya.decide import DecisionStage, QuoteIntent
 from engine.laya.features import FeatureExtractor, FeatureExtractorConfig
 
 STAGES = ("book", "features", "infer", "decide")
+
+
+class LayaFault(NamedTuple):
+    """Laya could not classify a book; that symbol's quotes were pulled."""
+
+    symbol: str
+    reason: str
+    at_ns: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +108,7 @@ class MarketPipeline:
             config.symbols, QuoteIntent.KEEP_QUOTING
         )
         self.latency = {stage: LatencyHistogram() for stage in STAGES}
+        self.laya_faults = 0
         self.events = EventLog(config.event_log_size)
         self._on_resync = on_resync
         self._clock = clock
@@ -133,7 +143,11 @@ class MarketPipeline:
         classifier = self.classifier
         if classifier is None or features is None:
             return
-        probabilities = classifier.infer(features)
+        try:
+            probabilities = classifier.infer(features)
+        except Exception as error:  # a runtime failure (e.g. CUDA lost) must not stop the engine
+            self._laya_failed(snapshot, error)
+            return
         inferred = clock()
         row = probabilities.tolist()[0]
         verdict = choose_verdict(row, classifier.thresholds)
@@ -143,6 +157,14 @@ class MarketPipeline:
         decided = clock()
         latency["infer"].record(inferred - extracted)
         latency["decide"].record(decided - inferred)
+
+    def _laya_failed(self, snapshot: BookSnapshot, error: Exception) -> None:
+        """Without a verdict the book cannot be judged: pull the symbol's quotes and say why."""
+        self.laya_faults += 1
+        self.intents[snapshot.symbol] = QuoteIntent.CANCEL_ALL
+        self.events.append(
+            LayaFault(snapshot.symbol, f"{type(error).__name__}: {error}", snapshot.recv_ns)
+        )
 
     def on_feed_event(self, event: FeedNotice) -> None:
         self.events.append(event)

@@ -9,7 +9,7 @@ from engine.feed.events import BookResyncNeeded, FeedState, FeedStateChanged
 from engine.feed.parse import FrameParser
 from engine.laya.classifier import LayaClassifier, LayaClassifierConfig
 from engine.laya.decide import QuoteIntent
-from engine.pipeline import STAGES, EventLog, MarketPipeline, MarketPipelineConfig
+from engine.pipeline import STAGES, EventLog, LayaFault, MarketPipeline, MarketPipelineConfig
 
 
 def depth(symbol, ts, bid="99", ask="101"):
@@ -91,3 +91,21 @@ def test_config_validation():
     with pytest.raises(ValueError, match="at least one symbol"):
         MarketPipelineConfig(symbols=())
 
+
+class FailingClassifier:
+    """Stands in for a session whose GPU went away mid-run."""
+
+    thresholds = (0.0, 0.0, 0.0, 0.0)
+
+    def infer(self, features):
+        raise RuntimeError("CUDA failure 999: unspecified launch failure")
+
+
+def test_a_failing_classifier_pulls_the_quotes_and_logs_a_fault():
+    parser = FrameParser()
+    pipeline = MarketPipeline(MarketPipelineConfig(), parser.tape, FailingClassifier())
+    pipeline.on_market(parser.parse(depth("BTCUSDT", 1000), 0))
+    assert pipeline.intents["BTCUSDT"] is QuoteIntent.CANCEL_ALL
+    assert pipeline.laya_faults == 1
+    events, _ = pipeline.events.since(-1)
+    assert isinstance(events[0][1], LayaFault) and "CUDA failure" in events[0][1].reason
