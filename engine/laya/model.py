@@ -31,8 +31,8 @@ DEFAULT_MODEL_PATH = Path(__file__).resolve().parent / "models" / "laya-default.
 """The model shipped with the package, produced by the training pipeline."""
 
 TRAINING_HINT = (
-    "train one with the Laya training pipeline (engine/laya/train.py), which writes "
-    "engine/laya/models/laya-default.onnx, or give the path of an existing Laya model"
+    "train one with `hft-console train --replay FILE... --out MODEL.onnx` (needs the `train` "
+    "extra), or give the path of an existing Laya model with --model"
 )
 
 INPUT_NAME = "features"
