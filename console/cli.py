@@ -118,6 +118,26 @@ def build_parser() -> argparse.ArgumentParser:
     )
     record.add_argument("--seed", type=int, default=7, help="simulated market seed (with --sim)")
 
+    train = commands.add_parser("train", help="train a Laya model on recordings (train extra)")
+    train.add_argument("--replay", nargs="+", required=True, metavar="FILE", help="recordings")
+    train.add_argument("--out", required=True, metavar="MODEL.onnx", help="model to write")
+    train.add_argument(
+        "--sim-minutes",
+        type=float,
+        default=0.0,
+        help="also train on this many simulated minutes (default 0)",
+    )
+    train.add_argument("--seed", type=int, default=7, help="simulated market seed (default 7)")
+
+    evaluate = commands.add_parser("eval", help="evaluate a Laya model against baselines")
+    evaluate.add_argument("--replay", nargs="+", required=True, metavar="FILE", help="recordings")
+    evaluate.add_argument("--model", metavar="ONNX", help="model (default: the shipped one)")
+    evaluate.add_argument("--json", action="store_true", help="print one JSON object")
+    evaluate.add_argument("--predictions-out", metavar="CSV", help="write every prediction")
+    evaluate.add_argument(
+        "--all", action="store_true", help="every labelled frame, not only the hold-out"
+    )
+
     bench = commands.add_parser("bench", help="benchmark the fast path over a recording")
     bench.add_argument("--replay", required=True, metavar="FILE", help="recording to run")
     bench.add_argument("--json", action="store_true", help="print one JSON object")
@@ -148,9 +168,20 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _sim(args)
         if command == "record":
             return _record(args)
+        if command == "train":
+            return _train(args)
+        if command == "eval":
+            return _eval(args)
         return _run(args)
     except KeyboardInterrupt:
         return 130
+    except ImportError as error:
+        print(
+            f"hft-console {command}: {error.name or error} is not installed; it comes with the "
+            f"train extra: pip install '.[train]'",
+            file=sys.stderr,
+        )
+        return 2
     except (OSError, ValueError) as error:
         print(f"hft-console {command}: {error}", file=sys.stderr)
         return 2
@@ -167,6 +198,29 @@ def _bench(args: argparse.Namespace) -> int:
         memory_frames=args.memory_frames,
     )
     print(json.dumps(result) if args.json else format_table(result))
+    return 0
+
+
+def _train(args: argparse.Namespace) -> int:
+    from engine.laya.train import train_command
+
+    print(train_command(args.replay, args.out, sim_minutes=args.sim_minutes, seed=args.seed))
+    return 0
+
+
+def _eval(args: argparse.Namespace) -> int:
+    from engine.laya.evaluate import eval_command
+    from engine.laya.model import DEFAULT_MODEL_PATH
+
+    print(
+        eval_command(
+            args.replay,
+            args.model or DEFAULT_MODEL_PATH,
+            json_output=args.json,
+            predictions_out=args.predictions_out,
+            all_frames=args.all,
+        )
+    )
     return 0
 
 
