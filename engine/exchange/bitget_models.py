@@ -1,0 +1,310 @@
+"""Typed requests and results of the Bitget v2 futures REST calls, and their parsers.
+
+Parsers take the `data` member of a successful envelope and raise `MalformedAnswer` when it
+does not have the documented shape; the client turns that into a transport-level failure, so
+nothing the network sends escapes as a KeyError or TypeError. Prices and sizes stay exact
+(`Decimal`), as the exchange sends them as decimal strings.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+from typing import TypeVar
+
+_E = TypeVar("_E", bound=enum.StrEnum)
+
+SIGNING_WINDOW_MS = 30_000
+"""Bitget refuses a request whose timestamp is further than this from its clock (40008)."""
+"""Bitget refuses a request whose timestamp is further than this from its clock (40008)."""
+CLIENT_OID_PATTERN = re.compile(r"^[0-9A-Za-z_#-]{1,32}$")
+"""The clientOid alphabet and length every Bitget document accepts (see bitget-v2.md §4)."""
+
+
+class OrderSide(enum.StrEnum):
+    BUY = "buy"
+    SELL = "sell"
+
+
+class OrderType(enum.StrEnum):
+    LIMIT = "limit"
+    MARKET = "market"
+
+
+class TimeInForce(enum.StrEnum):
+    """Bitget's `force` values."""
+
+    GTC = "gtc"
+    IOC = "ioc"
+    FOK = "fok"
+    POST_ONLY = "post_only"
+
+
+class TradeSide(enum.StrEnum):
+    """Hedge mode only; one-way mode must omit it (40774)."""
+
+    OPEN = "open"
+    CLOSE = "close"
+
+
+class MalformedAnswer(ValueError):
+    """A success envelope whose `data` lacks the documented shape."""
+
+
+@dataclass(frozen=True, slots=True)
+class OrderAck:
+    """The exchange received the order; fills and cancels arrive on the orders channel.
+
+    `order_id` is None when the exchange confirmed the order without its id (a one-way
+    reduce-only overflow answer, or a duplicate-clientOid confirmation whose lookup failed):
+    query by `client_oid`. `reconciled` says the ack came from a clientOid lookup after an
+    attempt whose outcome was unknown, not from the place-order answer itself.
+    """
+
+    client_oid: str
+    order_id: str | None
+    attempts: int
+    reconciled: bool
+
+
+@dataclass(frozen=True, slots=True)
+class OrderRef:
+    order_id: str
+    client_oid: str
+    symbol: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class OrderFailure:
+    order_id: str
+    client_oid: str
+    code: str
+    message: str
+    symbol: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class BatchResult:
+    """Per-order outcome of a batch cancel, cancel-all or close-positions call."""
+
+    succeeded: tuple[OrderRef, ...]
+    failed: tuple[OrderFailure, ...]
+
+
+EMPTY_BATCH = BatchResult((), ())
+
+
+@dataclass(frozen=True, slots=True)
+class PendingOrder:
+    symbol: str
+    order_id: str
+    client_oid: str
+    side: OrderSide
+    order_type: OrderType
+    force: TimeInForce | None
+    """None when the exchange reports a force this client does not know."""
+    price: Decimal | None
+    size: Decimal
+    filled_size: Decimal
+    status: str
+    reduce_only: bool
+    created_ms: int
+    updated_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class OpenPosition:
+    symbol: str
+    hold_side: str
+    """`long` or `short`."""
+    total: Decimal
+    available: Decimal
+    open_price_avg: Decimal
+    mark_price: Decimal | None
+    unrealized_pl: Decimal
+    liquidation_price: Decimal | None
+    """None when the exchange reports no liquidation price (<= 0)."""
+    leverage: Decimal
+    margin_mode: str
+    pos_mode: str
+    updated_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class ClockSync:
+    """One exchange-time measurement; `offset_ms` is added to the local clock when signing."""
+
+    server_time_ms: int
+    offset_ms: int
+    round_trip_ms: float
+
+    @property
+    def beyond_signing_window(self) -> bool:
+        """The local clock alone would be refused (40008): Bitget allows 30 s of skew."""
+        return abs(self.offset_ms) > SIGNING_WINDOW_MS
+
+
+def decimal_text(value: Decimal | str, name: str) -> str:
+    """A positive, finite decimal as plain text (no exponent), as Bitget expects it."""
+    try:
+        number = value if isinstance(value, Decimal) else Decimal(str(value).strip())
+    except InvalidOperation:
+        raise ValueError(f"{name} must be a decimal number, got {value!r}") from None
+    if not number.is_finite() or number <= 0:
+        raise ValueError(f"{name} must be a positive finite number, got {value!r}")
+    return format(number, "f")
+
+
+def parse_order_ack(data: object, client_oid: str, attempts: int) -> OrderAck:
+    entry = _mapping(data)
+    order_id = _optional_text(entry, "orderId")
+    return OrderAck(client_oid, order_id, attempts, reconciled=False)
+
+
+def parse_order_ref(data: object) -> OrderRef:
+    entry = _mapping(data)
+    return OrderRef(
+        _optional_text(entry, "orderId") or "",
+        _optional_text(entry, "clientOid") or "",
+        _optional_text(entry, "symbol"),
+    )
+
+
+def parse_batch_result(data: object) -> BatchResult:
+    entry = _mapping(data)
+    succeeded = tuple(parse_order_ref(item) for item in _list(entry, "successList"))
+    failed = tuple(
+        OrderFailure(
+            _optional_text(item_map, "orderId") or "",
+            _optional_text(item_map, "clientOid") or "",
+            _optional_text(item_map, "errorCode") or "",
+            _optional_text(item_map, "errorMsg") or "",
+            _optional_text(item_map, "symbol"),
+        )
+        for item_map in (_mapping(item) for item in _list(entry, "failureList"))
+    )
+    return BatchResult(succeeded, failed)
+
+
+def parse_pending_page(data: object) -> tuple[list[PendingOrder], str | None]:
+    """One page of orders-pending and its `endId` (the cursor for the next page)."""
+    entry = _mapping(data)
+    # Bitget sends null rather than [] when nothing is pending; `_list` reads both as empty.
+    orders = [_pending_order(item) for item in _list(entry, "entrustedList")]
+    return orders, _optional_text(entry, "endId")
+
+
+def parse_positions(data: object) -> list[OpenPosition]:
+    if data is None:
+        return []
+    if not isinstance(data, list):
+        raise MalformedAnswer(f"positions: expected a list, got {type(data).__name__}")
+    return [_position(item) for item in data]
+
+
+def parse_server_time(data: object) -> int:
+    return _int(_mapping(data), "serverTime")
+
+
+def _pending_order(item: object) -> PendingOrder:
+    entry = _mapping(item)
+    price = _optional_decimal(entry, "price")
+    force = _optional_text(entry, "force")
+    return PendingOrder(
+        symbol=_text(entry, "symbol"),
+        order_id=_text(entry, "orderId"),
+        client_oid=_optional_text(entry, "clientOid") or "",
+        side=_enum(OrderSide, _text(entry, "side")),
+        order_type=_enum(OrderType, _text(entry, "orderType")),
+        force=TimeInForce(force) if force in TimeInForce._value2member_map_ else None,
+        price=price if price is not None and price > 0 else None,
+        size=_decimal(_text(entry, "size"), "size"),
+        filled_size=_decimal(_optional_text(entry, "baseVolume") or "0", "baseVolume"),
+        status=_text(entry, "status"),
+        reduce_only=(_optional_text(entry, "reduceOnly") or "NO").upper() == "YES",
+        created_ms=_int(entry, "cTime"),
+        updated_ms=_int(entry, "uTime"),
+    )
+
+
+def _position(item: object) -> OpenPosition:
+    entry = _mapping(item)
+    liquidation = _optional_decimal(entry, "liquidationPrice")
+    mark = _optional_decimal(entry, "markPrice")
+    return OpenPosition(
+        symbol=_text(entry, "symbol"),
+        hold_side=_text(entry, "holdSide"),
+        total=_decimal(_text(entry, "total"), "total"),
+        available=_decimal(_optional_text(entry, "available") or "0", "available"),
+        open_price_avg=_decimal(_text(entry, "openPriceAvg"), "openPriceAvg"),
+        mark_price=mark,
+        unrealized_pl=_decimal(_optional_text(entry, "unrealizedPL") or "0", "unrealizedPL"),
+        liquidation_price=liquidation if liquidation is not None and liquidation > 0 else None,
+        leverage=_decimal(_text(entry, "leverage"), "leverage"),
+        margin_mode=_optional_text(entry, "marginMode") or "",
+        pos_mode=_optional_text(entry, "posMode") or "",
+        updated_ms=_int(entry, "uTime"),
+    )
+
+
+def _mapping(value: object) -> Mapping[str, object]:
+    if not isinstance(value, Mapping):
+        raise MalformedAnswer(f"expected an object, got {type(value).__name__}")
+    return value
+
+
+def _list(entry: Mapping[str, object], name: str) -> list[object]:
+    value = entry.get(name)
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise MalformedAnswer(f"{name}: expected a list, got {type(value).__name__}")
+    return value
+
+
+def _optional_text(entry: Mapping[str, object], name: str) -> str | None:
+    value = entry.get(name)
+    if value is None or value == "":
+        return None
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        raise MalformedAnswer(f"{name}: expected text, got {type(value).__name__}")
+    return str(value)
+
+
+def _text(entry: Mapping[str, object], name: str) -> str:
+    value = _optional_text(entry, name)
+    if value is None:
+        raise MalformedAnswer(f"{name} is missing")
+    return value
+
+
+def _int(entry: Mapping[str, object], name: str) -> int:
+    text = _text(entry, name)
+    if not (text.isascii() and text.isdigit()):
+        raise MalformedAnswer(f"{name}: expected an integer, got {text[:40]!r}")
+    return int(text)
+
+
+def _decimal(text: str, name: str) -> Decimal:
+    try:
+        number = Decimal(text)
+    except InvalidOperation:
+        raise MalformedAnswer(f"{name}: expected a number, got {text[:40]!r}") from None
+    if not number.is_finite():
+        raise MalformedAnswer(f"{name}: expected a finite number, got {text[:40]!r}")
+    return number
+
+
+def _optional_decimal(entry: Mapping[str, object], name: str) -> Decimal | None:
+    text = _optional_text(entry, name)
+    return None if text is None else _decimal(text, name)
+
+
+def _enum(kind: type[_E], text: str) -> _E:
+    try:
+        return kind(text.lower())
+    except ValueError:
+        raise MalformedAnswer(f"unknown {kind.__name__} {text[:40]!r}") from None

@@ -1,0 +1,63 @@
+"""Client-side request pacing: a sliding-window limiter per endpoint, and retry backoff."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections import deque
+from collections.abc import Callable
+
+
+class SlidingWindowRateLimiter:
+    """Delays callers so that no `window_s` window holds more than `limit` dispatches.
+
+    A log of the last `limit` dispatch times rather than a token bucket: a bucket that starts
+    full lets nearly twice its capacity through around a refill, which is what the exchange
+    answers with 429. Callers queue in arrival order (asyncio.Lock is FIFO); nothing is dropped.
+    The slot is stamped when `acquire` returns, i.e. just before the request goes out, and the
+    lock is not held during the request, so concurrent requests still overlap on the wire.
+    """
+
+    def __init__(
+        self, limit: int, window_s: float, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        if limit < 1:
+            raise ValueError(f"limit must be >= 1, got {limit}")
+        if not window_s > 0:
+            raise ValueError(f"window_s must be > 0, got {window_s}")
+        self.limit = limit
+        self.window_s = window_s
+        self._clock = clock
+        self._dispatched_at: deque[float] = deque(maxlen=limit)
+        self._lock = asyncio.Lock()
+
+    async def acquire(self) -> float:
+        """Wait for a free slot and take it; returns the seconds spent waiting (0 if none).
+
+        Time queued behind other waiting callers counts as waiting.
+        """
+        started = self._clock()
+        delayed = self._lock.locked()
+        async with self._lock:
+            now = self._clock()
+            while len(self._dispatched_at) == self.limit:
+                ready_at = self._dispatched_at[0] + self.window_s
+                if ready_at <= now:
+                    break
+                delayed = True
+                await asyncio.sleep(ready_at - now)
+                now = self._clock()
+            self._dispatched_at.append(now)
+            return now - started if delayed else 0.0
+
+
+def backoff_delay_s(attempt: int, initial_s: float, max_s: float, rng: random.Random) -> float:
+    """Capped exponential delay with equal jitter, drawn from [ceiling / 2, ceiling].
+
+    `attempt` counts failures so far (1 = the first). Half the ceiling is kept so that a retry
+    after a rate-limit answer cannot land immediately, while the jitter still spreads callers.
+    """
+    exponent = min(max(attempt - 1, 0), 64)  # 2**64 * initial is past any sane cap
+    ceiling = min(max_s, initial_s * 2.0**exponent)
+    return rng.uniform(ceiling / 2.0, ceiling)

@@ -1,0 +1,91 @@
+"""Fixtures: the real simulated exchange, a scripted loopback server, and started clients."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import pytest
+from scripted_exchange import ScriptedExchange
+
+from engine.exchange.bitget_rest import BitgetRestClient, BitgetRestConfig, Credentials
+from engine.sim.market import MarketGeneratorConfig
+from engine.sim.server import SimExchange, SimExchangeConfig
+
+FAST_RETRIES: dict[str, Any] = {
+    "retry_initial_s": 0.01,
+    "retry_max_s": 0.05,
+    "reconcile_grace_s": 0.05,
+    "request_timeout_s": 2.0,
+    "connect_timeout_s": 1.0,
+}
+"""Client settings that keep retry tests quick without changing what they exercise."""
+SCRIPTED_CREDENTIALS = Credentials("bg_test_key_0001", "scripted-secret-x9", "scripted-pass-q7")
+
+
+def sim_credentials(sim: SimExchange) -> Credentials:
+    config = sim.config
+    return Credentials(config.api_key, config.api_secret, config.passphrase)
+
+
+@pytest.fixture
+async def start_sim() -> AsyncIterator[Callable[..., Awaitable[SimExchange]]]:
+    started: list[SimExchange] = []
+
+    async def start(**overrides: Any) -> SimExchange:
+        settings: dict[str, Any] = {
+            "book_interval_ms": 30,
+            "warmup_ms": 2_000,
+            "market": MarketGeneratorConfig(seed=11),
+        }
+        settings.update(overrides)
+        exchange = SimExchange(SimExchangeConfig(**settings))
+        await exchange.start()
+        started.append(exchange)
+        return exchange
+
+    yield start
+    for exchange in started:
+        await exchange.stop()
+
+
+@pytest.fixture
+async def sim(start_sim: Callable[..., Awaitable[SimExchange]]) -> SimExchange:
+    return await start_sim()
+
+
+@pytest.fixture
+async def scripted() -> AsyncIterator[ScriptedExchange]:
+    exchange = ScriptedExchange()
+    await exchange.start()
+    try:
+        yield exchange
+    finally:
+        await exchange.stop()
+
+
+@pytest.fixture
+async def start_client() -> AsyncIterator[Callable[..., Awaitable[BitgetRestClient]]]:
+    """Start clients: `start_client(base_url, credentials, wall_clock_ns=..., **config)`."""
+    started: list[BitgetRestClient] = []
+
+    async def start(
+        base_url: str, credentials: Credentials, wall_clock_ns: Any = None, **overrides: Any
+    ) -> BitgetRestClient:
+        config = BitgetRestConfig(base_url=base_url, **{**FAST_RETRIES, **overrides})
+        extra = {"wall_clock_ns": wall_clock_ns} if wall_clock_ns is not None else {}
+        client = BitgetRestClient(config, credentials, **extra)
+        await client.start()
+        started.append(client)
+        return client
+
+    yield start
+    for client in started:
+        await client.stop()
+
+
+@pytest.fixture
+async def client(
+    sim: SimExchange, start_client: Callable[..., Awaitable[BitgetRestClient]]
+) -> BitgetRestClient:
+    return await start_client(sim.rest_url, sim_credentials(sim))
