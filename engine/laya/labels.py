@@ -1,0 +1,228 @@
+"""Training labels for Laya: what the mid did in the next second, measured in recent sigmas.
+
+For a frame of one symbol at exchange time T, the horizon is the frames of that symbol in
+(T, T + H]. `end` is the mid return of the last of them, `up` the highest and `down` the lowest
+mid return, all in basis points of the mid at T. `sigma` is the population standard deviation
+of the `end` returns that were fully observed by T: those of earlier frames j with
+T_j + H <= T and T_j >= T - W (the trailing sigma window). Then, in order of precedence:
+
+- EMERGENCY when `down <= -emergency_sigma * sigma` or `up >= emergency_sigma * sigma`,
+- LEAN_BUY when `end >= lean_sigma * sigma`,
+- LEAN_SELL when `end <= -lean_sigma * sigma`,
+- HOLD otherwise.
+
+A frame is left unlabelled (-1) when its horizon is not fully observed (the symbol's last frame
+is earlier than T + H), when no frame falls inside the horizon (a feed gap: there is no return
+to judge), when fewer than `min_sigma_samples` returns are in the sigma window, or when sigma is
+zero (no scale to measure a move in). Only the labelled frames of one symbol are inputs here;
+the caller splits a recording by symbol.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from engine.laya.verdict import Verdict
+
+UNLABELLED = -1
+"""The label of a frame that has none (see the module docstring for when)."""
+BPS = 1e4
+_RELATIVE_VARIANCE_FLOOR = 1e-9
+"""A window variance below this share of its mean square is prefix-sum cancellation, not
+signal: such a window held (numerically) identical returns, so sigma is zero."""
+
+
+@dataclass(frozen=True, slots=True)
+class LabelConfig:
+    """How labels are made; the defaults are Laya's shipped definition."""
+
+    horizon_ms: int = 1_000
+    sigma_window_ms: int = 300_000
+    lean_sigma: float = 1.0
+    emergency_sigma: float = 3.0
+    min_sigma_samples: int = 300
+    """About 30 s of 100 ms books: fewer returns give too noisy a scale to label against."""
+
+    def __post_init__(self) -> None:
+        if self.horizon_ms < 1:
+            raise ValueError(f"LabelConfig.horizon_ms must be >= 1, got {self.horizon_ms}")
+        if self.sigma_window_ms <= self.horizon_ms:
+            raise ValueError(
+                f"LabelConfig.sigma_window_ms ({self.sigma_window_ms}) must exceed horizon_ms "
+                f"({self.horizon_ms}): no return is fully observed inside a shorter window"
+            )
+        if not (np.isfinite(self.lean_sigma) and self.lean_sigma > 0):
+            raise ValueError(f"LabelConfig.lean_sigma must be > 0, got {self.lean_sigma}")
+        if not (np.isfinite(self.emergency_sigma) and self.emergency_sigma > self.lean_sigma):
+            raise ValueError(
+                f"LabelConfig.emergency_sigma ({self.emergency_sigma}) must be finite and "
+                f"exceed lean_sigma ({self.lean_sigma})"
+            )
+        if self.min_sigma_samples < 2:
+            raise ValueError(
+                f"LabelConfig.min_sigma_samples must be >= 2, got {self.min_sigma_samples}"
+            )
+
+    def as_metadata(self) -> dict[str, float | int]:
+        """The parameters as stored in model metadata."""
+        return {
+            "horizon_ms": self.horizon_ms,
+            "sigma_window_ms": self.sigma_window_ms,
+            "lean_sigma": self.lean_sigma,
+            "emergency_sigma": self.emergency_sigma,
+            "min_sigma_samples": self.min_sigma_samples,
+        }
+
+    @classmethod
+    def from_metadata(cls, parameters: dict[str, float]) -> LabelConfig:
+        """The config stored by `as_metadata`; parameters it does not hold keep defaults."""
+        integers = ("horizon_ms", "sigma_window_ms", "min_sigma_samples")
+        known = cls().as_metadata()
+        return cls(
+            **{
+                name: int(value) if name in integers else float(value)
+                for name, value in parameters.items()
+                if name in known
+            }
+        )
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class LabelResult:
+    """Per-frame labels (int8 Verdict values, -1 unlabelled) and what they were made from.
+
+    `end_bps`, `up_bps` and `down_bps` are NaN where the horizon is incomplete or empty;
+    `sigma_bps` is NaN where the window holds fewer than `min_sigma_samples` returns;
+    `sigma_samples` counts the returns in each frame's sigma window.
+    """
+
+    labels: np.ndarray
+    end_bps: np.ndarray
+    up_bps: np.ndarray
+    down_bps: np.ndarray
+    sigma_bps: np.ndarray
+    sigma_samples: np.ndarray
+
+    @property
+    def labelled(self) -> np.ndarray:
+        return self.labels != UNLABELLED
+
+
+def label_frames(
+    exchange_ts_ms: np.ndarray, mid: np.ndarray, config: LabelConfig | None = None
+) -> LabelResult:
+    """Labels for one symbol's frames, given in time order; O(N log N), no look-ahead in sigma."""
+    config = config or LabelConfig()
+    ts = np.asarray(exchange_ts_ms, dtype=np.int64)
+    mid = np.asarray(mid, dtype=np.float64)
+    if ts.ndim != 1 or ts.shape != mid.shape:
+        raise ValueError(
+            f"exchange_ts_ms and mid must be 1-D of equal length, got {ts.shape} and {mid.shape}"
+        )
+    if np.any(np.diff(ts) < 0):
+        raise ValueError("exchange_ts_ms must be non-decreasing (one symbol, in time order)")
+    if not (np.all(np.isfinite(mid)) and np.all(mid > 0)):
+        raise ValueError("mid must be finite and positive")
+    count = ts.size
+    horizon = config.horizon_ms
+
+    # Horizon of frame i: indices [i_first, i_end) with T in (T_i, T_i + H].
+    first = np.searchsorted(ts, ts, side="right")
+    end = np.searchsorted(ts, ts + horizon, side="right")
+    complete = ts + horizon <= (ts[-1] if count else 0)
+    has_return = complete & (end > first)
+
+    end_bps = np.full(count, np.nan)
+    up_bps = np.full(count, np.nan)
+    down_bps = np.full(count, np.nan)
+    rows = np.flatnonzero(has_return)
+    if rows.size:
+        base = mid[rows]
+        end_bps[rows] = (mid[end[rows] - 1] / base - 1.0) * BPS
+        highest, lowest = _range_max_min(mid, first[rows], end[rows])
+        up_bps[rows] = (highest / base - 1.0) * BPS
+        down_bps[rows] = (lowest / base - 1.0) * BPS
+
+    sigma_bps, samples = _trailing_sigma(ts, end_bps, config)
+    labels = _classify(end_bps, up_bps, down_bps, sigma_bps, config)
+    return LabelResult(labels, end_bps, up_bps, down_bps, sigma_bps, samples)
+
+
+def _trailing_sigma(
+    ts: np.ndarray, end_bps: np.ndarray, config: LabelConfig
+) -> tuple[np.ndarray, np.ndarray]:
+    """Std of the returns of frames j with T_j + H <= T_i and T_j >= T_i - W, per frame i.
+
+    Frames are in time order, so both bounds are index bounds found by searchsorted and the
+    window sums come from prefix sums of the (valid) returns and their squares.
+    """
+    valid = ~np.isnan(end_bps)
+    values = np.where(valid, end_bps, 0.0)
+    prefix_count = np.concatenate(([0], np.cumsum(valid, dtype=np.int64)))
+    prefix_sum = np.concatenate(([0.0], np.cumsum(values)))
+    prefix_square = np.concatenate(([0.0], np.cumsum(values * values)))
+    # j observed by T_i: T_j <= T_i - H. In the window: T_j >= T_i - W.
+    stop = np.searchsorted(ts, ts - config.horizon_ms, side="right")
+    start = np.searchsorted(ts, ts - config.sigma_window_ms, side="left")
+    stop = np.maximum(stop, start)
+    samples = prefix_count[stop] - prefix_count[start]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = (prefix_sum[stop] - prefix_sum[start]) / samples
+        mean_square = (prefix_square[stop] - prefix_square[start]) / samples
+        variance = mean_square - mean * mean
+    variance = np.where(variance > _RELATIVE_VARIANCE_FLOOR * mean_square, variance, 0.0)
+    sigma = np.sqrt(variance)
+    sigma[samples < config.min_sigma_samples] = np.nan
+    return sigma, samples
+
+
+def _classify(
+    end_bps: np.ndarray,
+    up_bps: np.ndarray,
+    down_bps: np.ndarray,
+    sigma_bps: np.ndarray,
+    config: LabelConfig,
+) -> np.ndarray:
+    labels = np.full(end_bps.shape, UNLABELLED, dtype=np.int8)
+    usable = ~np.isnan(end_bps) & ~np.isnan(sigma_bps) & (np.nan_to_num(sigma_bps) > 0)
+    sigma = np.where(usable, sigma_bps, 1.0)
+    emergency = (down_bps <= -config.emergency_sigma * sigma) | (
+        up_bps >= config.emergency_sigma * sigma
+    )
+    lean_buy = end_bps >= config.lean_sigma * sigma
+    lean_sell = end_bps <= -config.lean_sigma * sigma
+    labels[usable] = Verdict.HOLD
+    labels[usable & lean_sell] = Verdict.LEAN_SELL
+    labels[usable & lean_buy] = Verdict.LEAN_BUY
+    labels[usable & emergency] = Verdict.EMERGENCY
+    return labels
+
+
+def _range_max_min(
+    values: np.ndarray, starts: np.ndarray, stops: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Max and min of values[start:stop] per (non-empty) range, from a sparse table."""
+    highest_levels = [values]
+    lowest_levels = [values]
+    longest = int(np.max(stops - starts))
+    width = 1
+    while width * 2 <= longest:
+        high, low = highest_levels[-1], lowest_levels[-1]
+        highest_levels.append(np.maximum(high[:-width], high[width:]))
+        lowest_levels.append(np.minimum(low[:-width], low[width:]))
+        width *= 2
+    lengths = stops - starts
+    level = np.floor(np.log2(lengths)).astype(np.int64)
+    highest = np.empty(starts.size)
+    lowest = np.empty(starts.size)
+    # One gather per level: a range of length L is covered by two overlapping 2^k blocks.
+    for k in np.unique(level):
+        rows = np.flatnonzero(level == k)
+        left = starts[rows]
+        right = stops[rows] - (1 << int(k))
+        high, low = highest_levels[k], lowest_levels[k]
+        highest[rows] = np.maximum(high[left], high[right])
+        lowest[rows] = np.minimum(low[left], low[right])
+    return highest, lowest

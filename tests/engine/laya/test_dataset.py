@@ -1,0 +1,187 @@
+"""Laya's dataset: the simulated recording writer, replay through the live path, the split."""
+
+from __future__ import annotations
+
+import gzip
+
+import numpy as np
+import pytest
+
+from engine.feed.events import BookSnapshot
+from engine.feed.parse import FrameParser
+from engine.feed.recording import iter_recording
+from engine.laya.dataset import (
+    DatasetConfig,
+    TimeSplitConfig,
+    build_dataset,
+    order_book_imbalance,
+    simulate_recording,
+    split_by_time,
+)
+from engine.laya.features import FEATURE_COUNT
+from engine.laya.labels import LabelConfig, label_frames
+from engine.sim.market import MarketGeneratorConfig
+
+MINUTES = 2.0
+QUICK_LABELS = LabelConfig(min_sigma_samples=50)
+
+
+@pytest.fixture(scope="module")
+def recording(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("laya-dataset")
+    market = MarketGeneratorConfig(burst_rate_per_min=3.0)
+    return simulate_recording(folder / "sim.gz", MINUTES, seed=3, market=market)
+
+
+@pytest.fixture(scope="module")
+def dataset(recording):
+    return build_dataset([recording.path], DatasetConfig(labels=QUICK_LABELS))
+
+
+def test_simulated_recording_is_a_standard_recording(recording):
+    parser = FrameParser()
+    books = {"BTCUSDT": [], "ETHUSDT": []}
+    trades = 0
+    receive_times = []
+    for recv_ns, raw in iter_recording(recording.path):
+        receive_times.append(recv_ns)
+        event = parser.parse(raw, recv_ns)
+        assert event is not None, raw[:200]
+        if isinstance(event, BookSnapshot):
+            assert event.channel == "books15"
+            books[event.symbol].append(event.exchange_ts_ms)
+        else:
+            trades += event.count
+    assert not parser.stats.rejected
+    assert receive_times == sorted(receive_times)
+    assert len(receive_times) == recording.frames
+    for timestamps in books.values():
+        assert len(timestamps) == MINUTES * 600  # one book per symbol every 100 ms
+        assert set(np.diff(timestamps)) == {100}
+    assert trades > 0
+    assert recording.bursts, "3 bursts a minute: a two-minute recording has some"
+    assert all(
+        recording.start_ms <= burst.start_ms <= recording.end_ms for burst in recording.bursts
+    )
+
+
+def test_simulated_recording_is_deterministic_and_never_overwrites(recording, tmp_path):
+    again = simulate_recording(
+        tmp_path / "again.gz", MINUTES, seed=3, market=MarketGeneratorConfig(burst_rate_per_min=3.0)
+    )
+    # gzip headers carry a write time: compare the content.
+    assert gzip.decompress(again.path.read_bytes()) == gzip.decompress(recording.path.read_bytes())
+    assert again.bursts == recording.bursts
+    other = simulate_recording(tmp_path / "other.txt", 0.2, seed=4)
+    assert (
+        other.path.read_bytes().split(b"\n")[0]
+        != gzip.decompress(recording.path.read_bytes()).split(b"\n")[0]
+    )
+    with pytest.raises(FileExistsError):
+        simulate_recording(tmp_path / "other.txt", 0.2, seed=4)
+
+
+def test_simulate_recording_validates_its_arguments(tmp_path):
+    with pytest.raises(ValueError, match="minutes"):
+        simulate_recording(tmp_path / "a.gz", 0, seed=1)
+    with pytest.raises(ValueError, match="multiple of the market step"):
+        simulate_recording(tmp_path / "b.gz", 1, seed=1, book_interval_ms=105)
+
+
+def test_dataset_has_one_row_per_books15_frame(dataset, recording):
+    rows = len(dataset)
+    assert rows == 2 * MINUTES * 600
+    assert dataset.features.shape == (rows, FEATURE_COUNT)
+    assert dataset.features.dtype == np.float32
+    assert np.all(np.isfinite(dataset.features))
+    for name in ("recording_index", "symbol_index", "exchange_ts_ms", "mid", "obi5", "labels"):
+        assert getattr(dataset, name).shape == (rows,)
+    assert set(np.unique(dataset.labels)) <= {-1, 0, 1, 2, 3}
+    assert dataset.labelled.sum() > rows // 2
+    assert dataset.symbols == ("BTCUSDT", "ETHUSDT")
+    assert set(dataset.symbol_names) == {"BTCUSDT", "ETHUSDT"}
+    assert np.all(np.abs(dataset.obi5) <= 1.0)
+    assert sum(dataset.class_counts().values()) == dataset.labelled.sum()
+
+
+def test_dataset_labels_are_label_frames_per_symbol(dataset):
+    for symbol in range(2):
+        rows = dataset.symbol_index == symbol
+        expected = label_frames(dataset.exchange_ts_ms[rows], dataset.mid[rows], QUICK_LABELS)
+        np.testing.assert_array_equal(dataset.labels[rows], expected.labels)
+
+
+def test_features_do_not_look_ahead(recording, dataset, tmp_path):
+    """Cutting the recording after the k-th book leaves the features of books <= k unchanged."""
+    lines = gzip.decompress(recording.path.read_bytes()).split(b"\n")
+    cut = len(lines) // 3
+    truncated = tmp_path / "truncated.txt"
+    truncated.write_bytes(b"\n".join(lines[:cut]) + b"\n")
+    short = build_dataset([truncated], DatasetConfig(labels=QUICK_LABELS))
+    assert 0 < len(short) < len(dataset)
+    np.testing.assert_array_equal(short.features, dataset.features[: len(short)])
+    np.testing.assert_array_equal(short.exchange_ts_ms, dataset.exchange_ts_ms[: len(short)])
+
+
+def test_recordings_are_replayed_independently(recording):
+    twice = build_dataset([recording.path, recording.path], DatasetConfig(labels=QUICK_LABELS))
+    first = twice.subset(twice.recording_index == 0)
+    second = twice.subset(twice.recording_index == 1)
+    np.testing.assert_array_equal(first.features, second.features)
+    np.testing.assert_array_equal(first.labels, second.labels)
+
+
+def test_order_book_imbalance_uses_five_levels():
+    levels = np.zeros((4, 15))
+    levels[1, :6] = [1, 1, 1, 1, 1, 100]  # the sixth bid level is ignored
+    levels[3, :2] = [3, 2]  # only two ask levels
+    snapshot = BookSnapshot("BTCUSDT", "books15", levels, 6, 2, 0, 0, 0)
+    assert order_book_imbalance(snapshot) == pytest.approx((5 - 5) / 10)
+    levels[3, :2] = [1, 1]
+    assert order_book_imbalance(snapshot) == pytest.approx((5 - 2) / 7)
+
+
+def test_time_split_never_mixes_periods():
+    rng = np.random.default_rng(0)
+    gap = 1_000
+    recording_index = np.repeat([0, 1, 2], 3_000)
+    timestamps = np.concatenate(
+        [
+            np.sort(rng.integers(0, 600_000, 3_000)),
+            np.sort(rng.integers(5_000_000, 5_900_000, 3_000)),
+            np.sort(rng.integers(0, 300_000, 3_000)),  # overlaps recording 0 in time
+        ]
+    )
+    split = split_by_time(recording_index, timestamps, TimeSplitConfig(gap_ms=gap))
+    masks = (split.fit, split.validation, split.holdout)
+    assert not np.any(split.fit & split.validation)
+    assert not np.any(split.train & split.holdout)
+    for recording in range(3):
+        rows = recording_index == recording
+        fit, validation, holdout = (timestamps[mask & rows] for mask in masks)
+        assert fit.size and validation.size and holdout.size
+        assert fit.max() + gap <= validation.min()
+        assert validation.max() + gap <= holdout.min()
+        span = timestamps[rows].max() - timestamps[rows].min()
+        assert holdout.size == pytest.approx(0.3 * rows.sum(), rel=0.1)
+        assert holdout.min() >= timestamps[rows].min() + 0.7 * span
+    dropped = ~(split.train | split.holdout)
+    assert 0 < dropped.sum() < 0.01 * timestamps.size  # only the gaps before the cuts
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"train_fraction": 1.0}, "train_fraction"),
+        ({"validation_fraction": 0.0}, "validation_fraction"),
+        ({"gap_ms": -1}, "gap_ms"),
+    ],
+)
+def test_split_config_is_validated(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        TimeSplitConfig(**kwargs)
+
+
+def test_dataset_config_is_validated():
+    with pytest.raises(ValueError, match="symbols"):
+        DatasetConfig(symbols=("BTCUSDT", "BTCUSDT"))
