@@ -358,8 +358,18 @@ def _window_extremes(state, row, ts, window_ms):
 
 @njit(cache=True, nogil=True, _nrt=False)
 def compute_features(
-    levels, n_bids, n_asks, ts_ms, row, other, tape_row, other_tape_row, state, tape_state,
-    tape_trades, out,
+    levels,
+    n_bids,
+    n_asks,
+    ts_ms,
+    row,
+    other,
+    tape_row,
+    other_tape_row,
+    state,
+    tape_state,
+    tape_trades,
+    out,
 ):
     """Update the symbol's state with this book and write its 128 features into out[0]."""
     ts = float(ts_ms)
