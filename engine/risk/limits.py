@@ -1,0 +1,257 @@
+"""Risk limits, the hard bounds on operator overrides, and the gateway's configuration.
+
+All frozen and validated on construction, so a gateway can only ever start from a coherent set
+of limits. Sizes are in base coin, notionals and losses in USDT, price bands in basis points.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import types
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from engine.risk.events import OutboxOverflow
+
+CLIENT_OID_PATTERN = re.compile(r"^[0-9A-Za-z_#-]{1,32}$")
+"""The clientOid characters every Bitget page accepts (bitget-v2.md §4)."""
+
+_CLOSING_OID_COUNTER_DIGITS = 12
+"""Room left in a 32-character clientOid for the closing-order counter."""
+
+
+def _require_positive(owner: str, name: str, value: float) -> None:
+    if not (isinstance(value, int | float) and math.isfinite(value) and value > 0):
+        raise ValueError(f"{owner}.{name} must be a positive finite number, got {value!r}")
+
+
+def _require_count(owner: str, name: str, value: int) -> None:
+    if not (isinstance(value, int) and value >= 1):
+        raise ValueError(f"{owner}.{name} must be an integer >= 1, got {value!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class SymbolLimits:
+    """Caps for one symbol: position (base coin, either direction), notional of that position
+    at the mid (USDT) and the size of any single order (base coin)."""
+
+    symbol: str
+    max_position: float
+    max_notional: float
+    max_order_size: float
+
+    def __post_init__(self) -> None:
+        if not (self.symbol and self.symbol.isalnum() and self.symbol.isupper()):
+            raise ValueError(
+                f"SymbolLimits.symbol must be upper-case letters/digits like BTCUSDT, "
+                f"got {self.symbol!r}"
+            )
+        for name in ("max_position", "max_notional", "max_order_size"):
+            _require_positive(f"SymbolLimits({self.symbol})", name, getattr(self, name))
+
+
+@dataclass(frozen=True, slots=True)
+class EndpointLimits:
+    """Bitget's per-UID request limits, each endpoint counted on its own (bitget-v2.md §4, §6).
+    Above them the exchange answers 429, so the gateway never lets a request through that
+    would be one too many."""
+
+    place_order_per_second: int = 10
+    cancel_order_per_second: int = 10
+    batch_cancel_per_second: int = 10
+    close_positions_per_second: int = 1
+
+    def __post_init__(self) -> None:
+        for name in (
+            "place_order_per_second",
+            "cancel_order_per_second",
+            "batch_cancel_per_second",
+            "close_positions_per_second",
+        ):
+            _require_count("EndpointLimits", name, getattr(self, name))
+
+
+@dataclass(frozen=True, slots=True)
+class RiskLimits:
+    """The limits a gateway starts with (the operator may override some, within
+    `OverrideBounds`).
+
+    `max_slippage_bps` bounds how far a buy may pay above (a sell below) both the mid and the
+    microprice; `max_closing_slippage_bps` is the wider band for orders that only shrink a
+    position, so that a flatten in a wide market is not blocked by the band meant for quotes.
+    `orders_per_second` and `orders_per_minute` are our own pace for risk-increasing orders;
+    `daily_loss_soft` and `daily_loss_hard` are losses (positive USDT) since the daily reset,
+    realized plus unrealized, that switch trading to REDUCING and HALTED.
+    """
+
+    symbols: tuple[SymbolLimits, ...]
+    max_net_delta: float
+    daily_loss_soft: float
+    daily_loss_hard: float
+    max_slippage_bps: float = 10.0
+    max_closing_slippage_bps: float = 100.0
+    orders_per_second: int = 8
+    orders_per_minute: int = 240
+    max_open_orders: int = 20
+    endpoints: EndpointLimits = field(default_factory=EndpointLimits)
+
+    def __post_init__(self) -> None:
+        if not self.symbols:
+            raise ValueError("RiskLimits.symbols must name at least one symbol")
+        names = [limits.symbol for limits in self.symbols]
+        if len(set(names)) != len(names):
+            raise ValueError(f"RiskLimits.symbols has a symbol twice: {names}")
+        for name in ("max_net_delta", "daily_loss_soft", "daily_loss_hard"):
+            _require_positive("RiskLimits", name, getattr(self, name))
+        if self.daily_loss_soft >= self.daily_loss_hard:
+            raise ValueError(
+                f"RiskLimits.daily_loss_soft ({self.daily_loss_soft}) must be below "
+                f"daily_loss_hard ({self.daily_loss_hard})"
+            )
+        for name in ("max_slippage_bps", "max_closing_slippage_bps"):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and 0 <= value < 10_000):
+                raise ValueError(f"RiskLimits.{name} must be within [0, 10000) bps, got {value!r}")
+        if self.max_closing_slippage_bps < self.max_slippage_bps:
+            raise ValueError(
+                "RiskLimits.max_closing_slippage_bps must be >= max_slippage_bps: closing "
+                "orders get the wider band"
+            )
+        for name in ("orders_per_second", "orders_per_minute", "max_open_orders"):
+            _require_count("RiskLimits", name, getattr(self, name))
+        if self.orders_per_second > self.endpoints.place_order_per_second:
+            raise ValueError(
+                f"RiskLimits.orders_per_second ({self.orders_per_second}) must not exceed "
+                f"Bitget's place-order limit ({self.endpoints.place_order_per_second}/s)"
+            )
+
+    def for_symbol(self, symbol: str) -> SymbolLimits:
+        for limits in self.symbols:
+            if limits.symbol == symbol:
+                return limits
+        raise KeyError(symbol)
+
+
+@dataclass(frozen=True, slots=True)
+class OverrideBounds:
+    """Hard bounds on the operator's overrides: `max_position` is the ceiling per symbol (base
+    coin; every configured symbol must have one), the rest ceilings on the matching limit."""
+
+    max_position: Mapping[str, float]
+    max_net_delta: float
+    max_slippage_bps: float
+    max_orders_per_second: int
+    max_orders_per_minute: int
+
+    def __post_init__(self) -> None:
+        # A read-only copy, so the bounds cannot be changed after validation.
+        object.__setattr__(self, "max_position", types.MappingProxyType(dict(self.max_position)))
+        for symbol, ceiling in self.max_position.items():
+            _require_positive("OverrideBounds.max_position", symbol, ceiling)
+        _require_positive("OverrideBounds", "max_net_delta", self.max_net_delta)
+        if not (math.isfinite(self.max_slippage_bps) and 0 <= self.max_slippage_bps < 10_000):
+            raise ValueError(
+                f"OverrideBounds.max_slippage_bps must be within [0, 10000), "
+                f"got {self.max_slippage_bps!r}"
+            )
+        _require_count("OverrideBounds", "max_orders_per_second", self.max_orders_per_second)
+        _require_count("OverrideBounds", "max_orders_per_minute", self.max_orders_per_minute)
+
+
+@dataclass(frozen=True, slots=True)
+class RiskGatewayConfig:
+    """Limits, override bounds and the rest of what a `RiskGateway` needs.
+
+    `hedge_symbol` is the instrument whose notional counts toward net delta multiplied by the
+    hedge ratio (see `RiskGateway`); the ratio starts at `hedge_ratio` and Kev may move it only
+    inside `hedge_ratio_band`. `risk_scale` (0..1) multiplies the position, notional and net
+    delta limits. A mark older than `max_mark_age_ms` blocks risk-increasing orders. The
+    daily loss counter restarts at `daily_reset_hour_utc`. The kill switch is re-armed only
+    with `rearm_confirmation` typed back.
+    """
+
+    limits: RiskLimits
+    bounds: OverrideBounds
+    hedge_symbol: str | None = None
+    hedge_ratio: float = 1.0
+    hedge_ratio_band: tuple[float, float] = (0.0, 1.0)
+    risk_scale: float = 1.0
+    max_mark_age_ms: int = 2_000
+    daily_reset_hour_utc: int = 0
+    rearm_confirmation: str = "REARM"
+    outbox_capacity: int = 4_096
+    outbox_overflow: OutboxOverflow = OutboxOverflow.DROP_OLDEST
+    closing_client_oid_prefix: str = "risk-close-"
+
+    def __post_init__(self) -> None:
+        symbols = {limits.symbol for limits in self.limits.symbols}
+        if set(self.bounds.max_position) != symbols:
+            raise ValueError(
+                f"OverrideBounds.max_position must name exactly the configured symbols "
+                f"{sorted(symbols)}, got {sorted(self.bounds.max_position)}"
+            )
+        for limits in self.limits.symbols:
+            ceiling = self.bounds.max_position[limits.symbol]
+            if limits.max_position > ceiling:
+                raise ValueError(
+                    f"{limits.symbol} max_position {limits.max_position} is above its override "
+                    f"ceiling {ceiling}"
+                )
+        for name, limit, ceiling in (
+            ("max_net_delta", self.limits.max_net_delta, self.bounds.max_net_delta),
+            ("max_slippage_bps", self.limits.max_slippage_bps, self.bounds.max_slippage_bps),
+            (
+                "orders_per_second",
+                self.limits.orders_per_second,
+                self.bounds.max_orders_per_second,
+            ),
+            (
+                "orders_per_minute",
+                self.limits.orders_per_minute,
+                self.bounds.max_orders_per_minute,
+            ),
+        ):
+            if limit > ceiling:
+                raise ValueError(f"RiskLimits.{name} {limit} is above its override bound {ceiling}")
+        if self.bounds.max_orders_per_second > self.limits.endpoints.place_order_per_second:
+            raise ValueError(
+                "OverrideBounds.max_orders_per_second must not exceed Bitget's place-order "
+                f"limit ({self.limits.endpoints.place_order_per_second}/s)"
+            )
+        if self.bounds.max_slippage_bps > self.limits.max_closing_slippage_bps:
+            raise ValueError(
+                "OverrideBounds.max_slippage_bps must not exceed max_closing_slippage_bps: "
+                "closing orders keep the wider band"
+            )
+        if self.hedge_symbol is not None and self.hedge_symbol not in symbols:
+            raise ValueError(f"hedge_symbol {self.hedge_symbol!r} is not a configured symbol")
+        low, high = self.hedge_ratio_band
+        if not (math.isfinite(low) and math.isfinite(high) and 0 <= low <= high):
+            raise ValueError(
+                "hedge_ratio_band must be finite with 0 <= low <= high, "
+                f"got {self.hedge_ratio_band}"
+            )
+        if not low <= self.hedge_ratio <= high:
+            raise ValueError(
+                f"hedge_ratio {self.hedge_ratio} is outside hedge_ratio_band "
+                f"{self.hedge_ratio_band}"
+            )
+        if not (math.isfinite(self.risk_scale) and 0 <= self.risk_scale <= 1):
+            raise ValueError(f"risk_scale must be within [0, 1], got {self.risk_scale!r}")
+        _require_count("RiskGatewayConfig", "max_mark_age_ms", self.max_mark_age_ms)
+        if not (isinstance(self.daily_reset_hour_utc, int) and 0 <= self.daily_reset_hour_utc < 24):
+            raise ValueError(
+                f"daily_reset_hour_utc must be an hour 0..23, got {self.daily_reset_hour_utc!r}"
+            )
+        if not self.rearm_confirmation.strip():
+            raise ValueError("rearm_confirmation must not be blank")
+        _require_count("RiskGatewayConfig", "outbox_capacity", self.outbox_capacity)
+        prefix = self.closing_client_oid_prefix
+        if not (
+            CLIENT_OID_PATTERN.match(prefix) and len(prefix) <= 32 - _CLOSING_OID_COUNTER_DIGITS
+        ):
+            raise ValueError(
+                f"closing_client_oid_prefix must be at most {32 - _CLOSING_OID_COUNTER_DIGITS} "
+                f"characters of [0-9A-Za-z_#-], got {prefix!r}"
+            )

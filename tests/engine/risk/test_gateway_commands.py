@@ -1,0 +1,253 @@
+"""Operator overrides (inside the hard bounds) and Kev's commands (never loosening anything)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from risk_scenarios import BTC, BUY, ETH, MIDS, MS, SECOND, SELL, T0, limit, make_gateway
+
+from engine.risk import (
+    CommandRejected,
+    DenialReason,
+    KevAction,
+    RiskGateway,
+    RiskLimitChanged,
+    Source,
+    TradingState,
+)
+
+
+def limit_changes(gateway: RiskGateway) -> list[tuple[str, float, float, Source]]:
+    return [
+        (e.name, e.old, e.new, e.source)
+        for e in gateway.drain_events()
+        if isinstance(e, RiskLimitChanged)
+    ]
+
+
+def test_max_position_override_applies_at_once_with_an_event():
+    gateway = make_gateway()
+    gateway.drain_events()
+    assert gateway.set_max_position(BTC, 0.3, T0).accepted
+    assert gateway.check(limit(BTC, BUY, 0.4), T0).reason is DenialReason.POSITION_LIMIT
+    assert gateway.set_max_position(BTC, 2.0, T0).accepted
+    assert gateway.check(limit(BTC, BUY, 0.4), T0).approved
+    assert limit_changes(gateway) == [
+        ("max_position BTCUSDT", 1.0, 0.3, Source.OPERATOR),
+        ("max_position BTCUSDT", 0.3, 2.0, Source.OPERATOR),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("command", "arguments"),
+    [
+        ("set_max_position", (BTC, 2.5)),
+        ("set_max_position", (BTC, -0.1)),
+        ("set_max_position", (BTC, math.nan)),
+        ("set_max_position", ("XYZUSDT", 1.0)),
+        ("set_max_net_delta", (160_001,)),
+        ("set_max_net_delta", (math.inf,)),
+        ("set_max_slippage_bps", (51,)),
+        ("set_max_slippage_bps", (-1,)),
+        ("set_order_rate", (11, 100)),
+        ("set_order_rate", (5, 201)),
+        ("set_order_rate", (0, 100)),
+        ("set_order_rate", (2.5, 100)),
+        ("set_risk_scale", (1.01,)),
+        ("set_risk_scale", (-0.1,)),
+        ("set_risk_scale", (True,)),
+    ],
+)
+def test_override_outside_its_hard_bounds_is_refused(command, arguments):
+    gateway = make_gateway()
+    before = gateway.snapshot()
+    gateway.drain_events()
+    outcome = getattr(gateway, command)(*arguments, T0)
+    assert not outcome.accepted
+    (event,) = gateway.drain_events()
+    assert isinstance(event, CommandRejected)
+    assert (event.command, event.source) == (command, Source.OPERATOR)
+    after = gateway.snapshot()
+    assert (after.limits, after.risk_scale) == (before.limits, before.risk_scale)
+
+
+def test_risk_scale_scales_position_notional_and_net_delta():
+    gateway = make_gateway()
+    gateway.set_risk_scale(0.5, T0)
+    assert gateway.check(limit(BTC, BUY, 0.5), T0).approved
+    assert gateway.check(limit(BTC, BUY, 0.1), T0).reason is DenialReason.POSITION_LIMIT
+    gateway.set_risk_scale(0.0, T0)
+    assert gateway.check(limit(ETH, BUY, 0.1), T0).reason is DenialReason.POSITION_LIMIT
+
+
+def test_order_rate_override_keeps_the_recent_history():
+    gateway = make_gateway()
+    for number in range(3):
+        intent = limit(ETH, BUY, 0.1)
+        assert gateway.check(intent, T0 + number * MS).approved
+        gateway.on_order_cancelled(intent.client_oid, T0)
+    assert gateway.set_order_rate(3, 100, T0).accepted
+    assert gateway.check(limit(ETH, BUY, 0.1), T0 + 10 * MS).reason is DenialReason.ORDER_RATE
+    assert gateway.set_order_rate(10, 100, T0).accepted
+    assert gateway.check(limit(ETH, BUY, 0.1), T0 + 10 * MS).approved
+
+
+def test_slippage_override_moves_the_band_at_once():
+    gateway = make_gateway()
+    price = MIDS[BTC] * 1.002
+    assert gateway.check(limit(BTC, BUY, 0.1, price=price), T0).reason is DenialReason.SLIPPAGE
+    gateway.set_max_slippage_bps(25, T0)
+    assert gateway.check(limit(BTC, BUY, 0.1, price=price), T0).approved
+
+
+def test_max_net_delta_override_applies_at_once():
+    gateway = make_gateway()
+    gateway.set_max_net_delta(5_000, T0)
+    assert gateway.check(limit(BTC, BUY, 0.1), T0).reason is DenialReason.NET_DELTA_LIMIT
+    assert gateway.check(limit(ETH, BUY, 3.0), T0).approved  # 9k x 0.5
+
+
+def test_kev_may_lower_the_risk_scale():
+    gateway = make_gateway()
+    gateway.drain_events()
+    outcome = gateway.apply_kev_command(KevAction.HOLD, 0.4, None, T0)
+    assert outcome.accepted
+    assert outcome.risk_scale == 0.4
+    assert limit_changes(gateway) == [("risk_scale", 1.0, 0.4, Source.KEV)]
+
+
+def test_kev_cannot_raise_the_risk_scale():
+    gateway = make_gateway()
+    gateway.set_risk_scale(0.5, T0)
+    outcome = gateway.apply_kev_command(KevAction.HOLD, 0.8, None, T0)
+    assert not outcome.accepted
+    assert outcome.risk_scale == 0.5
+    assert "cannot raise" in outcome.notes[0]
+
+
+def test_kev_cannot_undo_its_own_lowering_either():
+    gateway = make_gateway()
+    gateway.apply_kev_command(KevAction.HOLD, 0.3, None, T0)
+    assert not gateway.apply_kev_command(KevAction.HOLD, 0.6, None, T0).accepted
+    assert gateway.snapshot().risk_scale == 0.3
+    assert gateway.set_risk_scale(1.0, T0).accepted  # the operator can
+
+
+def test_kev_hedge_ratio_is_clamped_into_the_band_and_reported():
+    gateway = make_gateway()
+    gateway.drain_events()
+    outcome = gateway.apply_kev_command(KevAction.HOLD, None, 3.0, T0)
+    assert outcome.accepted
+    assert outcome.hedge_ratio == 1.0
+    assert outcome.notes == ("hedge ratio 3 clamped to 1",)
+    assert limit_changes(gateway) == [("hedge_ratio", 0.5, 1.0, Source.KEV)]
+    assert gateway.snapshot().positions[1].delta_weight == 1.0
+    assert gateway.set_hedge_ratio(0.1, T0).text == "hedge ratio 0.1 clamped to 0.25"
+
+
+def test_hedge_ratio_changes_the_net_delta_at_once():
+    gateway = make_gateway()
+    gateway.on_position_sync(ETH, 20.0, MIDS[ETH], T0)
+    assert gateway.snapshot().net_delta == pytest.approx(30_000)
+    gateway.set_hedge_ratio(1.0, T0)
+    assert gateway.snapshot().net_delta == pytest.approx(60_000)
+    assert gateway.check(limit(BTC, BUY, 0.4), T0).reason is DenialReason.NET_DELTA_LIMIT
+
+
+def test_kev_reduce_moves_active_to_reducing():
+    gateway = make_gateway()
+    outcome = gateway.apply_kev_command(KevAction.REDUCE, None, None, T0)
+    assert outcome.accepted
+    assert outcome.state is TradingState.REDUCING
+    assert gateway.snapshot().state_reason == "Kev: reduce"
+
+
+def test_kev_flatten_flattens_then_pauses():
+    gateway = make_gateway()
+    gateway.on_position_sync(BTC, 0.2, MIDS[BTC], T0)
+    assert gateway.apply_kev_command("flatten", None, None, T0).state is TradingState.REDUCING
+    (close,) = gateway.closing_intents()
+    assert gateway.check(close, T0).approved
+    gateway.on_fill(close.client_oid, BTC, SELL, 0.2, MIDS[BTC], 0.0, T0)
+    assert gateway.state is TradingState.PAUSED
+
+
+def test_kev_pause_quoting_pauses_from_active():
+    gateway = make_gateway()
+    outcome = gateway.apply_kev_command(KevAction.PAUSE_QUOTING, None, None, T0)
+    assert (outcome.accepted, outcome.state) == (True, TradingState.PAUSED)
+
+
+def test_kev_pause_quoting_is_refused_while_reducing():
+    gateway = make_gateway()
+    gateway.on_position_sync(BTC, 0.2, MIDS[BTC], T0)
+    gateway.flatten(T0)
+    outcome = gateway.apply_kev_command(KevAction.PAUSE_QUOTING, None, None, T0)
+    assert not outcome.accepted
+    assert outcome.state is TradingState.REDUCING
+
+
+@pytest.mark.parametrize("action", [KevAction.REDUCE, KevAction.FLATTEN, KevAction.PAUSE_QUOTING])
+@pytest.mark.parametrize("command", ["pause", "kill"])
+def test_kev_cannot_leave_paused_or_halted(command, action):
+    gateway = make_gateway()
+    gateway.on_position_sync(BTC, 0.2, MIDS[BTC], T0)
+    getattr(gateway, command)(T0)
+    state = gateway.state
+    gateway.drain_events()
+    outcome = gateway.apply_kev_command(action, None, None, T0)
+    assert gateway.state is state
+    if state is TradingState.PAUSED and action is KevAction.PAUSE_QUOTING:
+        assert outcome.accepted  # already paused: nothing to leave
+    else:
+        assert not outcome.accepted
+        assert [e.source for e in gateway.drain_events()] == [Source.KEV]
+
+
+@pytest.mark.parametrize(
+    ("action", "risk_scale", "hedge_ratio"),
+    [
+        ("rearm", None, None),
+        ("resume", None, None),
+        (None, None, None),
+        (KevAction.HOLD, 1.5, None),
+        (KevAction.HOLD, math.nan, None),
+        (KevAction.HOLD, None, math.nan),
+        (KevAction.HOLD, None, "0.5"),
+    ],
+)
+def test_malformed_kev_command_is_refused_whole(action, risk_scale, hedge_ratio):
+    gateway = make_gateway()
+    gateway.drain_events()
+    outcome = gateway.apply_kev_command(action, risk_scale, hedge_ratio, T0)
+    assert not outcome.accepted
+    assert outcome.notes
+    assert (outcome.state, outcome.risk_scale, outcome.hedge_ratio) == (
+        TradingState.ACTIVE,
+        1.0,
+        0.5,
+    )
+    (event,) = gateway.drain_events()
+    assert isinstance(event, CommandRejected)
+
+
+def test_refused_kev_action_still_applies_the_safe_parts():
+    gateway = make_gateway()
+    gateway.pause(T0)
+    outcome = gateway.apply_kev_command(KevAction.REDUCE, 0.5, 0.75, T0 + SECOND)
+    assert not outcome.accepted
+    assert (outcome.state, outcome.risk_scale, outcome.hedge_ratio) == (
+        TradingState.PAUSED,
+        0.5,
+        0.75,
+    )
+    assert outcome.notes == ("Kev cannot leave PAUSED",)
+
+
+def test_kev_has_no_way_to_rearm():
+    gateway = make_gateway()
+    gateway.kill(T0)
+    for action in KevAction:
+        gateway.apply_kev_command(action, 0.0, 1.0, T0)
+    assert gateway.state is TradingState.HALTED
