@@ -206,9 +206,9 @@ class RiskGatewayMachine(RuleBasedStateMachine):
             assert self._count_since(self.risk_increasing_at, SECOND) <= self.orders_per_second
             assert self._count_since(self.risk_increasing_at, MINUTE) <= self.orders_per_minute
         if increasing or state is TradingState.ACTIVE:
-            net = abs(self._net_delta_bound(side))
-            if self._net_delta_bound(side) * (1 if side is OrderSide.BUY else -1) > 0:
-                assert net <= _limit_with_slack(self._effective(self.max_net_delta_set))
+            # The long bound for a buy, minus the short bound for a sell: the side it grew.
+            toward_side = self._net_delta_bound(side) * (1 if side is OrderSide.BUY else -1)
+            assert toward_side <= _limit_with_slack(self._effective(self.max_net_delta_set))
         place_order_limit = self.config.limits.endpoints.place_order_per_second
         assert self._count_since(self.placed_at, SECOND) <= place_order_limit
 
