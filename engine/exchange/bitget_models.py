@@ -15,32 +15,14 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import TypeVar
 
+from engine.bitget.orders import OrderSide, OrderType, TimeInForce
+
 _E = TypeVar("_E", bound=enum.StrEnum)
 
 SIGNING_WINDOW_MS = 30_000
 """Bitget refuses a request whose timestamp is further than this from its clock (40008)."""
-"""Bitget refuses a request whose timestamp is further than this from its clock (40008)."""
 CLIENT_OID_PATTERN = re.compile(r"^[0-9A-Za-z_#-]{1,32}$")
 """The clientOid alphabet and length every Bitget document accepts (see bitget-v2.md §4)."""
-
-
-class OrderSide(enum.StrEnum):
-    BUY = "buy"
-    SELL = "sell"
-
-
-class OrderType(enum.StrEnum):
-    LIMIT = "limit"
-    MARKET = "market"
-
-
-class TimeInForce(enum.StrEnum):
-    """Bitget's `force` values."""
-
-    GTC = "gtc"
-    IOC = "ioc"
-    FOK = "fok"
-    POST_ONLY = "post_only"
 
 
 class TradeSide(enum.StrEnum):

@@ -226,23 +226,9 @@ def _next_member(buf, i, n, close):
 
 
 @njit(cache=True, nogil=True, _nrt=False, inline="always")
-def _digit_string(buf, i, n):
-    """(value, next index) of a quoted string of 1-18 ASCII digits, or (-1, -1)."""
-    end = _string_end(buf, i, n)
-    if end < 0 or end == i + 1 or end - i - 1 > 18:
-        return -1, -1
-    value = 0
-    for k in range(i + 1, end):
-        c = buf[k]
-        if c < _ZERO or c > _NINE:
-            return -1, -1
-        value = value * 10 + (c - _ZERO)
-    return value, end + 1
-
-
-@njit(cache=True, nogil=True, _nrt=False, inline="always")
-def _trade_id(buf, i, n):
-    """(value, next index) of a quoted decimal integer that fits int64, or (-1, -1)."""
+def _quoted_integer(buf, i, n):
+    """(value, next index) of a quoted unsigned decimal that fits int64 (exchange times,
+    trade ids), or (-1, -1)."""
     end = _string_end(buf, i, n)
     if end < 0 or end == i + 1 or end - i - 1 > 19:
         return -1, -1
@@ -280,7 +266,7 @@ def _depth_data(buf, i, n, levels):
         elif _equals(buf, key_start, key_end, _KEY_BIDS) and n_bids < 0:
             i, n_bids = _levels(buf, i, n, levels, 0, 1)
         elif _equals(buf, key_start, key_end, _KEY_TS):
-            exchange_ts, i = _digit_string(buf, i, n)
+            exchange_ts, i = _quoted_integer(buf, i, n)
         elif _equals(buf, key_start, key_end, _KEY_SEQ):
             end = _integer_end(buf, i, n)
             if end < 0:
@@ -338,7 +324,7 @@ def _trade_data(buf, i, n, trades):
             elif _equals(buf, key_start, key_end, _KEY_SIZE):
                 size, i = _quoted_decimal(buf, i, n)
             elif _equals(buf, key_start, key_end, _KEY_TS):
-                exchange_ts, i = _digit_string(buf, i, n)
+                exchange_ts, i = _quoted_integer(buf, i, n)
             elif _equals(buf, key_start, key_end, _KEY_SIDE):
                 end = _string_end(buf, i, n)
                 if end < 0:
@@ -351,7 +337,7 @@ def _trade_data(buf, i, n, trades):
                     return -1, 0
                 i = end + 1
             elif _equals(buf, key_start, key_end, _KEY_TRADE_ID):
-                trade_id, i = _trade_id(buf, i, n)
+                trade_id, i = _quoted_integer(buf, i, n)
             else:
                 return -1, 0
             if i < 0:

@@ -10,24 +10,7 @@ from __future__ import annotations
 import enum
 from typing import NamedTuple
 
-
-class OrderSide(enum.StrEnum):
-    BUY = "buy"
-    SELL = "sell"
-
-
-class OrderType(enum.StrEnum):
-    LIMIT = "limit"
-    MARKET = "market"
-
-
-class TimeInForce(enum.StrEnum):
-    """Bitget's `force` values."""
-
-    GTC = "gtc"
-    IOC = "ioc"
-    FOK = "fok"
-    POST_ONLY = "post_only"
+from engine.bitget.orders import OrderSide, OrderType, TimeInForce
 
 
 class Source(enum.StrEnum):

@@ -35,26 +35,13 @@ from typing import NamedTuple
 
 import numpy as np
 
+from engine.bitget.orders import OrderType, TimeInForce
 from engine.sim.instruments import Instrument, Side
 
 _LOT_EPSILON = 1e-9
 FIRST_ORDER_ID = 1_300_000_000_000_000_000
 FIRST_FILL_ID = 1_400_000_000_000_000_000
 _CLOSED_ORDERS_KEPT = 10_000
-
-
-class OrderType(enum.StrEnum):
-    LIMIT = "limit"
-    MARKET = "market"
-
-
-class TimeInForce(enum.StrEnum):
-    """Bitget's `force` values."""
-
-    GTC = "gtc"
-    IOC = "ioc"
-    FOK = "fok"
-    POST_ONLY = "post_only"
 
 
 class OrderStatus(enum.StrEnum):
