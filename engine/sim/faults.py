@@ -4,10 +4,11 @@ Spec grammar (command line, `POST /sim/faults`, or `FaultInjector.add`), each op
 with `@T` to fire T seconds later (counted from the injector's start, or from when the spec is
 added if the injector is already running):
 
-- `disconnect`: abort every public websocket connection (the client sees code 1006).
-- `silence:S`: no data pushes for S seconds (acks and pongs still answered).
-- `malformed:N`: the next N data pushes are garbage, cycling through non-JSON, truncated JSON,
-  missing fields, a crossed book, a negative size and a NaN price.
+- `disconnect`: abort every websocket connection, public and private (the client sees 1006).
+- `silence:S`: no data pushes for S seconds (acks and pongs still answered); private
+  order/fill/position pushes in that time are lost, as Bitget warns they can be.
+- `malformed:N`: the next N public data pushes are garbage, cycling through non-JSON, truncated
+  JSON, missing fields, a crossed book, a negative size and a NaN price.
 - `slow-rest:S`: every REST answer waits S seconds first (`slow-rest:0` ends it).
 - `rest-error:CODE:N`: the next N private REST calls fail with CODE: an HTTP status (429 gives
   Bitget's JSON 429; 5xx gives a gateway's non-JSON page) or a five-digit Bitget code (HTTP 400).

@@ -23,6 +23,9 @@ Queue model for resting orders (maker fee):
 
 Positions are one-way per symbol and live in `SimAccount`, which every fill updates. A reduce-only
 order is capped at fill time to the position it reduces, so it can never flip the position.
+
+An optional listener sees every change to an order as an `OrderEvent`, in the order they happen:
+the order created (live), each fill, and a cancel. The simulator's private websocket pushes them.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from __future__ import annotations
 import enum
 import itertools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -144,6 +148,19 @@ class SubmitResult(NamedTuple):
     fills: list[Fill]
 
 
+class OrderEvent(NamedTuple):
+    """One change to an order: created (no fill, status live), filled by `fill`, or canceled."""
+
+    order: Order
+    """The order's state right after the change."""
+    fill: Fill | None
+    realized_pnl: float
+    """USDT the fill realised on the position (0 without a fill, or when it only opened)."""
+
+
+OrderListener = Callable[[OrderEvent], None]
+
+
 @dataclass(frozen=True, slots=True)
 class MatchingEngineConfig:
     instrument: Instrument
@@ -210,10 +227,12 @@ class SimAccount:
         self.config = config or SimAccountConfig()
         self._positions: dict[str, _PositionState] = {}
 
-    def apply_fill(self, fill: Fill) -> None:
+    def apply_fill(self, fill: Fill) -> float:
+        """Update the position; returns the PnL (USDT, before fees) this fill realised."""
         state = self._positions.setdefault(fill.symbol, _PositionState())
         quantity = fill.side.sign * fill.size
         old = state.size
+        realized = 0.0
         if old == 0 or (old > 0) == (quantity > 0):
             total = abs(old) + abs(quantity)
             state.entry_price = (abs(old) * state.entry_price + abs(quantity) * fill.price) / total
@@ -221,7 +240,8 @@ class SimAccount:
                 state.opened_ms = fill.ts_ms
         else:
             closing = min(abs(quantity), abs(old))
-            state.realized_pnl += closing * (fill.price - state.entry_price) * math.copysign(1, old)
+            realized = closing * (fill.price - state.entry_price) * math.copysign(1, old)
+            state.realized_pnl += realized
             if abs(quantity) > abs(old):
                 state.entry_price = fill.price
                 state.opened_ms = fill.ts_ms
@@ -232,6 +252,7 @@ class SimAccount:
         if state.mark_price == 0:
             state.mark_price = fill.price
         state.updated_ms = fill.ts_ms
+        return realized
 
     def mark(self, symbol: str, price: float) -> None:
         """Set the mark price used for unrealized PnL."""
@@ -347,12 +368,14 @@ class MatchingEngine:
         account: SimAccount,
         order_ids: IdSequence | None = None,
         fill_ids: IdSequence | None = None,
+        listener: OrderListener | None = None,
     ) -> None:
         self.config = config
         self.instrument = config.instrument
         self._account = account
         self._order_ids = order_ids or IdSequence(FIRST_ORDER_ID)
         self._fill_ids = fill_ids or IdSequence(FIRST_FILL_ID)
+        self._listener = listener
         self._bids: _DisplayedSide | None = None
         self._asks: _DisplayedSide | None = None
         self._resting: list[_WorkingOrder] = []
@@ -449,6 +472,7 @@ class MatchingEngine:
             updated_ms=ts_ms,
             priority=next(self._priority),
         )
+        self._notify(order, None, 0.0)
         self._match_new(order, ts_ms)
         return SubmitResult(self._view(order), list(order.fills))
 
@@ -667,11 +691,12 @@ class MatchingEngine:
         order.fee += fill.fee
         order.updated_ms = ts_ms
         order.fills.append(fill)
-        self._account.apply_fill(fill)
+        realized = self._account.apply_fill(fill)
         if order.remaining_lots == 0:
             self._close(order, OrderStatus.FILLED, ts_ms, "")
         else:
             order.status = OrderStatus.PARTIALLY_FILLED
+        self._notify(order, fill, realized)
         return [fill]
 
     def _close(self, order: _WorkingOrder, status: OrderStatus, ts_ms: int, reason: str) -> None:
@@ -683,6 +708,12 @@ class MatchingEngine:
         self._closed[order.order_id] = order
         if len(self._closed) > _CLOSED_ORDERS_KEPT:
             del self._closed[next(iter(self._closed))]
+        if status is OrderStatus.CANCELED:  # a fill reports its own FILLED close
+            self._notify(order, None, 0.0)
+
+    def _notify(self, order: _WorkingOrder, fill: Fill | None, realized_pnl: float) -> None:
+        if self._listener is not None:
+            self._listener(OrderEvent(self._view(order), fill, realized_pnl))
 
     def _sorted_resting(self, side: Side) -> list[_WorkingOrder]:
         """Resting orders of `side`, best price first, then time."""

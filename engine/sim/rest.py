@@ -17,6 +17,7 @@ from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
+from typing import NamedTuple
 
 import orjson
 from aiohttp import web
@@ -490,7 +491,7 @@ class SimRestApi:
             "orderId": order.order_id,
             "clientOid": order.client_oid,
             "baseVolume": instrument.format_size(order.filled_size),
-            "fee": _number_text(-order.fee),
+            "fee": number_text(-order.fee),
             "price": instrument.format_price(order.price) if order.price is not None else "",
             "priceAvg": instrument.format_price(order.average_price) if order.filled_size else "",
             "status": str(order.status),
@@ -499,9 +500,9 @@ class SimRestApi:
             "totalProfits": "0",
             "posSide": "net",
             "marginCoin": MARGIN_COIN,
-            "quoteVolume": _number_text(order.filled_size * order.average_price),
+            "quoteVolume": number_text(order.filled_size * order.average_price),
             "leverage": str(self._account.config.leverage),
-            "marginMode": self._margin_modes.get(order.order_id, "crossed"),
+            "marginMode": self.margin_mode(order.order_id),
             "reduceOnly": "YES" if order.reduce_only else "NO",
             "enterPointSource": "API",
             "tradeSide": f"{order.side}_single",
@@ -515,51 +516,30 @@ class SimRestApi:
         }
 
     def _position_json(self, position: Position) -> dict[str, object]:
-        engine = self._engines[position.symbol]
-        instrument = engine.instrument
-        account = self._account
-        leverage = account.config.leverage
-        size = abs(position.size)
-        closing_side = Side.SELL if position.size > 0 else Side.BUY
-        open_side = closing_side.opposite
-        open_orders = engine.open_orders()
-        locked = min(
-            size,
-            sum(o.remaining_size for o in open_orders if o.reduce_only and o.side is closing_side),
-        )
-        open_delegate = sum(
-            o.remaining_size for o in open_orders if not o.reduce_only and o.side is open_side
-        )
-        maintenance = account.config.maintenance_margin_rate
-        equity = account.equity
+        instrument = self._engines[position.symbol].instrument
+        figures = position_figures(position, self._engines[position.symbol], self._account)
         return {
             "marginCoin": MARGIN_COIN,
             "symbol": position.symbol,
             "holdSide": "long" if position.size > 0 else "short",
-            "openDelegateSize": instrument.format_size(open_delegate),
-            "marginSize": _number_text(size * position.entry_price / leverage),
-            "available": instrument.format_size(size - locked),
-            "locked": instrument.format_size(locked),
-            "total": instrument.format_size(size),
-            "leverage": str(leverage),
-            "achievedProfits": _number_text(position.realized_pnl),
+            "openDelegateSize": instrument.format_size(figures.open_delegate),
+            "marginSize": number_text(figures.margin),
+            "available": instrument.format_size(figures.size - figures.locked),
+            "locked": instrument.format_size(figures.locked),
+            "total": instrument.format_size(figures.size),
+            "leverage": str(self._account.config.leverage),
+            "achievedProfits": number_text(position.realized_pnl),
             "openPriceAvg": instrument.format_price(position.entry_price),
             "marginMode": "crossed",
             "posMode": "one_way_mode",
-            "unrealizedPL": _number_text(position.unrealized_pnl),
-            "liquidationPrice": _number_text(
-                _liquidation_price(position, account.balance, maintenance)
-            ),
-            "keepMarginRate": _number_text(maintenance),
+            "unrealizedPL": number_text(position.unrealized_pnl),
+            "liquidationPrice": number_text(figures.liquidation_price),
+            "keepMarginRate": number_text(self._account.config.maintenance_margin_rate),
             "markPrice": instrument.format_price(position.mark_price),
-            "marginRatio": _number_text(
-                maintenance * size * position.mark_price / equity if equity > 0 else 1.0
-            ),
-            "breakEvenPrice": instrument.format_price(
-                position.entry_price + position.fees / position.size
-            ),
+            "marginRatio": number_text(figures.margin_ratio),
+            "breakEvenPrice": instrument.format_price(figures.break_even_price),
             "totalFee": "0",
-            "deductedFee": _number_text(position.fees),
+            "deductedFee": number_text(position.fees),
             "takeProfit": "",
             "stopLoss": "",
             "assetMode": "single",
@@ -574,6 +554,10 @@ class SimRestApi:
         if not isinstance(symbol, str) or symbol not in self._engines:
             raise _RequestError("40034", f"Parameter {symbol} does not exist")
         return self._engines[symbol]
+
+    def margin_mode(self, order_id: str) -> str:
+        """The marginMode an order was placed with (`crossed` for orders not placed over REST)."""
+        return self._margin_modes.get(order_id, "crossed")
 
     def _remember_margin_mode(self, order_id: str, margin_mode: str) -> None:
         self._margin_modes[order_id] = margin_mode
@@ -691,9 +675,52 @@ def _int_text(text: str) -> int:
     return int(text)
 
 
-def _number_text(value: float) -> str:
+def number_text(value: float) -> str:
+    """A USDT amount or a rate as Bitget writes it: plain decimal, at most 8 places."""
     text = f"{value:.8f}".rstrip("0").rstrip(".")
     return "0" if text in ("", "-0") else text
+
+
+class PositionFigures(NamedTuple):
+    """What a position implies beyond its own fields (sizes base coin, amounts USDT)."""
+
+    size: float
+    """Absolute size."""
+    locked: float
+    """Size held by reduce-only orders on the closing side."""
+    open_delegate: float
+    """Size of open orders that would add to the position."""
+    margin: float
+    liquidation_price: float
+    margin_ratio: float
+    break_even_price: float
+
+
+def position_figures(
+    position: Position, engine: MatchingEngine, account: SimAccount
+) -> PositionFigures:
+    size = abs(position.size)
+    closing_side = Side.SELL if position.size > 0 else Side.BUY
+    open_side = closing_side.opposite
+    open_orders = engine.open_orders()
+    locked = min(
+        size,
+        sum(o.remaining_size for o in open_orders if o.reduce_only and o.side is closing_side),
+    )
+    open_delegate = sum(
+        o.remaining_size for o in open_orders if not o.reduce_only and o.side is open_side
+    )
+    maintenance = account.config.maintenance_margin_rate
+    equity = account.equity
+    return PositionFigures(
+        size=size,
+        locked=locked,
+        open_delegate=open_delegate,
+        margin=size * position.entry_price / account.config.leverage,
+        liquidation_price=_liquidation_price(position, account.balance, maintenance),
+        margin_ratio=maintenance * size * position.mark_price / equity if equity > 0 else 1.0,
+        break_even_price=position.entry_price + position.fees / position.size,
+    )
 
 
 def _liquidation_price(position: Position, balance: float, maintenance_rate: float) -> float:

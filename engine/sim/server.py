@@ -1,16 +1,19 @@
-"""The simulated Bitget exchange: a loopback aiohttp server for public websocket and REST.
+"""The simulated Bitget exchange: a loopback aiohttp server for the public and private
+websockets and REST.
 
 The market clock runs in real time: every `book_interval_ms` the generator advances to the wall
 clock, its trades and book drive the matching engines (so resting orders fill), and the depth and
 trade frames go out to the subscribed connections. Each connection has its own bounded outbox and
 writer task; a client that falls `outbox_frames` behind is disconnected, as a real exchange
-drops slow consumers.
+drops slow consumers. Private connections (`/v2/ws/private`, engine/sim/private_ws.py) share the
+outboxes, the message-rate limit, the ping timeout and the `disconnect` fault.
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import logging
 import math
 import time
@@ -47,6 +50,7 @@ from engine.sim.matching import (
     SimAccount,
     SimAccountConfig,
 )
+from engine.sim.private_ws import PRIVATE_WS_PATH, PrivateSession, SimPrivateStream
 from engine.sim.rest import RestCredentials, SimRestApi
 
 logger = logging.getLogger(__name__)
@@ -131,13 +135,15 @@ class _CloseRequest(NamedTuple):
     reason: bytes
 
 
-class _PublicConnection:
-    """One websocket client: its subscriptions, message-rate window and outbox."""
+class _ClientConnection:
+    """One websocket client: its public subscriptions or private session, message-rate window
+    and outbox."""
 
     def __init__(self, ws: web.WebSocketResponse, request: web.Request, outbox_frames: int) -> None:
         self.ws = ws
         self.request = request
         self.subscriptions: set[tuple[str, str]] = set()
+        self.private: PrivateSession | None = None
         self.message_times: deque[float] = deque()
         self.last_ping = time.monotonic()
         self.outbox: asyncio.Queue[str | _CloseRequest] = asyncio.Queue(outbox_frames)
@@ -167,10 +173,11 @@ class SimExchange:
         self._publishers: dict[str, DepthPublisher] = {}
         self._recent_trades: dict[str, deque[SimTrade]] = {}
         self._fills: deque[Fill] = deque(maxlen=_FILLS_KEPT)
-        self._connections: set[_PublicConnection] = set()
+        self._connections: set[_ClientConnection] = set()
         self._runner: web.AppRunner | None = None
         self._clock_task: asyncio.Task[None] | None = None
         self._rest: SimRestApi | None = None
+        self._private: SimPrivateStream | None = None
         self._port = 0
         self._epoch_ms_at_start = 0
         self._loop_time_at_start = 0.0
@@ -188,6 +195,7 @@ class SimExchange:
         assert self._rest is not None
         app = web.Application(middlewares=[self._rest.error_middleware])
         app.router.add_get(PUBLIC_WS_PATH, self._serve_public_ws)
+        app.router.add_get(PRIVATE_WS_PATH, self._serve_private_ws)
         app.router.add_routes(self._rest.routes())
         app.router.add_route("*", "/{tail:.*}", self._rest.not_found)
         runner = web.AppRunner(
@@ -217,6 +225,10 @@ class SimExchange:
     @property
     def ws_url(self) -> str:
         return f"ws://{self._url_host}:{self._port}{PUBLIC_WS_PATH}"
+
+    @property
+    def private_ws_url(self) -> str:
+        return f"ws://{self._url_host}:{self._port}{PRIVATE_WS_PATH}"
 
     @property
     def rest_url(self) -> str:
@@ -258,9 +270,10 @@ class SimExchange:
             if market is not None
             else {}
         )
+        private_pushed = self._private.frames_pushed if self._private is not None else 0
         return SimStats(
             clients=len(self._connections),
-            frames_pushed=self._frames_pushed,
+            frames_pushed=self._frames_pushed + private_pushed,
             open_orders=sum(len(engine.open_orders()) for engine in self._engines.values()),
             fills=len(self._fills),
             rest_requests=self._rest.requests_served if self._rest is not None else 0,
@@ -275,6 +288,20 @@ class SimExchange:
         market = MarketGenerator(dataclasses.replace(config.market, start_ms=start_ms))
         warmup_trades = market.advance_to(self._epoch_ms_at_start)
         self.market = market
+        credentials = RestCredentials(
+            config.api_key, config.api_secret, config.passphrase, config.demo
+        )
+        rest = SimRestApi(
+            credentials, self._engines, self.account, self.faults, self.now_ms, self._fills.extend
+        )
+        private = SimPrivateStream(
+            credentials,
+            self._engines,
+            self.account,
+            self.now_ms,
+            rest.margin_mode,
+            lambda: self.faults.silenced,
+        )
         order_ids = IdSequence(FIRST_ORDER_ID)
         fill_ids = IdSequence(FIRST_FILL_ID)
         for symbol in market.symbols:
@@ -282,17 +309,13 @@ class SimExchange:
             engine_config = MatchingEngineConfig(
                 instrument, config.maker_fee_rate, config.taker_fee_rate
             )
-            self._engines[symbol] = MatchingEngine(engine_config, self.account, order_ids, fill_ids)
+            self._engines[symbol] = MatchingEngine(
+                engine_config, self.account, order_ids, fill_ids, private.on_order_event
+            )
             self._publishers[symbol] = DepthPublisher(symbol, _FIRST_SEQ)
             self._recent_trades[symbol] = deque(maxlen=config.recent_trades)
-        self._rest = SimRestApi(
-            RestCredentials(config.api_key, config.api_secret, config.passphrase, config.demo),
-            self._engines,
-            self.account,
-            self.faults,
-            self.now_ms,
-            self._fills.extend,
-        )
+        self._rest = rest
+        self._private = private
         self._advance(self._epoch_ms_at_start, warmup_trades)
 
     async def _run_clock(self) -> None:
@@ -359,14 +382,26 @@ class SimExchange:
                 if text is not None:
                     self._push_data(connection, text)
 
-    # Public websocket
+    # Websockets
 
     async def _serve_public_ws(self, request: web.Request) -> web.WebSocketResponse:
+        return await self._serve_ws(request, private=False)
+
+    async def _serve_private_ws(self, request: web.Request) -> web.WebSocketResponse:
+        return await self._serve_ws(request, private=True)
+
+    async def _serve_ws(self, request: web.Request, *, private: bool) -> web.WebSocketResponse:
         ws = web.WebSocketResponse(
             autoping=True, heartbeat=None, timeout=_CLOSE_TIMEOUT_S, max_msg_size=1 << 16
         )
         await ws.prepare(request)
-        connection = _PublicConnection(ws, request, self.config.outbox_frames)
+        connection = _ClientConnection(ws, request, self.config.outbox_frames)
+        if private:
+            assert self._private is not None
+            connection.private = self._private.open(
+                functools.partial(self._send, connection),
+                functools.partial(self._request_close, connection),
+            )
         connection.writer = asyncio.create_task(self._write(connection), name="sim-ws-writer")
         self._connections.add(connection)
         try:
@@ -379,10 +414,12 @@ class SimExchange:
                     self._on_client_text(connection, None)
         finally:
             self._connections.discard(connection)
+            if connection.private is not None and self._private is not None:
+                self._private.close(connection.private)
             await self._finish_writer(connection)
         return ws
 
-    async def _write(self, connection: _PublicConnection) -> None:
+    async def _write(self, connection: _ClientConnection) -> None:
         ws = connection.ws
         while True:
             item = await connection.outbox.get()
@@ -397,7 +434,7 @@ class SimExchange:
                 connection.closing = True
                 return
 
-    async def _finish_writer(self, connection: _PublicConnection) -> None:
+    async def _finish_writer(self, connection: _ClientConnection) -> None:
         """Let a queued close finish; otherwise stop the writer, which waits for frames."""
         writer = connection.writer
         if writer is None or writer.done():
@@ -407,7 +444,7 @@ class SimExchange:
         writer.cancel()
         await asyncio.gather(writer, return_exceptions=True)
 
-    def _send(self, connection: _PublicConnection, item: str | _CloseRequest) -> None:
+    def _send(self, connection: _ClientConnection, item: str | _CloseRequest) -> None:
         if connection.closing:
             return
         try:
@@ -416,17 +453,17 @@ class SimExchange:
             logger.warning("sim websocket client too slow (outbox full); disconnecting it")
             connection.abort()
 
-    def _request_close(self, connection: _PublicConnection, code: int, reason: bytes) -> None:
+    def _request_close(self, connection: _ClientConnection, code: int, reason: bytes) -> None:
         self._send(connection, _CloseRequest(code, reason))
         connection.close_requested = True
         connection.closing = True
 
-    def _push_data(self, connection: _PublicConnection, text: str) -> None:
+    def _push_data(self, connection: _ClientConnection, text: str) -> None:
         kind = self.faults.take_malformed()
         self._send(connection, corrupt_frame(text, kind) if kind is not None else text)
         self._frames_pushed += 1
 
-    def _on_client_text(self, connection: _PublicConnection, text: str | None) -> None:
+    def _on_client_text(self, connection: _ClientConnection, text: str | None) -> None:
         now = time.monotonic()
         times = connection.message_times
         times.append(now)
@@ -443,6 +480,10 @@ class SimExchange:
         if not isinstance(request, dict):
             self._send(connection, error_frame(30002, "illegal request"))
             return
+        if connection.private is not None:
+            assert self._private is not None
+            self._private.on_request(connection.private, request)
+            return
         op = request.get("op")
         if op not in ("subscribe", "unsubscribe"):
             self._send(connection, error_frame(30003, "invalid op", op=_text_or_none(op)))
@@ -454,7 +495,7 @@ class SimExchange:
         for arg in args:
             self._on_channel_request(connection, op, arg)
 
-    def _on_channel_request(self, connection: _PublicConnection, op: str, arg: object) -> None:
+    def _on_channel_request(self, connection: _ClientConnection, op: str, arg: object) -> None:
         if not isinstance(arg, dict):
             self._send(connection, error_frame(30016, "Param error", op=op, arg=arg))
             return
@@ -483,7 +524,7 @@ class SimExchange:
         connection.subscriptions.add(key)
         self._send_initial(connection, channel, symbol)
 
-    def _send_initial(self, connection: _PublicConnection, channel: str, symbol: str) -> None:
+    def _send_initial(self, connection: _ClientConnection, channel: str, symbol: str) -> None:
         assert self.market is not None
         now_ms = self.now_ms()
         if channel == INCREMENTAL_DEPTH_CHANNEL:
@@ -508,7 +549,7 @@ class SimExchange:
             if connection.last_ping < deadline:
                 connection.abort()
 
-    async def _close_connection(self, connection: _PublicConnection) -> None:
+    async def _close_connection(self, connection: _ClientConnection) -> None:
         connection.closing = True
         if connection.writer is not None:
             connection.writer.cancel()

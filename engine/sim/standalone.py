@@ -65,15 +65,16 @@ def _banner(exchange: SimExchange, specs: list[FaultSpec]) -> str:
     return "\n".join(
         (
             f"sim exchange running (Bitget v2 USDT-FUTURES, demo {'on' if config.demo else 'off'})",
-            f"  public websocket  {exchange.ws_url}",
-            f"  REST              {exchange.rest_url}",
-            f"  api key           {config.api_key}",
-            f"  api secret        {config.api_secret}",
-            f"  passphrase        {config.passphrase}",
-            f"  symbols           {market.traded.instrument.symbol} (traded), "
+            f"  public websocket   {exchange.ws_url}",
+            f"  private websocket  {exchange.private_ws_url}",
+            f"  REST               {exchange.rest_url}",
+            f"  api key            {config.api_key}",
+            f"  api secret         {config.api_secret}",
+            f"  passphrase         {config.passphrase}",
+            f"  symbols            {market.traded.instrument.symbol} (traded), "
             f"{market.hedge.instrument.symbol} (hedge), seed {market.seed}",
-            f"  faults            {fault_text}",
-            f'  fault control     POST {exchange.rest_url}{FAULTS} {{"faults": ["silence:10"]}}',
+            f"  faults             {fault_text}",
+            f'  fault control      POST {exchange.rest_url}{FAULTS} {{"faults": ["silence:10"]}}',
             "Ctrl+C to stop",
         )
     )

@@ -1,0 +1,92 @@
+"""The typed confirmation before live trading: real money moves only after the operator has
+read what is about to happen and typed the exact phrase it asks for."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from engine.exchange.credentials import mask_api_key
+from engine.risk.limits import RiskLimits
+
+_RULE = "=" * 72
+
+
+def confirmation_phrase(symbols: Sequence[str]) -> str:
+    """What the operator must type: `LIVE` and every symbol that will trade, in order."""
+    return " ".join(("LIVE", *symbols))
+
+
+def confirm_live(
+    *,
+    account: str,
+    symbols: Sequence[str],
+    read: Callable[[str], str] = input,
+    write: Callable[[str], None] = print,
+    api_key: str | None = None,
+    limits: RiskLimits | None = None,
+) -> bool:
+    """Show what going live means and ask for the phrase; True only for an exact match.
+
+    One attempt: a mismatch, end of input or Ctrl+C answers False (nothing has been sent, and
+    the caller must send nothing). What was typed is never echoed: it may be a pasted secret.
+    """
+    if not account.strip():
+        raise ValueError("account must name the account that will trade")
+    if not symbols:
+        raise ValueError("symbols must name at least one symbol")
+    for symbol in symbols:
+        if not (symbol.isascii() and symbol.isalnum() and symbol.isupper()):
+            raise ValueError(
+                f"symbols must be upper-case letters/digits like BTCUSDT, got {symbol!r}"
+            )
+    phrase = confirmation_phrase(symbols)
+    write(_RULE)
+    write("  LIVE TRADING: real orders with real money on Bitget USDT-M perpetual futures")
+    write(_RULE)
+    write(f"  account   {_printable(account)}")
+    if api_key is not None:
+        write(f"  API key   {mask_api_key(api_key)}")
+    write(f"  symbols   {_symbols_line(symbols)}")
+    if limits is not None:
+        for number, line in enumerate(_limits_lines(limits)):
+            write(f"  {'limits' if number == 0 else '':<8}  {line}")
+    write("  Nothing has been sent yet. Orders may go out as soon as you confirm.")
+    try:
+        typed = read(f"Type {phrase} to start live trading (anything else cancels): ")
+    except (EOFError, KeyboardInterrupt):
+        write("")
+        write("Not confirmed (input ended): live trading not started, nothing sent.")
+        return False
+    if typed.strip() != phrase:
+        write(f"Not confirmed (that was not {phrase}): live trading not started, nothing sent.")
+        return False
+    write("Confirmed: starting live trading.")
+    return True
+
+
+def _symbols_line(symbols: Sequence[str]) -> str:
+    if len(symbols) == 1:
+        return symbols[0]
+    return f"{symbols[0]} (traded), " + ", ".join(f"{s} (hedge)" for s in symbols[1:])
+
+
+def _limits_lines(limits: RiskLimits) -> list[str]:
+    lines = [
+        f"{s.symbol}: position <= {s.max_position:g}, notional <= {s.max_notional:,.0f} USDT, "
+        f"order <= {s.max_order_size:g}"
+        for s in limits.symbols
+    ]
+    lines.append(
+        f"net delta <= {limits.max_net_delta:,.0f} USDT; daily loss: reduce-only at "
+        f"{limits.daily_loss_soft:,.0f}, halt at {limits.daily_loss_hard:,.0f} USDT"
+    )
+    lines.append(
+        f"orders <= {limits.orders_per_second}/s and {limits.orders_per_minute}/min, "
+        f"<= {limits.max_open_orders} open; slippage <= {limits.max_slippage_bps:g} bps"
+    )
+    return lines
+
+
+def _printable(text: str) -> str:
+    """Terminal control sequences in a label must not reach the operator's screen."""
+    return "".join(ch if ch.isprintable() else "?" for ch in text)
