@@ -1,0 +1,443 @@
+"""The Textual console: composes the panes, polls the engine handle, sends the operator's keys.
+
+It polls `EngineHandle.snapshot()` and `events_since()` at `refresh_hz` on the UI loop (both
+return at once) and hands each pane its part of the snapshot; panes redraw only what changed.
+Commands run off the UI loop, one at a time in the order given, except the kill switch, which
+has a lane of its own so it never waits behind another command.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+from collections.abc import Callable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from pathlib import PurePath
+from types import MappingProxyType
+from typing import ClassVar
+
+from textual import events
+from textual.app import App, ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Container
+from textual.widgets import Footer
+
+from console.handle import CommandResult, EngineHandle, ShutdownPolicy
+from console.screens.confirm import ConfirmScreen
+from console.screens.help import HelpScreen
+from console.screens.overrides import OverridesScreen
+from console.screens.quit import QuitScreen
+from console.screens.rearm import RearmScreen
+from console.view import ConsoleSnapshot, RiskOverrides, TradingView
+from console.widgets.depth import DepthPane
+from console.widgets.events import EventsPane
+from console.widgets.imbalance import ImbalancePane
+from console.widgets.kev import KevPane
+from console.widgets.latency import LatencyPane
+from console.widgets.orders import OrdersPane
+from console.widgets.status import StatusPane
+from console.widgets.verdicts import VerdictsPane
+from console.widgets.vram import VramPane
+from engine.risk.events import TradingState
+
+CONSOLE_BINDINGS: list[Binding] = [
+    # The tooltips are the help screen's text.
+    Binding(
+        "p",
+        "pause_resume",
+        "Pause/Resume",
+        tooltip="pause trading (no new orders, positions kept) / resume it",
+        id="console.pause_resume",
+    ),
+    Binding(
+        "f",
+        "flatten",
+        "Flatten",
+        tooltip="flatten: cancel every order and close every position (asks y)",
+        id="console.flatten",
+    ),
+    Binding(
+        "k",
+        "kill",
+        "KILL",
+        tooltip="KILL SWITCH: halt, cancel all, flatten; latched until re-armed",
+        id="console.kill",
+    ),
+    Binding(
+        "a",
+        "rearm",
+        "Re-arm",
+        tooltip="re-arm after a kill: type the confirmation phrase",
+        id="console.rearm",
+    ),
+    Binding(
+        "r",
+        "overrides",
+        "Risk",
+        tooltip="risk overrides: position, net delta, slippage, order rate, scale",
+        id="console.overrides",
+    ),
+    Binding(
+        "q",
+        "quit",
+        "Quit",
+        tooltip="quit (asks what to do with open positions and orders)",
+        id="console.quit",
+    ),
+    Binding("question_mark", "help", "Help", tooltip="this help", id="console.help"),
+    Binding(
+        "v",
+        "next_pane",
+        "Pane",
+        tooltip="compact layout: show the next pane beside the ladder",
+        id="console.next_pane",
+    ),
+    Binding(
+        "s",
+        "next_symbol",
+        "Symbol",
+        tooltip="depth and imbalance: show the next symbol",
+        id="console.next_symbol",
+    ),
+]
+
+
+@dataclass(frozen=True, slots=True)
+class ConsoleConfig:
+    """`refresh_hz`: snapshot polls a second. `stale_after_s`: a snapshot time that has not
+    moved for this long marks the screen stale. `keymap`: binding id -> keys (comma-separated),
+    e.g. {"console.kill": "K"}. Below `full_layout_size` (columns, rows) the layout is compact."""
+
+    refresh_hz: float = 20.0
+    stale_after_s: float = 3.0
+    event_log_lines: int = 2_000
+    keymap: Mapping[str, str] = field(default_factory=dict)
+    full_layout_size: tuple[int, int] = (120, 40)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "keymap", MappingProxyType(dict(self.keymap)))
+        if not (math.isfinite(self.refresh_hz) and 1 <= self.refresh_hz <= 60):
+            raise ValueError(f"refresh_hz must be within [1, 60], got {self.refresh_hz!r}")
+        if not self.stale_after_s > 0:
+            raise ValueError(f"stale_after_s must be > 0, got {self.stale_after_s!r}")
+        if self.event_log_lines < 1:
+            raise ValueError(f"event_log_lines must be >= 1, got {self.event_log_lines!r}")
+        known = {binding.id for binding in CONSOLE_BINDINGS}
+        unknown = sorted(set(self.keymap) - known)
+        if unknown:
+            raise ValueError(f"keymap names unknown bindings {unknown}; known: {sorted(known)}")
+        for binding_id, keys in self.keymap.items():
+            if not keys.strip():
+                raise ValueError(f"keymap gives {binding_id} no key")
+
+
+def _exposure(trading: TradingView) -> str:
+    positions = [p for p in trading.positions if p.size != 0]
+    parts = [f"{p.symbol} {p.size:+g}" for p in positions]
+    orders = trading.open_orders
+    if orders:
+        parts.append(f"{orders} order{'s' if orders != 1 else ''}")
+    return ", ".join(parts) or "nothing"
+
+
+class HftConsoleApp(App[None]):
+    CSS_PATH: ClassVar[list[str | PurePath]] = ["../styles/console.tcss", "../styles/dialogs.tcss"]
+    TITLE = "hft-console"
+    ENABLE_COMMAND_PALETTE = False
+    BINDINGS: ClassVar[list[BindingType]] = list(CONSOLE_BINDINGS)
+
+    def __init__(
+        self,
+        handle: EngineHandle,
+        config: ConsoleConfig | None = None,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        super().__init__()
+        self.handle = handle
+        self.config = config or ConsoleConfig()
+        self._clock = clock
+        self._snapshot: ConsoleSnapshot | None = None
+        self._last_event_id = -1
+        self._snapshot_moved_at = clock()
+        self._poll_error = ""
+        self._symbol_index = 0
+        self._pane_index = 0
+        self._compact = False
+        self._commands = ThreadPoolExecutor(1, thread_name_prefix="console-command")
+        self._kill_lane = ThreadPoolExecutor(1, thread_name_prefix="console-kill")
+        self._footer = Footer()
+        # Held here: queries run against the screen on top, which may be a dialog.
+        secondary = "pane secondary"
+        self._status = StatusPane("status", id="status", classes="pane")
+        self._depth = DepthPane("depth", id="depth", classes="pane")
+        self._imbalance = ImbalancePane("imbalance", id="imbalance", classes=secondary)
+        self._latency = LatencyPane("latency", id="latency", classes=secondary)
+        self._vram = VramPane("VRAM", id="vram", classes=secondary)
+        self._verdicts = VerdictsPane("Laya verdicts", id="verdicts", classes=secondary)
+        self._kev = KevPane("Kev decisions", id="kev", classes=secondary)
+        self._orders = OrdersPane("orders and fills", id="orders", classes=secondary)
+        self._events = EventsPane(
+            "events", self.config.event_log_lines, id="events", classes=secondary
+        )
+        # The panes the compact layout shows one at a time beside the ladder, in `v` order.
+        self._secondary = {
+            "verdicts": self._verdicts,
+            "latency": self._latency,
+            "kev": self._kev,
+            "vram": self._vram,
+            "imbalance": self._imbalance,
+            "orders": self._orders,
+            "events": self._events,
+        }
+
+    def compose(self) -> ComposeResult:
+        yield self._status
+        with Container(id="panes"):
+            yield self._depth
+            yield self._imbalance
+            yield self._latency
+            yield self._vram
+            yield self._verdicts
+            yield self._kev
+            yield self._orders
+            yield self._events
+        yield self._footer
+
+    def on_mount(self) -> None:
+        if self.config.keymap:
+            self.set_keymap(dict(self.config.keymap))
+        self._apply_layout(self.size.width, self.size.height)
+        self.poll()
+        self.set_interval(1 / self.config.refresh_hz, self.poll)
+
+    def on_unmount(self) -> None:
+        self._commands.shutdown(wait=False)
+        self._kill_lane.shutdown(wait=False)
+
+    def on_resize(self, event: events.Resize) -> None:
+        self._apply_layout(event.size.width, event.size.height)
+
+    # Polling
+
+    def poll(self) -> None:
+        """Read the latest snapshot and events and hand them to the panes."""
+        try:
+            snapshot = self.handle.snapshot()
+            events_read, missed = self.handle.events_since(self._last_event_id)
+        except Exception as error:  # a broken engine must not take the console down with it
+            self._set_problem(f"engine not answering: {type(error).__name__}: {error}", alert=True)
+            return
+        now = self._clock()
+        previous = self._snapshot
+        if previous is None or snapshot.at_ns != previous.at_ns:
+            self._snapshot_moved_at = now
+        still = now - self._snapshot_moved_at
+        stale = still > self.config.stale_after_s
+        self._set_problem(f"no new snapshot for {still:.0f} s" if stale else "")
+        if snapshot is not previous:
+            self._snapshot = snapshot
+            with self.batch_update():
+                self._show(snapshot)
+        if events_read or missed:
+            self._events.add(events_read, missed)
+            if events_read:
+                self._last_event_id = events_read[-1].event_id
+
+    def _set_problem(self, problem: str, alert: bool = False) -> None:
+        if alert and problem != self._poll_error:
+            self.notify(problem, severity="error", timeout=10)
+        self._poll_error = problem
+        self._status.problem = problem
+
+    def _show(self, snapshot: ConsoleSnapshot) -> None:
+        self._status.view = snapshot.status
+        symbol = self._symbol(snapshot)
+        self._depth.view = next((view for view in snapshot.depth if view.symbol == symbol), None)
+        self._imbalance.view = next(
+            (view for view in snapshot.imbalance if view.symbol == symbol), None
+        )
+        self._verdicts.view = snapshot.verdicts
+        self._latency.view = snapshot.latency
+        self._vram.view = snapshot.vram
+        self._kev.view = snapshot.kev_decisions
+        self._orders.view = (snapshot.orders, snapshot.fills)
+
+    def _symbol(self, snapshot: ConsoleSnapshot) -> str | None:
+        symbols = [view.symbol for view in snapshot.depth]
+        if not symbols:
+            return None
+        return symbols[self._symbol_index % len(symbols)]
+
+    # Layout
+
+    def _apply_layout(self, width: int, height: int) -> None:
+        full_width, full_height = self.config.full_layout_size
+        compact = width < full_width or height < full_height
+        if compact != self._compact:
+            self._compact = compact
+            self.set_class(compact, "-compact")
+            self._footer.compact = compact
+            self.refresh_bindings()
+        self._mark_shown_pane()
+
+    def _mark_shown_pane(self) -> None:
+        shown = list(self._secondary)[self._pane_index % len(self._secondary)]
+        for pane_id, pane in self._secondary.items():
+            pane.set_class(pane_id == shown, "-shown")
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "next_pane":
+            return self._compact
+        if action == "next_symbol":
+            return self._snapshot is None or len(self._snapshot.depth) > 1
+        return True
+
+    # Keys
+
+    def _dialog_open(self) -> bool:
+        return len(self.screen_stack) > 1
+
+    def _trading(self) -> TradingView | None:
+        if self._snapshot is None:
+            self.notify("No engine snapshot yet.", severity="warning")
+            return None
+        return self._snapshot.status.trading
+
+    def action_pause_resume(self) -> None:
+        trading = self._trading()
+        if trading is None:
+            return
+        if trading.state is TradingState.HALTED:
+            self.notify("Halted: the kill switch is latched. Re-arm with a.", severity="warning")
+        elif trading.state is TradingState.PAUSED:
+            self._send("resume", self.handle.resume)
+        else:
+            self._send("pause", self.handle.pause)
+
+    def action_flatten(self) -> None:
+        trading = self._trading()
+        if trading is None or self._dialog_open():
+            return
+
+        def answered(confirmed: bool | None) -> None:
+            if confirmed:
+                self._send("flatten", self.handle.flatten)
+
+        self.push_screen(
+            ConfirmScreen(
+                "Flatten everything?",
+                f"Cancels every order and closes every position. Open: {_exposure(trading)}.",
+            ),
+            answered,
+        )
+
+    def action_kill(self) -> None:
+        self._send("KILL", self.handle.kill, urgent=True)
+
+    def action_rearm(self) -> None:
+        trading = self._trading()
+        if trading is None or self._dialog_open():
+            return
+        if trading.state is not TradingState.HALTED:
+            self.notify("Not halted: there is nothing to re-arm.", severity="warning")
+            return
+
+        def typed(phrase: str | None) -> None:
+            if phrase is not None:
+                self._send("re-arm", lambda: self.handle.rearm(phrase))
+
+        self.push_screen(RearmScreen(trading.rearm_phrase), typed)
+
+    def action_overrides(self) -> None:
+        trading = self._trading()
+        if trading is None or self._dialog_open():
+            return
+
+        def chosen(overrides: RiskOverrides | None) -> None:
+            if overrides is not None:
+                self._send("risk overrides", lambda: self.handle.apply_overrides(overrides))
+
+        self.push_screen(OverridesScreen(trading.overrides, trading.bounds), chosen)
+
+    async def action_quit(self) -> None:
+        if self._dialog_open():
+            return
+        trading = self._snapshot.status.trading if self._snapshot is not None else None
+        if trading is None or not trading.exposed:
+            self._shut_down(ShutdownPolicy.FLATTEN)
+            return
+
+        def chosen(policy: ShutdownPolicy | None) -> None:
+            if policy is not None:
+                self._shut_down(policy)
+
+        self.push_screen(QuitScreen(_exposure(trading)), chosen)
+
+    def action_help(self) -> None:
+        if self._dialog_open():
+            return
+        keymap = self.config.keymap
+        keys = [
+            (
+                self.get_key_display(replace(binding, key=keymap.get(binding.id, binding.key))),
+                binding.tooltip,
+            )
+            for binding in CONSOLE_BINDINGS
+        ]
+        self.push_screen(HelpScreen(keys))
+
+    def action_next_pane(self) -> None:
+        self._pane_index += 1
+        self._mark_shown_pane()
+
+    def action_next_symbol(self) -> None:
+        self._symbol_index += 1
+        if self._snapshot is not None:
+            self._show(self._snapshot)
+
+    # Commands
+
+    def _shut_down(self, policy: ShutdownPolicy) -> None:
+        self.notify(f"Shutting down ({policy.value})…")
+
+        def done(result: CommandResult) -> None:
+            if result.ok:
+                self.exit()
+
+        self._send("shutdown", lambda: self.handle.shutdown(policy), then=done)
+
+    def _send(
+        self,
+        label: str,
+        command: Callable[[], CommandResult],
+        *,
+        urgent: bool = False,
+        then: Callable[[CommandResult], None] | None = None,
+    ) -> None:
+        lane = self._kill_lane if urgent else self._commands
+        self.run_worker(
+            self._finish(label, lane.submit(command), then),
+            group="commands",
+            exit_on_error=False,
+        )
+
+    async def _finish(
+        self,
+        label: str,
+        future: Future[CommandResult],
+        then: Callable[[CommandResult], None] | None,
+    ) -> None:
+        try:
+            result = await asyncio.wrap_future(future)
+        except Exception as error:  # the engine side failed: say so, keep the console
+            result = CommandResult(False, f"failed: {type(error).__name__}: {error}")
+        self.notify(
+            f"{label}: {result.message}",
+            severity="information" if result.ok else "error",
+            timeout=6 if result.ok else 12,
+        )
+        if then is not None:
+            then(result)

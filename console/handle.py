@@ -1,0 +1,67 @@
+"""The one interface between the console and the engine it watches.
+
+The App polls `snapshot()` and `events_since()` on its own loop, so both must return at once
+(hand over the latest published objects; never wait on the engine loop). Commands may block
+until the engine has acted; the App calls them from a worker thread, one at a time in the order
+the operator gave them, except `kill`, which has a thread of its own and so may arrive while
+another command is still running. An exception from a command is shown as a failure.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Sequence
+from typing import NamedTuple, Protocol
+
+from console.view import ConsoleEvent, ConsoleSnapshot, RiskOverrides
+
+
+class CommandResult(NamedTuple):
+    """`ok` False when the engine refused; `message` says what happened or why not."""
+
+    ok: bool
+    message: str
+
+
+class ShutdownPolicy(enum.StrEnum):
+    """What stopping the engine does with open positions and resting orders.
+
+    FLATTEN (the default, also for SIGHUP and SIGTERM): halt, cancel every order, close every
+    position, then stop. KEEP: stop the engine and leave orders and positions as they are.
+    """
+
+    FLATTEN = "flatten"
+    KEEP = "keep"
+
+
+class EngineHandle(Protocol):
+    def snapshot(self) -> ConsoleSnapshot:
+        """The latest published snapshot, without waiting."""
+        ...
+
+    def events_since(self, last_id: int) -> tuple[Sequence[ConsoleEvent], int]:
+        """Events with `event_id > last_id`, oldest first, and how many of those are no longer
+        held (dropped by the bounded log before the console read them). Pass -1 first."""
+        ...
+
+    def pause(self) -> CommandResult: ...
+
+    def resume(self) -> CommandResult: ...
+
+    def flatten(self) -> CommandResult: ...
+
+    def kill(self) -> CommandResult:
+        """The kill switch: HALTED, latched until `rearm`; cancels everything and flattens."""
+        ...
+
+    def rearm(self, confirmation: str) -> CommandResult:
+        """Release the kill switch; `confirmation` is the phrase the operator typed."""
+        ...
+
+    def apply_overrides(self, overrides: RiskOverrides) -> CommandResult:
+        """Apply every value at once, or none (and say which one was refused)."""
+        ...
+
+    def shutdown(self, policy: ShutdownPolicy) -> CommandResult:
+        """Stop the engine as `policy` says; ok only once it is done."""
+        ...

@@ -1,0 +1,156 @@
+"""The risk override form: every limit at once, checked here against the engine's hard bounds
+before anything is sent, applied by the engine as a whole or not at all."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import ClassVar
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Grid, Vertical
+from textual.widgets import Input, Label, Static
+
+from console.screens.dialog import DialogScreen
+from console.view import RiskOverrides
+from engine.risk.limits import OverrideBounds
+
+
+def _number(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError
+    return value
+
+
+def _integer(text: str) -> int:
+    return int(text)
+
+
+def _shown(value: float) -> str:
+    """Every digit of the value in force, so applying an untouched form changes nothing."""
+    number = float(value)
+    return str(int(number)) if number.is_integer() else repr(number)
+
+
+class OverridesScreen(DialogScreen[RiskOverrides | None]):
+    """Prefilled with the limits in force. Enter (or ctrl+s) applies; escape cancels. Dismisses
+    with the new overrides, or None when cancelled or nothing changed."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "cancel", "Cancel", id="overrides.cancel"),
+        Binding("ctrl+s", "apply", "Apply", id="overrides.apply"),
+    ]
+
+    def __init__(self, current: RiskOverrides, bounds: OverrideBounds) -> None:
+        super().__init__()
+        self._current = current
+        self._bounds = bounds
+        # (input id, label, ceiling text, parser, current value)
+        self._fields: list[tuple[str, str, str, Callable[[str], float], float]] = [
+            (
+                f"max-position-{symbol}",
+                f"max position {symbol}",
+                f"<= {bounds.max_position.get(symbol, math.inf):g}",
+                _number,
+                size,
+            )
+            for symbol, size in current.max_position.items()
+        ]
+        self._fields += [
+            (
+                "max-net-delta",
+                "max net delta USDT",
+                f"<= {bounds.max_net_delta:g}",
+                _number,
+                current.max_net_delta,
+            ),
+            (
+                "max-slippage",
+                "max slippage bps",
+                f"<= {bounds.max_slippage_bps:g}",
+                _number,
+                current.max_slippage_bps,
+            ),
+            (
+                "orders-per-second",
+                "orders per second",
+                f"1..{bounds.max_orders_per_second}",
+                _integer,
+                current.orders_per_second,
+            ),
+            (
+                "orders-per-minute",
+                "orders per minute",
+                f"1..{bounds.max_orders_per_minute}",
+                _integer,
+                current.orders_per_minute,
+            ),
+            ("risk-scale", "risk scale", "0..1", _number, current.risk_scale),
+        ]
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog overrides"):
+            yield Static("Risk overrides", classes="dialog-title")
+            with Grid(classes="override-grid"):
+                for field_id, label, ceiling, parser, value in self._fields:
+                    yield Label(label)
+                    yield Input(
+                        _shown(value),
+                        id=field_id,
+                        type="integer" if parser is _integer else "number",
+                        select_on_focus=True,
+                    )
+                    yield Label(ceiling, classes="override-bound")
+            yield Static("", id="overrides-error", classes="dialog-error")
+            yield Static(
+                "tab  next field      enter / ctrl+s  apply all      esc  cancel",
+                classes="dialog-keys",
+            )
+
+    @on(Input.Submitted)
+    def submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        self.action_apply()
+
+    def action_apply(self) -> None:
+        values: dict[str, float] = {}
+        problems: list[str] = []
+        for field_id, label, _, parser, _ in self._fields:
+            text = self.query_one(f"#{field_id}", Input).value.strip()
+            try:
+                values[field_id] = parser(text)
+            except ValueError:
+                kind = "a whole number" if parser is _integer else "a number"
+                problems.append(f"{label}: {text!r} is not {kind}")
+        overrides = None
+        if not problems:
+            try:
+                overrides = RiskOverrides(
+                    max_position={
+                        symbol: values[f"max-position-{symbol}"]
+                        for symbol in self._current.max_position
+                    },
+                    max_net_delta=values["max-net-delta"],
+                    max_slippage_bps=values["max-slippage"],
+                    orders_per_second=int(values["orders-per-second"]),
+                    orders_per_minute=int(values["orders-per-minute"]),
+                    risk_scale=values["risk-scale"],
+                )
+            except ValueError as error:
+                problems.append(str(error))
+        if overrides is not None:
+            problems += overrides.beyond(self._bounds)
+        if problems:
+            self.query_one("#overrides-error", Static).update("\n".join(problems))
+            return
+        if overrides == self._current:
+            self.notify("Risk limits unchanged.")
+            self.dismiss(None)
+            return
+        self.dismiss(overrides)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)

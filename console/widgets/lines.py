@@ -1,0 +1,94 @@
+"""`LinePane`: a pane drawn as rows of text that redraws only the rows that changed.
+
+The console runs over SSH, often a slow link, at 20 snapshots a second. A pane receives a
+frozen view through its `view` var; an equal view does nothing, a different one is turned
+into rows, and only rows whose rendering differs from what is on screen are sent again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Generic, TypeVar
+
+from rich.style import Style
+from rich.text import Text
+from textual.geometry import Region
+from textual.reactive import var
+from textual.strip import Strip
+from textual.widget import Widget
+
+ViewT = TypeVar("ViewT")
+
+
+def fit(parts: Sequence[tuple[int, Text]], width: int, separator: str = "  ") -> Text:
+    """Join the parts that fit in `width`, dropping the least important first (the highest
+    priority number; among equals, the last). Empty parts are skipped."""
+    kept = [(rank, index, text) for index, (rank, text) in enumerate(parts) if text.cell_len]
+
+    def length() -> int:
+        return sum(text.cell_len for _, _, text in kept) + len(separator) * (len(kept) - 1)
+
+    while len(kept) > 1 and length() > width:
+        kept.remove(max(kept, key=lambda item: (item[0], item[1])))
+    return Text(separator).join(text for _, _, text in kept)
+
+
+class LinePane(Widget, Generic[ViewT]):
+    """Subclasses implement `rows(view, width, height)`; the component classes they declare
+    are styled in styles/*.tcss and read with `style(name)`."""
+
+    view: var[ViewT | None] = var(None)
+    waiting_text = "waiting for the engine"
+
+    def __init__(self, title: str, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self.border_title = title
+        self._strips: list[Strip] = []
+
+    def rows(self, view: ViewT, width: int, height: int) -> list[Text]:
+        raise NotImplementedError
+
+    def title(self, view: ViewT) -> str | None:
+        """A border title that follows the view (e.g. its symbol); None keeps the fixed one."""
+        return None
+
+    def style(self, component: str) -> Style:
+        return self.get_component_rich_style(component, partial=True)
+
+    def watch_view(self, view: ViewT | None) -> None:
+        title = None if view is None else self.title(view)
+        if title is not None and title != self.border_title:
+            self.border_title = title
+        self.redraw()
+
+    def on_resize(self) -> None:
+        self.redraw(everything=True)
+
+    def on_show(self) -> None:
+        self.redraw(everything=True)
+
+    def redraw(self, everything: bool = False) -> None:
+        width, height = self.size
+        if width <= 0 or height <= 0 or not self.display:
+            return  # drawn when it is shown again
+        base = self.rich_style
+        view = self.view
+        lines = [Text(self.waiting_text)] if view is None else self.rows(view, width, height)
+        strips = [self._strip(line, width, base) for line in lines[:height]]
+        strips.extend([Strip.blank(width, base)] * (height - len(strips)))
+        previous, self._strips = self._strips, strips
+        if everything or len(previous) != height or previous[0].cell_length != width:
+            self.refresh()
+            return
+        for y, (old, new) in enumerate(zip(previous, strips, strict=True)):
+            if old != new:
+                self.refresh(Region(0, y, width, 1))
+
+    def render_line(self, y: int) -> Strip:
+        if y < len(self._strips):
+            return self._strips[y]
+        return Strip.blank(self.size.width, self.rich_style)
+
+    def _strip(self, line: Text, width: int, base: Style) -> Strip:
+        line.truncate(width, overflow="ellipsis", pad=True)
+        return Strip(line.render(self.app.console, end=""), width).apply_style(base)

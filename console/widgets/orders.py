@@ -1,0 +1,60 @@
+"""Open orders and the latest fills."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from rich.text import Text
+
+from console.widgets import format as fmt
+from console.widgets.lines import LinePane
+from engine.bitget.orders import OrderSide
+from engine.exchange.private_events import FillUpdate, OrderUpdate
+
+_WIDE = 60
+"""From this many cells, fills show the fee and times the milliseconds."""
+
+OrdersView = tuple[tuple[OrderUpdate, ...], tuple[FillUpdate, ...]]
+"""The snapshot's open orders and recent fills."""
+
+
+class OrdersPane(LinePane[OrdersView]):
+    """Open orders first (newest first, up to half the height when fills are waiting), then
+    fills, newest first."""
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = {"orders--buy", "orders--sell", "orders--label"}
+
+    def rows(self, view: OrdersView, width: int, height: int) -> list[Text]:
+        orders, fills = view
+        wide = width >= _WIDE
+        lines = [Text(f"open orders {len(orders)}", self.style("orders--label"))]
+        room = max(1, (height - 2) // 2) if fills else height - 1
+        for order in sorted(orders, key=lambda item: item.updated_ms, reverse=True)[:room]:
+            row = Text(f"{order.symbol:<8} ")
+            row.append(f"{order.side.value:<4} ", self._side(order.side))
+            limit = "market" if order.price is None else f"{order.price:,}"
+            row.append(f"{order.size:g} @ {limit} ")
+            if order.filled_size:
+                status = f"filled {order.filled_size:g}" if wide else f"+{order.filled_size:g}"
+            else:
+                status = order.status.value
+            if order.reduce_only:
+                status += " reduce-only" if wide else " R"
+            row.append(status, self.style("orders--label"))
+            lines.append(row)
+        lines.append(Text(f"fills {len(fills)}", self.style("orders--label")))
+        for fill in reversed(fills):
+            stamp = fmt.clock_ms(fill.filled_ms)
+            row = Text(f"{stamp if wide else stamp[:8]} {fill.symbol:<8} ")
+            row.append(f"{fill.side.value:<4} ", self._side(fill.side))
+            row.append(f"{fill.size:g} @ {fill.price:,} ")
+            if wide:
+                row.append(f"fee {fill.fee:+.4f} ")
+                row.append("maker" if fill.maker else "taker", self.style("orders--label"))
+            else:
+                row.append("M" if fill.maker else "T", self.style("orders--label"))
+            lines.append(row)
+        return lines
+
+    def _side(self, side: OrderSide):
+        return self.style("orders--buy" if side is OrderSide.BUY else "orders--sell")

@@ -1,0 +1,149 @@
+"""The status pane: mode, feeds, trading state, exposure and PnL, Laya and Kev at a glance."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from rich.text import Text
+from textual.reactive import var
+
+from console.view import FeedView, KevState, Mode, StatusView
+from console.widgets import format as fmt
+from console.widgets.lines import LinePane, fit
+from engine.feed.events import FeedState
+from engine.risk.events import TradingState
+
+_STATE_STYLE = {
+    TradingState.ACTIVE: "status--good",
+    TradingState.PAUSED: "status--warning",
+    TradingState.REDUCING: "status--warning",
+    TradingState.HALTED: "status--bad",
+}
+_FEED_STYLE = {
+    FeedState.LIVE: "status--good",
+    FeedState.STALE: "status--warning",
+    FeedState.CONNECTING: "status--warning",
+    FeedState.RECONNECTING: "status--warning",
+    FeedState.FAILED: "status--bad",
+    FeedState.STOPPED: "status--bad",
+}
+_KEV_STYLE = {
+    KevState.ONLINE: "status--good",
+    KevState.BUSY: "status--warning",
+    KevState.OFFLINE: "status--bad",
+}
+
+
+class StatusPane(LinePane[StatusView]):
+    """Three rows: mode, state and money; feeds and the two AIs; positions. On a narrow
+    terminal the details go first, the mode, state, PnL and feeds last. `problem` is set by the
+    App when the engine stopped answering or publishing: what is on screen is stale."""
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
+        "status--mode",
+        "status--live",
+        "status--problem",
+        "status--label",
+        "status--good",
+        "status--warning",
+        "status--bad",
+        "status--profit",
+        "status--loss",
+    }
+
+    problem: var[str] = var("")
+
+    def watch_problem(self) -> None:
+        self.redraw()
+
+    def rows(self, view: StatusView, width: int, height: int) -> list[Text]:
+        return [
+            fit(self._state_parts(view), width, " │ "),
+            fit(self._systems_parts(view), width, " │ "),
+            fit(self._position_parts(view), width, " │ "),
+        ]
+
+    def _label(self, text: str) -> Text:
+        return Text(text, self.style("status--label"))
+
+    def _money(self, label: str, value: float) -> Text:
+        text = self._label(label)
+        text.append(
+            fmt.money(value), self.style("status--profit" if value >= 0 else "status--loss")
+        )
+        return text
+
+    def _state_parts(self, view: StatusView) -> list[tuple[int, Text]]:
+        trading = view.trading
+        parts: list[tuple[int, Text]] = []
+        if self.problem:
+            parts.append((0, Text(f" STALE: {self.problem} ", self.style("status--problem"))))
+        badge = Text(
+            f" {view.mode.value} ",
+            self.style("status--live" if view.mode is Mode.LIVE else "status--mode"),
+        )
+        badge.append(" ")
+        badge.append(trading.state.name, self.style(_STATE_STYLE[trading.state]))
+        if trading.flattening:
+            badge.append(" flattening", self.style("status--warning"))
+        parts.append((0, badge))
+        if trading.reason:
+            parts.append((3, self._label(trading.reason)))
+        pnl = trading.pnl
+        parts.append((1, self._money("day ", pnl.daily)))
+        details = self._money("real ", pnl.realized)
+        details.append("  ")
+        details.append_text(self._money("unreal ", pnl.unrealized))
+        details.append("  ")
+        details.append_text(self._money("fees ", -pnl.fees))
+        parts.append((4, details))
+        delta = self._label("net Δ ")
+        near_limit = abs(trading.net_delta) > 0.8 * trading.max_net_delta
+        delta.append(
+            f"{trading.net_delta:+,.0f}",
+            self.style("status--warning" if near_limit else "status--good"),
+        )
+        delta.append_text(self._label(f" / {trading.max_net_delta:,.0f} USDT"))
+        parts.append((2, delta))
+        return parts
+
+    def _systems_parts(self, view: StatusView) -> list[tuple[int, Text]]:
+        parts = [
+            (0 if index == 0 else 1, self._feed(feed)) for index, feed in enumerate(view.feeds)
+        ]
+        laya = self._label("Laya ")
+        provider = view.laya.provider.removesuffix("ExecutionProvider")
+        laya.append(provider, self.style("status--good" if provider == "CUDA" else "status--label"))
+        parts.append((2, laya))
+        parts.append((5, self._label(view.laya.model_version)))
+        kev = view.kev
+        status = self._label("Kev ")
+        status.append(kev.state.value, self.style(_KEV_STYLE[kev.state]))
+        if kev.last_latency_ms is not None:
+            status.append(f" {fmt.duration_ms(kev.last_latency_ms)}")
+        parts.append((2, status))
+        parts.append((4, self._label(kev.model)))
+        if kev.detail:
+            parts.append((3, self._label(kev.detail)))
+        return parts
+
+    def _feed(self, feed: FeedView) -> Text:
+        text = Text(f"{feed.symbol} ")
+        text.append(feed.state.value, self.style(_FEED_STYLE[feed.state]))
+        text.append(f" {feed.frames_per_s:,.1f}/s {fmt.age_ms(feed.last_frame_age_ms)}")
+        return text
+
+    def _position_parts(self, view: StatusView) -> list[tuple[int, Text]]:
+        trading = view.trading
+        parts: list[tuple[int, Text]] = []
+        for position in trading.positions:
+            if position.size == 0:
+                continue
+            text = Text(f"{position.symbol} {position.size:+g} @ {position.entry_price:,.2f} ")
+            text.append_text(self._money("", position.unrealized_pnl))
+            parts.append((0, text))
+        if not parts:
+            parts.append((0, self._label("flat")))
+        orders = trading.open_orders
+        parts.append((1, Text(f"{orders} open order{'' if orders == 1 else 's'}")))
+        return parts

@@ -1,0 +1,406 @@
+"""Every key of the console against `FakeEngineHandle`: the right command, the right dialog,
+and input checked before anything is sent."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import replace
+
+import pytest
+from console_scenarios import OVERRIDES, FakeEngineHandle
+from textual.widgets import Input, Static
+
+from console.app import ConsoleConfig, HftConsoleApp
+from console.handle import CommandResult, ShutdownPolicy
+from console.screens.confirm import ConfirmScreen
+from console.screens.help import HelpScreen
+from console.screens.overrides import OverridesScreen
+from console.screens.quit import QuitScreen
+from console.screens.rearm import RearmScreen
+from console.view import RiskOverrides
+from engine.risk.events import TradingState
+
+SIZE = (80, 24)
+"""The compact layout: the keys are the same, and it draws less, so the tests run faster."""
+
+
+def console(handle: FakeEngineHandle, **config) -> HftConsoleApp:
+    return HftConsoleApp(handle, ConsoleConfig(**config), clock=lambda: 0.0)
+
+
+async def settle(app: HftConsoleApp, pilot) -> None:
+    """Let sent commands finish and their answers reach the screen."""
+    await app.workers.wait_for_complete()
+    await pilot.pause()
+
+
+def notices(app: HftConsoleApp) -> list[str]:
+    return [notification.message for notification in app._notifications]
+
+
+async def test_p_pauses_an_active_engine():
+    handle = FakeEngineHandle()
+    app = console(handle)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("p")
+        await settle(app, pilot)
+    assert handle.commands == [("pause",)]
+
+
+async def test_p_resumes_a_paused_engine():
+    handle = FakeEngineHandle()
+    handle.set_state(TradingState.PAUSED)
+    app = console(handle)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("p")
+        await settle(app, pilot)
+    assert handle.commands == [("resume",)]
+
+
+async def test_p_when_halted_sends_nothing_and_points_to_re_arm():
+    handle = FakeEngineHandle()
+    handle.set_state(TradingState.HALTED)
+    app = console(handle)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("p")
+        await settle(app, pilot)
+        assert any("Re-arm with a" in text for text in notices(app))
+    assert handle.commands == []
+
+
+async def test_f_asks_first_and_n_sends_nothing():
+    handle = FakeEngineHandle()
+    app = console(handle)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("f")
+        await pilot.pause()
+        assert isinstance(app.screen, ConfirmScreen)
+        await pilot.press("n")
+        await settle(app, pilot)
+        assert not isinstance(app.screen, ConfirmScreen)
+    assert handle.commands == []
+
+
+async def test_f_then_y_flattens():
+    handle = FakeEngineHandle()
+    app = console(handle)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("f", "y")
+        await settle(app, pilot)
+    assert handle.commands == [("flatten",)]
+
+
+async def test_k_kills_at_once_without_a_dialog():
+    handle = FakeEngineHandle()
+    app = console(handle)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("k")
+        await settle(app, pilot)
+        assert app.screen is app.screen_stack[0]
+    assert handle.commands == [("kill",)]
+
+
+async def test_k_kills_from_inside_a_confirmation_dialog():
+    handle = FakeEngineHandle()
+    app = console(handle)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("f")
+        await pilot.pause()
+        assert isinstance(app.screen, ConfirmScreen)
+        await pilot.press("k")
+        await settle(app, pilot)
+    assert handle.commands == [("kill",)]
+
+
+async def test_kill_does_not_wait_behind_a_command_the_engine_is_still_doing():
+    pause_gate = threading.Event()
+    handle = FakeEngineHandle(gates={"pause": pause_gate})
+    app = console(handle)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("p")
+        await pilot.press("k")
+        for _ in range(200):
+            if ("kill",) in handle.commands:
+                break
+            await pilot.pause(0.01)
+        killed_while_pausing = handle.commands == [("pause",), ("kill",)]
+        pause_gate.set()
+        await settle(app, pilot)
+    assert killed_while_pausing
+
+
+async def test_ordinary_commands_run_in_the_order_given():
+    pause_gate = threading.Event()
+    handle = FakeEngineHandle(gates={"pause": pause_gate})
+    app = console(handle)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("p", "f", "y")
+        await pilot.pause(0.05)
+        assert handle.commands == [("pause",)]
+        pause_gate.set()
+        await settle(app, pilot)
+    assert handle.commands == [("pause",), ("flatten",)]
+
+
+async def test_a_refused_command_is_reported_as_an_error():
+    handle = FakeEngineHandle(results={"pause": CommandResult(False, "halted is latched")})
+    app = console(handle)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("p")
+        await settle(app, pilot)
+        assert "pause: halted is latched" in notices(app)
+
+
+async def test_a_rearm_needs_the_phrase_typed_exactly():
+    handle = FakeEngineHandle()
+    handle.set_state(TradingState.HALTED)
+    app = console(handle)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("a")
+        await pilot.pause()
+        assert isinstance(app.screen, RearmScreen)
+        await pilot.press(*"rearm", "enter")
+        await pilot.pause()
+        assert isinstance(app.screen, RearmScreen)
+        error = app.screen.query_one("#rearm-error", Static)
+        assert "type it exactly" in str(error.render())
+        assert handle.commands == []
+        await pilot.press(*"REARM", "enter")
+        await settle(app, pilot)
+        assert not isinstance(app.screen, RearmScreen)
+    assert handle.commands == [("rearm", "REARM")]
+
+
+async def test_a_when_not_halted_opens_nothing():
+    handle = FakeEngineHandle()
+    app = console(handle)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("a")
+        await settle(app, pilot)
+        assert app.screen is app.screen_stack[0]
+    assert handle.commands == []
+
+
+async def test_escape_leaves_the_rearm_dialog_without_a_command():
+    handle = FakeEngineHandle()
+    handle.set_state(TradingState.HALTED)
+    app = console(handle)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("a", *"REA", "escape")
+        await settle(app, pilot)
+        assert app.screen is app.screen_stack[0]
+    assert handle.commands == []
+
+
+async def fill_overrides(pilot, app: HftConsoleApp, values: dict[str, str]) -> None:
+    await pilot.press("r")
+    await pilot.pause()
+    assert isinstance(app.screen, OverridesScreen)
+    for field_id, text in values.items():
+        app.screen.query_one(f"#{field_id}", Input).value = text
+    await pilot.pause()
+
+
+async def test_r_applies_every_override_at_once():
+    handle = FakeEngineHandle()
+    app = console(handle)
+    async with app.run_test(size=SIZE) as pilot:
+        await fill_overrides(
+            pilot,
+            app,
+            {
+                "max-position-BTCUSDT": "0.01",
+                "max-net-delta": "1500",
+                "max-slippage": "7.5",
+                "orders-per-second": "4",
+                "orders-per-minute": "120",
+                "risk-scale": "0.5",
+            },
+        )
+        await pilot.press("enter")
+        await settle(app, pilot)
+    assert handle.commands == [
+        (
+            "apply_overrides",
+            RiskOverrides(
+                max_position={"BTCUSDT": 0.01, "ETHUSDT": 0.5},
+                max_net_delta=1500.0,
+                max_slippage_bps=7.5,
+                orders_per_second=4,
+                orders_per_minute=120,
+                risk_scale=0.5,
+            ),
+        )
+    ]
+
+
+BAD_OVERRIDES = (
+    ("risk-scale", "1.5", "risk scale must be [0, 1]"),
+    ("orders-per-second", "11", "orders per second: 11 is above the ceiling 10"),
+    ("max-position-ETHUSDT", "2", "max position ETHUSDT: 2 is above the ceiling 1"),
+    ("max-net-delta", "", "max net delta USDT: '' is not a number"),
+    ("max-slippage", "-1", "max slippage must be [0, 10000]"),
+    ("orders-per-minute", "0", "orders per minute must be an integer >= 1"),
+    ("max-net-delta", "inf", "max net delta USDT: 'inf' is not a number"),
+)
+
+
+async def test_r_refuses_each_bad_value_and_sends_nothing():
+    handle = FakeEngineHandle()
+    app = console(handle)
+    async with app.run_test(size=SIZE) as pilot:
+        await fill_overrides(pilot, app, {})
+        form = app.screen
+        for field_id, text, message in BAD_OVERRIDES:
+            field = form.query_one(f"#{field_id}", Input)
+            good = field.value
+            field.value = text
+            await pilot.press("enter")
+            await settle(app, pilot)
+            assert app.screen is form, field_id
+            assert message in str(form.query_one("#overrides-error", Static).render())
+            field.value = good
+    assert handle.commands == []
+
+
+async def test_r_with_nothing_changed_sends_nothing():
+    handle = FakeEngineHandle()
+    app = console(handle)
+    async with app.run_test(size=SIZE) as pilot:
+        await fill_overrides(pilot, app, {})
+        await pilot.press("ctrl+s")
+        await settle(app, pilot)
+        assert not isinstance(app.screen, OverridesScreen)
+        assert "Risk limits unchanged." in notices(app)
+    assert handle.commands == []
+
+
+async def test_an_untouched_form_keeps_every_digit_of_the_limits_in_force():
+    handle = FakeEngineHandle()
+    precise = replace(OVERRIDES, max_position={"BTCUSDT": 0.0123456789, "ETHUSDT": 0.5})
+    status = handle.current.status
+    trading = replace(status.trading, overrides=precise)
+    handle.current = replace(handle.current, status=replace(status, trading=trading))
+    app = console(handle)
+    async with app.run_test(size=SIZE) as pilot:
+        await fill_overrides(pilot, app, {})
+        assert app.screen.query_one("#max-position-BTCUSDT", Input).value == "0.0123456789"
+        await pilot.press("enter")
+        await settle(app, pilot)
+        assert "Risk limits unchanged." in notices(app)
+    assert handle.commands == []
+
+
+async def test_the_override_form_starts_from_the_limits_in_force():
+    handle = FakeEngineHandle()
+    app = console(handle)
+    async with app.run_test(size=SIZE) as pilot:
+        await fill_overrides(pilot, app, {})
+        form = app.screen
+        assert form.query_one("#max-position-BTCUSDT", Input).value == "0.02"
+        assert form.query_one("#orders-per-minute", Input).value == str(OVERRIDES.orders_per_minute)
+        await pilot.press("escape")
+        await settle(app, pilot)
+    assert handle.commands == []
+
+
+async def test_q_with_open_positions_asks_and_escape_stays():
+    handle = FakeEngineHandle()
+    app = console(handle)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("q")
+        await pilot.pause()
+        assert isinstance(app.screen, QuitScreen)
+        await pilot.press("escape")
+        await settle(app, pilot)
+        assert app.is_running and app.screen is app.screen_stack[0]
+    assert handle.commands == []
+
+
+@pytest.mark.parametrize(
+    ("key", "policy"), [("f", ShutdownPolicy.FLATTEN), ("l", ShutdownPolicy.KEEP)]
+)
+async def test_q_then_a_choice_shuts_down_with_that_policy_and_exits(key, policy):
+    handle = FakeEngineHandle()
+    app = console(handle)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("q", key)
+        await settle(app, pilot)
+        assert not app.is_running
+    assert handle.commands == [("shutdown", policy)]
+
+
+async def test_ctrl_q_goes_through_the_same_question():
+    handle = FakeEngineHandle()
+    app = console(handle)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("ctrl+q")
+        await pilot.pause()
+        assert isinstance(app.screen, QuitScreen)
+
+
+async def test_q_when_flat_shuts_down_and_exits_without_asking():
+    handle = FakeEngineHandle()
+    handle.set_state(TradingState.ACTIVE, exposed=False)
+    app = console(handle)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("q")
+        await settle(app, pilot)
+        assert not app.is_running
+    assert handle.commands == [("shutdown", ShutdownPolicy.FLATTEN)]
+
+
+async def test_a_refused_shutdown_keeps_the_console_open():
+    handle = FakeEngineHandle(results={"shutdown": CommandResult(False, "flatten timed out")})
+    handle.set_state(TradingState.ACTIVE, exposed=False)
+    app = console(handle)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("q")
+        await settle(app, pilot)
+        assert app.is_running
+        assert "shutdown: flatten timed out" in notices(app)
+
+
+async def test_a_failing_engine_call_is_reported_and_the_console_stays():
+    handle = FakeEngineHandle()
+    handle.kill = lambda: (_ for _ in ()).throw(ConnectionError("engine thread gone"))
+    app = console(handle)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("k")
+        await settle(app, pilot)
+        assert app.is_running
+        assert "KILL: failed: ConnectionError: engine thread gone" in notices(app)
+
+
+async def test_help_lists_every_key_with_the_keys_in_force():
+    handle = FakeEngineHandle()
+    app = console(handle, keymap={"console.kill": "K"})
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+        text = "\n".join(str(widget.render()) for widget in app.screen.query(Static))
+        assert "K  KILL SWITCH" in text
+        assert "halt, cancel all, flatten; latched until re-armed" in text
+        for fragment in ("pause trading", "flatten", "re-arm", "risk overrides", "quit"):
+            assert fragment in text
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.screen is app.screen_stack[0]
+
+
+async def test_a_keymap_moves_the_kill_switch():
+    handle = FakeEngineHandle()
+    app = console(handle, keymap={"console.kill": "K"})
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("k")
+        await settle(app, pilot)
+        assert handle.commands == []
+        await pilot.press("K")
+        await settle(app, pilot)
+    assert handle.commands == [("kill",)]
+
+
+def test_a_keymap_for_an_unknown_binding_is_refused():
+    with pytest.raises(ValueError, match="unknown bindings"):
+        ConsoleConfig(keymap={"console.nuke": "n"})

@@ -1,0 +1,180 @@
+"""What the console does with what the engine hands it: snapshots, events in order, a stale
+or failing engine, the two layouts and the symbol switch."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+from console_scenarios import AT_NS, FakeEngineHandle, fixed_events
+from textual.widgets import Footer
+
+from console.app import ConsoleConfig, HftConsoleApp
+from console.view import ConsoleEvent, EventKind, Severity
+from console.widgets.depth import DepthPane
+from console.widgets.events import EventsPane
+from console.widgets.imbalance import ImbalancePane
+from console.widgets.latency import LatencyPane
+from console.widgets.status import StatusPane
+
+
+class ManualClock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def console(handle: FakeEngineHandle, clock=lambda: 0.0, **config) -> HftConsoleApp:
+    return HftConsoleApp(handle, ConsoleConfig(**config), clock=clock)
+
+
+def log_text(app: HftConsoleApp) -> list[str]:
+    return [strip.text.rstrip() for strip in app.query_one(EventsPane).lines]
+
+
+async def test_events_are_shown_in_order_each_once_after_a_gap_line():
+    handle = FakeEngineHandle(events=list(fixed_events()), missed_before=3)
+    app = console(handle)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause()
+        first = log_text(app)
+        assert first[0] == "… 3 events were dropped before the console read them"
+        assert [line.split(maxsplit=2)[2] for line in first[1:]] == [
+            event.text for event in fixed_events()
+        ]
+        handle.events.append(
+            ConsoleEvent(7, AT_NS, EventKind.FILL, Severity.INFO, "ETHUSDT sell 0.2 @ 3,000.1")
+        )
+        app.poll()
+        app.poll()
+        await pilot.pause()
+        lines = log_text(app)
+    assert lines[:-1] == first
+    assert lines[-1].endswith("fill    ETHUSDT sell 0.2 @ 3,000.1")
+
+
+async def test_a_failing_engine_marks_the_screen_stale_and_the_console_keeps_running():
+    handle = FakeEngineHandle()
+    app = console(handle)
+    async with app.run_test(size=(160, 48)) as pilot:
+        handle.fail_snapshot = ConnectionError("engine thread gone")
+        app.poll()
+        await pilot.pause()
+        status = app.query_one(StatusPane)
+        assert status.problem == "engine not answering: ConnectionError: engine thread gone"
+        assert "STALE: engine not answering" in status.render_line(0).text
+        handle.fail_snapshot = None
+        app.poll()
+        await pilot.pause()
+        assert status.problem == ""
+        assert app.is_running
+
+
+async def test_a_snapshot_that_stops_moving_is_marked_stale():
+    clock = ManualClock()
+    handle = FakeEngineHandle()
+    app = console(handle, clock=clock, stale_after_s=3.0)
+    async with app.run_test(size=(160, 48)) as pilot:
+        status = app.query_one(StatusPane)
+        clock.now += 2.0
+        app.poll()
+        assert status.problem == ""
+        clock.now += 2.0
+        app.poll()
+        assert status.problem == "no new snapshot for 4 s"
+        handle.current = replace(handle.current, at_ns=AT_NS + 4_000_000_000)
+        app.poll()
+        await pilot.pause()
+        assert status.problem == ""
+
+
+async def test_an_unchanged_snapshot_is_not_drawn_again():
+    handle = FakeEngineHandle()
+    app = console(handle)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause()
+        depth = app.query_one(DepthPane)
+        shown = depth.view
+        handle.current = replace(handle.current, at_ns=AT_NS + 50_000_000)
+        app.poll()
+        await pilot.pause()
+        # A new snapshot object with an equal depth view: the pane keeps the one it has.
+        assert depth.view is shown
+
+
+async def test_the_compact_layout_shows_one_pane_beside_the_ladder_and_v_cycles():
+    app = console(FakeEngineHandle())
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        assert app.has_class("-compact")
+        shown = [pane.id for pane in app.query(".secondary") if pane.display]
+        assert shown == ["verdicts"]
+        assert app.query_one("#depth").display
+        await pilot.press("v")
+        await pilot.pause()
+        assert [pane.id for pane in app.query(".secondary") if pane.display] == ["latency"]
+        # Drawn on being shown, though its view arrived while it was hidden.
+        assert app.query_one(LatencyPane).render_line(0).text.startswith("stage")
+        assert app.query_one(Footer).compact
+
+
+async def test_the_full_layout_shows_every_pane_and_hides_the_pane_key():
+    app = console(FakeEngineHandle())
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause()
+        assert not app.has_class("-compact")
+        panes = list(app.query(".pane"))
+        assert len(panes) == 9
+        assert all(pane.display and pane.size.height > 0 for pane in panes)
+        assert app.check_action("next_pane", ()) is False
+
+
+@pytest.mark.parametrize("size", [(119, 48), (160, 39)])
+async def test_anything_below_the_full_size_is_compact(size):
+    app = console(FakeEngineHandle())
+    async with app.run_test(size=size) as pilot:
+        await pilot.pause()
+        assert app.has_class("-compact")
+
+
+async def test_a_terminal_resize_switches_the_layout():
+    app = console(FakeEngineHandle())
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.resize_terminal(80, 24)
+        await pilot.pause()
+        assert app.has_class("-compact")
+        await pilot.resize_terminal(160, 48)
+        await pilot.pause()
+        assert not app.has_class("-compact")
+
+
+async def test_s_shows_the_next_symbol_in_depth_and_imbalance():
+    app = console(FakeEngineHandle())
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause()
+        depth, imbalance = app.query_one(DepthPane), app.query_one(ImbalancePane)
+        assert depth.view.symbol == imbalance.view.symbol == "BTCUSDT"
+        await pilot.press("s")
+        await pilot.pause()
+        assert depth.view.symbol == imbalance.view.symbol == "ETHUSDT"
+        assert depth.border_title == "depth ETHUSDT"
+        await pilot.press("s")
+        await pilot.pause()
+        assert depth.view.symbol == "BTCUSDT"
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        ({"refresh_hz": 0.5}, "refresh_hz"),
+        ({"refresh_hz": 100}, "refresh_hz"),
+        ({"stale_after_s": 0}, "stale_after_s"),
+        ({"event_log_lines": 0}, "event_log_lines"),
+        ({"keymap": {"console.kill": " "}}, "no key"),
+    ],
+)
+def test_config_is_validated(config, message):
+    with pytest.raises(ValueError, match=message):
+        ConsoleConfig(**config)

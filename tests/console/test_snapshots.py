@@ -1,0 +1,100 @@
+"""Screenshots of every pane and of the whole console at 80x24 and 160x48, compared with the
+reviewed SVGs in __snapshots__/test_snapshots/. Fixed data, a frozen clock, no cursor blink.
+
+After a deliberate change to the drawing: `pytest tests/console/test_snapshots.py
+--snapshot-update`, then look at every changed SVG before committing it.
+"""
+
+from __future__ import annotations
+
+import pytest
+from console_scenarios import (
+    FakeEngineHandle,
+    PaneHost,
+    depth_view,
+    fixed_events,
+    fixed_snapshot,
+    imbalance_view,
+    kev_decisions,
+    latency_view,
+    status_view,
+    verdicts_view,
+    vram_view,
+)
+from textual.widgets import Input
+
+from console.app import ConsoleConfig, HftConsoleApp
+from console.view import Mode
+from console.widgets.depth import DepthPane
+from console.widgets.events import EventsPane
+from console.widgets.imbalance import ImbalancePane
+from console.widgets.kev import KevPane
+from console.widgets.latency import LatencyPane
+from console.widgets.orders import OrdersPane
+from console.widgets.status import StatusPane
+from console.widgets.verdicts import VerdictsPane
+from console.widgets.vram import VramPane
+from engine.risk.events import TradingState
+
+
+def console(state: TradingState = TradingState.ACTIVE, mode: Mode = Mode.SIM) -> HftConsoleApp:
+    handle = FakeEngineHandle(fixed_snapshot(state, mode), list(fixed_events()))
+    return HftConsoleApp(handle, ConsoleConfig(), clock=lambda: 0.0)
+
+
+def opening(keys: tuple[str, ...]):
+    """Press `keys`, then stop any text cursor blinking so the screenshot is stable."""
+
+    async def open_dialog(pilot) -> None:
+        await pilot.press(*keys)
+        await pilot.pause()
+        for field in pilot.app.screen.query(Input):
+            field.cursor_blink = False
+
+    return open_dialog
+
+
+PANES = {
+    "status": (lambda: StatusPane("status", classes="pane"), status_view, (160, 5)),
+    "depth": (lambda: DepthPane("depth", classes="pane"), depth_view, (46, 34)),
+    "imbalance": (
+        lambda: ImbalancePane("imbalance", classes="pane"),
+        imbalance_view,
+        (57, 16),
+    ),
+    "verdicts": (lambda: VerdictsPane("Laya verdicts", classes="pane"), verdicts_view, (57, 18)),
+    "latency": (lambda: LatencyPane("latency", classes="pane"), latency_view, (57, 11)),
+    "vram": (lambda: VramPane("VRAM", classes="pane"), vram_view, (57, 8)),
+    "vram_no_gpu": (
+        lambda: VramPane("VRAM", classes="pane"),
+        lambda: vram_view(available=False),
+        (57, 8),
+    ),
+    "kev": (lambda: KevPane("Kev decisions", classes="pane"), kev_decisions, (57, 15)),
+    "orders": (
+        lambda: OrdersPane("orders and fills", classes="pane"),
+        lambda: (fixed_snapshot().orders, fixed_snapshot().fills),
+        (46, 8),
+    ),
+    "events": (lambda: EventsPane("events", 100, classes="pane"), fixed_events, (114, 10)),
+}
+
+
+@pytest.mark.parametrize("name", list(PANES))
+def test_pane(snap_compare, name):
+    make_pane, make_view, size = PANES[name]
+    assert snap_compare(PaneHost(make_pane(), make_view()), terminal_size=size)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 48)], ids=["80x24", "160x48"])
+def test_console(snap_compare, size):
+    assert snap_compare(console(), terminal_size=size)
+
+
+def test_console_live_and_halted_80x24(snap_compare):
+    assert snap_compare(console(TradingState.HALTED, Mode.LIVE), terminal_size=(80, 24))
+
+
+@pytest.mark.parametrize("keys", [("r",), ("q",), ("question_mark",)], ids=["risk", "quit", "help"])
+def test_dialog_80x24(snap_compare, keys):
+    assert snap_compare(console(), terminal_size=(80, 24), run_before=opening(keys))

@@ -1,0 +1,189 @@
+"""The panes on their own: what each row says, and that a new view redraws only the rows that
+changed."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+from console_scenarios import (
+    PaneHost,
+    depth_view,
+    fixed_snapshot,
+    kev_decisions,
+    latency_view,
+    status_view,
+    vram_view,
+)
+from rich.text import Text
+from textual.geometry import Region
+from textual.widget import Widget
+
+from console.view import DepthLevel, HistogramBin, Mode, StageLatency
+from console.widgets.depth import DepthPane
+from console.widgets.kev import KevPane
+from console.widgets.latency import LatencyPane, sparkline
+from console.widgets.lines import fit
+from console.widgets.status import StatusPane
+from console.widgets.vram import VramPane, split_cells
+from engine.risk.events import TradingState
+
+
+def rows(pane: Widget) -> list[str]:
+    return [pane.render_line(y).text.rstrip() for y in range(pane.size.height)]
+
+
+async def test_a_new_view_redraws_only_the_rows_that_changed(monkeypatch):
+    pane = DepthPane("depth", classes="pane")
+    app = PaneHost(pane)
+    async with app.run_test(size=(46, 34)) as pilot:
+        first = depth_view()
+        pane.view = first
+        await pilot.pause()
+        refreshed: list[tuple[Region, ...]] = []
+        original = pane.refresh
+
+        def record(*regions: Region, **options):
+            refreshed.append(regions)
+            return original(*regions, **options)
+
+        monkeypatch.setattr(pane, "refresh", record)
+        bids = list(first.bids)
+        bids[3] = DepthLevel(bids[3].price, bids[3].size + 0.5)
+        pane.view = replace(first, bids=tuple(bids))
+        # The largest size did not change, so only the fourth bid's row differs: the header,
+        # 15 asks and the spread row come first.
+        assert refreshed == [(Region(0, 1 + 15 + 1 + 3, pane.size.width, 1),)]
+        refreshed.clear()
+        pane.view = replace(first, bids=tuple(bids))
+        assert refreshed == []
+
+
+async def test_the_ladder_marks_our_orders_and_counts_those_beyond_it():
+    pane = DepthPane("depth", classes="pane")
+    async with PaneHost(pane).run_test(size=(46, 34)) as pilot:
+        pane.view = depth_view()
+        await pilot.pause()
+        lines = rows(pane)
+    assert len(lines) == 32
+    assert "+1 beyond" in lines[0]  # the sell at 60,003.0 is past the 15th ask
+    marked = [line for line in lines if "◆" in line]
+    assert len(marked) == 2
+    assert "60,000.4" in marked[0] and "59,999.8" in marked[1]
+    assert lines[16].startswith("spread 0.1 = 0.02 bps · micro 60,000.06")
+
+
+async def test_the_ladder_shows_as_many_levels_as_fit():
+    pane = DepthPane("depth", classes="pane")
+    async with PaneHost(pane).run_test(size=(38, 12)) as pilot:
+        pane.view = depth_view()
+        await pilot.pause()
+        lines = rows(pane)
+    # 10 rows inside the border: the header, 4 asks, the spread, 4 bids.
+    assert len(lines) == 10
+    assert "60,000.4" in lines[1] and "60,000.1" in lines[4]
+    assert "60,000.0" in lines[6] and "59,999.7" in lines[9]
+
+
+async def test_status_puts_live_in_its_own_badge_and_keeps_the_essentials_when_narrow():
+    pane = StatusPane("status", classes="pane")
+    async with PaneHost(pane).run_test(size=(60, 5)) as pilot:
+        pane.view = status_view(TradingState.HALTED, Mode.LIVE)
+        await pilot.pause()
+        lines = rows(pane)
+        live_style = pane.get_component_rich_style("status--live", partial=True)
+    assert lines[0].startswith(" LIVE  HALTED")
+    assert "day +14.07" in lines[0]
+    assert "fees" not in lines[0]  # dropped first when narrow
+    assert lines[1].startswith("BTCUSDT live 10.2/s 12.0 ms")
+    assert lines[2] == "BTCUSDT +0.014 @ 59,990.20 +0.14"  # the hedge's position goes last
+    assert live_style.reverse
+
+
+async def test_latency_marks_a_p99_over_budget_with_a_bang():
+    pane = LatencyPane("latency", classes="pane")
+    async with PaneHost(pane).run_test(size=(57, 11)) as pilot:
+        pane.view = latency_view()
+        await pilot.pause()
+        lines = rows(pane)
+    infer = next(line for line in lines if line.startswith("infer"))
+    parse = next(line for line in lines if line.startswith("parse"))
+    assert "!27.9 µs" in infer and "25.0 µs" in infer
+    assert "!" not in parse
+
+
+def test_a_stage_without_samples_is_never_over_budget():
+    assert not StageLatency("kev", 0, 0.0, 0.0, 0.0, 0.0, 1.0).over_budget
+
+
+def test_sparkline_merges_bins_and_shows_a_lone_outlier():
+    bins = tuple(HistogramBin(i, i + 1, count) for i, count in enumerate([0, 1000, 10, 0, 1]))
+    assert sparkline(bins, 10) == " █▃ ▁"
+    merged = sparkline(bins, 2)
+    assert len(merged) == 2 and merged[0] == "█"
+
+
+@pytest.mark.parametrize("width", [1, 7, 53, 200])
+def test_vram_bar_cells_add_up_to_the_width(width):
+    cells = split_cells([4_400, 612, 1_200, 5_900], 12_112, width)
+    assert sum(cells) == width and all(cell >= 0 for cell in cells)
+
+
+async def test_vram_says_why_there_is_no_gpu():
+    pane = VramPane("VRAM", classes="pane")
+    async with PaneHost(pane).run_test(size=(57, 8)) as pilot:
+        pane.view = vram_view(available=False)
+        await pilot.pause()
+        lines = rows(pane)
+    assert lines[:3] == [
+        "no NVIDIA GPU",
+        "NVMLError_LibraryNotFound: NVML Shared Library Not",
+        "Found",
+    ]
+
+
+async def test_vram_falls_back_to_device_totals_and_says_so():
+    pane = VramPane("VRAM", classes="pane")
+    async with PaneHost(pane).run_test(size=(80, 8)) as pilot:
+        pane.view = vram_view(per_process=False)
+        await pilot.pause()
+        lines = rows(pane)
+    assert "used 6.1 GiB" in lines[2]
+    assert lines[4].startswith("device totals only: NVML does not report per-process memory")
+
+
+async def test_vram_marks_a_user_over_its_budget():
+    view = vram_view()
+    over = replace(view, sample=replace(view.sample, laya_bytes=3 << 30))
+    pane = VramPane("VRAM", classes="pane")
+    async with PaneHost(pane).run_test(size=(80, 8)) as pilot:
+        pane.view = over
+        await pilot.pause()
+        lines = rows(pane)
+    assert "Laya 3.0/2.0 GiB!" in lines[2]
+    assert "Kev 4.3/4.4 GiB " in lines[2]
+
+
+async def test_kev_shows_why_a_decision_was_stale_and_its_reasoning():
+    pane = KevPane("Kev", classes="pane")
+    async with PaneHost(pane).run_test(size=(57, 15)) as pilot:
+        pane.view = kev_decisions()
+        await pilot.pause()
+        lines = rows(pane)
+    assert lines[0].startswith("09:59:54.123  6.12 s flatten   stale")
+    assert lines[1] == "  answer arrived 6.1 s after the question (limit 5 s)"
+    assert lines[2].startswith("  ETH basis against BTC")
+
+
+def test_fit_drops_the_least_important_parts_first():
+    parts = [(0, Text("SIM ACTIVE")), (2, Text("net 240")), (1, Text("day +14")), (2, Text("x"))]
+    assert fit(parts, 100, " | ").plain == "SIM ACTIVE | net 240 | day +14 | x"
+    assert fit(parts, 30, " | ").plain == "SIM ACTIVE | net 240 | day +14"
+    assert fit(parts, 20, " | ").plain == "SIM ACTIVE | day +14"
+    assert fit(parts, 3, " | ").plain == "SIM ACTIVE"
+
+
+def test_the_fixed_snapshot_is_frozen():
+    snapshot = fixed_snapshot()
+    with pytest.raises(AttributeError):
+        snapshot.at_ns = 0  # type: ignore[misc]
