@@ -1,26 +1,66 @@
-"""The engine node: builds the market source and the pipeline, owns their lifecycle, and
-publishes frozen status snapshots. It runs headless here and under the console later."""
+"""The engine node: builds the market source, the pipeline and the trading desk, owns their
+lifecycle, takes the operator's commands and publishes frozen status snapshots. It runs
+headless here and under the console.
+
+Threads. Everything runs on the engine's own event loop. Another thread (the console) reads
+`latest_status` (a frozen snapshot republished every `status_interval_s`) and `events`, and
+sends commands with `call_threadsafe(node.kill())`, which schedules the coroutine on the
+engine loop and returns a `concurrent.futures.Future` of its `CommandResult`.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import signal
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
-from typing import TextIO
+from typing import Any, TextIO, TypeVar
 
+from engine.exchange.bitget_rest import BitgetRestConfig, Credentials
+from engine.exchange.private_events import PrivateStreamChanged
 from engine.feed.bitget_ws import BitgetPublicFeed, BitgetPublicFeedConfig
 from engine.feed.events import FeedState, FeedStateChanged
 from engine.feed.parse import FrameParser
 from engine.feed.record import RecordProgress, record
 from engine.feed.replay import ReplayFeed
+from engine.journal import Journal, JournalConfig
 from engine.laya.classifier import LayaClassifier, LayaClassifierConfig
-from engine.pipeline import MarketPipeline, MarketPipelineConfig
+from engine.pipeline import EventLog, LayaFault, MarketPipeline, MarketPipelineConfig
+from engine.risk.commands import KevAction, KevCommandOutcome
+from engine.risk.events import (
+    CommandRejected,
+    OrderDenied,
+    PositionReconciled,
+    RiskLimitChanged,
+    TradingStateChanged,
+)
 from engine.sim.market import MarketGeneratorConfig
+from engine.sim.private_ws import PRIVATE_WS_PATH
 from engine.sim.server import SimExchange, SimExchangeConfig
+from engine.trading.commands import CommandResult, RiskOverrides
+from engine.trading.config import TradingConfig, TradingMode
+from engine.trading.desk import TradingDesk, TradingStatus
+from engine.trading.events import (
+    CommandExecuted,
+    OrderAcknowledged,
+    OrderCancelled,
+    OrderFilled,
+    OrderMissingAtVenue,
+    OrderRejectedByVenue,
+    ReconciliationDone,
+    TradingFault,
+    UnknownOrderAtVenue,
+    VerdictActed,
+)
+from engine.trading.paper_venue import PaperVenue
+from engine.trading.rest_venue import RestVenue
+from engine.trading.venue import Venue
+
+_T = TypeVar("_T")
 
 
 def _sim_config(seed: int) -> SimExchangeConfig:
@@ -29,7 +69,14 @@ def _sim_config(seed: int) -> SimExchangeConfig:
 
 @dataclass(frozen=True, slots=True)
 class EngineConfig:
-    """Where market data comes from: a recording, a live websocket, or (default) the simulator."""
+    """Where market data comes from (a recording, a live websocket, or by default the
+    in-process simulator) and, with `trading`, where orders go.
+
+    Trading needs a market its venue can trade: SIM trades the simulator whose market it
+    watches (the in-process one, or with `live_url` one started apart, whose REST is then
+    `trading.rest_url`); DEMO and LIVE need Bitget's public feed (`live_url`); PAPER matches
+    in-process on any market, recordings included.
+    """
 
     symbols: tuple[str, ...] = ("BTCUSDT", "ETHUSDT")
     replay_path: str | None = None
@@ -37,6 +84,8 @@ class EngineConfig:
     live_url: str | None = None
     sim_seed: int = 7
     laya: LayaClassifierConfig = field(default_factory=LayaClassifierConfig)
+    trading: TradingConfig | None = None
+    status_interval_s: float = 0.1
 
     def __post_init__(self) -> None:
         if not self.symbols:
@@ -45,6 +94,33 @@ class EngineConfig:
             raise ValueError("choose a recording or a live url, not both")
         if self.replay_speed is not None and not self.replay_speed > 0:
             raise ValueError(f"replay_speed must be > 0 or None (max), got {self.replay_speed}")
+        if not 0 < self.status_interval_s <= 10:
+            raise ValueError(
+                f"status_interval_s must be within (0, 10], got {self.status_interval_s}"
+            )
+        trading = self.trading
+        if trading is None:
+            return
+        missing = [symbol for symbol in trading.symbols if symbol not in self.symbols]
+        if missing:
+            raise ValueError(f"trading symbols {missing} are not among the market symbols")
+        mode = trading.mode
+        if self.replay_path is not None and mode is not TradingMode.PAPER:
+            raise ValueError("a recording can only be traded on paper (--mode paper)")
+        if mode is TradingMode.SIM:
+            if self.live_url is not None and trading.rest_url is None:
+                raise ValueError(
+                    "sim trading on a simulator started apart needs its REST url too "
+                    "(--rest-url http://host:port)"
+                )
+            if self.live_url is None and trading.rest_url is not None:
+                raise ValueError(
+                    "a REST url for sim trading needs that simulator's public feed (--url)"
+                )
+        elif mode in (TradingMode.DEMO, TradingMode.LIVE) and self.live_url is None:
+            raise ValueError(
+                f"{mode.value} trading needs Bitget's public feed (--url), not the simulator"
+            )
 
     @property
     def market_source(self) -> str:
@@ -66,7 +142,8 @@ class SymbolStatus:
 
 @dataclass(frozen=True, slots=True)
 class EngineStatus:
-    """A frozen picture of the engine, safe to hand to another thread."""
+    """A frozen picture of the engine, safe to hand to another thread. `trading` is None
+    when the engine only watches the market."""
 
     market_source: str
     symbols: tuple[SymbolStatus, ...]
@@ -75,13 +152,16 @@ class EngineStatus:
     finished: bool
     laya_provider: str
     verdict_counts: dict[str, int]
+    trading: TradingStatus | None = None
 
 
 class EngineNode:
-    """Assembles source -> parser -> pipeline and starts and stops them in order."""
+    """Assembles source -> parser -> pipeline -> trading desk and starts and stops them in
+    order. `credentials` are needed for demo and live trading (never for sim or paper)."""
 
-    def __init__(self, config: EngineConfig) -> None:
+    def __init__(self, config: EngineConfig, credentials: Credentials | None = None) -> None:
         self.config = config
+        self.events = EventLog(MarketPipelineConfig().event_log_size)
         self.parser = FrameParser(config.symbols)
         self.classifier = LayaClassifier(config.laya)
         self.pipeline = MarketPipeline(
@@ -89,35 +169,200 @@ class EngineNode:
             self.parser.tape,
             self.classifier,
             on_resync=self._resync,
+            events=self.events,
+        )
+        trading = config.trading
+        needs_keys = trading is not None and trading.mode in (TradingMode.DEMO, TradingMode.LIVE)
+        if needs_keys and credentials is None:
+            raise ValueError(f"{trading.mode.value} trading needs Bitget API credentials")
+        self._credentials = credentials
+        self.journal = (
+            Journal(JournalConfig(trading.resolved_journal_path()), on_fault=self._journal_fault)
+            if trading is not None
+            else None
         )
         self.sim: SimExchange | None = None
         self.feed: BitgetPublicFeed | ReplayFeed | None = None
+        self.desk: TradingDesk | None = None
+        self.latest_status: EngineStatus | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._publisher: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
-        """Loads Laya first (ONNX Runtime may print while it loads), then the market."""
+        """Loads Laya first (ONNX Runtime may print while it loads), then the venue and the
+        trading desk (reconciled before the first frame), then the market."""
         config = self.config
+        self._loop = asyncio.get_running_loop()
         self.classifier.start()
-        if config.replay_path is not None:
-            self.feed = ReplayFeed(
-                config.replay_path, self.parser, self.pipeline, config.replay_speed
-            )
-        else:
-            url = config.live_url
-            if url is None:
+        try:
+            if config.replay_path is None and config.live_url is None:
                 self.sim = SimExchange(_sim_config(config.sim_seed))
                 await self.sim.start()
-                url = self.sim.ws_url
-            self.feed = BitgetPublicFeed(
-                BitgetPublicFeedConfig(url=url, symbols=config.symbols), self.parser, self.pipeline
+            if config.trading is not None:
+                await self._start_trading(config.trading)
+            if config.replay_path is not None:
+                self.feed = ReplayFeed(
+                    config.replay_path, self.parser, self.pipeline, config.replay_speed
+                )
+            else:
+                url = config.live_url if self.sim is None else self.sim.ws_url
+                assert url is not None
+                self.feed = BitgetPublicFeed(
+                    BitgetPublicFeedConfig(url=url, symbols=config.symbols),
+                    self.parser,
+                    self.pipeline,
+                )
+            await self.feed.start()
+        except BaseException:
+            await self.stop()  # release whatever had started
+            raise
+        self.latest_status = self.status()
+        self._publisher = asyncio.create_task(self._publish(), name="engine-status")
+
+    async def _start_trading(self, trading: TradingConfig) -> None:
+        journal = self.journal
+        assert journal is not None
+        if self._credentials is not None:
+            for secret in (*self._credentials.secrets, self._credentials.api_key):
+                journal.register_secret(secret)
+        journal.start()
+        venue = self._build_venue(trading)
+        desk = TradingDesk(trading, venue, journal, self.events, self.pipeline.books)
+        self.desk = desk
+        await desk.start()
+        self.pipeline.on_decided = desk.on_book
+        self.pipeline.on_notice = desk.on_feed_event
+        if desk.paper is not None:
+            self.pipeline.on_trades = desk.on_trades
+
+    def _build_venue(self, trading: TradingConfig) -> Venue:
+        instruments = trading.instruments
+        if trading.mode is TradingMode.PAPER:
+            return PaperVenue(trading.paper, instruments)
+        if trading.mode is TradingMode.SIM:
+            if self.sim is not None:
+                sim = self.sim
+                rest_url, private_url, name = sim.rest_url, sim.private_ws_url, "sim"
+                sim_config = sim.config
+            else:
+                rest_url = trading.rest_url
+                assert rest_url is not None
+                private_url = trading.private_ws_url or (
+                    "ws" + rest_url.removeprefix("http") + PRIVATE_WS_PATH
+                )
+                name = f"sim@{rest_url}"
+                sim_config = SimExchangeConfig()
+            credentials = self._credentials or Credentials(
+                sim_config.api_key, sim_config.api_secret, sim_config.passphrase
             )
-        await self.feed.start()
+            return RestVenue(
+                name,
+                BitgetRestConfig(base_url=rest_url, request_timeout_s=trading.rest_timeout_s),
+                credentials,
+                instruments,
+                private_ws_url=private_url,
+                cancel_lane=trading.cancel_lane,
+            )
+        rest_url = trading.resolved_rest_url()
+        private_url = trading.resolved_private_ws_url()
+        assert rest_url is not None and private_url is not None and self._credentials is not None
+        return RestVenue(
+            trading.mode.value,
+            BitgetRestConfig(
+                base_url=rest_url,
+                demo=trading.mode is TradingMode.DEMO,
+                request_timeout_s=trading.rest_timeout_s,
+            ),
+            self._credentials,
+            instruments,
+            private_ws_url=private_url,
+            cancel_lane=trading.cancel_lane,
+        )
 
     async def stop(self) -> None:
+        """Market first (no more frames), then trading (resting orders cancelled), then the
+        simulator and the journal."""
+        if self._publisher is not None:
+            self._publisher.cancel()
+            await asyncio.gather(self._publisher, return_exceptions=True)
+            self._publisher = None
         if self.feed is not None:
             await self.feed.stop()
+        self.pipeline.on_decided = self.pipeline.on_trades = self.pipeline.on_notice = None
+        if self.desk is not None:
+            await self.desk.stop()
         if self.sim is not None:
             await self.sim.stop()
+        if self.journal is not None:
+            self.journal.stop()
         self.classifier.stop()
+
+    async def _publish(self) -> None:
+        while True:
+            await asyncio.sleep(self.config.status_interval_s)
+            self.latest_status = self.status()
+
+    def _journal_fault(self, fault: Exception) -> None:
+        """From the journal's writer thread: halt on the engine loop (HALTED, then the desk
+        cancels and flattens)."""
+        loop, desk = self._loop, self.desk
+        if loop is not None and desk is not None:
+            with contextlib.suppress(RuntimeError):  # the loop already closed
+                loop.call_soon_threadsafe(desk.on_journal_fault, str(fault))
+
+    # Commands (engine loop; from another thread through `call_threadsafe`)
+
+    def call_threadsafe(self, command: Coroutine[Any, Any, _T]) -> concurrent.futures.Future[_T]:
+        """Run a command coroutine (e.g. `node.kill()`) on the engine loop from any thread."""
+        if self._loop is None or self._loop.is_closed():
+            command.close()
+            raise RuntimeError("the engine is not running")
+        return asyncio.run_coroutine_threadsafe(command, self._loop)
+
+    async def kill(self) -> CommandResult:
+        """The kill switch: HALTED (latched until `rearm`), cancel all, close all, retried until
+        the venue confirms no orders and flat; `elapsed_ms` is the time that took."""
+        desk = self.desk
+        return await desk.kill() if desk is not None else _no_trading("kill")
+
+    async def flatten(self) -> CommandResult:
+        """Cancel all and close all; REDUCING until flat, then PAUSED."""
+        desk = self.desk
+        return await desk.flatten() if desk is not None else _no_trading("flatten")
+
+    async def pause(self) -> CommandResult:
+        """No new orders, resting quotes cancelled, positions kept."""
+        desk = self.desk
+        return await desk.pause() if desk is not None else _no_trading("pause")
+
+    async def resume(self) -> CommandResult:
+        desk = self.desk
+        return await desk.resume() if desk is not None else _no_trading("resume")
+
+    async def rearm(self, confirmation: str) -> CommandResult:
+        """Release the kill switch into PAUSED; `confirmation` must be the configured phrase."""
+        desk = self.desk
+        return await desk.rearm(confirmation) if desk is not None else _no_trading("rearm")
+
+    async def apply_overrides(self, overrides: RiskOverrides) -> CommandResult:
+        """Operator limits, validated as a whole against the hard bounds, applied all or none."""
+        desk = self.desk
+        if desk is None:
+            return _no_trading("apply_overrides")
+        return await desk.apply_overrides(overrides)
+
+    async def apply_kev_command(
+        self,
+        action: KevAction | str,
+        risk_scale: float | None = None,
+        hedge_ratio: float | None = None,
+        details: Mapping[str, object] | None = None,
+    ) -> KevCommandOutcome | None:
+        """Kev's command (inside the operator's limits); None when trading is off."""
+        desk = self.desk
+        if desk is None:
+            return None
+        return await desk.apply_kev_command(action, risk_scale, hedge_ratio, details)
 
     @property
     def finished(self) -> bool:
@@ -164,7 +409,12 @@ class EngineNode:
             self.finished,
             self.classifier.provider or "not loaded",
             self.pipeline.decisions.counts(),
+            self.desk.status() if self.desk is not None else None,
         )
+
+
+def _no_trading(command: str) -> CommandResult:
+    return CommandResult(command, False, "trading is off: the engine only watches the market")
 
 
 def format_status(status: EngineStatus) -> str:
@@ -182,13 +432,77 @@ def format_status(status: EngineStatus) -> str:
         parts.append(f"rejected {rejected}")
     verdicts = " ".join(f"{name} {count}" for name, count in status.verdict_counts.items())
     parts.append(f"Laya ({status.laya_provider}) {verdicts}")
+    if status.trading is not None:
+        parts.append(format_trading(status.trading))
     return " | ".join(parts)
 
 
-def _format_event(event: object) -> str:
+def format_trading(trading: TradingStatus) -> str:
+    """State, positions, net delta, PnL, open orders, denials and the last kill, one line."""
+    risk = trading.risk
+    positions = " ".join(f"{p.symbol} {p.size:+g}" for p in risk.positions if p.size) or "flat"
+    line = (
+        f"{trading.mode.upper()} {risk.state.name} pos {positions} "
+        f"delta {risk.net_delta:+,.0f} PnL {risk.daily_pnl:+,.2f} "
+        f"orders {risk.open_orders} fills {trading.executor.fills} denials {risk.denials_total}"
+    )
+    if trading.reaction.count:
+        line += f" react p50 {trading.reaction.p50_us:,.0f} us"
+    if trading.last_kill is not None:
+        kill = trading.last_kill
+        line += f" kill {'ok' if kill.ok else 'FAILED'} {kill.elapsed_ms:,.1f} ms"
+    return line
+
+
+_QUIET_EVENTS = (OrderAcknowledged, OrderCancelled)
+"""Routine events the headless runner does not print (the journal keeps them)."""
+
+
+def _format_event(event: object) -> str | None:
+    if isinstance(event, _QUIET_EVENTS):
+        return None
     if isinstance(event, FeedStateChanged):
         return f"feed {event.symbol}: {event.state.value} ({event.reason})"
-    return f"feed: {event}"
+    if isinstance(event, LayaFault):
+        return f"Laya fault {event.symbol}: {event.reason}"
+    if isinstance(event, OrderFilled):
+        liquidity = "maker" if event.maker else "taker"
+        return (
+            f"fill {event.symbol} {event.side.value} {event.size:g} @ {event.price:,.2f} "
+            f"({liquidity}, fee {event.fee:.4f}) {event.client_oid}"
+        )
+    if isinstance(event, OrderDenied):
+        return f"denied {event.reason.name}: {event.text}"
+    if isinstance(event, TradingStateChanged):
+        return (
+            f"trading {event.old.name} -> {event.new.name} ({event.source.value}: {event.reason})"
+        )
+    if isinstance(event, CommandExecuted):
+        verdict = "ok" if event.ok else "REFUSED"
+        return f"command {event.command} {verdict} ({event.elapsed_ms:,.1f} ms): {event.message}"
+    if isinstance(event, VerdictActed):
+        return f"Laya {event.intent} on {event.symbol}: {event.action}"
+    if isinstance(event, OrderRejectedByVenue):
+        return f"rejected {event.symbol} {event.client_oid} {event.code}: {event.reason}"
+    if isinstance(event, OrderMissingAtVenue | UnknownOrderAtVenue):
+        return f"reconcile {event.symbol} {event.client_oid}: {event.detail}"
+    if isinstance(event, TradingFault):
+        return f"FAULT: {event.reason}"
+    if isinstance(event, ReconciliationDone):
+        return (
+            f"reconciled ({event.reason}): {event.venue_orders} open at the venue, "
+            f"{event.missing} missing, {event.unknown} unknown, "
+            f"{event.positions_synced} positions synced"
+        )
+    if isinstance(event, PrivateStreamChanged):
+        return f"private stream: {event.state.value} ({event.reason})"
+    if isinstance(event, RiskLimitChanged):
+        return f"limit {event.name}: {event.old:g} -> {event.new:g} ({event.source.value})"
+    if isinstance(event, CommandRejected):
+        return f"refused {event.command} ({event.source.value}): {event.text}"
+    if isinstance(event, PositionReconciled):
+        return f"position {event.symbol} synced {event.old_size:+g} -> {event.new_size:+g}"
+    return f"event: {event}"
 
 
 async def run_headless(
@@ -196,12 +510,14 @@ async def run_headless(
     duration_s: float | None = None,
     out: TextIO = sys.stdout,
     status_interval_s: float = 1.0,
+    credentials: Credentials | None = None,
 ) -> int:
-    """Run the engine without a UI, printing feed events and a status line every interval.
+    """Run the engine without a UI, printing events and a status line every interval.
 
-    Stops on SIGINT/SIGTERM, after `duration_s`, or when a replay ends.
+    Stops on SIGINT/SIGTERM, after `duration_s`, or when a replay ends; stopping cancels the
+    resting orders and keeps positions (the journal records both).
     """
-    node = EngineNode(config)
+    node = EngineNode(config, credentials)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
@@ -214,11 +530,13 @@ async def run_headless(
         while not stop.is_set():
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), status_interval_s)
-            events, missed = node.pipeline.events.since(last_event_id)
+            events, missed = node.events.since(last_event_id)
             if missed:
-                print(f"({missed} feed events dropped from the log)", file=out)
+                print(f"({missed} events dropped from the log)", file=out)
             for event_id, event in events:
-                print(_format_event(event), file=out)
+                line = _format_event(event)
+                if line is not None:
+                    print(line, file=out)
                 last_event_id = event_id
             print(format_status(node.status()), file=out, flush=True)
             if node.finished or (deadline is not None and loop.time() >= deadline):

@@ -86,6 +86,11 @@ class MarketPipeline:
 
     Without a classifier the pipeline stops after the features (market data tools, tests).
     `intents` holds the latest quote intent per symbol for the strategy.
+
+    Trading hooks (attributes the node may set), all called synchronously on the engine loop:
+    `on_decided(snapshot, intent)` after each decision (and with CANCEL_ALL when Laya failed
+    on that book), `on_trades` for each trade frame, `on_notice` for each feed event. `events`
+    lets the node share one log.
     """
 
     def __init__(
@@ -95,6 +100,8 @@ class MarketPipeline:
         classifier: LayaClassifier | None = None,
         on_resync: Callable[[str], None] | None = None,
         clock: Callable[[], int] = time.perf_counter_ns,
+        *,
+        events: EventLog | None = None,
     ) -> None:
         self.config = config
         self.books = {symbol: OrderBook(symbol) for symbol in config.symbols}
@@ -109,9 +116,12 @@ class MarketPipeline:
         )
         self.latency = {stage: LatencyHistogram() for stage in STAGES}
         self.laya_faults = 0
-        self.events = EventLog(config.event_log_size)
+        self.events = events if events is not None else EventLog(config.event_log_size)
         self._on_resync = on_resync
         self._clock = clock
+        self.on_decided: Callable[[BookSnapshot, QuoteIntent], None] | None = None
+        self.on_trades: Callable[[Trades], None] | None = None
+        self.on_notice: Callable[[FeedNotice], None] | None = None
 
     def on_market(self, frame: BookSnapshot | BookUpdate | Trades) -> None:
         kind = type(frame)
@@ -126,6 +136,8 @@ class MarketPipeline:
                 self._apply(result)
             elif result is not None:
                 self.on_feed_event(result)
+        elif kind is Trades and self.on_trades is not None:
+            self.on_trades(frame)
 
     def _apply(self, snapshot: BookSnapshot) -> None:
         book = self.books.get(snapshot.symbol)
@@ -151,10 +163,15 @@ class MarketPipeline:
         inferred = clock()
         row = probabilities.tolist()[0]
         verdict = choose_verdict(row, classifier.thresholds)
-        self.intents[snapshot.symbol] = self.decisions.decide(
+        intent = self.decisions.decide(
             snapshot.symbol, snapshot.exchange_ts_ms, verdict, row[verdict]
         )
+        self.intents[snapshot.symbol] = intent
         decided = clock()
+        # The trading hook runs before the histograms: on EMERGENCY its cancel leaves first.
+        on_decided = self.on_decided
+        if on_decided is not None:
+            on_decided(snapshot, intent)
         latency["infer"].record(inferred - extracted)
         latency["decide"].record(decided - inferred)
 
@@ -165,8 +182,12 @@ class MarketPipeline:
         self.events.append(
             LayaFault(snapshot.symbol, f"{type(error).__name__}: {error}", snapshot.recv_ns)
         )
+        if self.on_decided is not None:
+            self.on_decided(snapshot, QuoteIntent.CANCEL_ALL)
 
     def on_feed_event(self, event: FeedNotice) -> None:
         self.events.append(event)
+        if self.on_notice is not None:
+            self.on_notice(event)
         if type(event) is BookResyncNeeded and self._on_resync is not None:
             self._on_resync(event.symbol)

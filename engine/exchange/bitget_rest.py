@@ -408,9 +408,12 @@ class BitgetRestClient:
         *,
         wall_clock_ns: Callable[[], int] = time.time_ns,
         rng: random.Random | None = None,
+        trace_configs: Iterable[aiohttp.TraceConfig] = (),
     ) -> None:
         self.config = config
         self._credentials = credentials
+        # aiohttp request hooks; the executor stamps when a cancel's bytes were written.
+        self._trace_configs = tuple(trace_configs)
         self._wall_clock_ns = wall_clock_ns
         self._rng = rng if rng is not None else random.Random()
         window_s = _RATE_WINDOW_S + config.rate_window_margin_s
@@ -445,6 +448,7 @@ class BitgetRestClient:
             ),
             # Explicit configuration only: an inherited proxy setting must not reroute orders.
             trust_env=False,
+            trace_configs=list(self._trace_configs) or None,
         )
 
     async def stop(self) -> None:

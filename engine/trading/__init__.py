@@ -1,0 +1,1 @@
+"""Trading: the quoting strategy, the order executor, its venues and the engine commands."""

@@ -1,0 +1,289 @@
+"""Trading configuration: the mode, the strategy, the executor, the paper venue and the risk
+limits, all frozen and validated on construction.
+
+Sizes are base coin, prices USDT, spreads and bands basis points, times as their suffix says.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from engine.exchange.bitget_models import CLIENT_OID_PATTERN
+from engine.journal import default_journal_path
+from engine.risk.limits import OverrideBounds, RiskGatewayConfig, RiskLimits, SymbolLimits
+from engine.sim.instruments import BTCUSDT, ETHUSDT, Instrument
+
+BITGET_REST_URL = "https://api.bitget.com"
+BITGET_PRIVATE_WS_URL = "wss://ws.bitget.com/v2/ws/private"
+BITGET_DEMO_PUBLIC_WS_URL = "wss://wspap.bitget.com/v2/ws/public"
+BITGET_DEMO_PRIVATE_WS_URL = "wss://wspap.bitget.com/v2/ws/private"
+
+
+class TradingMode(enum.StrEnum):
+    """Where orders go. SIM: the simulated exchange (in-process by default, or one started
+    apart). PAPER: real market data matched in-process. DEMO: Bitget demo trading. LIVE: real
+    money."""
+
+    SIM = "sim"
+    PAPER = "paper"
+    DEMO = "demo"
+    LIVE = "live"
+
+
+def _require(owner: str, name: str, value: float, *, low: float, high: float = math.inf) -> None:
+    if isinstance(value, bool) or not (
+        isinstance(value, int | float) and math.isfinite(value) and low <= value <= high
+    ):
+        bound = f"[{low:g}, {high:g}]" if math.isfinite(high) else f">= {low:g}"
+        raise ValueError(f"{owner}.{name} must be a finite number {bound}, got {value!r}")
+
+
+def _require_positive(owner: str, name: str, value: float) -> None:
+    if isinstance(value, bool) or not (
+        isinstance(value, int | float) and math.isfinite(value) and value > 0
+    ):
+        raise ValueError(f"{owner}.{name} must be a positive finite number, got {value!r}")
+
+
+def _require_symbol(owner: str, name: str, value: str) -> None:
+    if not (isinstance(value, str) and value.isalnum() and value.isupper()):
+        raise ValueError(f"{owner}.{name} must be a symbol like BTCUSDT, got {value!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class QuotingStrategyConfig:
+    """Passive quotes on `symbol` and a delta hedge on `hedge_symbol`.
+
+    Quotes sit `half_spread_bps` either side of a centre: the microprice shifted by
+    `inventory_skew_bps` times the position as a share of max position (long: both quotes
+    lower, so the ask fills first). `quote_size` is multiplied by the risk scale. A resting
+    quote is replaced only when the wanted price moves `requote_threshold_bps` away from it, or
+    its size by `requote_size_fraction`. After EMERGENCY nothing is quoted for
+    `emergency_cooldown_ms`; after a denial, that side waits `denial_backoff_ms`.
+
+    The hedge keeps the beta-adjusted net delta (hedge ratio in force) within
+    `hedge_deadband_usdt` with marketable IOC limit orders `hedge_slippage_bps` through the
+    touch, never beyond the gateway's slippage band.
+    """
+
+    symbol: str = "BTCUSDT"
+    hedge_symbol: str | None = "ETHUSDT"
+    quote_size: float = 0.002
+    half_spread_bps: float = 0.5
+    inventory_skew_bps: float = 1.0
+    requote_threshold_bps: float = 0.3
+    requote_size_fraction: float = 0.25
+    emergency_cooldown_ms: int = 1_000
+    denial_backoff_ms: int = 250
+    post_only: bool = True
+    hedge_deadband_usdt: float = 50.0
+    hedge_slippage_bps: float = 3.0
+
+    def __post_init__(self) -> None:
+        owner = "QuotingStrategyConfig"
+        _require_symbol(owner, "symbol", self.symbol)
+        if self.hedge_symbol is not None:
+            _require_symbol(owner, "hedge_symbol", self.hedge_symbol)
+            if self.hedge_symbol == self.symbol:
+                raise ValueError(f"{owner}: the hedge symbol must differ from the quoted one")
+        _require_positive(owner, "quote_size", self.quote_size)
+        _require(owner, "half_spread_bps", self.half_spread_bps, low=0.0, high=1_000.0)
+        _require(owner, "inventory_skew_bps", self.inventory_skew_bps, low=0.0, high=1_000.0)
+        _require(owner, "requote_threshold_bps", self.requote_threshold_bps, low=0.0, high=1_000.0)
+        _require(owner, "requote_size_fraction", self.requote_size_fraction, low=0.0, high=1.0)
+        _require(owner, "emergency_cooldown_ms", self.emergency_cooldown_ms, low=0, high=3.6e6)
+        _require(owner, "denial_backoff_ms", self.denial_backoff_ms, low=0, high=3.6e6)
+        _require(owner, "hedge_deadband_usdt", self.hedge_deadband_usdt, low=0.0)
+        _require(owner, "hedge_slippage_bps", self.hedge_slippage_bps, low=0.0, high=1_000.0)
+
+
+@dataclass(frozen=True, slots=True)
+class OrderExecutorConfig:
+    """How the executor names, paces, verifies and reconciles orders.
+
+    `kill_timeout_s` bounds the kill switch's retries (cancel all, close all, until the venue
+    reports no orders and flat); `flatten_timeout_s` the same for flatten. A position the venue
+    reports differently from the fills is synced only after `position_settle_ms` without a
+    fill or an open order on that symbol, so a fill still in flight is not counted twice.
+    Without a private stream the venue is polled every `poll_interval_ms`.
+    """
+
+    client_oid_prefix: str = "hc"
+    maintenance_interval_ms: int = 50
+    hedge_interval_ms: int = 200
+    kill_timeout_s: float = 10.0
+    kill_retry_interval_ms: int = 5
+    flatten_timeout_s: float = 30.0
+    position_settle_ms: int = 500
+    drift_check_interval_s: float = 5.0
+    poll_interval_ms: int = 500
+    unknown_order_grace_ms: int = 1_500
+    closed_orders_kept: int = 200
+    seen_trades_kept: int = 20_000
+    cancel_on_start: bool = True
+    cancel_on_stop: bool = True
+    journal_lookback_h: float = 24.0
+
+    def __post_init__(self) -> None:
+        owner = "OrderExecutorConfig"
+        prefix = self.client_oid_prefix
+        if not (1 <= len(prefix) <= 4 and CLIENT_OID_PATTERN.match(prefix)):
+            raise ValueError(
+                f"{owner}.client_oid_prefix must be 1-4 characters of [0-9A-Za-z_#-], "
+                f"got {prefix!r}"
+            )
+        for name in (
+            "maintenance_interval_ms",
+            "hedge_interval_ms",
+            "kill_retry_interval_ms",
+            "position_settle_ms",
+            "poll_interval_ms",
+            "unknown_order_grace_ms",
+            "closed_orders_kept",
+            "seen_trades_kept",
+        ):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not (isinstance(value, int) and value >= 1):
+                raise ValueError(f"{owner}.{name} must be an integer >= 1, got {value!r}")
+        for name in ("kill_timeout_s", "flatten_timeout_s", "drift_check_interval_s"):
+            _require_positive(owner, name, getattr(self, name))
+        _require(owner, "journal_lookback_h", self.journal_lookback_h, low=0.0, high=24.0 * 365)
+
+
+@dataclass(frozen=True, slots=True)
+class PaperVenueConfig:
+    """In-process matching on real market data: `latency_ms` delays every request on its way
+    to the matching engine (and a cancel races the fills that come meanwhile)."""
+
+    latency_ms: float = 5.0
+    maker_fee_rate: float = 0.0002
+    taker_fee_rate: float = 0.0006
+    initial_balance: float = 10_000.0
+    leverage: int = 20
+
+    def __post_init__(self) -> None:
+        owner = "PaperVenueConfig"
+        _require(owner, "latency_ms", self.latency_ms, low=0.0, high=10_000.0)
+        _require(owner, "maker_fee_rate", self.maker_fee_rate, low=-0.01, high=0.01)
+        _require(owner, "taker_fee_rate", self.taker_fee_rate, low=-0.01, high=0.01)
+        _require_positive(owner, "initial_balance", self.initial_balance)
+        if not (isinstance(self.leverage, int) and 1 <= self.leverage <= 125):
+            raise ValueError(f"{owner}.leverage must be within 1..125, got {self.leverage!r}")
+
+
+def default_risk_config(symbol: str = "BTCUSDT", hedge_symbol: str | None = "ETHUSDT"):
+    """Small, conservative limits for the default pair (a few hundred USDT per symbol)."""
+    if (symbol, hedge_symbol) != ("BTCUSDT", "ETHUSDT"):
+        raise ValueError(
+            f"no default risk limits for {symbol}/{hedge_symbol}: pass TradingConfig.risk"
+        )
+    limits = RiskLimits(
+        symbols=(
+            SymbolLimits("BTCUSDT", max_position=0.02, max_notional=2_000, max_order_size=0.01),
+            SymbolLimits("ETHUSDT", max_position=0.6, max_notional=2_500, max_order_size=0.3),
+        ),
+        max_net_delta=1_500,
+        daily_loss_soft=150,
+        daily_loss_hard=300,
+    )
+    bounds = OverrideBounds(
+        max_position={"BTCUSDT": 0.05, "ETHUSDT": 1.5},
+        max_net_delta=3_000,
+        max_slippage_bps=20,
+        max_orders_per_second=10,
+        max_orders_per_minute=400,
+    )
+    return RiskGatewayConfig(
+        limits=limits,
+        bounds=bounds,
+        hedge_symbol="ETHUSDT",
+        hedge_ratio=1.0,
+        hedge_ratio_band=(0.5, 1.0),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class TradingConfig:
+    """Everything the trading side needs; credentials are passed apart, never stored here.
+
+    `rest_url`/`private_ws_url`: None means the mode's default (Bitget's hosts for demo and
+    live, the in-process simulator for sim). `live_confirmed` is set only by the command line
+    after `--live` and the typed confirmation; LIVE refuses to start without it.
+    """
+
+    mode: TradingMode = TradingMode.SIM
+    strategy: QuotingStrategyConfig = field(default_factory=QuotingStrategyConfig)
+    risk: RiskGatewayConfig = field(default_factory=default_risk_config)
+    executor: OrderExecutorConfig = field(default_factory=OrderExecutorConfig)
+    paper: PaperVenueConfig = field(default_factory=PaperVenueConfig)
+    instruments: tuple[Instrument, ...] = (BTCUSDT, ETHUSDT)
+    journal_path: Path | None = None
+    rest_url: str | None = None
+    private_ws_url: str | None = None
+    cancel_lane: bool = True
+    rest_timeout_s: float = 3.0
+    """How long a REST answer may take before its outcome counts as unknown."""
+    live_confirmed: bool = False
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "mode", TradingMode(self.mode))
+        _require("TradingConfig", "rest_timeout_s", self.rest_timeout_s, low=0.05, high=60.0)
+        if self.journal_path is not None:
+            object.__setattr__(self, "journal_path", Path(self.journal_path))
+        risk_symbols = [limits.symbol for limits in self.risk.limits.symbols]
+        strategy = self.strategy
+        for name, symbol in (("symbol", strategy.symbol), ("hedge_symbol", strategy.hedge_symbol)):
+            if symbol is not None and symbol not in risk_symbols:
+                raise ValueError(
+                    f"strategy {name} {symbol} has no risk limits (limits cover {risk_symbols})"
+                )
+        if strategy.hedge_symbol != self.risk.hedge_symbol:
+            raise ValueError(
+                f"the strategy hedges on {strategy.hedge_symbol} but the risk gateway counts "
+                f"{self.risk.hedge_symbol} as the hedge: they must be the same symbol"
+            )
+        specs = {instrument.symbol for instrument in self.instruments}
+        missing = [symbol for symbol in risk_symbols if symbol not in specs]
+        if missing:
+            raise ValueError(f"no instrument spec (tick, lot) for {missing}")
+        if self.mode is TradingMode.LIVE and not self.live_confirmed:
+            raise ValueError("live trading needs --live and the typed confirmation")
+        if self.mode is TradingMode.PAPER and (self.rest_url or self.private_ws_url):
+            raise ValueError("paper trading matches in-process: it takes no REST or private url")
+
+    @property
+    def symbols(self) -> tuple[str, ...]:
+        """The quoted symbol first, then the hedge."""
+        strategy = self.strategy
+        return (strategy.symbol,) + (
+            (strategy.hedge_symbol,) if strategy.hedge_symbol is not None else ()
+        )
+
+    def instrument(self, symbol: str) -> Instrument:
+        for instrument in self.instruments:
+            if instrument.symbol == symbol:
+                return instrument
+        raise KeyError(symbol)
+
+    def resolved_journal_path(self) -> Path:
+        return self.journal_path if self.journal_path is not None else default_journal_path()
+
+    def resolved_rest_url(self) -> str | None:
+        """The REST host orders go to; None for the in-process simulator and paper."""
+        if self.rest_url is not None:
+            return self.rest_url
+        if self.mode in (TradingMode.DEMO, TradingMode.LIVE):
+            return BITGET_REST_URL
+        return None
+
+    def resolved_private_ws_url(self) -> str | None:
+        if self.private_ws_url is not None:
+            return self.private_ws_url
+        if self.mode is TradingMode.DEMO:
+            return BITGET_DEMO_PRIVATE_WS_URL
+        if self.mode is TradingMode.LIVE:
+            return BITGET_PRIVATE_WS_URL
+        return None

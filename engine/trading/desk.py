@@ -1,0 +1,675 @@
+"""TradingDesk: the strategy, the risk gateway, the executor and the venue of one engine.
+
+The pipeline calls `on_book` after Laya has judged each books15 frame, on the engine loop.
+On EMERGENCY the desk's first act is the cancel-all request (before it even records the new
+mark): that is the reaction path the benchmark times, from the frame's receive to the cancel's
+bytes on the socket. Then the mark reaches the gateway and, for the quoted symbol, the quotes
+are compared with what rests and replaced where they drifted. The hedge is looked at after
+every fill and every `hedge_interval_ms`.
+
+Operator commands (`kill`, `flatten`, `pause`, `resume`, `rearm`, `apply_overrides`) and Kev's
+(`apply_kev_command`) run on the engine loop, are journaled with their outcome, and each
+returns a `CommandResult`. The gateway's own state changes (a daily loss that halts, Kev's
+flatten) start the same cancel-and-close sequence the commands do.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import logging
+import secrets
+import sqlite3
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from engine.bitget.orders import OrderSide, OrderType, TimeInForce
+from engine.book import OrderBook
+from engine.exchange.private_events import FillUpdate
+from engine.feed.events import BookResyncNeeded, BookSnapshot, FeedState, FeedStateChanged, Trades
+from engine.feed.sink import FeedNotice
+from engine.journal import EntryKind, Journal, JournalEntry, JournalError, read_journal
+from engine.latency import LatencyHistogram
+from engine.laya.decide import QuoteIntent
+from engine.pipeline import EventLog
+from engine.risk.commands import KevAction, KevCommandOutcome
+from engine.risk.events import RiskEvent, TradingState, TradingStateChanged
+from engine.risk.gateway import RiskGateway
+from engine.risk.intents import OrderIntent, Source
+from engine.risk.snapshot import RiskSnapshot
+from engine.trading.commands import CommandResult, RiskOverrides
+from engine.trading.config import TradingConfig
+from engine.trading.events import CommandExecuted, TradingFault, VerdictActed
+from engine.trading.executor import (
+    ExecutorStats,
+    OrderExecutor,
+    OrderRole,
+    OrderState,
+    OrderView,
+    SequenceOutcome,
+)
+from engine.trading.paper_venue import PaperVenue
+from engine.trading.strategy import QuotingStrategy
+from engine.trading.venue import CancelAllTicket, Venue
+
+logger = logging.getLogger(__name__)
+
+_CANCEL_ALL = QuoteIntent.CANCEL_ALL
+_PULL_ASKS = QuoteIntent.PULL_ASKS
+_PULL_BIDS = QuoteIntent.PULL_BIDS
+_WAITING_STATES = (OrderState.JOURNALING, OrderState.SENDING, OrderState.UNKNOWN)
+_JOURNAL_ORDER_KINDS = (
+    EntryKind.ORDER_APPROVED,
+    EntryKind.ORDER_ACK,
+    EntryKind.ORDER_REJECT,
+    EntryKind.FILL,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ReactionFigures:
+    """Receive of an EMERGENCY frame -> cancel-all bytes handed to the socket (microseconds)."""
+
+    count: int
+    p50_us: float
+    p99_us: float
+    max_us: float
+
+
+@dataclass(frozen=True, slots=True)
+class TradingStatus:
+    """Everything the console shows about trading, frozen. `risk` holds the state, positions,
+    net delta, PnL, limits in force and the denial counts per reason."""
+
+    mode: str
+    venue: str
+    session: str
+    risk: RiskSnapshot
+    open_orders: tuple[OrderView, ...]
+    recent_orders: tuple[OrderView, ...]
+    """Finished orders, oldest first (bounded)."""
+    private_stream: str
+    venue_stats: Mapping[str, object]
+    """The venue's counters: REST requests and errors by code, retries, the cancel lane."""
+    executor: ExecutorStats
+    reaction: ReactionFigures
+    running: str | None
+    """The kill or flatten sequence in progress, if any."""
+    last_kill: CommandResult | None
+    cooldown_ms: float
+    """What is left of the EMERGENCY cooldown (0 when quoting is allowed)."""
+
+    @property
+    def state(self) -> TradingState:
+        return self.risk.state
+
+
+def orders_open_in_journal(entries: Sequence[JournalEntry], venue: str) -> list[dict[str, object]]:
+    """The orders a journal shows approved for `venue` and not finished: each with its
+    approval's fields and `acknowledged` (whether an ack was journaled)."""
+    approved: dict[str, dict[str, object]] = {}
+    acknowledged: set[str] = set()
+    filled: dict[str, float] = {}
+    finished: set[str] = set()
+    for entry in entries:
+        payload = entry.payload
+        client_oid = payload.get("client_oid")
+        if not isinstance(client_oid, str):
+            continue
+        kind = entry.kind
+        if kind == EntryKind.ORDER_APPROVED:
+            if payload.get("venue") == venue:
+                approved[client_oid] = dict(payload)
+        elif kind == EntryKind.ORDER_ACK:
+            event = payload.get("event")
+            if event == "placed":
+                acknowledged.add(client_oid)
+            elif event in ("canceled", "missing_at_venue"):
+                finished.add(client_oid)
+        elif kind == EntryKind.ORDER_REJECT:
+            finished.add(client_oid)
+        elif kind == EntryKind.FILL:
+            size = payload.get("size")
+            if isinstance(size, int | float):
+                filled[client_oid] = filled.get(client_oid, 0.0) + float(size)
+    open_orders = []
+    for client_oid, payload in approved.items():
+        if client_oid in finished:
+            continue
+        size = payload.get("size")
+        if isinstance(size, int | float) and filled.get(client_oid, 0.0) >= size * (1 - 1e-9):
+            continue
+        open_orders.append({**payload, "acknowledged": client_oid in acknowledged})
+    return open_orders
+
+
+class TradingDesk:
+    """See the module docstring. Build it, `start` it before the market feed, `stop` it
+    after the feed has stopped."""
+
+    def __init__(
+        self,
+        config: TradingConfig,
+        venue: Venue,
+        journal: Journal,
+        events: EventLog,
+        books: Mapping[str, OrderBook],
+        *,
+        clock: Callable[[], int] = time.time_ns,
+    ) -> None:
+        self.config = config
+        self.venue = venue
+        self.journal = journal
+        self.events = events
+        self._books = books
+        self._clock = clock
+        self.session = secrets.token_hex(3)
+        prefix = config.executor.client_oid_prefix
+        self.gateway = RiskGateway(
+            dataclasses.replace(config.risk, closing_client_oid_prefix=f"{prefix}{self.session}x")
+        )
+        strategy_config = config.strategy
+        hedge_symbol = strategy_config.hedge_symbol
+        self.strategy = QuotingStrategy(
+            strategy_config,
+            config.instrument(strategy_config.symbol),
+            config.instrument(hedge_symbol) if hedge_symbol is not None else None,
+        )
+        self.executor = OrderExecutor(
+            config.executor,
+            self.gateway,
+            venue,
+            journal,
+            events,
+            session=self.session,
+            clock=clock,
+            on_fill=self._on_fill,
+            on_risk_event=self._on_risk_event,
+        )
+        self.reaction = LatencyHistogram()
+        self.paper = venue if isinstance(venue, PaperVenue) else None
+        self._symbol = strategy_config.symbol
+        self._hedge_symbol = hedge_symbol
+        symbols = [limits.symbol for limits in self.gateway.config.limits.symbols]
+        self._quoted_index = symbols.index(self._symbol)
+        self._hedge_index = symbols.index(hedge_symbol) if hedge_symbol is not None else -1
+        self._quotes: dict[OrderRole, str | None] = {OrderRole.BID: None, OrderRole.ASK: None}
+        self._intents: dict[str, QuoteIntent] = {}
+        self._resyncing: set[str] = set()
+        self._sequence: asyncio.Task[CommandResult] | None = None
+        self._sequence_name: str | None = None
+        self.last_kill: CommandResult | None = None
+        self.last_sequence: SequenceOutcome | None = None
+        self._maintenance: asyncio.Task[None] | None = None
+        self._hedge_scheduled = False
+        self._hedge_interval_s = config.executor.hedge_interval_ms / 1000.0
+
+    # Lifecycle
+
+    async def start(self) -> None:
+        """Reconcile with the venue and the journal, then start the hedge loop."""
+        await self.executor.start(self._journal_open_orders())
+        self._maintenance = asyncio.create_task(self._maintain(), name="desk-maintenance")
+
+    async def stop(self) -> None:
+        if self._maintenance is not None:
+            self._maintenance.cancel()
+            await asyncio.gather(self._maintenance, return_exceptions=True)
+        if self._sequence is not None and not self._sequence.done():
+            self._sequence.cancel()
+            await asyncio.gather(self._sequence, return_exceptions=True)
+        await self.executor.stop()
+
+    def _journal_open_orders(self) -> list[dict[str, object]]:
+        path = self.journal.config.path
+        if not path.is_file():
+            return []
+        since = self._clock() - int(self.config.executor.journal_lookback_h * 3_600e9)
+        try:
+            entries = read_journal(path, since_ns=since, kinds=_JOURNAL_ORDER_KINDS)
+        except (OSError, ValueError, sqlite3.Error) as error:
+            # Reconciliation with the exchange still runs; only the journal's view is missing.
+            self.events.append(TradingFault(f"journal not read at start: {error}", self._clock()))
+            return []
+        return orders_open_in_journal(entries, self.venue.name)
+
+    # The hot path
+
+    def on_book(self, snapshot: BookSnapshot, intent: QuoteIntent) -> None:
+        """After Laya's decision on a books15 frame (engine loop, synchronous)."""
+        try:
+            if intent is _CANCEL_ALL:
+                self._on_emergency(snapshot)
+            symbol = snapshot.symbol
+            bid_price, bid_size, ask_price, ask_size = snapshot.levels[:, 0].tolist()
+            now = self._clock()
+            if symbol in self._resyncing:
+                self._resyncing.discard(symbol)
+                self.executor.on_feed_health(symbol, True, "")
+            self.executor.on_mark(symbol, bid_price, bid_size, ask_price, ask_size, now)
+            if self.paper is not None:
+                self.paper.on_book(snapshot)
+            previous = self._intents.get(symbol)
+            self._intents[symbol] = intent
+            if symbol == self._symbol:
+                self._requote(bid_price, bid_size, ask_price, ask_size, intent, previous, now)
+        except Exception as error:  # the feed goes on; the operator sees why trading did not
+            logger.exception("trading desk failed on a book")
+            self.events.append(
+                TradingFault(f"desk: {type(error).__name__}: {error}", self._clock())
+            )
+
+    def on_trades(self, trades: Trades) -> None:
+        if self.paper is not None:
+            self.paper.on_trades(trades)
+
+    def on_feed_event(self, event: FeedNotice) -> None:
+        """A stale, reconnecting or resyncing feed blocks risk-increasing orders."""
+        if isinstance(event, FeedStateChanged):
+            healthy = event.state is FeedState.LIVE
+            self.executor.on_feed_health(event.symbol, healthy, event.reason)
+        elif isinstance(event, BookResyncNeeded):
+            self._resyncing.add(event.symbol)
+            self.executor.on_feed_health(event.symbol, False, f"resyncing: {event.reason}")
+
+    def _on_emergency(self, snapshot: BookSnapshot) -> None:
+        executor = self.executor
+        ticket = None
+        if executor.has_uncancelled_orders():
+            ticket = executor.cancel_all_now(
+                Source.STRATEGY, f"Laya EMERGENCY on {snapshot.symbol}"
+            )
+            ticket.result.add_done_callback(
+                lambda _done, recv_ns=snapshot.recv_ns: self._record_reaction(ticket, recv_ns)
+            )
+        now = self._clock()
+        first = not self.strategy.in_cooldown(now)
+        self.strategy.on_emergency(now)
+        if ticket is not None or first:
+            action = f"cancel all ({ticket.path})" if ticket is not None else "cool down"
+            self._verdict_acted(snapshot.symbol, _CANCEL_ALL, action, now, snapshot, ticket)
+
+    def _record_reaction(self, ticket: CancelAllTicket | None, recv_ns: int) -> None:
+        if ticket is not None and ticket.sent_ns is not None:
+            self.reaction.record(max(0, ticket.sent_ns - recv_ns))
+
+    def _verdict_acted(
+        self,
+        symbol: str,
+        intent: QuoteIntent,
+        action: str,
+        now: int,
+        snapshot: BookSnapshot | None = None,
+        ticket: CancelAllTicket | None = None,
+    ) -> None:
+        payload: dict[str, object] = {"symbol": symbol, "intent": intent.name, "action": action}
+        if snapshot is not None:
+            payload["exchange_ts_ms"] = snapshot.exchange_ts_ms
+            payload["recv_ns"] = snapshot.recv_ns
+        if ticket is not None and ticket.sent_ns is not None and snapshot is not None:
+            payload["reaction_us"] = (ticket.sent_ns - snapshot.recv_ns) / 1e3
+        with contextlib.suppress(JournalError):
+            self.journal.append(EntryKind.VERDICT_ACTION, payload, now)
+        self.events.append(VerdictActed(symbol, intent.name, action, now))
+
+    def _requote(
+        self,
+        bid_price: float,
+        bid_size: float,
+        ask_price: float,
+        ask_size: float,
+        intent: QuoteIntent,
+        previous: QuoteIntent | None,
+        now: int,
+    ) -> None:
+        if self._sequence is not None and not self._sequence.done():
+            return  # kill or flatten owns the orders now
+        risk = self.executor.risk_view()
+        position = risk.positions[self._quoted_index]
+        plan = self.strategy.quotes(
+            bid_price,
+            bid_size,
+            ask_price,
+            ask_size,
+            position.size,
+            position.max_position,
+            risk.risk_scale,
+            self.gateway.state,
+            intent,
+            now,
+        )
+        self._work_side(OrderRole.BID, OrderSide.BUY, plan.bid, intent, previous, now)
+        self._work_side(OrderRole.ASK, OrderSide.SELL, plan.ask, intent, previous, now)
+
+    def _work_side(
+        self,
+        role: OrderRole,
+        side: OrderSide,
+        wanted: Any,
+        intent: QuoteIntent,
+        previous: QuoteIntent | None,
+        now: int,
+    ) -> None:
+        executor = self.executor
+        client_oid = self._quotes[role]
+        order = executor.order(client_oid) if client_oid is not None else None
+        if order is None:
+            self._quotes[role] = None
+            if wanted is None:
+                return
+            intent_order = OrderIntent(
+                self._symbol,
+                side,
+                wanted.size,
+                wanted.price,
+                OrderType.LIMIT,
+                executor.new_client_oid(role),
+                Source.STRATEGY,
+                TimeInForce.POST_ONLY if self.config.strategy.post_only else TimeInForce.GTC,
+                wanted.reduce_only,
+                f"quote {role.value}",
+            )
+            if executor.submit(intent_order, role).approved:
+                self._quotes[role] = intent_order.client_oid
+            else:
+                self.strategy.on_denied(side, now)
+            return
+        if order.cancel_requested:
+            return
+        pulled = (intent is _PULL_ASKS and side is OrderSide.SELL) or (
+            intent is _PULL_BIDS and side is OrderSide.BUY
+        )
+        if wanted is None:
+            reason = f"Laya {intent.name}" if pulled else "not quoted now"
+            executor.cancel(order.intent.client_oid, Source.STRATEGY, reason)
+            if pulled and previous is not intent:
+                self._verdict_acted(self._symbol, intent, f"pull {role.value}", now)
+            return
+        if order.state in _WAITING_STATES:
+            return
+        price = order.intent.price
+        if price is not None and self.strategy.wants_requote(price, order.remaining, wanted):
+            executor.cancel(order.intent.client_oid, Source.STRATEGY, "requote")
+
+    # Hedge
+
+    def _on_fill(self, fill: FillUpdate) -> None:
+        if not self._hedge_scheduled:
+            self._hedge_scheduled = True
+            asyncio.get_running_loop().call_soon(self._hedge)
+
+    def _hedge(self) -> None:
+        self._hedge_scheduled = False
+        if self._hedge_symbol is None or (self._sequence is not None and not self._sequence.done()):
+            return
+        executor = self.executor
+        if executor.has_open_role(OrderRole.HEDGE):
+            return  # one hedge at a time: the next one sees its fills
+        executor.invalidate_risk_view()  # fresh marks for the delta
+        risk = executor.risk_view()
+        if risk.flatten_requested:
+            return
+        book = self._books.get(self._hedge_symbol)
+        if book is None or not book.ready:
+            return
+        bid, _, ask, _ = book.best()
+        microprice = book.microprice()
+        traded = risk.positions[self._quoted_index]
+        hedge = risk.positions[self._hedge_index]
+        order = self.strategy.hedge_order(
+            traded.size,
+            traded.mark_price,
+            hedge.size,
+            bid,
+            ask,
+            microprice,
+            risk.hedge_ratio,
+            risk.limits.max_slippage_bps,
+            self.gateway.state,
+        )
+        if order is None:
+            return
+        intent = OrderIntent(
+            self._hedge_symbol,
+            order.side,
+            order.size,
+            order.price,
+            OrderType.LIMIT,
+            executor.new_client_oid(OrderRole.HEDGE),
+            Source.HEDGE,
+            TimeInForce.IOC,
+            order.reduce_only,
+            f"hedge net delta {order.net_delta:+,.0f} USDT",
+        )
+        executor.submit(intent, OrderRole.HEDGE)
+
+    async def _maintain(self) -> None:
+        while True:
+            await asyncio.sleep(self._hedge_interval_s)
+            try:
+                self._hedge()
+            except Exception as error:  # keep hedging alive; say what broke
+                logger.exception("hedge check failed")
+                self.events.append(TradingFault(f"hedge: {error}", self._clock()))
+
+    # Gateway state changes
+
+    def on_journal_fault(self, reason: str) -> None:
+        """The journal cannot write: trading must not go on unjournaled, so HALT."""
+        if self.gateway.state is not TradingState.HALTED:
+            self.gateway.kill(self._clock(), f"journal fault: {reason}")
+        self.executor.drain_risk_events()
+
+    def _on_risk_event(self, event: RiskEvent) -> None:
+        if not isinstance(event, TradingStateChanged):
+            return
+        new = event.new
+        if new is TradingState.HALTED:
+            self._start_sequence("kill", event.reason)
+        elif new is TradingState.PAUSED:
+            if self.executor.has_open_orders():
+                self.executor.cancel_all_now(Source.RISK, f"paused: {event.reason}")
+        elif new is TradingState.REDUCING:
+            if self.gateway.snapshot().flatten_requested:
+                self._start_sequence("flatten", event.reason)
+            else:
+                for role in (OrderRole.BID, OrderRole.ASK):
+                    client_oid = self._quotes[role]
+                    if client_oid is not None:
+                        self.executor.cancel(client_oid, Source.RISK, "reducing: requote")
+
+    def _start_sequence(self, name: str, reason: str) -> asyncio.Task[CommandResult]:
+        running = self._sequence
+        if running is not None and not running.done():
+            if self._sequence_name == name or name == "flatten":
+                return running
+            running.cancel()  # kill overrides a flatten in progress
+        timeout_s = (
+            self.config.executor.kill_timeout_s
+            if name == "kill"
+            else self.config.executor.flatten_timeout_s
+        )
+        self._sequence_name = name
+        self._sequence = asyncio.get_running_loop().create_task(
+            self._run_sequence(name, reason, timeout_s), name=f"desk-{name}"
+        )
+        return self._sequence
+
+    async def _run_sequence(self, name: str, reason: str, timeout_s: float) -> CommandResult:
+        source = Source.OPERATOR if reason.startswith("operator") else Source.RISK
+        outcome = await self.executor.run_close_sequence(source, f"{name}: {reason}", timeout_s)
+        self.last_sequence = outcome
+        if outcome.ok and self.gateway.state is TradingState.REDUCING:
+            now = self._clock()
+            for position in self.gateway.snapshot().positions:  # flat: flatten completes
+                self.gateway.on_position_sync(position.symbol, 0.0, 0.0, now)
+        self.executor.drain_risk_events()
+        result = CommandResult(name, outcome.ok, outcome.message, outcome.elapsed_ms)
+        if name == "kill":
+            self.last_kill = result
+        return result
+
+    # Commands
+
+    async def kill(self) -> CommandResult:
+        """HALTED, then cancel all and close all until the venue confirms flat."""
+        started = time.perf_counter()
+        now = self._clock()
+        self.gateway.kill(now)
+        task = self._start_sequence("kill", "operator kill switch")
+        self.executor.drain_risk_events()
+        result = await asyncio.shield(task)
+        elapsed = (time.perf_counter() - started) * 1000
+        result = dataclasses.replace(result, elapsed_ms=elapsed)
+        self.last_kill = result
+        return self._command_done(result, {})
+
+    async def flatten(self) -> CommandResult:
+        """Cancel all, close all; REDUCING until flat, then PAUSED."""
+        started = time.perf_counter()
+        now = self._clock()
+        outcome = self.gateway.flatten(now)
+        task = self._start_sequence("flatten", f"operator flatten ({outcome.text})")
+        self.executor.drain_risk_events()
+        result = await asyncio.shield(task)
+        elapsed = (time.perf_counter() - started) * 1000
+        state = self.gateway.state.name
+        message = f"{result.message}; now {state}" if result.ok else result.message
+        return self._command_done(CommandResult("flatten", result.ok, message, elapsed), {})
+
+    async def pause(self) -> CommandResult:
+        outcome = self.gateway.pause(self._clock())
+        self.executor.drain_risk_events()
+        return self._command_done(CommandResult("pause", outcome.accepted, outcome.text), {})
+
+    async def resume(self) -> CommandResult:
+        outcome = self.gateway.resume(self._clock())
+        self.executor.drain_risk_events()
+        return self._command_done(CommandResult("resume", outcome.accepted, outcome.text), {})
+
+    async def rearm(self, confirmation: str) -> CommandResult:
+        outcome = self.gateway.rearm(self._clock(), confirmation)
+        self.executor.drain_risk_events()
+        # The typed text is not journaled: an operator may paste anything into that field.
+        return self._command_done(CommandResult("rearm", outcome.accepted, outcome.text), {})
+
+    async def apply_overrides(self, overrides: RiskOverrides) -> CommandResult:
+        """Validated as a whole against the override bounds; applied only if all pass."""
+        arguments = _override_arguments(overrides)
+        problems = overrides.problems(self.gateway.config.bounds)
+        if overrides.empty:
+            problems = ["no override given"]
+        if problems:
+            return self._command_done(
+                CommandResult("apply_overrides", False, "; ".join(problems)), arguments
+            )
+        now = self._clock()
+        gateway = self.gateway
+        texts = []
+        for symbol, size in overrides.max_position.items():
+            texts.append(gateway.set_max_position(symbol, size, now).text)
+        if overrides.max_net_delta is not None:
+            texts.append(gateway.set_max_net_delta(overrides.max_net_delta, now).text)
+        if overrides.max_slippage_bps is not None:
+            texts.append(gateway.set_max_slippage_bps(overrides.max_slippage_bps, now).text)
+        if overrides.orders_per_second is not None and overrides.orders_per_minute is not None:
+            texts.append(
+                gateway.set_order_rate(
+                    overrides.orders_per_second, overrides.orders_per_minute, now
+                ).text
+            )
+        if overrides.risk_scale is not None:
+            texts.append(gateway.set_risk_scale(overrides.risk_scale, now).text)
+        self.executor.drain_risk_events()
+        return self._command_done(
+            CommandResult("apply_overrides", True, "; ".join(texts)), arguments
+        )
+
+    async def apply_kev_command(
+        self,
+        action: KevAction | str,
+        risk_scale: float | None = None,
+        hedge_ratio: float | None = None,
+        details: Mapping[str, object] | None = None,
+    ) -> KevCommandOutcome:
+        """Kev's portfolio command, inside the operator's limits (the gateway decides);
+        `details` (model, latency, raw answer...) are journaled with the decision."""
+        now = self._clock()
+        outcome = self.gateway.apply_kev_command(action, risk_scale, hedge_ratio, now)
+        payload: dict[str, object] = {
+            **(details or {}),
+            "action": str(action),
+            "risk_scale": risk_scale,
+            "hedge_ratio": hedge_ratio,
+            "accepted": outcome.accepted,
+            "notes": list(outcome.notes),
+            "state": outcome.state.name,
+        }
+        try:
+            self.journal.append(EntryKind.KEV_DECISION, payload, now)
+        except (JournalError, TypeError) as error:
+            self.events.append(TradingFault(f"Kev decision not journaled: {error}", now))
+        self.executor.drain_risk_events()
+        return outcome
+
+    def _command_done(self, result: CommandResult, arguments: dict[str, object]) -> CommandResult:
+        now = self._clock()
+        payload = {
+            "command": result.command,
+            "ok": result.ok,
+            "message": result.message,
+            "elapsed_ms": round(result.elapsed_ms, 3),
+            **arguments,
+        }
+        with contextlib.suppress(JournalError):
+            self.journal.append(EntryKind.OPERATOR_COMMAND, payload, now)
+        self.events.append(
+            CommandExecuted(result.command, result.ok, result.message, result.elapsed_ms, now)
+        )
+        return result
+
+    # Status
+
+    def status(self) -> TradingStatus:
+        risk = self.gateway.snapshot()
+        histogram = self.reaction
+        now = self._clock()
+        running = (
+            self._sequence_name
+            if self._sequence is not None and not self._sequence.done()
+            else None
+        )
+        return TradingStatus(
+            mode=self.config.mode.value,
+            venue=self.venue.name,
+            session=self.session,
+            risk=risk,
+            open_orders=self.executor.open_orders(),
+            recent_orders=self.executor.recent_orders(),
+            private_stream=self.venue.stream_state.value,
+            venue_stats=self.venue.stats(),
+            executor=self.executor.stats(),
+            reaction=ReactionFigures(
+                histogram.count,
+                histogram.percentile_ns(50) / 1e3,
+                histogram.percentile_ns(99) / 1e3,
+                histogram.max_ns / 1e3,
+            ),
+            running=running,
+            last_kill=self.last_kill,
+            cooldown_ms=max(0.0, (self.strategy.cooldown_until_ns - now) / 1e6),
+        )
+
+
+def _override_arguments(overrides: RiskOverrides) -> dict[str, object]:
+    return {
+        "max_position": dict(overrides.max_position),
+        "max_net_delta": overrides.max_net_delta,
+        "max_slippage_bps": overrides.max_slippage_bps,
+        "orders_per_second": overrides.orders_per_second,
+        "orders_per_minute": overrides.orders_per_minute,
+        "risk_scale": overrides.risk_scale,
+    }

@@ -1,0 +1,340 @@
+"""PaperVenue: real market data, in-process matching, the private stream's events.
+
+The pipeline's books and trades drive one simulator `MatchingEngine` per symbol (queue
+position behind the displayed size, partial fills, maker and taker fees) and a `SimAccount`;
+our orders never touch the real exchange. Every request reaches the matching engine
+`latency_ms` after it is made, so a cancel can lose the race against a fill, as it would live.
+What happens is reported as `OrderUpdate`, `FillUpdate` and `PositionsUpdate`, exactly the
+events a private websocket delivers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable
+
+from engine.bitget.orders import OrderSide, OrderType
+from engine.exchange.private_events import (
+    FillUpdate,
+    OrderStatus,
+    OrderUpdate,
+    PositionEntry,
+    PositionsUpdate,
+    PrivateEvent,
+    PrivateStreamChanged,
+    PrivateStreamState,
+)
+from engine.feed.events import BookSnapshot, Trades
+from engine.risk.intents import OrderIntent
+from engine.sim.instruments import Instrument, Side
+from engine.sim.matching import (
+    FIRST_FILL_ID,
+    FIRST_ORDER_ID,
+    Fill,
+    IdSequence,
+    Liquidity,
+    MatchingEngine,
+    MatchingEngineConfig,
+    Order,
+    OrderRejected,
+    OrderRequest,
+    SimAccount,
+    SimAccountConfig,
+)
+from engine.trading.config import PaperVenueConfig
+from engine.trading.venue import (
+    CancelAllTicket,
+    PlaceAck,
+    PrivateSink,
+    VenueOrder,
+    VenueRejected,
+    VenueSnapshot,
+    VenueUnavailable,
+)
+
+_SIDE = {"buy": Side.BUY, "sell": Side.SELL}
+
+
+class PaperVenue:
+    """The paper venue; feed it the market with `on_book` and `on_trades` (hot path)."""
+
+    name = "paper"
+
+    def __init__(
+        self,
+        config: PaperVenueConfig,
+        instruments: Iterable[Instrument],
+        wall_clock_ns: Callable[[], int] = time.time_ns,
+    ) -> None:
+        self.config = config
+        self.account = SimAccount(
+            SimAccountConfig(initial_balance=config.initial_balance, leverage=config.leverage)
+        )
+        # One id sequence for every symbol: order and trade ids are unique account-wide.
+        order_ids, fill_ids = IdSequence(FIRST_ORDER_ID), IdSequence(FIRST_FILL_ID)
+        self.engines = {
+            instrument.symbol: MatchingEngine(
+                MatchingEngineConfig(instrument, config.maker_fee_rate, config.taker_fee_rate),
+                self.account,
+                order_ids,
+                fill_ids,
+            )
+            for instrument in instruments
+        }
+        self._latency_s = config.latency_ms / 1000.0
+        self._clock = wall_clock_ns
+        self._sink: PrivateSink | None = None
+        self._state = PrivateStreamState.STOPPED
+        self._pending: set[asyncio.TimerHandle] = set()
+        self._requests: Counter[str] = Counter()
+        self._fills = 0
+
+    # Lifecycle
+
+    async def start(self, sink: PrivateSink) -> None:
+        self._sink = sink
+        self._set_state(PrivateStreamState.LIVE, "paper venue started")
+
+    async def stop(self) -> None:
+        for handle in self._pending:
+            handle.cancel()
+        self._pending.clear()
+        self._set_state(PrivateStreamState.STOPPED, "paper venue stopped")
+        self._sink = None
+
+    @property
+    def stream_state(self) -> PrivateStreamState:
+        return self._state
+
+    @property
+    def clock_offset_ms(self) -> int:
+        return 0
+
+    # Market data
+
+    def on_book(self, snapshot: BookSnapshot) -> None:
+        engine = self.engines.get(snapshot.symbol)
+        if engine is None or not snapshot.n_bids or not snapshot.n_asks:
+            return
+        fills = engine.on_book(
+            snapshot.bid_prices,
+            snapshot.bid_sizes,
+            snapshot.ask_prices,
+            snapshot.ask_sizes,
+            self._now_ms(),
+        )
+        levels = snapshot.levels
+        self.account.mark(snapshot.symbol, 0.5 * (float(levels[0, 0]) + float(levels[2, 0])))
+        if fills:
+            self._report_fills(engine, fills)
+
+    def on_trades(self, trades: Trades) -> None:
+        engine = self.engines.get(trades.symbol)
+        if engine is None:
+            return
+        fills: list[Fill] = []
+        now_ms = self._now_ms()
+        for trade in trades.prints:
+            side = Side.BUY if trade.aggressor > 0 else Side.SELL
+            fills.extend(engine.on_trade(trade.price, trade.size, side, now_ms))
+        if fills:
+            self._report_fills(engine, fills)
+
+    # Requests
+
+    async def place(self, intent: OrderIntent) -> PlaceAck:
+        engine = self._engine(intent.symbol)
+        self._requests["place"] += 1
+        await asyncio.sleep(self._latency_s)
+        request = OrderRequest(
+            _SIDE[intent.side],
+            intent.order_type,
+            intent.size,
+            intent.price,
+            intent.force,
+            intent.reduce_only,
+            intent.client_oid,
+        )
+        try:
+            result = engine.submit(request, self._now_ms())
+        except OrderRejected as rejection:
+            raise VenueRejected(rejection.code, rejection.message) from None
+        self._emit(_order_update(result.order, self._clock()))
+        if result.fills:
+            self._report_fills(engine, result.fills)
+        return PlaceAck(intent.client_oid, result.order.order_id, False)
+
+    async def cancel(self, symbol: str, client_oid: str) -> None:
+        engine = self._engine(symbol)
+        self._requests["cancel"] += 1
+        await asyncio.sleep(self._latency_s)
+        try:
+            order = engine.cancel(self._now_ms(), client_oid=client_oid)
+        except OrderRejected as rejection:
+            raise VenueRejected(rejection.code, rejection.message) from None
+        self._emit(_order_update(order, self._clock()))
+
+    def cancel_all_now(self) -> CancelAllTicket:
+        self._requests["cancel_all"] += 1
+        loop = asyncio.get_running_loop()
+        ticket = CancelAllTicket(loop.create_future(), "paper")
+        ticket.sent_ns = self._clock()
+        self._later(self._cancel_all_arrives, ticket)
+        return ticket
+
+    def _cancel_all_arrives(self, ticket: CancelAllTicket) -> None:
+        if ticket.result.done():
+            return
+        now_ms = self._now_ms()
+        cancelled = [
+            order for engine in self.engines.values() for order in engine.cancel_all(now_ms)
+        ]
+        recv_ns = self._clock()
+        for order in cancelled:
+            self._emit(_order_update(order, recv_ns))
+        ticket.result.set_result(tuple(order.client_oid for order in cancelled))
+
+    def _later(self, callback: Callable[[CancelAllTicket], None], ticket: CancelAllTicket) -> None:
+        """Run `callback` when the request reaches the matching engine (after the latency)."""
+
+        def arrive() -> None:
+            self._pending.discard(handle)
+            callback(ticket)
+
+        handle = asyncio.get_running_loop().call_later(self._latency_s, arrive)
+        self._pending.add(handle)
+
+    async def close_positions(self, symbol: str | None = None) -> None:
+        self._requests["close_positions"] += 1
+        await asyncio.sleep(self._latency_s)
+        targets = [self._engine(symbol)] if symbol is not None else list(self.engines.values())
+        for engine in targets:
+            size = self.account.position(engine.symbol).size
+            if not size:
+                continue
+            request = OrderRequest(
+                Side.SELL if size > 0 else Side.BUY,
+                OrderType.MARKET,
+                abs(size),
+                reduce_only=True,
+            )
+            try:
+                result = engine.submit(request, self._now_ms())
+            except OrderRejected as rejection:
+                raise VenueRejected(rejection.code, rejection.message) from None
+            self._emit(_order_update(result.order, self._clock()))
+            if result.fills:
+                self._report_fills(engine, result.fills)
+
+    async def snapshot(self) -> VenueSnapshot:
+        if self._sink is None:
+            raise VenueUnavailable("paper venue is not started")
+        self._requests["snapshot"] += 1
+        await asyncio.sleep(self._latency_s)
+        orders = tuple(
+            _venue_order(order)
+            for engine in self.engines.values()
+            for order in engine.open_orders()
+        )
+        return VenueSnapshot(orders, self._positions(), self._now_ms())
+
+    def stats(self) -> dict[str, object]:
+        return {
+            "requests": dict(self._requests),
+            "fills": self._fills,
+            "balance": self.account.balance,
+            "equity": self.account.equity,
+        }
+
+    # Internals
+
+    def _engine(self, symbol: str) -> MatchingEngine:
+        if self._sink is None:
+            raise VenueUnavailable("paper venue is not started")
+        engine = self.engines.get(symbol)
+        if engine is None:
+            raise VenueRejected("40034", f"Parameter {symbol} does not exist")
+        return engine
+
+    def _report_fills(self, engine: MatchingEngine, fills: list[Fill]) -> None:
+        recv_ns = self._clock()
+        self._fills += len(fills)
+        reported: set[str] = set()
+        for fill in fills:
+            self._emit(
+                FillUpdate(
+                    fill.symbol,
+                    fill.order_id,
+                    fill.client_oid,
+                    fill.trade_id,
+                    OrderSide(fill.side.value),
+                    fill.price,
+                    fill.size,
+                    fill.fee,
+                    fill.liquidity is Liquidity.MAKER,
+                    fill.ts_ms,
+                    recv_ns,
+                )
+            )
+            if fill.order_id not in reported:
+                reported.add(fill.order_id)
+                order = engine.order(fill.order_id)
+                if order is not None:
+                    self._emit(_order_update(order, recv_ns))
+        self._emit(PositionsUpdate(self._positions(), self._now_ms(), recv_ns))
+
+    def _positions(self) -> tuple[PositionEntry, ...]:
+        return tuple(
+            PositionEntry(
+                position.symbol,
+                position.size,
+                position.entry_price,
+                position.mark_price or None,
+                position.unrealized_pnl,
+            )
+            for position in self.account.positions()
+        )
+
+    def _emit(self, event: PrivateEvent) -> None:
+        if self._sink is not None:
+            self._sink(event)
+
+    def _set_state(self, state: PrivateStreamState, reason: str) -> None:
+        self._state = state
+        self._emit(PrivateStreamChanged(state, reason, self._clock()))
+
+    def _now_ms(self) -> int:
+        return self._clock() // 1_000_000
+
+
+def _order_update(order: Order, recv_ns: int) -> OrderUpdate:
+    return OrderUpdate(
+        order.symbol,
+        order.order_id,
+        order.client_oid,
+        OrderSide(order.side.value),
+        order.price,
+        order.size,
+        order.filled_size,
+        order.average_price if order.filled_size else None,
+        OrderStatus(order.status.value),
+        order.reduce_only,
+        order.updated_ms,
+        recv_ns,
+        order.cancel_reason,
+    )
+
+
+def _venue_order(order: Order) -> VenueOrder:
+    return VenueOrder(
+        order.symbol,
+        order.order_id,
+        order.client_oid,
+        OrderSide(order.side.value),
+        order.price,
+        order.size,
+        order.filled_size,
+        order.reduce_only,
+    )

@@ -1,0 +1,266 @@
+"""QuotingStrategy: where to quote, how much, and how to hedge (pure and deterministic).
+
+Quotes. With the touch (b, B, a, A) (prices and sizes), microprice m = (b*A + a*B) / (B + A),
+position q and max position Q (already scaled by the risk scale):
+    centre = m * (1 - skew * clamp(q / Q, -1, 1) / 1e4)
+    bid    = floor_to_tick(centre * (1 - half_spread / 1e4)), at most a - tick (post only)
+    ask    = ceil_to_tick(centre * (1 + half_spread / 1e4)), at least b + tick
+    size   = floor_to_lot(quote_size * risk_scale), the bid capped by Q - q, the ask by Q + q
+A long position lowers both quotes (the ask gets hit sooner, the bid later); a side with less
+than one lot of room, or below the minimum notional, is not quoted. In REDUCING only the side
+that shrinks the position is quoted (reduce-only, at most the position); in PAUSED and HALTED
+nothing is.
+
+Laya's intents: CANCEL_ALL cancels everything and starts the cooldown; PULL_ASKS / PULL_BIDS
+drop that side; KEEP_QUOTING quotes both.
+
+Hedge. Net delta (USDT) = q * m_T + h * q_H * m_H with h the hedge ratio in force. Beyond the
+deadband the hedge trades towards q_H* = -q * m_T / (h * m_H), rounded to the lot, with an IOC
+limit `hedge_slippage_bps` through the touch, kept inside the gateway's slippage band.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+from engine.bitget.orders import OrderSide
+from engine.laya.decide import QuoteIntent
+from engine.risk.events import TradingState
+from engine.sim.instruments import Instrument
+from engine.trading.config import QuotingStrategyConfig
+
+_BPS = 1e-4
+_GRID_SLACK = 1e-9
+"""A price or size this close to the grid (in ticks or lots) is on it: float noise only."""
+
+_ACTIVE = TradingState.ACTIVE
+_REDUCING = TradingState.REDUCING
+_KEEP_QUOTING = QuoteIntent.KEEP_QUOTING
+_PULL_ASKS = QuoteIntent.PULL_ASKS
+_PULL_BIDS = QuoteIntent.PULL_BIDS
+_CANCEL_ALL = QuoteIntent.CANCEL_ALL
+
+
+class Quote(NamedTuple):
+    """One side's wanted resting order."""
+
+    price: float
+    size: float
+    reduce_only: bool = False
+
+
+class QuotePlan(NamedTuple):
+    """What should rest now: None on a side means nothing (cancel what rests there)."""
+
+    bid: Quote | None
+    ask: Quote | None
+
+
+class HedgeOrder(NamedTuple):
+    side: OrderSide
+    size: float
+    price: float
+    reduce_only: bool
+    net_delta: float
+    """The net delta (USDT) the order is meant to take back towards zero."""
+
+
+NO_QUOTES = QuotePlan(None, None)
+
+
+class Grid:
+    """Rounding onto an instrument's price ticks and size lots."""
+
+    __slots__ = ("lot", "min_notional", "price_decimals", "size_decimals", "tick")
+
+    def __init__(self, instrument: Instrument) -> None:
+        self.tick = instrument.tick_size
+        self.lot = instrument.size_step
+        self.min_notional = instrument.min_notional
+        self.price_decimals = instrument.price_decimals
+        self.size_decimals = instrument.size_decimals
+
+    def floor_price(self, price: float) -> float:
+        return round(math.floor(price / self.tick + _GRID_SLACK) * self.tick, self.price_decimals)
+
+    def ceil_price(self, price: float) -> float:
+        return round(math.ceil(price / self.tick - _GRID_SLACK) * self.tick, self.price_decimals)
+
+    def floor_size(self, size: float) -> float:
+        """Whole lots at or below `size` (0.0 below one lot)."""
+        if size <= 0:
+            return 0.0
+        return round(math.floor(size / self.lot + _GRID_SLACK) * self.lot, self.size_decimals)
+
+    def round_size(self, size: float) -> float:
+        return round(round(size / self.lot) * self.lot, self.size_decimals)
+
+
+class QuotingStrategy:
+    """Quotes and hedge orders from the market, the position and the trading state.
+
+    Its only memory is time: the EMERGENCY cooldown and each side's backoff after a denial,
+    so the same inputs at the same `now_ns` always give the same answer.
+    """
+
+    def __init__(
+        self,
+        config: QuotingStrategyConfig,
+        instrument: Instrument,
+        hedge_instrument: Instrument | None = None,
+    ) -> None:
+        if instrument.symbol != config.symbol:
+            raise ValueError(f"instrument {instrument.symbol} is not the quoted {config.symbol}")
+        if (hedge_instrument is None) != (config.hedge_symbol is None) or (
+            hedge_instrument is not None and hedge_instrument.symbol != config.hedge_symbol
+        ):
+            raise ValueError(
+                f"hedge instrument {getattr(hedge_instrument, 'symbol', None)} does not match "
+                f"the hedge symbol {config.hedge_symbol}"
+            )
+        self.config = config
+        self.grid = Grid(instrument)
+        self.hedge_grid = Grid(hedge_instrument) if hedge_instrument is not None else None
+        self._half_spread = config.half_spread_bps * _BPS
+        self._skew = config.inventory_skew_bps * _BPS
+        self._cooldown_ns = config.emergency_cooldown_ms * 1_000_000
+        self._backoff_ns = config.denial_backoff_ms * 1_000_000
+        self.cooldown_until_ns = 0
+        self._bid_backoff_until_ns = 0
+        self._ask_backoff_until_ns = 0
+
+    # Time-based memory
+
+    def on_emergency(self, now_ns: int) -> None:
+        """EMERGENCY: nothing is quoted until the cooldown has passed (each one restarts it)."""
+        self.cooldown_until_ns = now_ns + self._cooldown_ns
+
+    def in_cooldown(self, now_ns: int) -> bool:
+        return now_ns < self.cooldown_until_ns
+
+    def on_denied(self, side: OrderSide, now_ns: int) -> None:
+        """The gateway refused a quote on `side`: do not ask again before the backoff."""
+        if side is OrderSide.BUY:
+            self._bid_backoff_until_ns = now_ns + self._backoff_ns
+        else:
+            self._ask_backoff_until_ns = now_ns + self._backoff_ns
+
+    # Quotes
+
+    def quotes(
+        self,
+        bid_price: float,
+        bid_size: float,
+        ask_price: float,
+        ask_size: float,
+        position: float,
+        max_position: float,
+        risk_scale: float,
+        state: TradingState,
+        intent: QuoteIntent,
+        now_ns: int,
+    ) -> QuotePlan:
+        """The quotes wanted now (see the module docstring for the formulas)."""
+        if intent is _CANCEL_ALL or now_ns < self.cooldown_until_ns:
+            return NO_QUOTES
+        if state is not _ACTIVE and state is not _REDUCING:
+            return NO_QUOTES
+        if not (0.0 < bid_price < ask_price) or not (bid_size > 0.0 and ask_size > 0.0):
+            return NO_QUOTES
+        grid = self.grid
+        size = grid.floor_size(self.config.quote_size * risk_scale)
+        if size <= 0.0:
+            return NO_QUOTES
+        microprice = (bid_price * ask_size + ask_price * bid_size) / (bid_size + ask_size)
+        inventory = position / max_position if max_position > 0.0 else 0.0
+        inventory = -1.0 if inventory < -1.0 else (1.0 if inventory > 1.0 else inventory)
+        centre = microprice * (1.0 - self._skew * inventory)
+        if state is _REDUCING:
+            bid_room = -position if position < 0.0 else 0.0
+            ask_room = position if position > 0.0 else 0.0
+            reduce_only = True
+        else:
+            bid_room = max_position - position
+            ask_room = max_position + position
+            reduce_only = False
+
+        bid = None
+        if intent is not _PULL_BIDS and now_ns >= self._bid_backoff_until_ns:
+            bid_quantity = grid.floor_size(min(size, bid_room))
+            price = min(
+                grid.floor_price(centre * (1.0 - self._half_spread)),
+                grid.floor_price(ask_price - grid.tick),
+            )
+            if bid_quantity > 0.0 and price > 0.0 and price * bid_quantity >= grid.min_notional:
+                bid = Quote(price, bid_quantity, reduce_only)
+        ask = None
+        if intent is not _PULL_ASKS and now_ns >= self._ask_backoff_until_ns:
+            ask_quantity = grid.floor_size(min(size, ask_room))
+            price = max(
+                grid.ceil_price(centre * (1.0 + self._half_spread)),
+                grid.ceil_price(bid_price + grid.tick),
+            )
+            if ask_quantity > 0.0 and price * ask_quantity >= grid.min_notional:
+                ask = Quote(price, ask_quantity, reduce_only)
+        return QuotePlan(bid, ask)
+
+    def wants_requote(self, resting_price: float, resting_size: float, wanted: Quote) -> bool:
+        """Replace a resting quote only when it drifted enough to matter (churn costs rate
+        budget and queue position)."""
+        config = self.config
+        if abs(wanted.price - resting_price) > resting_price * config.requote_threshold_bps * _BPS:
+            return True
+        return abs(wanted.size - resting_size) > resting_size * config.requote_size_fraction
+
+    # Hedge
+
+    def hedge_order(
+        self,
+        position: float,
+        mid: float,
+        hedge_position: float,
+        hedge_best_bid: float,
+        hedge_best_ask: float,
+        hedge_microprice: float,
+        hedge_ratio: float,
+        max_slippage_bps: float,
+        state: TradingState,
+    ) -> HedgeOrder | None:
+        """The IOC order that brings net delta back inside the deadband, or None."""
+        grid = self.hedge_grid
+        if grid is None or (state is not _ACTIVE and state is not _REDUCING):
+            return None
+        if not (0.0 < hedge_best_bid < hedge_best_ask) or hedge_ratio <= 0.0 or mid <= 0.0:
+            return None
+        hedge_mid = 0.5 * (hedge_best_bid + hedge_best_ask)
+        net_delta = position * mid + hedge_ratio * hedge_position * hedge_mid
+        if abs(net_delta) <= self.config.hedge_deadband_usdt:
+            return None
+        target = -position * mid / (hedge_ratio * hedge_mid)
+        size = grid.round_size(abs(target - hedge_position))
+        if size <= 0.0:
+            return None
+        buy = target > hedge_position
+        # Shrinking the hedge without flipping it is reduce-only, which REDUCING allows.
+        reduce_only = (hedge_position < 0.0 and buy and size <= -hedge_position) or (
+            hedge_position > 0.0 and not buy and size <= hedge_position
+        )
+        if state is _REDUCING and not reduce_only:
+            return None
+        slippage = self.config.hedge_slippage_bps * _BPS
+        band = max_slippage_bps * _BPS
+        if buy:
+            limit = min(
+                hedge_best_ask * (1.0 + slippage), min(hedge_mid, hedge_microprice) * (1.0 + band)
+            )
+            price = grid.floor_price(limit)
+        else:
+            limit = max(
+                hedge_best_bid * (1.0 - slippage), max(hedge_mid, hedge_microprice) * (1.0 - band)
+            )
+            price = grid.ceil_price(limit)
+        if price <= 0.0 or price * size < grid.min_notional:
+            return None
+        side = OrderSide.BUY if buy else OrderSide.SELL
+        return HedgeOrder(side, size, price, reduce_only, net_delta)

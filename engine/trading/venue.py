@@ -1,0 +1,116 @@
+"""The venue protocol: what the executor needs from an exchange, whichever it is.
+
+Every venue (the simulator or Bitget over REST, the in-process paper venue) takes orders by
+clientOid, answers with acks and refusals, and reports what happens afterwards as the private
+stream's events (`engine.exchange.private_events`) through the sink given to it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import NamedTuple, Protocol
+
+from engine.bitget.orders import OrderSide
+from engine.exchange.private_events import PositionEntry, PrivateEvent, PrivateStreamState
+from engine.risk.intents import OrderIntent
+
+PrivateSink = Callable[[PrivateEvent], None]
+
+
+class VenueOrder(NamedTuple):
+    """An order the venue reports open."""
+
+    symbol: str
+    order_id: str
+    client_oid: str
+    side: OrderSide
+    price: float | None
+    size: float
+    filled_size: float
+    reduce_only: bool
+
+
+class PlaceAck(NamedTuple):
+    client_oid: str
+    order_id: str | None
+    reconciled: bool
+    """Confirmed by a clientOid lookup after an attempt whose outcome was unknown."""
+
+
+class VenueSnapshot(NamedTuple):
+    """Open orders and positions as the venue reports them, and when (exchange time, ms)."""
+
+    orders: tuple[VenueOrder, ...]
+    positions: tuple[PositionEntry, ...]
+    exchange_ms: int
+
+
+class VenueRejected(Exception):
+    """The venue refused the request; `code` is Bitget's (or the simulator's) error code."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(f"{code}: {message}" if code else message)
+        self.code = code
+        self.message = message
+
+
+class VenueOutcomeUnknown(Exception):
+    """The request may or may not have taken effect: reconcile before assuming either."""
+
+
+class VenueUnavailable(Exception):
+    """The request never left (no connection): it certainly did not take effect."""
+
+
+class CancelAllTicket:
+    """A cancel-all on its way: `sent_ns` (epoch ns) is stamped when its request bytes were
+    handed to the socket (None until then), `result` resolves to the clientOids the venue
+    cancelled, or to the venue's exception."""
+
+    __slots__ = ("path", "result", "sent_ns")
+
+    def __init__(self, result: asyncio.Future[tuple[str, ...]], path: str) -> None:
+        self.result = result
+        self.sent_ns: int | None = None
+        self.path = path
+        """How it went out: `lane` (pre-connected socket), `client` (the REST client) or
+        `paper`."""
+
+
+class Venue(Protocol):
+    """An exchange as the executor sees it. `start` connects and begins delivering private
+    events to the sink; every coroutine raises `VenueRejected`, `VenueOutcomeUnknown` or
+    `VenueUnavailable` (nothing else) when it does not succeed."""
+
+    name: str
+    """For journals and the UI: `sim`, `paper`, `demo`, `live`."""
+
+    async def start(self, sink: PrivateSink) -> None: ...
+
+    async def stop(self) -> None: ...
+
+    @property
+    def stream_state(self) -> PrivateStreamState: ...
+
+    @property
+    def clock_offset_ms(self) -> int:
+        """Exchange time minus local time."""
+        ...
+
+    async def place(self, intent: OrderIntent) -> PlaceAck: ...
+
+    async def cancel(self, symbol: str, client_oid: str) -> None: ...
+
+    def cancel_all_now(self) -> CancelAllTicket:
+        """Cancel every open order, starting the request before returning (the reaction
+        path: no await between the decision and the bytes leaving when a lane is ready)."""
+        ...
+
+    async def close_positions(self, symbol: str | None = None) -> None:
+        """Flash-close at market (one symbol, or all)."""
+        ...
+
+    async def snapshot(self) -> VenueSnapshot: ...
+
+    def stats(self) -> dict[str, object]: ...

@@ -1,0 +1,118 @@
+"""EngineNode: what it refuses to build, its own simulator with trading, paper trading on a
+recording, commands from another thread, the published status."""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import io
+
+import orjson
+import pytest
+
+from engine.feed.recording import encode_line
+from engine.laya.classifier import LayaClassifierConfig
+from engine.node import EngineConfig, EngineNode, run_headless
+from engine.trading.bench import NEVER_EMERGENCY
+from engine.trading.config import TradingConfig, TradingMode
+
+
+def laya(model) -> LayaClassifierConfig:
+    return LayaClassifierConfig(model_path=model, prefer_gpu=False, thresholds=NEVER_EMERGENCY)
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ({"replay_path": "x.gz", "trading": TradingConfig()}, "only be traded on paper"),
+        ({"trading": TradingConfig(mode=TradingMode.DEMO)}, "needs Bitget's public feed"),
+        ({"live_url": "ws://127.0.0.1:1/v2/ws/public", "trading": TradingConfig()}, "REST url"),
+        ({"trading": TradingConfig(rest_url="http://127.0.0.1:1")}, "that simulator.s public feed"),
+        ({"symbols": ("BTCUSDT",), "trading": TradingConfig()}, "not among the market"),
+    ],
+)
+def test_config_refuses_trading_it_cannot_do(settings, message):
+    with pytest.raises(ValueError, match=message):
+        EngineConfig(**settings)
+
+
+def test_live_needs_the_confirmation_and_demo_needs_keys(tmp_path):
+    with pytest.raises(ValueError, match="--live"):
+        TradingConfig(mode=TradingMode.LIVE)
+    config = EngineConfig(
+        live_url="wss://wspap.bitget.com/v2/ws/public",
+        trading=TradingConfig(mode=TradingMode.DEMO, journal_path=tmp_path / "j.sqlite"),
+    )
+    with pytest.raises(ValueError, match="credentials"):
+        EngineNode(config)
+
+
+async def test_without_trading_commands_say_so():
+    node = EngineNode(EngineConfig())
+    result = await node.kill()
+    assert not result.ok and "trading is off" in result.message
+    with pytest.raises(RuntimeError, match="not running"):
+        node.call_threadsafe(node.pause())
+
+
+async def test_the_default_node_trades_on_its_own_simulator(laya_model, tmp_path):
+    config = EngineConfig(
+        laya=laya(laya_model),
+        trading=TradingConfig(journal_path=tmp_path / "journal.sqlite"),
+        status_interval_s=0.05,
+    )
+    node = EngineNode(config)
+    await node.start()
+    try:
+        sim = node.sim
+        assert sim is not None
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 20
+        while len(sim.open_orders()) < 2:
+            assert loop.time() < deadline, "no quotes rested on the simulator"
+            await asyncio.sleep(0.05)
+        await asyncio.sleep(0.1)
+        published = node.latest_status
+        assert published is not None and published.trading is not None
+        assert published.trading.venue == "sim" and published.trading.mode == "sim"
+        assert published.trading.private_stream == "live"
+        paused = await asyncio.to_thread(lambda: node.call_threadsafe(node.pause()).result(10))
+        assert paused.ok
+        while sim.open_orders():
+            assert loop.time() < deadline + 5, "pause left quotes resting"
+            await asyncio.sleep(0.05)
+        assert (await node.resume()).ok
+    finally:
+        await node.stop()
+    assert sim.open_orders() == []  # stopping cancels what rests
+
+
+@pytest.fixture
+def recording(tmp_path):
+    path = tmp_path / "btc.bitget.gz"
+    with gzip.open(path, "wb") as out:
+        for k in range(40):
+            ts = 1_726_000_000_000 + 100 * k
+            data = {
+                "asks": [["64000.2", "0.5"], ["64000.3", "1"]],
+                "bids": [["64000.0", "0.5"], ["63999.9", "1"]],
+                "seq": k,
+                "ts": str(ts),
+            }
+            arg = {"instType": "USDT-FUTURES", "channel": "books15", "instId": "BTCUSDT"}
+            frame = orjson.dumps({"action": "snapshot", "arg": arg, "data": [data], "ts": ts})
+            out.write(encode_line(ts * 1_000_000, frame))
+    return path
+
+
+async def test_a_recording_trades_on_paper(recording, laya_model, tmp_path):
+    config = EngineConfig(
+        replay_path=str(recording),
+        replay_speed=None,
+        laya=laya(laya_model),
+        trading=TradingConfig(mode=TradingMode.PAPER, journal_path=tmp_path / "j.sqlite"),
+    )
+    out = io.StringIO()
+    assert await run_headless(config, out=out, status_interval_s=0.05) == 0
+    status_lines = [line for line in out.getvalue().splitlines() if line.startswith("REPLAY")]
+    assert status_lines and "PAPER ACTIVE" in status_lines[-1]

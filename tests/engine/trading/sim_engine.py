@@ -1,0 +1,73 @@
+"""Helpers for end-to-end tests: the engine on a simulator, and what the simulator saw."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from pathlib import Path
+
+from engine.exchange.bitget_rest import BitgetRestClient, BitgetRestConfig, Credentials
+from engine.laya.classifier import LayaClassifierConfig
+from engine.node import EngineConfig
+from engine.sim.matching import FIRST_ORDER_ID, Order
+from engine.sim.server import SimExchange
+from engine.trading.bench import ALWAYS_EMERGENCY, NEVER_EMERGENCY
+from engine.trading.config import QuotingStrategyConfig, TradingConfig
+
+__all__ = ["ALWAYS_EMERGENCY", "NEVER_EMERGENCY"]
+
+
+def engine_config(
+    sim: SimExchange,
+    model: Path,
+    journal: Path,
+    *,
+    thresholds: tuple[float, ...] = NEVER_EMERGENCY,
+    rest_timeout_s: float = 3.0,
+    **strategy: object,
+) -> EngineConfig:
+    """The engine on `sim` (started apart, on loopback), quoting close to the touch."""
+    settings: dict[str, object] = {"half_spread_bps": 0.05, "emergency_cooldown_ms": 200}
+    settings.update(strategy)
+    trading = TradingConfig(
+        strategy=QuotingStrategyConfig(**settings),  # type: ignore[arg-type]
+        journal_path=journal,
+        rest_url=sim.rest_url,
+        rest_timeout_s=rest_timeout_s,
+    )
+    laya = LayaClassifierConfig(model_path=model, prefer_gpu=False, thresholds=thresholds)
+    return EngineConfig(live_url=sim.ws_url, laya=laya, trading=trading)
+
+
+def sim_orders(sim: SimExchange) -> list[Order]:
+    """Every order the simulator ever took (its ids are consecutive across symbols)."""
+    engines = [sim.engine(symbol) for symbol in ("BTCUSDT", "ETHUSDT")]
+    orders = []
+    order_id = FIRST_ORDER_ID
+    while True:
+        found = [engine.order(str(order_id)) for engine in engines]
+        known = [order for order in found if order is not None]
+        if not known:
+            return orders
+        orders.extend(known)
+        order_id += 1
+
+
+async def sim_rest(sim: SimExchange) -> BitgetRestClient:
+    """A REST client of our own, to ask the simulator what it holds."""
+    config = sim.config
+    client = BitgetRestClient(
+        BitgetRestConfig(base_url=sim.rest_url),
+        Credentials(config.api_key, config.api_secret, config.passphrase),
+    )
+    await client.start()
+    return client
+
+
+async def eventually(condition: Callable[[], bool], timeout_s: float = 10.0) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
+    while not condition():
+        if loop.time() > deadline:
+            raise AssertionError("condition not reached in time")
+        await asyncio.sleep(0.01)

@@ -1,0 +1,133 @@
+"""CancelLane: HTTP/1.1 answers parsed by hand, signed requests the simulator accepts, and a
+lane that steps aside (not ready) whenever it cannot send at once."""
+
+from __future__ import annotations
+
+import asyncio
+
+import orjson
+import pytest
+from sim_engine import eventually
+
+from engine.bitget.orders import OrderType, TimeInForce
+from engine.exchange.bitget_rest import Credentials
+from engine.sim.instruments import Side
+from engine.sim.matching import OrderRequest
+from engine.trading.cancel_lane import CancelLane, _ResponseReader
+from engine.trading.venue import VenueOutcomeUnknown
+
+
+def answers(*chunks: bytes):
+    reader = _ResponseReader()
+    found, error = [], ""
+    for chunk in chunks:
+        parsed, error = reader.feed(chunk)
+        found.extend(parsed)
+    return [(answer.status, answer.body, closes) for answer, closes in found], error
+
+
+def test_a_content_length_answer_split_anywhere_is_read_whole():
+    raw = b'HTTP/1.1 200 OK\r\nContent-Length: 12\r\n\r\n{"code":"0"}'
+    for cut in (1, 20, len(raw) - 3):
+        assert answers(raw[:cut], raw[cut:]) == ([(200, b'{"code":"0"}', False)], "")
+
+
+def test_chunked_answers_and_two_answers_in_one_read():
+    chunked = (
+        b"HTTP/1.1 400 Bad Request\r\nTransfer-Encoding: chunked\r\n\r\n"
+        b"5\r\nhello\r\n6;ext=1\r\n world\r\n0\r\n\r\n"
+    )
+    plain = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok"
+    assert answers(chunked + plain) == (
+        [(400, b"hello world", False), (200, b"ok", True)],
+        "",
+    )
+
+
+@pytest.mark.parametrize(
+    ("raw", "error"),
+    [
+        (b"SSH-2.0-OpenSSH\r\n\r\n", "not an HTTP/1.1 status line"),
+        (b"HTTP/1.1 200 OK\r\nContent-Length: many\r\n\r\n", "unusable Content-Length"),
+        (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", "bad chunk size"),
+        (b"HTTP/1.1 200 OK\r\nX: " + b"a" * 20_000, "too long"),
+    ],
+)
+def test_garbage_is_an_error_not_an_exception(raw, error):
+    found, text = answers(raw)
+    assert found == [] and error in text
+
+
+def credentials(sim) -> Credentials:
+    config = sim.config
+    return Credentials(config.api_key, config.api_secret, config.passphrase)
+
+
+async def test_a_signed_cancel_all_is_accepted_and_cancels_everything(sim):
+    engine = sim.engine("BTCUSDT")
+    for k in range(3):
+        request = OrderRequest(Side.BUY, OrderType.LIMIT, 0.001, 60_000.0 - k, TimeInForce.GTC)
+        engine.submit(request, sim.now_ms())
+    lane = CancelLane(sim.rest_url, credentials(sim), demo=False, clock_offset_ms=lambda: 0)
+    await lane.start()
+    try:
+        assert lane.ready
+        sent = lane.send_cancel_all()
+        assert sent is not None
+        future, sent_ns = sent
+        assert sent_ns > 0 and not lane.ready  # one request at a time
+        answer = await future
+        envelope = orjson.loads(answer.body)
+        assert (answer.status, envelope["code"]) == (200, "00000")
+        assert len(envelope["data"]["successList"]) == 3
+        assert sim.open_orders() == []
+        assert lane.ready
+        again = await lane.send_cancel_all()[0]  # nothing left: Bitget's 22001
+        assert orjson.loads(again.body)["code"] == "22001"
+    finally:
+        await lane.stop()
+
+
+async def test_a_wrong_secret_is_refused_by_the_exchange(sim):
+    config = sim.config
+    wrong = Credentials(config.api_key, "not-the-secret", config.passphrase)
+    lane = CancelLane(sim.rest_url, wrong, demo=False, clock_offset_ms=lambda: 0)
+    await lane.start()
+    try:
+        answer = await lane.send_cancel_all()[0]
+        assert orjson.loads(answer.body)["code"] == "40009"
+    finally:
+        await lane.stop()
+
+
+async def test_a_lost_connection_fails_the_answer_and_the_lane_reconnects(sim):
+    lane = CancelLane(
+        sim.rest_url, credentials(sim), demo=False, clock_offset_ms=lambda: 0, answer_timeout_s=0.3
+    )
+    await lane.start()
+    try:
+        sim.faults.slow_rest(1.0)  # the answer will come too late
+        future, _ = lane.send_cancel_all()
+        with pytest.raises(VenueOutcomeUnknown):
+            await future
+        sim.faults.slow_rest(0.0)
+        await eventually(lambda: lane.ready and lane.connects >= 2, 5)
+        answer = await lane.send_cancel_all()[0]
+        assert answer.status in (200, 400)
+    finally:
+        await lane.stop()
+
+
+async def test_the_lane_steps_aside_past_the_endpoint_rate(sim):
+    lane = CancelLane(
+        sim.rest_url, credentials(sim), demo=False, clock_offset_ms=lambda: 0, max_per_second=2
+    )
+    await lane.start()
+    try:
+        for _ in range(2):
+            await lane.send_cancel_all()[0]
+        assert not lane.ready and lane.send_cancel_all() is None
+        await asyncio.sleep(1.15)
+        assert lane.ready
+    finally:
+        await lane.stop()

@@ -1,0 +1,241 @@
+"""QuotingStrategy: quotes and hedge orders checked against hand-computed values."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine.bitget.orders import OrderSide
+from engine.laya.decide import QuoteIntent
+from engine.risk.events import TradingState
+from engine.sim.instruments import BTCUSDT, ETHUSDT, Instrument
+from engine.trading.config import QuotingStrategyConfig
+from engine.trading.strategy import Grid, Quote, QuotePlan, QuotingStrategy
+
+ACTIVE = TradingState.ACTIVE
+KEEP = QuoteIntent.KEEP_QUOTING
+NOW = 1_000_000_000_000
+
+
+def strategy(**overrides) -> QuotingStrategy:
+    settings = {
+        "quote_size": 0.002,
+        "half_spread_bps": 0.5,
+        "inventory_skew_bps": 1.0,
+        "emergency_cooldown_ms": 1_000,
+        "denial_backoff_ms": 250,
+    }
+    settings.update(overrides)
+    return QuotingStrategy(QuotingStrategyConfig(**settings), BTCUSDT, ETHUSDT)
+
+
+def quote(
+    subject: QuotingStrategy,
+    *,
+    book=(64_000.0, 1.0, 64_000.2, 1.0),
+    position=0.0,
+    max_position=0.02,
+    scale=1.0,
+    state=ACTIVE,
+    intent=KEEP,
+    now=NOW,
+) -> QuotePlan:
+    return subject.quotes(*book, position, max_position, scale, state, intent, now)
+
+
+def test_flat_quotes_sit_half_a_spread_around_the_microprice():
+    # microprice 64000.1; 0.5 bps of it is 3.200005: bid 63996.899995 -> 63996.8 (floor),
+    # ask 64003.300005 -> 64003.4 (ceil).
+    plan = quote(strategy())
+    assert plan == QuotePlan(Quote(63_996.8, 0.002), Quote(64_003.4, 0.002))
+
+
+def test_microprice_leans_towards_the_thin_side():
+    # bid size 3, ask size 1: microprice (64000*1 + 64000.2*3) / 4 = 64000.15;
+    # bid 64000.15 * (1 - 5e-5) = 63996.949992 -> 63996.9; ask 64003.350008 -> 64003.4.
+    plan = quote(strategy(), book=(64_000.0, 3.0, 64_000.2, 1.0))
+    assert plan.bid == Quote(63_996.9, 0.002)
+    assert plan.ask == Quote(64_003.4, 0.002)
+
+
+def test_a_long_position_skews_both_quotes_down():
+    # q/Q = 0.5, skew 1 bps: centre 64000.1 * (1 - 0.5e-4) = 63996.899995;
+    # bid 63996.899995 * (1 - 5e-5) = 63993.700150 -> 63993.7;
+    # ask 63996.899995 * (1 + 5e-5) = 64000.099840 -> 64000.1.
+    plan = quote(strategy(), position=0.01)
+    assert plan == QuotePlan(Quote(63_993.7, 0.002), Quote(64_000.1, 0.002))
+
+
+def test_skew_is_capped_at_the_max_position():
+    at_max = quote(strategy(), position=0.02)
+    beyond = quote(strategy(), position=0.05, max_position=0.02)
+    assert at_max.ask == beyond.ask
+    assert at_max.bid is None and beyond.bid is None  # no room left to buy
+
+
+def test_post_only_quotes_never_cross_the_touch():
+    # No spread: the bid may not reach the ask and the ask not the bid.
+    plan = quote(strategy(half_spread_bps=0.0), book=(64_000.0, 1.0, 64_000.1, 3.0))
+    assert plan.bid == Quote(64_000.0, 0.002)
+    assert plan.ask == Quote(64_000.1, 0.002)
+
+
+def test_sizes_follow_the_risk_scale_in_whole_lots():
+    assert quote(strategy(), scale=0.5).bid == Quote(63_996.8, 0.001)
+    assert quote(strategy(), scale=0.4) == QuotePlan(None, None)  # 0.0008 is below one lot
+
+
+def test_room_to_the_max_position_caps_each_side():
+    plan = quote(strategy(), position=0.019)
+    assert plan.bid is not None and plan.bid.size == 0.001
+    assert plan.ask is not None and plan.ask.size == 0.002
+    short = quote(strategy(), position=-0.0195)
+    assert short.ask is None  # 0.0005 of room is below one lot
+    assert short.bid is not None and short.bid.size == 0.002
+
+
+def test_minimum_notional_is_respected():
+    tiny = Instrument("BTCUSDT", tick_size=0.1, size_step=0.001, min_notional=200.0)
+    subject = QuotingStrategy(QuotingStrategyConfig(hedge_symbol=None), tiny)
+    assert quote(subject) == QuotePlan(None, None)  # 0.002 * 64000 = 128 < 200
+
+
+def test_laya_intents_pull_one_side_or_everything():
+    subject = strategy()
+    assert quote(subject, intent=QuoteIntent.PULL_ASKS).ask is None
+    assert quote(subject, intent=QuoteIntent.PULL_ASKS).bid is not None
+    assert quote(subject, intent=QuoteIntent.PULL_BIDS).bid is None
+    assert quote(subject, intent=QuoteIntent.PULL_BIDS).ask is not None
+    assert quote(subject, intent=QuoteIntent.CANCEL_ALL) == QuotePlan(None, None)
+
+
+def test_emergency_cooldown_blocks_quotes_until_it_has_passed():
+    subject = strategy()
+    subject.on_emergency(NOW)
+    assert subject.in_cooldown(NOW + 999_000_000)
+    assert quote(subject, now=NOW + 999_000_000) == QuotePlan(None, None)
+    assert quote(subject, now=NOW + 1_000_000_000).bid is not None
+
+
+def test_a_denied_side_backs_off_alone():
+    subject = strategy()
+    subject.on_denied(OrderSide.BUY, NOW)
+    plan = quote(subject, now=NOW + 100_000_000)
+    assert plan.bid is None and plan.ask is not None
+    assert quote(subject, now=NOW + 250_000_000).bid is not None
+
+
+def test_reducing_quotes_only_the_side_that_shrinks_the_position():
+    long_plan = quote(strategy(), position=0.005, state=TradingState.REDUCING)
+    assert long_plan.bid is None
+    assert long_plan.ask is not None
+    assert long_plan.ask.reduce_only and long_plan.ask.size == 0.002
+    small = quote(strategy(), position=0.0015, state=TradingState.REDUCING)
+    assert small.ask is not None and small.ask.size == 0.001
+    assert quote(strategy(), state=TradingState.REDUCING) == QuotePlan(None, None)
+
+
+@pytest.mark.parametrize("state", [TradingState.PAUSED, TradingState.HALTED])
+def test_paused_and_halted_quote_nothing(state):
+    assert quote(strategy(), position=0.01, state=state) == QuotePlan(None, None)
+
+
+def test_unusable_books_quote_nothing():
+    assert quote(strategy(), book=(64_000.2, 1.0, 64_000.0, 1.0)) == QuotePlan(None, None)
+    assert quote(strategy(), book=(64_000.0, 0.0, 64_000.2, 1.0)) == QuotePlan(None, None)
+
+
+def test_requote_only_when_price_or_size_drift_enough():
+    subject = strategy(requote_threshold_bps=0.3, requote_size_fraction=0.25)
+    # 0.3 bps of 64000 is 1.92.
+    assert not subject.wants_requote(64_000.0, 0.002, Quote(64_001.9, 0.002))
+    assert subject.wants_requote(64_000.0, 0.002, Quote(64_002.0, 0.002))
+    assert not subject.wants_requote(64_000.0, 0.004, Quote(64_000.0, 0.005))
+    assert subject.wants_requote(64_000.0, 0.001, Quote(64_000.0, 0.002))
+
+
+def hedge(subject, **overrides):
+    arguments = {
+        "position": 0.01,
+        "mid": 64_000.0,
+        "hedge_position": 0.0,
+        "hedge_best_bid": 3_400.00,
+        "hedge_best_ask": 3_400.02,
+        "hedge_microprice": 3_400.01,
+        "hedge_ratio": 1.0,
+        "max_slippage_bps": 10.0,
+        "state": ACTIVE,
+    }
+    arguments.update(overrides)
+    return subject.hedge_order(**arguments)
+
+
+def test_hedge_sells_the_beta_adjusted_delta_back_to_zero():
+    # Net delta 0.01 * 64000 = 640 USDT; target -640 / 3400.01 = -0.18823 -> 0.19 ETH;
+    # limit 3400.00 * (1 - 3e-4) = 3398.98, inside the 10 bps band (3396.61).
+    order = hedge(strategy())
+    assert order is not None
+    assert (order.side, order.size, order.price, order.reduce_only) == (
+        OrderSide.SELL,
+        0.19,
+        3_398.98,
+        False,
+    )
+    assert order.net_delta == pytest.approx(640.0)
+
+
+def test_hedge_ratio_scales_the_hedge():
+    # h = 0.5: target -640 / (0.5 * 3400.01) = -0.37647 -> 0.38.
+    order = hedge(strategy(), hedge_ratio=0.5)
+    assert order is not None and order.size == 0.38
+
+
+def test_inside_the_deadband_nothing_is_hedged():
+    assert hedge(strategy(), position=0.0005) is None  # 32 USDT
+    assert hedge(strategy(), hedge_position=-0.19) is None  # 640 - 646 = -6 USDT
+    assert hedge(strategy(), hedge_ratio=0.0) is None  # the hedge offsets nothing
+
+
+def test_hedge_price_stays_inside_the_gateway_band():
+    # 1 bps band around min(mid, microprice) = 3400.01: at most 3400.35 for a buy.
+    order = hedge(strategy(hedge_slippage_bps=3.0), position=-0.01, max_slippage_bps=1.0)
+    assert order is not None and order.side is OrderSide.BUY
+    assert order.price == 3_400.35
+
+
+def test_reducing_hedges_only_by_shrinking_the_hedge():
+    assert hedge(strategy(), state=TradingState.REDUCING) is None
+    order = hedge(strategy(), position=0.0, hedge_position=-0.19, state=TradingState.REDUCING)
+    assert order is not None
+    assert (order.side, order.size, order.reduce_only) == (OrderSide.BUY, 0.19, True)
+
+
+def test_grid_rounding():
+    grid = Grid(BTCUSDT)
+    assert grid.floor_price(64_000.19999) == 64_000.1
+    assert grid.ceil_price(64_000.10001) == 64_000.2
+    assert grid.ceil_price(64_000.1) == 64_000.1
+    assert grid.floor_size(0.0029999) == 0.002
+    assert grid.floor_size(0.003) == 0.003
+    assert grid.floor_size(-1.0) == 0.0
+
+
+def test_instruments_must_match_the_configuration():
+    with pytest.raises(ValueError, match="is not the quoted"):
+        QuotingStrategy(QuotingStrategyConfig(), ETHUSDT, ETHUSDT)
+    with pytest.raises(ValueError, match="hedge instrument"):
+        QuotingStrategy(QuotingStrategyConfig(), BTCUSDT, None)
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("quote_size", 0.0),
+        ("half_spread_bps", -1.0),
+        ("requote_size_fraction", 2.0),
+        ("hedge_symbol", "BTCUSDT"),
+        ("symbol", "btc"),
+    ],
+)
+def test_config_rejects_nonsense(field, value):
+    with pytest.raises(ValueError):
+        QuotingStrategyConfig(**{field: value})
