@@ -19,13 +19,29 @@ from numba import njit
 from engine.feed.events import BookSnapshot
 from engine.feed.tape import TRADE_TOTAL, MarketTape
 
-FEATURE_SET_VERSION = "laya-fs-1"
+FEATURE_SET_VERSION = "laya-fs-3"
 FEATURE_COUNT = 128
 LEVELS = 15
+DISTANCE_LEVELS = 10
+"""Levels whose distance from the mid is a feature; deeper ones only enter slope and weights."""
+JUMP_SIGMAS = 2.0
+"""A frame whose mid moved this many 1 s sigmas counts as a jump (`log_ms_since_jump`, ...)."""
 
 _BOOK_NAMES = (
-    [f"bid_dist_bps_{k}" for k in range(1, LEVELS + 1)]
-    + [f"ask_dist_bps_{k}" for k in range(1, LEVELS + 1)]
+    [f"bid_dist_bps_{k}" for k in range(1, DISTANCE_LEVELS + 1)]
+    + [f"ask_dist_bps_{k}" for k in range(1, DISTANCE_LEVELS + 1)]
+    + [
+        "log_sigma_1s_bps",
+        "range_1s_sigmas",
+        "range_5s_sigmas",
+        "return_1s_sigmas",
+        "log_vol_5s_over_sigma",
+        "jump_sigmas_1s",
+        "jump_sigmas_5s",
+        "jump_rate_30s",
+        "log_ms_since_jump",
+        "other_jump_sigmas_1s",
+    ]
     + [f"bid_log_size_{k}" for k in range(1, LEVELS + 1)]
     + [f"ask_log_size_{k}" for k in range(1, LEVELS + 1)]
 )
@@ -164,8 +180,15 @@ FEATURE_NAMES: tuple[str, ...] = (
     S_PTR_1S,
     S_PTR_5S,
     S_PTR_30S,
+    S_SIGMA_WEIGHT,  # exponentially weighted count, sum and sum of squares of 1 s returns
+    S_SIGMA_SUM,
+    S_SIGMA_SQUARES,
+    S_JUMP_1S,  # decayed maximum of |frame return| in 1 s sigmas
+    S_JUMP_5S,
+    S_JUMP_COUNT_30S,  # decayed count of jumps
+    S_LAST_JUMP_TS,  # exchange time of the latest jump (0: none yet)
     _STATE_SCALARS,
-) = range(62)
+) = range(69)
 VPIN_BUCKETS = 50
 RING = 1024
 _VPIN_BASE = _STATE_SCALARS
@@ -174,8 +197,13 @@ _RING_MID = _RING_TS + RING
 STATE_WIDTH = _RING_MID + RING
 
 _TAU_1S, _TAU_5S, _TAU_30S, _TAU_60S, _TAU_300S = 1000.0, 5000.0, 30000.0, 60000.0, 300000.0
+_TAU_SIGMA = 150000.0
+"""An exponential window with the mean age (150 s) of the labels' flat 300 s sigma window."""
+_MAX_SIGMAS = 10.0
+"""Moves in sigmas are capped here: a near-zero sigma early on must not explode them."""
 _EPS = 1e-12
-_NO_TRADE_MS = 60000.0
+_NO_EVENT_MS = 60000.0
+"""Milliseconds reported since a trade or a jump before there has been one, and their cap."""
 _VPIN_BUCKET_SECONDS = 5.0
 _MISSING_LOG_SIZE = -7.0
 
@@ -394,19 +422,23 @@ def compute_features(
     for k in range(n_asks):
         total_size += levels[3, k]
     mean_size = total_size / (n_bids + n_asks)
+    bid_distance = 0.0
+    ask_distance = 0.0
     for k in range(LEVELS):
         if k < n_bids:
-            f[k] = (mid - levels[0, k]) / mid * 1e4
+            bid_distance = (mid - levels[0, k]) / mid * 1e4
             f[30 + k] = math.log(levels[1, k] / mean_size)
         else:
-            f[k] = f[k - 1] if k > 0 else 0.0
             f[30 + k] = _MISSING_LOG_SIZE
         if k < n_asks:
-            f[15 + k] = (levels[2, k] - mid) / mid * 1e4
+            ask_distance = (levels[2, k] - mid) / mid * 1e4
             f[45 + k] = math.log(levels[3, k] / mean_size)
         else:
-            f[15 + k] = f[14 + k] if k > 0 else 0.0
             f[45 + k] = _MISSING_LOG_SIZE
+        if k < DISTANCE_LEVELS:
+            # A missing level (thin book) repeats the deepest present one.
+            f[k] = bid_distance
+            f[DISTANCE_LEVELS + k] = ask_distance
 
     # Cumulative imbalance at 1/3/5/10/15 levels and the depth-weighted one.
     bid_cum = 0.0
@@ -421,10 +453,10 @@ def compute_features(
     for k in range(LEVELS):
         if k < n_bids:
             bid_cum += levels[1, k]
-            bid_weighted += levels[1, k] / (1.0 + f[k])
+            bid_weighted += levels[1, k] / (1.0 + (mid - levels[0, k]) / mid * 1e4)
         if k < n_asks:
             ask_cum += levels[3, k]
-            ask_weighted += levels[3, k] / (1.0 + f[15 + k])
+            ask_weighted += levels[3, k] / (1.0 + (levels[2, k] - mid) / mid * 1e4)
         if k == 4:
             bid5 = bid_cum
             ask5 = ask_cum
@@ -444,8 +476,9 @@ def compute_features(
     spread_bps = (ask1 - bid1) / mid * 1e4
     f[67] = spread_bps
     # Slope: depth (in mean level sizes) gained per bps away from mid, log-scaled.
-    f[68] = math.log1p(bid_cum / mean_size / (f[n_bids - 1] + _EPS + spread_bps * 0.5))
-    f[69] = math.log1p(ask_cum / mean_size / (f[15 + n_asks - 1] + _EPS + spread_bps * 0.5))
+    # bid_distance / ask_distance are now those of the deepest present levels.
+    f[68] = math.log1p(bid_cum / mean_size / (bid_distance + _EPS + spread_bps * 0.5))
+    f[69] = math.log1p(ask_cum / mean_size / (ask_distance + _EPS + spread_bps * 0.5))
     bid_vwap5 = bid_value5 / bid5 if bid5 > 0.0 else bid1
     ask_vwap5 = ask_value5 / ask5 if ask5 > 0.0 else ask1
     pressure_mid = (bid_vwap5 * ask5 + ask_vwap5 * bid5) / (bid5 + ask5)
@@ -545,6 +578,46 @@ def compute_features(
     f[99] = (mid - high) / mid * 1e4
     f[100] = (mid - low) / mid * 1e4
 
+    # Moves in units of the 1 s sigma the labels measure EMERGENCY and LEAN against: the
+    # spread of 1 s returns over the trailing minutes, estimated from every frame's return
+    # over the last second (exponentially weighted, so O(1) per frame).
+    decay_sigma = _decay(dt, _TAU_SIGMA)
+    state[row, S_SIGMA_WEIGHT] *= decay_sigma
+    state[row, S_SIGMA_SUM] *= decay_sigma
+    state[row, S_SIGMA_SQUARES] *= decay_sigma
+    if state[row, S_PTR_1S] >= 0.0 and not first_frame:
+        state[row, S_SIGMA_WEIGHT] += 1.0
+        state[row, S_SIGMA_SUM] += return_1s
+        state[row, S_SIGMA_SQUARES] += return_1s * return_1s
+    sigma = 0.0
+    weight = state[row, S_SIGMA_WEIGHT]
+    if weight > 0.0:
+        mean_return = state[row, S_SIGMA_SUM] / weight
+        variance = state[row, S_SIGMA_SQUARES] / weight - mean_return * mean_return
+        sigma = math.sqrt(variance) if variance > 0.0 else 0.0
+    per_sigma = 1.0 / sigma if sigma > 1e-9 else 0.0
+    jump = min(abs(frame_return) * per_sigma, _MAX_SIGMAS)
+    state[row, S_JUMP_1S] = max(jump, state[row, S_JUMP_1S] * d1)
+    state[row, S_JUMP_5S] = max(jump, state[row, S_JUMP_5S] * d5)
+    state[row, S_JUMP_COUNT_30S] *= _decay(dt, _TAU_30S)
+    if jump >= JUMP_SIGMAS:
+        state[row, S_JUMP_COUNT_30S] += 1.0
+        state[row, S_LAST_JUMP_TS] = ts
+    f[20] = math.log(sigma + 1e-3)
+    f[21] = min(f[97] * per_sigma, _MAX_SIGMAS)
+    f[22] = min(f[98] * per_sigma, _MAX_SIGMAS)
+    f[23] = _clip_z(return_1s * per_sigma)
+    f[24] = math.log((vol_5s + 1e-3) / (sigma + 1e-3))
+    f[25] = state[row, S_JUMP_1S]
+    f[26] = state[row, S_JUMP_5S]
+    f[27] = math.log1p(state[row, S_JUMP_COUNT_30S])
+    last_jump = state[row, S_LAST_JUMP_TS]
+    since_jump = ts - last_jump if last_jump > 0.0 else _NO_EVENT_MS
+    f[28] = math.log1p(min(max(since_jump, 0.0), _NO_EVENT_MS))
+    f[29] = 0.0
+    if other >= 0 and state[other, S_FRAMES] > 0.0:
+        f[29] = state[other, S_JUMP_1S] * _decay(ts - state[other, S_LAST_TS], _TAU_1S)
+
     # Trade flow, decayed to this book's time.
     lag = ts - state[row, S_TRADE_TS] if state[row, S_TRADE_TS] > 0.0 else 0.0
     t1 = _decay(lag, _TAU_1S)
@@ -580,7 +653,7 @@ def compute_features(
         f[113] = (state[row, S_LAST_TRADE_PRICE] - mid) / mid * 1e4
         f[114] = math.log(state[row, S_LAST_TRADE_SIZE] / state[row, S_TRADE_SIZE_EWMA])
     else:
-        f[111] = math.log1p(_NO_TRADE_MS)
+        f[111] = math.log1p(_NO_EVENT_MS)
         f[112] = f[113] = f[114] = 0.0
     f[115] = _ratio(state[row, S_BUY_COUNT_5S] * t5, state[row, S_SELL_COUNT_5S] * t5)
     # Kyle's lambda: how far the mid moves (bps) per unit of signed volume (in top sizes).

@@ -232,6 +232,48 @@ def _finite_array(values: object, name: str, shape: tuple[int, ...]) -> np.ndarr
     return array
 
 
+@dataclass(frozen=True, slots=True, eq=False)
+class EmergencyHead:
+    """A separate MLP for the EMERGENCY probability that reads only some features.
+
+    `inputs` are feature indices; `layers` are (weight [in, out], bias [out]) pairs with ReLU
+    between them and one output, the log-odds of EMERGENCY. With a head, the model is
+    P(EMERGENCY) = sigmoid(head) and P(class | not EMERGENCY) = softmax of the main MLP.
+    """
+
+    inputs: tuple[int, ...]
+    layers: Sequence[tuple[np.ndarray, np.ndarray]]
+
+    def __post_init__(self) -> None:
+        if not self.inputs or len(set(self.inputs)) != len(self.inputs):
+            raise ValueError(f"EmergencyHead.inputs must be distinct indices, got {self.inputs}")
+        if not self.layers:
+            raise ValueError("EmergencyHead needs at least one layer")
+
+
+def _checked_layers(
+    layers: Sequence[tuple[np.ndarray, np.ndarray]], width: int, outputs: int, what: str
+) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Weights and biases as float64 arrays, checked to chain from `width` to `outputs`."""
+    weights: list[np.ndarray] = []
+    biases: list[np.ndarray] = []
+    for index, (weight, bias) in enumerate(layers):
+        weight_array = np.asarray(weight, dtype=np.float64)
+        if weight_array.ndim != 2 or weight_array.shape[0] != width:
+            raise ValueError(
+                f"{what} layer {index} weight must have shape ({width}, out), "
+                f"got {weight_array.shape}"
+            )
+        width = weight_array.shape[1]
+        weights.append(
+            _finite_array(weight_array, f"{what} layer {index} weight", weight_array.shape)
+        )
+        biases.append(_finite_array(bias, f"{what} layer {index} bias", (width,)))
+    if width != outputs:
+        raise ValueError(f"the last {what} layer has {width} outputs, {outputs} expected")
+    return weights, biases
+
+
 def export_mlp(
     path: str | Path,
     layers: Sequence[tuple[np.ndarray, np.ndarray]],
@@ -239,6 +281,7 @@ def export_mlp(
     *,
     input_mean: np.ndarray | None = None,
     input_scale: np.ndarray | None = None,
+    emergency_head: EmergencyHead | None = None,
 ) -> Path:
     """Write an MLP as a Laya model and return its path.
 
@@ -246,12 +289,20 @@ def export_mlp(
     `MLPClassifier.coefs_`/`intercepts_`; every layer but the last is followed by ReLU, the last
     by Softmax over classes. With `input_mean` and `input_scale` (StandardScaler's `mean_` and
     `scale_`) the graph standardises its input first: (features - mean) / scale.
+
+    With an `emergency_head` (model family `mlp+emergency-head`), `layers` end in one logit per
+    class but EMERGENCY (the last class) and the head gives EMERGENCY's log-odds; the graph
+    appends head + logsumexp(main logits) as EMERGENCY's logit, so that the softmax yields
+    exactly sigmoid(head) for EMERGENCY and (1 - that) x the main softmax for the others.
     """
     import onnx  # the `train` extra: the runtime only reads models
     from onnx import TensorProto, helper, numpy_helper
 
-    if metadata.model_family != "mlp":
-        raise ValueError(f"export_mlp writes model_family 'mlp', got {metadata.model_family!r}")
+    family = "mlp" if emergency_head is None else "mlp+emergency-head"
+    if metadata.model_family != family:
+        raise ValueError(
+            f"export_mlp writes model_family {family!r}, got {metadata.model_family!r}"
+        )
     if not layers:
         raise ValueError("an MLP needs at least one layer")
     if (input_mean is None) != (input_scale is None):
@@ -259,22 +310,27 @@ def export_mlp(
 
     feature_count = metadata.feature_count
     class_count = len(metadata.class_names)
-    weights: list[np.ndarray] = []
-    biases: list[np.ndarray] = []
-    width = feature_count
-    for index, (weight, bias) in enumerate(layers):
-        weight_array = np.asarray(weight, dtype=np.float64)
-        if weight_array.ndim != 2 or weight_array.shape[0] != width:
-            raise ValueError(
-                f"layer {index} weight must have shape ({width}, out), got {weight_array.shape}"
-            )
-        width = weight_array.shape[1]
-        weights.append(_finite_array(weight_array, f"layer {index} weight", weight_array.shape))
-        biases.append(_finite_array(bias, f"layer {index} bias", (width,)))
-    if width != class_count:
+    if emergency_head is not None and metadata.class_names[-1] != "EMERGENCY":
         raise ValueError(
-            f"the last layer has {width} outputs but the metadata names {class_count} classes "
-            f"{metadata.class_names}"
+            f"an emergency head needs EMERGENCY as the last class, got {metadata.class_names}"
+        )
+    main_outputs = class_count if emergency_head is None else class_count - 1
+    try:
+        weights, biases = _checked_layers(layers, feature_count, main_outputs, "MLP")
+    except ValueError as error:
+        raise ValueError(f"{error} (the metadata names classes {metadata.class_names})") from None
+    head_weights: list[np.ndarray] = []
+    head_biases: list[np.ndarray] = []
+    head_inputs = np.zeros(0, dtype=np.int64)
+    if emergency_head is not None:
+        head_inputs = np.asarray(emergency_head.inputs, dtype=np.int64)
+        if head_inputs.min() < 0 or head_inputs.max() >= feature_count:
+            raise ValueError(
+                f"emergency head inputs must be feature indices below {feature_count}, "
+                f"got {emergency_head.inputs}"
+            )
+        head_weights, head_biases = _checked_layers(
+            emergency_head.layers, head_inputs.size, 1, "emergency head"
         )
 
     initializers = []
@@ -291,28 +347,76 @@ def export_mlp(
         # folding it into the bias computes x @ W' - mean @ W', which cancels catastrophically in
         # float32 when a feature's mean is large against its spread. So one Sub node stays.
         weights[0] = weights[0] / scale[:, np.newaxis]
+        if head_weights:
+            head_weights[0] = head_weights[0] / scale[head_inputs][:, np.newaxis]
         initializers.append(numpy_helper.from_array(mean.astype(np.float32), "input_mean"))
         nodes.append(helper.make_node("Sub", [current, "input_mean"], ["centred"], name="centre"))
         current = "centred"
 
-    for index, (weight_array, bias_array) in enumerate(zip(weights, biases, strict=True)):
-        initializers += [
-            numpy_helper.from_array(weight_array.astype(np.float32), f"layer{index}.weight"),
-            numpy_helper.from_array(bias_array.astype(np.float32), f"layer{index}.bias"),
-        ]
-        last = index == len(weights) - 1
-        gemm_output = "logits" if last else f"layer{index}.linear"
+    def chain(prefix: str, source: str, output: str, arrays: list[tuple[np.ndarray, ...]]) -> None:
+        """Gemm (+ ReLU but after the last) per layer, from `source` to `output`."""
+        for index, (weight_array, bias_array) in enumerate(arrays):
+            name = f"{prefix}{index}"
+            initializers.extend(
+                [
+                    numpy_helper.from_array(weight_array.astype(np.float32), f"{name}.weight"),
+                    numpy_helper.from_array(bias_array.astype(np.float32), f"{name}.bias"),
+                ]
+            )
+            last = index == len(arrays) - 1
+            gemm_output = output if last else f"{name}.linear"
+            nodes.append(
+                helper.make_node(
+                    "Gemm",
+                    [source, f"{name}.weight", f"{name}.bias"],
+                    [gemm_output],
+                    name=f"{name}.gemm",
+                )
+            )
+            if not last:
+                source = f"{name}.relu"
+                nodes.append(helper.make_node("Relu", [gemm_output], [source], name=source))
+
+    main = list(zip(weights, biases, strict=True))
+    if emergency_head is None:
+        chain("layer", current, "logits", main)
+    else:
+        chain("layer", current, "main_logits", main)
+        initializers.append(numpy_helper.from_array(head_inputs, "emergency.inputs"))
         nodes.append(
             helper.make_node(
-                "Gemm",
-                [current, f"layer{index}.weight", f"layer{index}.bias"],
-                [gemm_output],
-                name=f"layer{index}.gemm",
+                "Gather",
+                [current, "emergency.inputs"],
+                ["emergency.features"],
+                axis=1,
+                name="emergency.gather",
             )
         )
-        if not last:
-            current = f"layer{index}.relu"
-            nodes.append(helper.make_node("Relu", [gemm_output], [current], name=current))
+        chain(
+            "emergency",
+            "emergency.features",
+            "emergency_log_odds",
+            list(zip(head_weights, head_biases, strict=True)),
+        )
+        nodes += [
+            helper.make_node(
+                "ReduceLogSumExp",
+                ["main_logits"],
+                ["main_logsumexp"],
+                axes=[1],
+                keepdims=1,
+                name="main.logsumexp",
+            ),
+            helper.make_node(
+                "Add",
+                ["emergency_log_odds", "main_logsumexp"],
+                ["emergency_logit"],
+                name="emergency.logit",
+            ),
+            helper.make_node(
+                "Concat", ["main_logits", "emergency_logit"], ["logits"], axis=1, name="logits"
+            ),
+        ]
     nodes.append(helper.make_node("Softmax", ["logits"], [OUTPUT_NAME], axis=1, name="softmax"))
 
     graph = helper.make_graph(

@@ -153,6 +153,75 @@ def test_cross_features_use_the_other_symbol():
     assert not np.any(alone[F["other_return_1s_bps"] :])
 
 
+def reference_sigma_features(times, mids):
+    """The labels'-sigma features (20-28) of one symbol, straight from their definitions in
+    docs/features.md, one frame at a time."""
+    tau_sigma, cap = 150_000.0, 10.0
+    weight = total = squares = 0.0
+    jump_1s = jump_5s = jump_count = 0.0
+    last_jump = None
+    rows = []
+    for index, (ts, mid) in enumerate(zip(times, mids, strict=True)):
+        dt = ts - times[index - 1] if index else 0.0
+        older = [k for k in range(index) if times[k] <= ts - 1000]
+        return_1s = (mid / mids[older[-1]] - 1) * 1e4 if older else 0.0
+        decay = math.exp(-dt / tau_sigma)
+        weight, total, squares = weight * decay, total * decay, squares * decay
+        if older:
+            weight, total, squares = weight + 1, total + return_1s, squares + return_1s**2
+        variance = squares / weight - (total / weight) ** 2 if weight else 0.0
+        sigma = math.sqrt(variance) if variance > 0 else 0.0
+        frame_move = abs(mid / mids[index - 1] - 1) * 1e4 if index else 0.0
+        jump = min(frame_move / sigma, cap) if sigma > 1e-9 else 0.0
+        jump_1s = max(jump, jump_1s * math.exp(-dt / 1000))
+        jump_5s = max(jump, jump_5s * math.exp(-dt / 5000))
+        jump_count *= math.exp(-dt / 30_000)
+        if jump >= 2.0:
+            jump_count += 1
+            last_jump = ts
+        window = [mids[k] for k in range(index + 1) if times[k] >= ts - 1000]
+        range_1s = (max(window) - min(window)) / mid * 1e4
+        since = ts - last_jump if last_jump is not None else 60_000.0
+        rows.append(
+            {
+                "log_sigma_1s_bps": math.log(sigma + 1e-3),
+                "range_1s_sigmas": min(range_1s / sigma, cap) if sigma > 1e-9 else 0.0,
+                "return_1s_sigmas": max(-cap, min(cap, return_1s / sigma)) if sigma else 0.0,
+                "jump_sigmas_1s": jump_1s,
+                "jump_sigmas_5s": jump_5s,
+                "jump_rate_30s": math.log1p(jump_count),
+                "log_ms_since_jump": math.log1p(min(since, 60_000.0)),
+            }
+        )
+    return rows
+
+
+def test_moves_in_the_labels_sigma_follow_their_definitions():
+    # Ten seconds of small oscillations, a 50 bps jump, then a flat mid.
+    times = [1000.0 + 250 * k for k in range(48)]
+    mids = [100.0 + (0.01 if k % 3 == 0 else -0.01 if k % 3 == 1 else 0.0) for k in range(40)]
+    mids += [100.5] * 8
+    harness = Harness()
+    got = [
+        harness.feed(
+            depth("BTCUSDT", int(ts), [[repr(mid - 0.005), "1"]], [[repr(mid + 0.005), "1"]])
+        )
+        for ts, mid in zip(times, mids, strict=True)
+    ]
+    expected = reference_sigma_features(times, mids)
+    assert 2.0 <= expected[40]["jump_sigmas_1s"] < 10.0  # a jump, under the cap
+    assert expected[41]["log_ms_since_jump"] == pytest.approx(math.log1p(250))
+    for features, reference in zip(got, expected, strict=True):
+        for name, value in reference.items():
+            assert features[F[name]] == pytest.approx(value, rel=2e-5, abs=2e-5), name
+    # The other symbol sees the jump, decayed from BTC's last frame to its own time.
+    eth = harness.feed(depth("ETHUSDT", int(times[-1]) + 500, [["49.9", "1"]], [["50.1", "1"]]))
+    assert eth[F["other_jump_sigmas_1s"]] == pytest.approx(
+        expected[-1]["jump_sigmas_1s"] * math.exp(-0.5), rel=1e-5
+    )
+    assert got[-1][F["other_jump_sigmas_1s"]] == 0.0  # no ETH frame had been seen yet
+
+
 def market(seed: int, frames: int) -> list[bytes]:
     """A random but valid two-symbol stream of books and trades."""
     rng = np.random.default_rng(seed)

@@ -15,6 +15,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from engine.laya.model import (
     DEFAULT_MODEL_PATH,
+    EmergencyHead,
     LayaModelError,
     LayaModelMetadata,
     ModelNotFoundError,
@@ -269,7 +270,7 @@ def test_metadata_defaults_to_the_verdict_classes_and_the_current_utc_time():
     [
         ([], "at least one layer"),
         (random_layers(widths=(FEATURE_COUNT + 1, 4)), rf"shape \({FEATURE_COUNT}, out\)"),
-        (random_layers(widths=(FEATURE_COUNT, 8, 3)), "3 outputs but the metadata names 4"),
+        (random_layers(widths=(FEATURE_COUNT, 8, 3)), "3 outputs, 4 expected"),
         ([(np.ones((FEATURE_COUNT, 4)), np.ones(3))], r"bias must have shape \(4,\)"),
         ([(np.full((FEATURE_COUNT, 4), np.nan), np.ones(4))], "weight must be finite"),
     ],
@@ -291,3 +292,77 @@ def test_export_rejects_a_zero_scale(tmp_path):
             input_mean=np.zeros(FEATURE_COUNT),
             input_scale=scale,
         )
+
+
+HEAD_INPUTS = (3, 0, 17, 9)
+
+
+def random_head(seed: int = 4) -> EmergencyHead:
+    return EmergencyHead(HEAD_INPUTS, random_layers(seed, widths=(len(HEAD_INPUTS), 6, 1)))
+
+
+def test_an_emergency_head_gives_emergency_its_sigmoid_and_scales_the_others(tmp_path):
+    layers = random_layers(seed=5, widths=(FEATURE_COUNT, 8, 3))
+    head = random_head()
+    rng = np.random.default_rng(6)
+    mean = rng.uniform(-3.0, 3.0, FEATURE_COUNT)
+    scale = rng.uniform(0.5, 2.0, FEATURE_COUNT)
+    path = export_mlp(
+        tmp_path / "laya.onnx",
+        layers,
+        make_metadata(model_family="mlp+emergency-head"),
+        input_mean=mean,
+        input_scale=scale,
+        emergency_head=head,
+    )
+    features = rng.normal(size=(64, FEATURE_COUNT)).astype(np.float32)
+    # Large head outputs too: the logsumexp form must not overflow where a naive one would.
+    features[:8] *= 40.0
+
+    probabilities = run_model(path, features)
+
+    standardised = (features.astype(np.float64) - mean) / scale
+    log_odds = standardised[:, HEAD_INPUTS]
+    for index, (weight, bias) in enumerate(head.layers):
+        log_odds = log_odds @ weight + bias
+        if index < len(head.layers) - 1:
+            log_odds = np.maximum(log_odds, 0.0)
+    emergency = 1.0 / (1.0 + np.exp(-log_odds))
+    others = numpy_forward(standardised, layers) * (1.0 - emergency)
+    expected = np.concatenate([others, emergency], axis=1)
+    assert probabilities.shape == (64, 4)
+    np.testing.assert_allclose(probabilities, expected, atol=1e-5)
+    assert read_metadata(path).model_family == "mlp+emergency-head"
+
+
+@pytest.mark.parametrize(
+    ("layers", "head", "family", "message"),
+    [
+        (random_layers(), random_head(), "mlp+emergency-head", "3 expected"),
+        (random_layers(widths=(FEATURE_COUNT, 3)), random_head(), "mlp", "writes model_family"),
+        (
+            random_layers(widths=(FEATURE_COUNT, 3)),
+            EmergencyHead((0, FEATURE_COUNT), random_layers(widths=(2, 1))),
+            "mlp+emergency-head",
+            "inputs must be feature indices",
+        ),
+        (
+            random_layers(widths=(FEATURE_COUNT, 3)),
+            EmergencyHead(HEAD_INPUTS, random_layers(widths=(len(HEAD_INPUTS), 2))),
+            "mlp+emergency-head",
+            "emergency head layer has 2 outputs, 1 expected",
+        ),
+    ],
+)
+def test_export_rejects_a_head_that_does_not_fit(tmp_path, layers, head, family, message):
+    with pytest.raises(ValueError, match=message):
+        export_mlp(
+            tmp_path / "laya.onnx", layers, make_metadata(model_family=family), emergency_head=head
+        )
+
+
+def test_an_emergency_head_needs_distinct_inputs_and_a_layer():
+    with pytest.raises(ValueError, match="distinct"):
+        EmergencyHead((1, 1), random_layers(widths=(2, 1)))
+    with pytest.raises(ValueError, match="at least one layer"):
+        EmergencyHead((1,), [])

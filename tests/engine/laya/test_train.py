@@ -11,8 +11,9 @@ from engine.laya.dataset import DatasetConfig, TimeSplitConfig, simulate_recordi
 from engine.laya.evaluate import classification_metrics, evaluate
 from engine.laya.features import FEATURE_COUNT, FEATURE_SET_VERSION
 from engine.laya.labels import LabelConfig
-from engine.laya.model import LayaModelMetadata, export_mlp, read_metadata
+from engine.laya.model import EmergencyHead, LayaModelMetadata, export_mlp, read_metadata
 from engine.laya.train import (
+    LayaFit,
     MlpConfig,
     SimulationConfig,
     TrainConfig,
@@ -112,6 +113,69 @@ def test_fit_mlp_learns_and_its_onnx_export_computes_the_same(tmp_path):
     np.testing.assert_allclose(onnx_probabilities, probabilities[:256], atol=1e-5)
 
 
+def test_an_emergency_head_on_its_own_features_learns_and_exports_the_same(tmp_path):
+    fit_x, fit_y = _synthetic(8_000, 3)
+    validation_x, validation_y = _synthetic(2_000, 4)
+    mean, scale = standardisation(fit_x)
+    fit_z, validation_z = (fit_x - mean) / scale, (validation_x - mean) / scale
+    head_inputs = (1, 5, 9)  # feature 1 decides EMERGENCY; 5 and 9 are noise
+    emergency = (fit_y == EMERGENCY).astype(np.int64)
+    head_weights = class_weights(emergency, 0.5)
+    config = MlpConfig(hidden_layers=(8,), epochs=30, learning_rate=3e-3, weight_decay=1e-3)
+    head = fit_mlp(
+        fit_z[:, head_inputs],
+        emergency,
+        head_weights[emergency],
+        validation_z[:, head_inputs],
+        (validation_y == EMERGENCY).astype(np.int64),
+        np.ones(validation_y.size),
+        config,
+        classes=2,
+    )
+    others = fit_y != EMERGENCY
+    main_weights = class_weights(fit_y[others], 0.5)
+    main = fit_mlp(
+        fit_z[others],
+        fit_y[others],
+        main_weights[fit_y[others]],
+        validation_z[validation_y != EMERGENCY],
+        validation_y[validation_y != EMERGENCY],
+        np.ones(int((validation_y != EMERGENCY).sum())),
+        config,
+        classes=3,
+    )
+    model = LayaFit(main, head, head_inputs)
+    probabilities = model.predict_proba(validation_z)
+    np.testing.assert_allclose(probabilities.sum(axis=1), 1.0, rtol=1e-5)
+    thresholds = tune_thresholds(probabilities, validation_y, min_emergency_recall=0.5)
+    metrics = classification_metrics(validation_y, choose_verdicts(probabilities, thresholds))
+    assert metrics.macro_f1 > 0.75 and metrics.f1[EMERGENCY] > 0.75
+
+    metadata = LayaModelMetadata(
+        feature_set_version=FEATURE_SET_VERSION,
+        feature_count=FEATURE_COUNT,
+        label_parameters=LabelConfig().as_metadata(),
+        thresholds=thresholds,
+        training_summary={},
+        model_family="mlp+emergency-head",
+    )
+    path = export_mlp(
+        tmp_path / "m.onnx",
+        main.layers,
+        metadata,
+        input_mean=mean,
+        input_scale=scale,
+        emergency_head=EmergencyHead(head_inputs, model.head_layers()),
+    )
+    classifier = LayaClassifier(LayaClassifierConfig(model_path=path, prefer_gpu=False))
+    classifier.start()
+    try:
+        onnx_probabilities = classifier.infer(validation_x[:256])
+    finally:
+        classifier.stop()
+    np.testing.assert_allclose(onnx_probabilities, probabilities[:256], atol=1e-5)
+
+
 def test_tune_thresholds_keeps_emergency_recall_in_every_group():
     """EMERGENCY is never the most probable class, so argmax misses it; the thresholds must
     gate HOLD out where EMERGENCY is likely, in both groups."""
@@ -138,6 +202,9 @@ def test_tune_thresholds_keeps_emergency_recall_in_every_group():
         (lambda: TrainConfig(split=TimeSplitConfig(gap_ms=500)), "gap_ms"),
         (lambda: TrainConfig(class_weight_power=2.0), "class_weight_power"),
         (lambda: TrainConfig(mlp_restarts=0), "mlp_restarts"),
+        (lambda: TrainConfig(emergency_features=("no_such_feature",)), "emergency_features"),
+        (lambda: TrainConfig(emergency_features=()), "emergency_features"),
+        (lambda: TrainConfig(emergency_features=("spread_bps",) * 2), "duplicates"),
         (lambda: MlpConfig(hidden_layers=()), "hidden_layers"),
         (lambda: MlpConfig(learning_rate=0), "learning_rate"),
         (lambda: SimulationConfig(share=0), "share"),
@@ -176,6 +243,9 @@ def test_train_then_evaluate_end_to_end(tmp_path):
     summary = metadata.training_summary
     assert [item["simulated"] for item in summary["recordings"]] == [False, True]
     assert summary["class_counts"]["fit"]["HOLD"] > 0
+    assert metadata.model_family == "mlp+emergency-head"
+    assert summary["emergency_head"]["features"] == list(config.emergency_features)
+    assert set(report.head_ranking) == {"recorded", "simulated"}
 
     classifier = LayaClassifier(LayaClassifierConfig(model_path=out, prefer_gpu=False))
     classifier.start()
