@@ -59,6 +59,7 @@ from engine.trading.events import (
 from engine.trading.paper_venue import PaperVenue
 from engine.trading.rest_venue import RestVenue
 from engine.trading.venue import Venue
+from engine.warmup import compile_fast_path
 
 _T = TypeVar("_T")
 
@@ -185,6 +186,7 @@ class EngineNode:
         self.feed: BitgetPublicFeed | ReplayFeed | None = None
         self.desk: TradingDesk | None = None
         self.latest_status: EngineStatus | None = None
+        self.fast_path_compile_s: float | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._publisher: asyncio.Task[None] | None = None
 
@@ -194,6 +196,8 @@ class EngineNode:
         config = self.config
         self._loop = asyncio.get_running_loop()
         self.classifier.start()
+        # Off the loop: after an install numba needs ~a minute to compile the kernels once.
+        self.fast_path_compile_s = await asyncio.to_thread(compile_fast_path, config.symbols)
         try:
             if config.replay_path is None and config.live_url is None:
                 self.sim = SimExchange(_sim_config(config.sim_seed))
