@@ -29,6 +29,7 @@ from engine.feed.record import RecordProgress, record
 from engine.feed.replay import ReplayFeed
 from engine.journal import Journal, JournalConfig
 from engine.laya.classifier import LayaClassifier, LayaClassifierConfig
+from engine.laya.features import FEATURE_COUNT
 from engine.pipeline import EventLog, LayaFault, MarketPipeline, MarketPipelineConfig
 from engine.risk.commands import KevAction, KevCommandOutcome
 from engine.risk.events import (
@@ -59,7 +60,7 @@ from engine.trading.events import (
 from engine.trading.paper_venue import PaperVenue
 from engine.trading.rest_venue import RestVenue
 from engine.trading.venue import Venue
-from engine.warmup import compile_fast_path
+from engine.warmup import InferenceWarmer, compile_fast_path
 
 _T = TypeVar("_T")
 
@@ -87,6 +88,9 @@ class EngineConfig:
     laya: LayaClassifierConfig = field(default_factory=LayaClassifierConfig)
     trading: TradingConfig | None = None
     status_interval_s: float = 0.1
+    laya_keep_warm_ms: float | None = 5.0
+    """A throwaway inference this often while idle keeps Laya's first run after a quiet spell
+    fast (see InferenceWarmer); None switches it off."""
 
     def __post_init__(self) -> None:
         if not self.symbols:
@@ -99,6 +103,9 @@ class EngineConfig:
             raise ValueError(
                 f"status_interval_s must be within (0, 10], got {self.status_interval_s}"
             )
+        warm_ms = self.laya_keep_warm_ms
+        if warm_ms is not None and not 0.5 <= warm_ms <= 1_000:
+            raise ValueError(f"laya_keep_warm_ms must be within [0.5, 1000] or None, got {warm_ms}")
         trading = self.trading
         if trading is None:
             return
@@ -187,6 +194,7 @@ class EngineNode:
         self.desk: TradingDesk | None = None
         self.latest_status: EngineStatus | None = None
         self.fast_path_compile_s: float | None = None
+        self.warmer: InferenceWarmer | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._publisher: asyncio.Task[None] | None = None
 
@@ -216,6 +224,11 @@ class EngineNode:
                     self.parser,
                     self.pipeline,
                 )
+            if config.laya_keep_warm_ms is not None:
+                self.warmer = InferenceWarmer(
+                    self.classifier, FEATURE_COUNT, config.laya_keep_warm_ms / 1e3
+                )
+                self.warmer.start()
             await self.feed.start()
         except BaseException:
             await self.stop()  # release whatever had started
@@ -292,6 +305,8 @@ class EngineNode:
             self._publisher = None
         if self.feed is not None:
             await self.feed.stop()
+        if self.warmer is not None:
+            await self.warmer.stop()
         self.pipeline.on_decided = self.pipeline.on_trades = self.pipeline.on_notice = None
         if self.desk is not None:
             await self.desk.stop()
