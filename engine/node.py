@@ -20,14 +20,21 @@ from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TextIO, TypeVar
 
+import numpy as np
+
 from engine.exchange.bitget_rest import BitgetRestConfig, Credentials
 from engine.exchange.private_events import PrivateStreamChanged
 from engine.feed.bitget_ws import BitgetPublicFeed, BitgetPublicFeedConfig
-from engine.feed.events import FeedState, FeedStateChanged
+from engine.feed.events import BookSnapshot, FeedState, FeedStateChanged
 from engine.feed.parse import FrameParser
 from engine.feed.record import RecordProgress, record
 from engine.feed.replay import ReplayFeed
 from engine.journal import Journal, JournalConfig
+from engine.kev.client import KevClient, KevClientConfig
+from engine.kev.command import KevCommandSpec
+from engine.kev.context import snapshot_of
+from engine.kev.hedge import HedgeAnalytics
+from engine.kev.hub import KevHub, KevHubConfig
 from engine.laya.classifier import LayaClassifier, LayaClassifierConfig
 from engine.laya.features import FEATURE_COUNT
 from engine.pipeline import EventLog, LayaFault, MarketPipeline, MarketPipelineConfig
@@ -88,6 +95,10 @@ class EngineConfig:
     laya: LayaClassifierConfig = field(default_factory=LayaClassifierConfig)
     trading: TradingConfig | None = None
     status_interval_s: float = 0.1
+    kev_client: KevClientConfig | None = field(default_factory=KevClientConfig)
+    """Where Kev's llama-server answers; None runs without Kev. Kev acts only through the
+    trading desk's risk gateway, so it runs only when `trading` is set."""
+    kev_hub: KevHubConfig = field(default_factory=KevHubConfig)
     laya_keep_warm_ms: float | None = 5.0
     """A throwaway inference this often while idle keeps Laya's first run after a quiet spell
     fast (see InferenceWarmer); None switches it off."""
@@ -195,6 +206,9 @@ class EngineNode:
         self.latest_status: EngineStatus | None = None
         self.fast_path_compile_s: float | None = None
         self.warmer: InferenceWarmer | None = None
+        self.kev: KevHub | None = None
+        self.hedge_analytics: HedgeAnalytics | None = None
+        self._kev_client: KevClient | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._publisher: asyncio.Task[None] | None = None
 
@@ -251,6 +265,40 @@ class EngineNode:
         self.pipeline.on_notice = desk.on_feed_event
         if desk.paper is not None:
             self.pipeline.on_trades = desk.on_trades
+        if self.config.kev_client is not None:
+            await self._start_kev(self.config.kev_client, desk)
+
+    async def _start_kev(self, client_config: KevClientConfig, desk: TradingDesk) -> None:
+        """Kev's hub on this loop: non-HOLD verdicts go to its queue, accepted quote skews to
+        the strategy. It starts offline and connects when llama-server answers."""
+        client = KevClient(client_config, KevCommandSpec().for_gateway(desk.gateway.config))
+        await client.start()
+        self._kev_client = client
+        if len(self.config.symbols) >= 2:
+            self.hedge_analytics = HedgeAnalytics()
+        hub = KevHub(self.config.kev_hub, client, desk.gateway, hedge=self.hedge_analytics)
+        await hub.start()
+        self.kev = hub
+        self.pipeline.on_verdict = self._offer_to_kev
+        desk.quote_skew_bps = hub.quote_skew_bps
+
+    def _offer_to_kev(
+        self, snapshot: BookSnapshot, verdict: int, probabilities: list[float], features: np.ndarray
+    ) -> None:
+        hub = self.kev
+        if hub is None:
+            return
+        bid, ask = snapshot.levels[0, 0], snapshot.levels[2, 0]
+        hub.offer(
+            snapshot_of(
+                snapshot.symbol,
+                snapshot.exchange_ts_ms,
+                verdict,
+                probabilities,
+                0.5 * float(bid + ask),
+                features,
+            )
+        )
 
     def _build_venue(self, trading: TradingConfig) -> Venue:
         instruments = trading.instruments
@@ -308,6 +356,11 @@ class EngineNode:
         if self.warmer is not None:
             await self.warmer.stop()
         self.pipeline.on_decided = self.pipeline.on_trades = self.pipeline.on_notice = None
+        self.pipeline.on_verdict = None
+        if self.kev is not None:
+            await self.kev.stop()
+        if self._kev_client is not None:
+            await self._kev_client.stop()
         if self.desk is not None:
             await self.desk.stop()
         if self.sim is not None:
@@ -319,7 +372,24 @@ class EngineNode:
     async def _publish(self) -> None:
         while True:
             await asyncio.sleep(self.config.status_interval_s)
+            self._sample_hedge_pair()
             self.latest_status = self.status()
+
+    def _sample_hedge_pair(self) -> None:
+        """Feeds the pair's hedge analytics (Kev's context) off the fast path."""
+        analytics = self.hedge_analytics
+        if analytics is None:
+            return
+        traded, hedge = (self.pipeline.books[symbol] for symbol in self.config.symbols[:2])
+        if not (traded.ready and hedge.ready):
+            return
+        traded_bid, _, traded_ask, _ = traded.best()
+        hedge_bid, _, hedge_ask, _ = hedge.best()
+        analytics.on_mids(
+            time.time_ns() // 1_000_000,
+            0.5 * (traded_bid + traded_ask),
+            0.5 * (hedge_bid + hedge_ask),
+        )
 
     def _journal_fault(self, fault: Exception) -> None:
         """From the journal's writer thread: halt on the engine loop (HALTED, then the desk

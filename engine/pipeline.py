@@ -15,6 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NamedTuple
 
+import numpy as np
+
 from engine.book import IncrementalBook, OrderBook
 from engine.feed.events import (
     BookResyncNeeded,
@@ -89,8 +91,9 @@ class MarketPipeline:
 
     Trading hooks (attributes the node may set), all called synchronously on the engine loop:
     `on_decided(snapshot, intent)` after each decision (and with CANCEL_ALL when Laya failed
-    on that book), `on_trades` for each trade frame, `on_notice` for each feed event. `events`
-    lets the node share one log.
+    on that book), `on_trades` for each trade frame, `on_notice` for each feed event, and
+    `on_verdict(snapshot, verdict, probabilities, features)` for each non-HOLD verdict, after
+    `on_decided` (Kev's queue). `events` lets the node share one log.
     """
 
     def __init__(
@@ -122,6 +125,7 @@ class MarketPipeline:
         self.on_decided: Callable[[BookSnapshot, QuoteIntent], None] | None = None
         self.on_trades: Callable[[Trades], None] | None = None
         self.on_notice: Callable[[FeedNotice], None] | None = None
+        self.on_verdict: Callable[[BookSnapshot, int, list[float], np.ndarray], None] | None = None
 
     def on_market(self, frame: BookSnapshot | BookUpdate | Trades) -> None:
         kind = type(frame)
@@ -172,6 +176,8 @@ class MarketPipeline:
         on_decided = self.on_decided
         if on_decided is not None:
             on_decided(snapshot, intent)
+        if verdict and self.on_verdict is not None:
+            self.on_verdict(snapshot, verdict, row, features)
         latency["infer"].record(inferred - extracted)
         latency["decide"].record(decided - inferred)
 

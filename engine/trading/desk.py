@@ -146,6 +146,10 @@ def orders_open_in_journal(entries: Sequence[JournalEntry], venue: str) -> list[
     return open_orders
 
 
+def _no_skew(_symbol: str) -> float:
+    return 0.0
+
+
 class TradingDesk:
     """See the module docstring. Build it, `start` it before the market feed, `stop` it
     after the feed has stopped."""
@@ -166,6 +170,8 @@ class TradingDesk:
         self.events = events
         self._books = books
         self._clock = clock
+        self.quote_skew_bps: Callable[[str], float] = _no_skew
+        """Kev's quote skew per symbol; the node points it at KevHub.quote_skew_bps."""
         self.session = secrets.token_hex(3)
         prefix = config.executor.client_oid_prefix
         self.gateway = RiskGateway(
@@ -340,6 +346,7 @@ class TradingDesk:
             self.gateway.state,
             intent,
             now,
+            self.quote_skew_bps(self._symbol),
         )
         self._work_side(OrderRole.BID, OrderSide.BUY, plan.bid, intent, previous, now)
         self._work_side(OrderRole.ASK, OrderSide.SELL, plan.ask, intent, previous, now)

@@ -160,8 +160,10 @@ class QuotingStrategy:
         state: TradingState,
         intent: QuoteIntent,
         now_ns: int,
+        extra_skew_bps: float = 0.0,
     ) -> QuotePlan:
-        """The quotes wanted now (see the module docstring for the formulas)."""
+        """The quotes wanted now (see the module docstring for the formulas). `extra_skew_bps`
+        (Kev's quote skew) moves both quotes up when positive."""
         if intent is _CANCEL_ALL or now_ns < self.cooldown_until_ns:
             return NO_QUOTES
         if state is not _ACTIVE and state is not _REDUCING:
@@ -175,7 +177,7 @@ class QuotingStrategy:
         microprice = (bid_price * ask_size + ask_price * bid_size) / (bid_size + ask_size)
         inventory = position / max_position if max_position > 0.0 else 0.0
         inventory = -1.0 if inventory < -1.0 else (1.0 if inventory > 1.0 else inventory)
-        centre = microprice * (1.0 - self._skew * inventory)
+        centre = microprice * (1.0 - self._skew * inventory + extra_skew_bps * _BPS)
         if state is _REDUCING:
             bid_room = -position if position < 0.0 else 0.0
             ask_room = position if position > 0.0 else 0.0

@@ -5,6 +5,7 @@ to the exchange, and the restart reconciles every difference (and says so)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import sqlite3
@@ -46,6 +47,7 @@ async def start_engine(sim, model: Path, journal: Path, duration_s: float):
         "-m",
         "console.cli",
         "run",
+        "--headless",
         "--mode",
         "sim",
         "--url",
@@ -66,6 +68,16 @@ async def start_engine(sim, model: Path, journal: Path, duration_s: float):
     )
 
 
+def descendants(pid: int) -> list[int]:
+    """Every process below `pid`, children first (Linux /proc)."""
+    found: list[int] = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        for child in (task / "children").read_text().split():
+            found.append(int(child))
+            found.extend(descendants(int(child)))
+    return found
+
+
 def entries(journal: Path, kind: EntryKind) -> list[dict]:
     try:
         return [entry.payload for entry in read_journal(journal, kinds=[kind])]
@@ -80,7 +92,11 @@ async def test_kill_9_then_restart_loses_nothing_acknowledged(sim, hold_model, t
         acks = lambda: [e for e in entries(journal, EntryKind.ORDER_ACK) if e["event"] == "placed"]  # noqa: E731
         await eventually(lambda: len(acks()) >= 4 and bool(sim.open_orders()), 90)
     finally:
-        engine.send_signal(signal.SIGKILL)
+        # The engine runs in a child process of the launcher, in a session of its own: a crash
+        # takes both at once, before either can cancel anything.
+        for pid in (*descendants(engine.pid), engine.pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
         await engine.wait()
     assert engine.returncode == -signal.SIGKILL
 

@@ -1,0 +1,145 @@
+"""Kev's command: schema, parsing and validation, staleness rules."""
+
+from __future__ import annotations
+
+import orjson
+import pytest
+
+from engine.kev.command import (
+    COMMAND_KEYS,
+    KevCommand,
+    KevCommandError,
+    KevCommandSpec,
+    stale_reason,
+)
+from engine.risk.commands import KevAction
+from engine.risk.limits import OverrideBounds, RiskGatewayConfig, RiskLimits, SymbolLimits
+
+SPEC = KevCommandSpec()
+
+
+def command_text(**changes: object) -> str:
+    document = {"act": "reduce", "risk": 80, "hedge": 85, "skew": -15, "ttl": 3000, "why": "vpin"}
+    document.update(changes)
+    return orjson.dumps(
+        {key: value for key, value in document.items() if value is not ...}
+    ).decode()
+
+
+def test_a_valid_command_is_parsed_into_fractions_and_bps():
+    command = SPEC.parse(command_text(why="  flow one-sided, vol up  "))
+    assert command == KevCommand(KevAction.REDUCE, 0.8, 0.85, -1.5, 3000, "flow one-sided, vol up")
+
+
+def test_the_schema_is_closed_and_requires_every_key():
+    schema = SPEC.json_schema()
+    assert schema["required"] == list(COMMAND_KEYS)
+    assert schema["additionalProperties"] is False
+    assert schema["properties"]["act"]["enum"] == ["hold", "reduce", "flatten", "pause_quoting"]
+    assert schema["properties"]["skew"] == {"type": "integer", "minimum": -50, "maximum": 50}
+    assert schema["properties"]["why"]["maxLength"] == 120
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"act": "resume"}, "act must be one of hold/reduce/flatten/pause_quoting"),
+        ({"act": "REDUCE"}, "act must be one of"),
+        ({"risk": 101}, "risk 101 is outside [0, 100]"),
+        ({"risk": -1}, "risk -1 is outside"),
+        ({"risk": 50.5}, "risk must be an integer"),
+        ({"risk": "50"}, "risk must be an integer"),
+        ({"risk": True}, "risk must be an integer"),
+        ({"hedge": 150}, "hedge 150 is outside [0, 100]"),
+        ({"skew": 51}, "skew 51 is outside [-50, 50]"),
+        ({"ttl": 100}, "ttl 100 is outside [250, 10000]"),
+        ({"why": "x" * 121}, "why has 121 characters, at most 120"),
+        ({"why": 7}, "why must be a string"),
+        ({"ttl": ...}, "missing ttl"),
+        ({"extra": 1}, "unexpected key extra"),
+    ],
+)
+def test_schema_violations_name_what_is_wrong(changes, message):
+    with pytest.raises(KevCommandError, match=message.replace("[", r"\[").replace("]", r"\]")):
+        SPEC.parse(command_text(**changes))
+
+
+def test_an_integral_float_is_an_integer():
+    assert SPEC.parse(command_text(risk=50.0)).risk_scale == 0.5
+
+
+def test_not_an_object_and_not_json_are_told_apart():
+    with pytest.raises(KevCommandError, match="expected a JSON object, got list"):
+        SPEC.parse("[1, 2]")
+    with pytest.raises(orjson.JSONDecodeError):
+        SPEC.parse('{"act": "hold", "risk"')
+
+
+def test_a_narrowed_spec_refuses_actions_outside_it():
+    spec = KevCommandSpec(actions=(KevAction.HOLD, KevAction.REDUCE))
+    assert spec.json_schema()["properties"]["act"]["enum"] == ["hold", "reduce"]
+    with pytest.raises(KevCommandError, match="act must be one of hold/reduce"):
+        spec.parse(command_text(act="flatten"))
+
+
+def test_the_hedge_band_follows_the_gateway_rounded_inwards():
+    limits = RiskLimits(
+        symbols=(SymbolLimits("BTCUSDT", 1, 100_000, 1), SymbolLimits("ETHUSDT", 10, 100_000, 5)),
+        max_net_delta=1_000,
+        daily_loss_soft=100,
+        daily_loss_hard=200,
+    )
+    bounds = OverrideBounds({"BTCUSDT": 1, "ETHUSDT": 10}, 1_000, 10, 8, 240)
+    gateway = RiskGatewayConfig(
+        limits, bounds, hedge_symbol="ETHUSDT", hedge_ratio=0.8, hedge_ratio_band=(0.555, 0.9)
+    )
+    spec = KevCommandSpec(max_skew_tenths_bps=20).for_gateway(gateway)
+    assert spec.hedge_pct == (56, 90)
+    assert spec.max_skew_tenths_bps == 20
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"actions": ()},
+        {"actions": (KevAction.HOLD, KevAction.HOLD)},
+        {"actions": ("hold",)},
+        {"risk_pct": (50, 10)},
+        {"risk_pct": (0, 101)},
+        {"risk_pct": (0.0, 1.0)},
+        {"ttl_ms": (0, 10)},
+        {"max_skew_tenths_bps": -1},
+        {"reasoning_chars": 0},
+    ],
+)
+def test_a_spec_out_of_its_bounds_is_refused(kwargs):
+    with pytest.raises(ValueError, match="KevCommandSpec"):
+        KevCommandSpec(**kwargs)
+
+
+def test_fresh_when_young_and_the_mid_held():
+    assert stale_reason(3000, 2999.0, 100.0, 100.04, 5.0) == ""
+
+
+def test_stale_past_its_ttl():
+    assert stale_reason(3000, 3001.0, 100.0, 100.0, 5.0) == (
+        "context is 3001 ms old, past its ttl of 3000 ms"
+    )
+
+
+@pytest.mark.parametrize("mid_now", [100.06, 99.94])
+def test_stale_when_the_mid_moved_either_way(mid_now):
+    assert stale_reason(3000, 10.0, 100.0, mid_now, 5.0) == (
+        "mid moved 6.0 bps since the context (limit 5)"
+    )
+
+
+@pytest.mark.parametrize("mid_now", [None, 0.0, float("nan"), float("inf")])
+def test_stale_without_a_usable_current_mid(mid_now):
+    assert stale_reason(3000, 10.0, 100.0, mid_now, 5.0) == (
+        "no current mid to check the move against"
+    )
+
+
+def test_stale_when_the_context_mid_is_unusable():
+    assert "unusable" in stale_reason(3000, 10.0, float("nan"), 100.0, 5.0)
