@@ -6,8 +6,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sys
 from collections.abc import Sequence
+
+from console.config_cli import add_config_parser, run_config
+from console.kev_cli import add_kev_parser, run_kev
 
 BITGET_PUBLIC_URL = "wss://ws.bitget.com/v2/ws/public"
 DEFAULT_SYMBOLS = "BTCUSDT,ETHUSDT"
@@ -46,8 +50,7 @@ def _add_market_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--symbols",
         type=_symbols,
-        default=_symbols(DEFAULT_SYMBOLS),
-        help="traded symbol first, then the hedge (default BTCUSDT,ETHUSDT)",
+        help="traded symbol first, then the hedge (default: [engine] symbols, BTCUSDT,ETHUSDT)",
     )
     source = parser.add_mutually_exclusive_group()
     source.add_argument(
@@ -57,8 +60,68 @@ def _add_market_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--speed", type=_speed, default=1.0, help="replay pace: 1, 10, ... or max (default 1)"
     )
-    parser.add_argument("--seed", type=int, default=7, help="simulated market seed (default 7)")
+    parser.add_argument("--seed", type=int, help="simulated market seed (default 7)")
     _add_laya_options(parser)
+
+
+def _add_trading_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--mode",
+        choices=("sim", "paper", "demo", "live"),
+        help="where orders go: sim (the simulator, default), paper (real market data, "
+        "in-process matching), demo (Bitget demo trading), live (real money, needs --live); "
+        "a --replay trades only with --mode paper",
+    )
+    parser.add_argument(
+        "--live", action="store_true", help="allow --mode live (a typed confirmation follows)"
+    )
+    parser.add_argument(
+        "--rest-url", metavar="URL", help="REST of a simulator started apart (with --url)"
+    )
+    parser.add_argument(
+        "--journal", metavar="FILE", help="journal file (default: the per-user data directory)"
+    )
+    parser.add_argument(
+        "--credentials",
+        metavar="FILE",
+        help="Bitget credentials file for demo/live (mode 0600; default: the per-user config "
+        "directory), unless BITGET_API_KEY/_SECRET/_PASSPHRASE are set",
+    )
+
+
+def _add_launch_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--headless",
+        action="store_true",
+        help="no console: print events and a status line (for tmux or a service)",
+    )
+    parser.add_argument(
+        "--exit-policy",
+        choices=("flatten", "keep"),
+        help="what an end without the quit dialog does: SIGHUP (the SSH connection dropped), "
+        "SIGTERM, --duration, the end of a replay, Ctrl+C headless. flatten (default): halt, "
+        "cancel all, close all, then exit; keep: cancel the quotes, leave positions open",
+    )
+    parser.add_argument(
+        "--exit-at-end",
+        action="store_true",
+        help="close the console when the --replay recording ends (headless always stops there)",
+    )
+    parser.add_argument(
+        "--stats-out",
+        metavar="FILE",
+        help="write the fast path's figures as JSON (bench's shape) when the run ends",
+    )
+    parser.add_argument(
+        "--refresh-hz",
+        type=_positive,
+        help="console snapshots a second (default 20)",
+    )
+    parser.add_argument(
+        "--config",
+        metavar="FILE",
+        help="settings file (default: hft-console config path); flags override it",
+    )
 
 
 def _add_laya_options(parser: argparse.ArgumentParser) -> None:
@@ -85,9 +148,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    run = commands.add_parser("run", help="run the engine (simulator by default)")
+    run = commands.add_parser(
+        "run", help="run the engine under the console (simulator by default; the default command)"
+    )
     _add_market_options(run)
     run.add_argument("--duration", type=_positive, help="stop after this many seconds")
+    _add_trading_options(run)
+    _add_launch_options(run)
 
     sim = commands.add_parser("sim", help="run the simulated Bitget exchange standalone")
     sim.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1)")
@@ -138,8 +205,23 @@ def build_parser() -> argparse.ArgumentParser:
         "--all", action="store_true", help="every labelled frame, not only the hold-out"
     )
 
-    bench = commands.add_parser("bench", help="benchmark the fast path over a recording")
-    bench.add_argument("--replay", required=True, metavar="FILE", help="recording to run")
+    bench = commands.add_parser(
+        "bench", help="benchmark the fast path over a recording, and the risk check"
+    )
+    bench.add_argument("--replay", metavar="FILE", help="recording to run")
+    bench.add_argument(
+        "--reaction",
+        action="store_true",
+        help="instead: books15 receive -> EMERGENCY -> cancel on the socket, on the simulator",
+    )
+    bench.add_argument(
+        "--kill", action="store_true", help="instead: kill switch to confirmed flat, on the sim"
+    )
+    bench.add_argument(
+        "--samples", type=_count, default=60, help="reaction samples per run and path (60)"
+    )
+    bench.add_argument("--runs", type=_count, default=3, help="reaction runs per path (3)")
+    bench.add_argument("--kill-runs", type=_count, default=20, help="kill switch runs (20)")
     bench.add_argument("--json", action="store_true", help="print one JSON object")
     bench.add_argument("--limit", type=int, help="only the first N frames")
     bench.add_argument(
@@ -151,16 +233,97 @@ def build_parser() -> argparse.ArgumentParser:
         default=100_000,
         help="frames in the steady-state memory pass (default 100000; 0 skips it)",
     )
+    bench.add_argument(
+        "--risk-iterations",
+        type=int,
+        default=100_000,
+        metavar="N",
+        help="timed risk checks (default 100000, under a second)",
+    )
     _add_laya_options(bench)
+
+    journal = commands.add_parser("journal", help="query the event journal")
+    journal.add_argument(
+        "--since",
+        type=_since,
+        metavar="T",
+        help="entries at or after T: a duration ago (90s, 15m, 2h, 1d), an ISO-8601 time "
+        "(UTC unless it has an offset) or epoch seconds, ms or ns",
+    )
+    journal.add_argument(
+        "--kind",
+        type=_journal_kinds,
+        action="append",
+        metavar="K",
+        help="only these kinds, repeatable or comma-separated (e.g. fill,order_denied)",
+    )
+    journal.add_argument(
+        "--limit", type=_count, metavar="N", help="only the most recent N matching entries"
+    )
+    journal.add_argument("--json", action="store_true", help="JSON Lines, one entry per line")
+    journal.add_argument(
+        "--path",
+        metavar="FILE",
+        help="journal file (default: journal.sqlite in the per-user data directory, "
+        "$XDG_DATA_HOME/hft-console on Linux)",
+    )
+    doctor = commands.add_parser(
+        "doctor",
+        help="check this machine: packages, ONNX Runtime providers, CUDA, GPU and VRAM, "
+        "llama-server, Bitget and the clock, credentials, configuration",
+    )
+    doctor.add_argument("--json", action="store_true", help="print one JSON object (scripts)")
+    doctor.add_argument("--model", metavar="ONNX", help="Laya model (default: the shipped one)")
+    doctor.add_argument("--kev-url", metavar="URL", help="Kev's llama-server (default :8001)")
+    doctor.add_argument(
+        "--rest-url", metavar="URL", help="Bitget REST (default https://api.bitget.com)"
+    )
+    doctor.add_argument("--credentials", metavar="FILE", help="credentials file to check")
+    add_kev_parser(commands)
+    add_config_parser(commands)
     return parser
+
+
+def _since(text: str) -> int:
+    from engine.journal import parse_since
+
+    try:
+        return parse_since(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def _journal_kinds(text: str) -> tuple[str, ...]:
+    from engine.journal import EntryKind
+
+    kinds = tuple(part.strip().lower() for part in text.split(",") if part.strip())
+    known = [kind.value for kind in EntryKind]
+    unknown = [kind for kind in kinds if kind not in known]
+    if unknown or not kinds:
+        raise argparse.ArgumentTypeError(
+            f"unknown kind {', '.join(map(repr, unknown)) or repr(text)}; kinds: "
+            + ", ".join(known)
+        )
+    return kinds
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a number >= 1, got {value}")
+    return value
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
-    command = args.command or "run"
-    if args.command is None:
-        args = parser.parse_args(["run"])
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    if not arguments or (arguments[0].startswith("-") and arguments[0] not in ("-h", "--help")):
+        arguments.insert(0, "run")  # `hft-console [run options]` is `hft-console run ...`
+    args = parser.parse_args(arguments)
+    command = args.command
     try:
         if command == "bench":
             return _bench(args)
@@ -172,6 +335,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _train(args)
         if command == "eval":
             return _eval(args)
+        if command == "journal":
+            return _journal(args)
+        if command == "kev":
+            return run_kev(args)
+        if command == "doctor":
+            return _doctor(args)
+        if command == "config":
+            return run_config(args)
         return _run(args)
     except KeyboardInterrupt:
         return 130
@@ -188,6 +359,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _bench(args: argparse.Namespace) -> int:
+    if args.reaction or args.kill:
+        return _bench_trading(args)
+    if args.replay is None:
+        raise ValueError("give --replay FILE (the fast path), or --reaction / --kill")
     from engine.bench import format_table, run_bench
 
     result = run_bench(
@@ -196,8 +371,89 @@ def _bench(args: argparse.Namespace) -> int:
         passes=args.passes,
         laya=_laya_config(args),
         memory_frames=args.memory_frames,
+        risk_iterations=args.risk_iterations,
     )
     print(json.dumps(result) if args.json else format_table(result))
+    return 0
+
+
+def _bench_trading(args: argparse.Namespace) -> int:
+    import dataclasses
+
+    from engine.trading.bench import (
+        bench_kill,
+        bench_reaction,
+        format_kill,
+        format_reaction,
+        python_loop_ns,
+    )
+
+    report = (lambda line: None) if args.json else print
+    figures: dict[str, object] = {"python_loop_ns": python_loop_ns()}
+    report(f"this machine now: {figures['python_loop_ns']:.0f} ns per Python loop iteration")
+    if args.reaction:
+        reaction = asyncio.run(
+            bench_reaction(args.samples, args.runs, model=args.model, report=report)
+        )
+        figures["reaction"] = {path: dataclasses.asdict(item) for path, item in reaction.items()}
+        if not args.json:
+            print(format_reaction(reaction))
+    if args.kill:
+        kill = asyncio.run(bench_kill(args.kill_runs, model=args.model, report=report))
+        figures["kill"] = dataclasses.asdict(kill)
+        if not args.json:
+            print(format_kill(kill))
+    if args.json:
+        print(json.dumps(figures))
+    return 0
+
+
+def _doctor(args: argparse.Namespace) -> int:
+    """Exit 1 when a check failed, 0 otherwise (warnings included)."""
+    import shutil
+
+    from engine.doctor import DoctorConfig, run_doctor
+
+    report = run_doctor(
+        DoctorConfig(
+            laya_model_path=args.model,
+            kev_url=args.kev_url,
+            bitget_rest_url=args.rest_url,
+            credentials_path=args.credentials,
+        )
+    )
+    width = min(shutil.get_terminal_size((100, 24)).columns, 140)
+    print(report.to_json() if args.json else report.format_table(width))
+    return 1 if report.failed else 0
+
+
+def _journal(args: argparse.Namespace) -> int:
+    import sqlite3
+    from pathlib import Path
+
+    from engine.journal import default_journal_path, format_entries, read_journal
+
+    path = Path(args.path) if args.path else default_journal_path()
+    if not path.exists():
+        raise FileNotFoundError(
+            f"no journal at {path}; the engine writes one there when it runs "
+            "(--path FILE reads another)"
+        )
+    kinds = [kind for group in args.kind for kind in group] if args.kind else None
+    try:
+        entries = read_journal(path, since_ns=args.since, kinds=kinds, limit=args.limit)
+    except sqlite3.Error as error:
+        raise ValueError(f"{path} is not a readable journal ({error})") from None
+    if not entries:
+        print(f"no journal entries match in {path}", file=sys.stderr)
+        return 0
+    try:
+        print(format_entries(entries, as_json=args.json))
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # The reader stopped early (`| head`): not an error. Point stdout at /dev/null so the
+        # interpreter's own flush at exit does not fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return 0
 
 
@@ -250,17 +506,84 @@ def _record(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from engine.node import EngineConfig, run_headless
+    from console.config_cli import adapter_config, console_keymap, settings_for_run
 
-    config = EngineConfig(
-        symbols=args.symbols,
+    settings = settings_for_run(args)  # defaults < config file < environment < flags
+    try:
+        trading, credentials = _trading(args, settings)
+    except _LiveNotConfirmed:
+        return 1  # confirm_live has said why; nothing was started
+    mode = trading.mode.value if trading is not None else None
+    url = args.url
+    if url is None and args.replay is None and mode in ("demo", "live"):
+        from engine.trading.config import BITGET_DEMO_PUBLIC_WS_URL
+
+        url = BITGET_DEMO_PUBLIC_WS_URL if mode == "demo" else BITGET_PUBLIC_URL
+    refresh_hz = settings.console.refresh_hz
+    config = settings.engine_config(
         replay_path=args.replay,
         replay_speed=args.speed,
-        live_url=args.url,
-        sim_seed=args.seed,
-        laya=_laya_config(args),
+        live_url=url,
+        trading=trading,
+        status_interval_s=min(settings.engine.status_interval_s, 1 / refresh_hz),
     )
-    return asyncio.run(run_headless(config, duration_s=args.duration))
+    from pathlib import Path
+
+    from console.handle import ShutdownPolicy
+    from console.launch import LaunchOptions, launch
+
+    options = LaunchOptions(
+        headless=args.headless,
+        exit_policy=ShutdownPolicy(settings.console.shutdown_policy),
+        exit_at_end=args.exit_at_end,
+        duration_s=args.duration,
+        stats_out=Path(args.stats_out) if args.stats_out else None,
+        refresh_hz=refresh_hz,
+        keymap=console_keymap(settings),
+    )
+    return launch(config, options, credentials, adapter=adapter_config(settings))
+
+
+class _LiveNotConfirmed(Exception):
+    """The operator did not type the live confirmation."""
+
+
+def _trading(args: argparse.Namespace, settings):
+    """The trading configuration and credentials `run` asked for (None: watch only); a
+    recording is only watched unless --mode (or [trading] mode) says paper."""
+    from pathlib import Path
+
+    mode = settings.trading.mode.value
+    if args.replay and args.mode is None and mode != "paper":
+        return None, None
+    if mode == "live" and not args.live:
+        source = settings.source_of("trading.mode")
+        origin = "--mode live" if args.mode else f"[trading] mode live ({source})"
+        raise ValueError(f"{origin} trades real money: add --live to mean it")
+    if args.live and mode != "live":
+        raise ValueError("--live goes with --mode live only")
+    credentials = None
+    confirmed = False
+    if mode in ("demo", "live"):
+        from engine.exchange.credentials import load_credentials, mask_api_key
+
+        path = Path(args.credentials) if args.credentials else None
+        credentials = load_credentials(path=path, mode=mode)
+        if mode == "live":
+            from console.live_guard import confirm_live
+
+            confirmed = confirm_live(
+                account=f"Bitget USDT-M, API key {mask_api_key(credentials.api_key)}",
+                symbols=settings.engine.symbols,
+                api_key=credentials.api_key,
+                limits=settings.risk_config().limits,
+            )
+            if not confirmed:
+                raise _LiveNotConfirmed
+    elif args.credentials:
+        raise ValueError("--credentials is for --mode demo or live")
+    trading = settings.trading_config(rest_url=args.rest_url, live_confirmed=confirmed)
+    return trading, credentials
 
 
 if __name__ == "__main__":

@@ -8,7 +8,8 @@ slower on the development VM); then timed passes, figures from the median one. A
 costs 0.05-0.3 us on that VM, as much as a stage: its median cost is measured and taken out of
 every sample once (the clock reads inside `total` stay in: the live path pays them too).
 A steady-state pass over at least `memory_frames` frames (the recording repeated with its
-times and trade ids shifted forward) reports resident-memory growth.
+times and trade ids shifted forward) reports resident-memory growth. Last, always, the order
+path's hot spot: `RiskGateway.check` (`engine.risk.bench`), under a second per run.
 """
 
 from __future__ import annotations
@@ -26,10 +27,12 @@ from engine.feed.recording import iter_recording
 from engine.latency import LatencyHistogram
 from engine.laya.classifier import LayaClassifier, LayaClassifierConfig
 from engine.pipeline import STAGES, MarketPipeline, MarketPipelineConfig
+from engine.risk.bench import benchmark_check
 
 WARMUP_PASSES = 2
 TIMER_CALIBRATION_READS = 20_000
 BENCH_STAGES = ("parse", *STAGES, "total", "trade")
+RISK_CHECK_TARGET_P50_US = 3.0
 
 Frames = list[tuple[int, bytes]]
 
@@ -157,10 +160,14 @@ def run_bench(
     passes: int = 3,
     laya: LayaClassifierConfig | None = None,
     memory_frames: int = 100_000,
+    risk_iterations: int = 100_000,
 ) -> dict[str, object]:
-    """Run the fast path over a recording; the figures as a JSON-ready dict."""
+    """Run the fast path over a recording, then the risk check; the figures as a JSON-ready
+    dict."""
     if passes < 1:
         raise ValueError(f"passes must be >= 1, got {passes}")
+    if risk_iterations < 1_000:
+        raise ValueError(f"risk_iterations must be >= 1000, got {risk_iterations}")
     frames = load_frames(path, limit)
     if not frames:
         raise ValueError(f"{path}: no frames to benchmark")
@@ -183,6 +190,7 @@ def run_bench(
         provider = classifier.provider
     finally:
         classifier.stop()
+    risk = benchmark_check(risk_iterations)
     return {
         "frames": len(frames),
         "frames_per_s": rates[len(rates) // 2],
@@ -196,6 +204,15 @@ def run_bench(
         },
         "memory": {"frames": len(memory_run), "rss_growth_kb": rss_growth_kb},
         "parser": runs[0][1].as_dict(),
+        "risk_check_us": {
+            "checks": risk_iterations,
+            "p50": risk["p50_us"],
+            "p99": risk["p99_us"],
+            "denied_p50": risk["denied_p50_us"],
+            "denied_p99": risk["denied_p99_us"],
+            "denied_share": risk["denied_share"],
+            "target_p50": RISK_CHECK_TARGET_P50_US,
+        },
     }
 
 
@@ -219,6 +236,16 @@ def format_table(result: dict[str, object]) -> str:
             f"steady state: {memory['frames']:,} frames, resident memory grew "
             f"{memory['rss_growth_kb']:,} kB after the first third"
         )
+    risk = result["risk_check_us"]
+    verdict = "met" if risk["p50"] <= risk["target_p50"] else "MISSED"
+    lines.append(
+        f"risk check  p50 {risk['p50']:.2f} us  p99 {risk['p99']:.2f} us  (target p50 <= "
+        f"{risk['target_p50']:g} us: {verdict}; {risk['checks']:,} checks)"
+    )
+    lines.append(
+        f"  denials   p50 {risk['denied_p50']:.2f} us  p99 {risk['denied_p99']:.2f} us  "
+        f"({risk['denied_share']:.0%} of the checks: a price through the slippage band)"
+    )
     rejected = result["parser"]["rejected"]
     if rejected:
         lines.append("rejected: " + ", ".join(f"{k} {v}" for k, v in sorted(rejected.items())))

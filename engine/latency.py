@@ -6,6 +6,11 @@ reported percentile is within 1/64 of the true value. Everything up to ~36 minut
 
 from __future__ import annotations
 
+from bisect import bisect_left
+from collections.abc import Sequence
+from itertools import accumulate
+from typing import NamedTuple
+
 _SUB_BUCKET_BITS = 6
 _SUB_BUCKETS = 1 << _SUB_BUCKET_BITS  # 64
 _EXACT_LIMIT = 2 * _SUB_BUCKETS  # 128
@@ -25,6 +30,14 @@ def _bucket_value(index: int) -> float:
         return float(index)
     shift = index // _SUB_BUCKETS - 1
     return _bucket_low(index) + ((1 << shift) - 1) / 2
+
+
+class Bucket(NamedTuple):
+    """One non-empty bucket: durations in [low_ns, high_ns)."""
+
+    low_ns: int
+    high_ns: int
+    count: int
 
 
 class LatencyHistogram:
@@ -68,28 +81,54 @@ class LatencyHistogram:
 
     def percentile_ns(self, percent: float) -> float:
         """The value at `percent` (0-100); NaN when empty. The max is exact."""
-        if self.count == 0:
-            return float("nan")
-        if percent >= 100.0:
-            return float(self.max_ns)
-        rank = max(1, -(-self.count * percent // 100))  # ceil, at least the first sample
-        seen = 0
-        for index, value in enumerate(self._counts):
-            seen += value
-            if seen >= rank:
-                return min(_bucket_value(index), float(self.max_ns))
-        return float(self.max_ns)
+        return self.percentiles_ns((percent,))[0]
+
+    def percentiles_ns(self, percents: Sequence[float]) -> tuple[float, ...]:
+        """`percentile_ns` for each of `percents`, with one pass over the buckets."""
+        count = self.count
+        if count == 0:
+            return tuple(float("nan") for _ in percents)
+        max_ns = float(self.max_ns)
+        cumulative = list(accumulate(self._counts))
+        values = []
+        for percent in percents:
+            if percent >= 100.0:
+                values.append(max_ns)
+                continue
+            rank = max(1, -(-count * percent // 100))  # ceil, at least the first sample
+            index = bisect_left(cumulative, rank)
+            values.append(min(_bucket_value(index), max_ns) if index < _BUCKETS else max_ns)
+        return tuple(values)
+
+    def bins(self) -> list[Bucket]:
+        """The non-empty buckets, shortest durations first (for drawing the distribution)."""
+        return [
+            Bucket(_bucket_low(index), _bucket_low(index + 1), value)
+            for index, value in enumerate(self._counts)
+            if value
+        ]
 
     def summary_us(self, overhead_ns: float = 0.0) -> dict[str, float]:
         """p50 / p99 / p999 / max in microseconds (the bench and console format), less a
         constant measuring overhead (the cost of the clock read inside each sample)."""
 
-        def net(ns: float) -> float:
-            return max(0.0, ns - overhead_ns) / 1e3
-
+        p50, p99, p999, top = self.percentiles_ns((50, 99, 99.9, 100))
         return {
-            "p50": net(self.percentile_ns(50)),
-            "p99": net(self.percentile_ns(99)),
-            "p999": net(self.percentile_ns(99.9)),
-            "max": net(self.max_ns),
+            "p50": max(0.0, p50 - overhead_ns) / 1e3,
+            "p99": max(0.0, p99 - overhead_ns) / 1e3,
+            "p999": max(0.0, p999 - overhead_ns) / 1e3,
+            "max": max(0.0, top - overhead_ns) / 1e3,
         }
+
+
+class FrameTimings:
+    """What a feed times around its parser and sink, per frame: `parse` and `total` (parse,
+    book, features, infer, decide and the trading hook) for book frames, `trade` (parse and
+    dispatch) for trade frames. The pipeline times its own stages in between."""
+
+    __slots__ = ("parse", "total", "trade")
+
+    def __init__(self) -> None:
+        self.parse = LatencyHistogram()
+        self.total = LatencyHistogram()
+        self.trade = LatencyHistogram()

@@ -4,17 +4,19 @@ Known key, secret and passphrase strings go through the real paths that could le
 REST client against the real simulated exchange (retries, an order with an unknown outcome, a
 clock resync, refused keys), a journal fed payloads that carry them, the credentials loader
 and the live confirmation. Then the SQLite files' bytes, every log record and every repr, str
-and traceback are scanned for each secret, raw and in the encodings a leak would take.
-
-The console's screen dump joins the scan when the Textual console exists.
+and traceback are scanned for each secret, raw and in the encodings a leak would take. Last,
+the console itself: the engine running with the keys, the screen dumped as SVG.
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
+import html
 import logging
 import os
+import re
 import time
 import traceback
 from collections.abc import AsyncIterator, Iterable, Iterator
@@ -284,5 +286,56 @@ async def test_no_secret_in_the_journal_the_logs_or_any_text(
         "log output": leaks(log_text),
         **{f"log record {n}": leaks(text) for n, text in enumerate(records)},
         **{f"text {n}: {text[:60]!r}": leaks(text) for n, text in enumerate(texts)},
+    }
+    assert {where: found for where, found in findings.items() if found} == {}
+
+
+async def test_no_secret_on_the_console_screen(sim: SimExchange, tmp_path: Path) -> None:
+    """The real engine (its own process) trading the simulator with the keys loaded, under
+    the console: the screen shows the masked key and nothing more of any secret; neither do
+    the console's events or the engine's log."""
+    from console.app import ConsoleConfig, HftConsoleApp
+    from console.engine_adapter import EngineAdapterConfig, EngineNodeHandle
+    from console.handle import ShutdownPolicy
+    from console.widgets.events import EventsPane
+    from engine.laya.classifier import LayaClassifierConfig
+    from engine.node import EngineConfig
+    from engine.trading.config import TradingConfig
+
+    engine = EngineConfig(
+        live_url=sim.ws_url,
+        laya=LayaClassifierConfig(prefer_gpu=False),
+        trading=TradingConfig(journal_path=tmp_path / "journal.sqlite", rest_url=sim.rest_url),
+        status_interval_s=0.05,
+    )
+    log = tmp_path / "console.log"
+    credentials = Credentials(API_KEY, API_SECRET, PASSPHRASE)
+    handle = EngineNodeHandle(engine, EngineAdapterConfig(gpu=None), credentials, log_path=log)
+    await asyncio.to_thread(handle.start)
+    try:
+        app = HftConsoleApp(handle, ConsoleConfig())
+        async with app.run_test(size=(160, 48)) as pilot:
+            pane = app.query_one(EventsPane)
+            for _ in range(200):
+                await pilot.pause(0.05)
+                if any("API key bg_" in strip.text for strip in pane.lines):
+                    break
+            pane.auto_scroll = False
+            await pilot.pause()  # the scroll to the end that earlier lines asked for
+            pane.scroll_home(animate=False, immediate=True)  # the start's notes lead the log
+            await pilot.pause()
+            svg = app.export_screenshot()
+        events = [event.text for event in handle.events_since(-1)[0]]
+    finally:
+        await asyncio.to_thread(handle.shutdown, ShutdownPolicy.FLATTEN)
+    # The screen's text: the SVG's text runs, spaces as the SVG writes them (no-break).
+    shown = html.unescape("".join(re.findall(r"<text[^>]*>([^<]*)</text>", svg)))
+    shown = shown.replace("\xa0", " ")
+    assert "with API key bg_…7a9c" in shown  # the path that shows the key ran, masked
+    findings = {
+        "screen (SVG)": leaks(svg),
+        "screen (text)": leaks(shown),
+        "events": leaks("\n".join(events)),
+        "engine log": leaks(log.read_bytes()),
     }
     assert {where: found for where, found in findings.items() if found} == {}

@@ -48,7 +48,8 @@ class ImbalancePane(Widget):
             return
         self.border_title = f"imbalance {new.symbol}"
         if old is None or old.current != new.current:
-            self.query_one("#imbalance-readout", Static).update(self._readout(new))
+            # One row whatever it says (styles): no layout pass per reading.
+            self.query_one("#imbalance-readout", Static).update(self._readout(new), layout=False)
         if old is None or old.ages_s != new.ages_s or old.series != new.series:
             self._plot(new)
 

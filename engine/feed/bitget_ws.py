@@ -35,6 +35,7 @@ from engine.feed.events import (
 from engine.feed.parse import DEPTH_CHANNELS, INCREMENTAL_CHANNEL, TRADE_CHANNEL, FrameParser
 from engine.feed.recorder import FrameRecorder
 from engine.feed.sink import FeedNotice, FeedSink
+from engine.latency import FrameTimings
 
 BITGET_PUBLIC_URL = "wss://ws.bitget.com/v2/ws/public"
 BOOK_CHANNELS = frozenset((*DEPTH_CHANNELS, INCREMENTAL_CHANNEL))
@@ -409,6 +410,7 @@ class BitgetPublicFeed:
         self._recorder = recorder
         self._symbols = {symbol: _SymbolFeed(symbol) for symbol in config.symbols}
         self._counters = _FeedCounters()
+        self.timings = FrameTimings()
         self._backoff = ReconnectBackoff(config.backoff_initial_s, config.backoff_max_s)
         self._consecutive_failures = 0
         self._run_task: asyncio.Task[None] | None = None
@@ -682,6 +684,12 @@ class BitgetPublicFeed:
         receive = websocket.recv
         time_ns = time.time_ns
         live = FeedState.LIVE
+        # From the receive stamp: parse, and the whole frame through the sink (one clock pair).
+        parse_times, totals, trade_times = (
+            self.timings.parse,
+            self.timings.total,
+            self.timings.trade,
+        )
         while True:
             try:
                 raw = await receive(decode=False)
@@ -696,6 +704,7 @@ class BitgetPublicFeed:
                 frame = parse(raw, recv_ns)
                 if frame is None:
                     continue  # rejected; the parser counted why
+                parsed_ns = time_ns()
                 kind = type(frame)
                 if kind is BookSnapshot or kind is BookUpdate:
                     symbol_feed = symbols.get(frame.symbol)
@@ -708,6 +717,8 @@ class BitgetPublicFeed:
                     if symbol_feed.state is not live:
                         self._on_book_resumed(symbol_feed)
                     on_market(frame)
+                    totals.record(time_ns() - recv_ns)
+                    parse_times.record(parsed_ns - recv_ns)
                 elif kind is Trades:
                     symbol_feed = symbols.get(frame.symbol)
                     if symbol_feed is None:
@@ -716,6 +727,7 @@ class BitgetPublicFeed:
                     symbol_feed.count_frame(recv_ns)
                     symbol_feed.trade_frames += 1
                     on_market(frame)
+                    trade_times.record(time_ns() - recv_ns)
                 elif kind is Pong:
                     self._on_pong(frame)
                 elif kind is ChannelAck:

@@ -102,24 +102,22 @@ def test_bad_speed_is_rejected_by_the_parser():
 
 
 def test_headless_replay_runs_to_the_end(recording, laya_model):
-    result = hft_console(
-        "run", "--replay", str(recording), "--speed", "max", "--model", str(laya_model)
-    )
+    replay = ("--replay", str(recording), "--speed", "max")
+    result = hft_console("run", "--headless", *replay, "--model", str(laya_model))
     assert result.returncode == 0, result.stderr
-    assert "feed BTCUSDT: live" in result.stdout
-    assert "end of recording" in result.stdout
+    assert "BTCUSDT live (replay reached the symbol)" in result.stdout
+    assert "BTCUSDT stopped (end of recording)" in result.stdout
     assert "REPLAY frames 50 | BTCUSDT stopped 100.00/100.50" in result.stdout
     assert "Laya (CPUExecutionProvider)" in result.stdout
 
 
 def test_headless_run_on_the_simulator(laya_model):
-    result = hft_console("run", "--duration", "3", "--model", str(laya_model))
+    result = hft_console("run", "--headless", "--duration", "3", "--model", str(laya_model))
     assert result.returncode == 0, result.stderr
-    assert "feed BTCUSDT: live (first book frame)" in result.stdout
+    assert "BTCUSDT live (first book frame)" in result.stdout
     status_lines = [line for line in result.stdout.splitlines() if line.startswith("SIM frames")]
-    assert (
-        status_lines and "BTCUSDT live" in status_lines[-1] and "ETHUSDT live" in status_lines[-1]
-    )
+    assert any("BTCUSDT live" in line and "ETHUSDT live" in line for line in status_lines)
+    assert "SIM HALTED pos flat" in status_lines[-1]  # the end flattens (--exit-policy)
 
 
 def test_record_from_the_simulator_then_replay(tmp_path):

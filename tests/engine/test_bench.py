@@ -8,7 +8,14 @@ import json
 import orjson
 import pytest
 
-from engine.bench import extended_frames, format_table, load_frames, run_bench, timer_cost_ns
+from engine.bench import (
+    RISK_CHECK_TARGET_P50_US,
+    extended_frames,
+    format_table,
+    load_frames,
+    run_bench,
+    timer_cost_ns,
+)
 from engine.feed.events import BookSnapshot
 from engine.feed.parse import FrameParser
 from engine.feed.recording import encode_line
@@ -56,7 +63,10 @@ def recording(tmp_path):
 
 def test_bench_reports_every_stage_and_the_counts(recording, laya_model):
     result = run_bench(
-        recording, laya=LayaClassifierConfig(model_path=laya_model), memory_frames=2000
+        recording,
+        laya=LayaClassifierConfig(model_path=laya_model),
+        memory_frames=2000,
+        risk_iterations=2_000,
     )
     json.dumps(result)  # the --json output must serialize
     assert result["frames"] == 901
@@ -79,15 +89,40 @@ def test_bench_reports_every_stage_and_the_counts(recording, laya_model):
         assert 0 <= figures["p50"] <= figures["p99"] <= figures["p999"] <= figures["max"]
     assert result["parser"]["rejected"] == {"not_json": 1}
     assert result["parser"]["trades"] == 300
+    risk = result["risk_check_us"]
+    assert risk["checks"] == 2_000 and risk["target_p50"] == RISK_CHECK_TARGET_P50_US == 3.0
+    assert 0 < risk["p50"] <= risk["p99"] and 0 < risk["denied_p50"] <= risk["denied_p99"]
+    assert risk["denied_share"] == pytest.approx(0.1)
 
 
 def test_bench_limit_and_table(recording, laya_model):
     result = run_bench(
-        recording, limit=30, laya=LayaClassifierConfig(model_path=laya_model), memory_frames=0
+        recording,
+        limit=30,
+        laya=LayaClassifierConfig(model_path=laya_model),
+        memory_frames=0,
+        risk_iterations=1_000,
     )
     assert result["frames"] == 30
     table = format_table(result)
     assert "parse" in table and "frames/s" in table
+    lines = table.splitlines()
+    (number,) = [n for n, line in enumerate(lines) if line.startswith("risk check")]
+    risk = result["risk_check_us"]
+    assert f"p50 {risk['p50']:.2f} us" in lines[number] and "1,000 checks" in lines[number]
+    assert "(target p50 <= 3 us: " in lines[number]
+    assert lines[number + 1].startswith(f"  denials   p50 {risk['denied_p50']:.2f} us")
+    assert "(10% of the checks" in lines[number + 1]
+    result["risk_check_us"] = {**risk, "p50": 4.5, "target_p50": 3.0}
+    assert "risk check  p50 4.50 us  " in format_table(result)
+    assert "(target p50 <= 3 us: MISSED;" in format_table(result)
+    result["risk_check_us"]["p50"] = 2.5
+    assert "(target p50 <= 3 us: met;" in format_table(result)
+
+
+def test_too_few_risk_checks_are_refused(recording):
+    with pytest.raises(ValueError, match="risk_iterations must be >= 1000"):
+        run_bench(recording, risk_iterations=999)
 
 
 def test_extended_frames_continue_in_time_with_fresh_trade_ids(recording):

@@ -51,3 +51,37 @@ def test_merge_and_reset():
     assert first.count == 2 and first.max_ns == 9_000_000
     first.reset()
     assert first.count == 0 and math.isnan(first.percentile_ns(50))
+
+
+@given(st.lists(st.integers(0, 10**10), min_size=1, max_size=200))
+def test_percentiles_in_one_pass_follow_the_definition(values):
+    histogram = LatencyHistogram()
+    for ns in values:
+        histogram.record(ns)
+    percents = (0, 50, 99, 99.9, 100)
+    expected = []
+    for percent in percents[:-1]:
+        # The bucket of the ceil(count * p)-th sample: its midpoint, capped by the exact max.
+        rank = max(1, math.ceil(len(values) * percent / 100))
+        seen = 0
+        for low, high, count in histogram.bins():
+            seen += count
+            if seen >= rank:
+                expected.append(min(low + (high - low - 1) / 2, float(max(values))))
+                break
+    expected.append(float(max(values)))
+    assert histogram.percentiles_ns(percents) == tuple(expected)
+    assert histogram.percentile_ns(99) == expected[2]
+    assert math.isnan(LatencyHistogram().percentiles_ns((50,))[0])
+
+
+def test_bins_are_the_non_empty_buckets_in_order():
+    histogram = LatencyHistogram()
+    for ns in (5, 5, 127, 128, 129, 1_000_000):
+        histogram.record(ns)
+    bins = histogram.bins()
+    assert [(b.low_ns, b.count) for b in bins[:3]] == [(5, 2), (127, 1), (128, 2)]
+    assert bins[2].high_ns == 130  # from 128 ns, two nanoseconds a bucket
+    assert bins[-1].low_ns <= 1_000_000 < bins[-1].high_ns
+    assert sum(b.count for b in bins) == histogram.count
+    assert LatencyHistogram().bins() == []

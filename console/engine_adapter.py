@@ -1,0 +1,401 @@
+"""`EngineNodeHandle`: the console's `EngineHandle` over a real `EngineNode`.
+
+The node runs in an engine process of its own (`console.engine_process`), so drawing the
+console never holds the fast path's GIL. That process builds a frozen `ConsoleSnapshot` at
+`publish_hz` and sends the parts that changed; a receiver thread here merges them into the
+latest snapshot and keeps the events in order, so `snapshot()` and `events_since()` hand over
+what is already here and never wait on the engine.
+
+Commands are requests with a time limit: a stuck engine answers "not ok" when the limit runs
+out, a dead one at once; neither hangs the console.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import multiprocessing
+import multiprocessing.connection
+import os
+import pickle
+import signal
+import subprocess
+import sys
+import threading
+from bisect import bisect_right
+from collections import deque
+from collections.abc import Sequence
+from concurrent.futures import Future
+from pathlib import Path
+
+from console.engine_process import EngineAdapterConfig, EngineSetup
+from console.handle import CommandResult, ShutdownPolicy
+from console.view import ConsoleEvent, ConsoleSnapshot, RiskOverrides
+from engine.exchange.bitget_rest import Credentials
+from engine.exchange.credentials import mask_api_key
+from engine.node import EngineConfig
+from engine.trading import commands as engine_commands
+from engine.trading.config import TradingMode
+
+__all__ = ["EngineAdapterConfig", "EngineNodeHandle", "EngineProcessError"]
+
+logger = logging.getLogger(__name__)
+
+_EXIT_WAIT_S = 10.0
+"""After the engine answered a shutdown, how long its process may take to exit."""
+
+
+class EngineProcessError(RuntimeError):
+    """The engine process could not start, or is not running."""
+
+
+class EngineNodeHandle:
+    """The `EngineHandle` of a real engine, run in its own process (see the module docstring).
+
+    `start()` returns once the engine runs (Laya loaded, the venue reconciled, the market
+    subscribed) and its first snapshot is here: start it before the console draws; whatever
+    the engine prints while starting goes to this process's stdout and stderr, after that to
+    `log_path` when one is given. `shutdown(policy)` ends it. If this process dies without a
+    shutdown, the engine ends by `exit_policy` on its own.
+    """
+
+    def __init__(
+        self,
+        engine: EngineConfig,
+        config: EngineAdapterConfig | None = None,
+        credentials: Credentials | None = None,
+        *,
+        exit_policy: ShutdownPolicy = ShutdownPolicy.FLATTEN,
+        log_path: Path | None = None,
+    ) -> None:
+        self.engine_config = engine
+        self.config = config or EngineAdapterConfig()
+        self._credentials = credentials
+        self._exit_policy = exit_policy
+        self._log_path = log_path
+        self._process: subprocess.Popen[bytes] | None = None
+        self._connection: multiprocessing.connection.Connection | None = None
+        self._send_lock = threading.Lock()
+        self._requests = itertools.count(1)
+        self._waiting: dict[int, Future[tuple[bool, object]]] = {}
+        self._waiting_lock = threading.Lock()
+        self._parts: dict[str, object] = {}
+        self._latest: ConsoleSnapshot | None = None
+        self._buffer: deque[ConsoleEvent] = deque(maxlen=self.config.events_kept)
+        self._events: tuple[ConsoleEvent, ...] = ()
+        self._status_line: str | None = None
+        self._finished = False
+        self._started = threading.Event()
+        self._start_failure: str | None = None
+        self._gone: str | None = None
+        self._shutdown_lock = threading.Lock()
+        self._shutdown_result: CommandResult | None = None
+        self._final_stats: dict[str, object] | None = None
+        self._refused_once = False
+
+    # Lifecycle
+
+    def start(self) -> None:
+        """Start the engine process and wait until the engine runs; raises
+        `EngineProcessError` saying why it could not start."""
+        if self._process is not None:
+            raise EngineProcessError("the engine was already started")
+        ours, theirs = multiprocessing.Pipe(duplex=True)
+        try:
+            self._process = subprocess.Popen(
+                [sys.executable, "-m", "console.engine_process", str(theirs.fileno())],
+                pass_fds=(theirs.fileno(),),
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        finally:
+            theirs.close()
+        self._connection = ours
+        credentials = self._credentials
+        setup = EngineSetup(
+            engine=self.engine_config,
+            adapter=self.config,
+            exit_policy=self._exit_policy,
+            key=(
+                (credentials.api_key, credentials.api_secret, credentials.passphrase)
+                if credentials is not None
+                else None
+            ),
+            key_note=self._key_note(),
+            log_path=str(self._log_path) if self._log_path is not None else None,
+        )
+        self._send(setup)
+        threading.Thread(target=self._receive, name="engine-receiver", daemon=True).start()
+        if not self._started.wait(self.config.start_timeout_s):
+            self._kill_process()
+            raise EngineProcessError(
+                f"the engine did not start within {self.config.start_timeout_s:g} s"
+            )
+        if self._start_failure is not None:
+            self._wait_for_exit()
+            raise EngineProcessError(f"the engine failed to start: {self._start_failure}")
+
+    def _key_note(self) -> str:
+        if self._credentials is not None:
+            return f"API key {mask_api_key(self._credentials.api_key)}"
+        trading = self.engine_config.trading
+        if trading is not None and trading.mode is TradingMode.SIM:
+            return "the simulator's own key"
+        return "no API key"
+
+    @property
+    def pid(self) -> int | None:
+        """The engine process's PID (None before `start`)."""
+        return self._process.pid if self._process is not None else None
+
+    @property
+    def running(self) -> bool:
+        return (
+            self._started.is_set()
+            and self._start_failure is None
+            and self._gone is None
+            and self._shutdown_result is None
+        )
+
+    @property
+    def finished(self) -> bool:
+        """The replay reached the end of its recording."""
+        return self._finished
+
+    @property
+    def status_line(self) -> str | None:
+        """The engine's one-line status (`format_status`), renewed a few times a second."""
+        return self._status_line
+
+    def stats(self) -> dict[str, object]:
+        """The fast path's figures in bench's JSON shape: asked while the engine runs, the
+        ones it sent with its shutdown answer once stopped."""
+        if self._final_stats is not None:
+            return self._final_stats
+        ok, payload = self._request("stats", None, self.config.command_timeout_s)
+        if not ok or not isinstance(payload, dict):
+            raise EngineProcessError(f"the engine could not give its figures: {payload}")
+        return payload
+
+    # EngineHandle: reads
+
+    def snapshot(self) -> ConsoleSnapshot:
+        latest = self._latest
+        if latest is None:
+            raise EngineProcessError("the engine has not sent a snapshot yet")
+        return latest
+
+    def events_since(self, last_id: int) -> tuple[Sequence[ConsoleEvent], int]:
+        events = self._events
+        if not events or events[-1].event_id <= last_id:
+            return (), 0
+        newer = events[bisect_right(events, last_id, key=_event_id) :]
+        # Ids are consecutive: what is missing before and between them was dropped.
+        return newer, newer[-1].event_id - last_id - len(newer)
+
+    # EngineHandle: commands
+
+    def pause(self) -> CommandResult:
+        return self._command("pause")
+
+    def resume(self) -> CommandResult:
+        return self._command("resume")
+
+    def flatten(self) -> CommandResult:
+        return self._command("flatten", limit_s=self._sequence_limit_s("flatten_timeout_s"))
+
+    def kill(self) -> CommandResult:
+        return self._command("kill", limit_s=self._sequence_limit_s("kill_timeout_s"))
+
+    def rearm(self, confirmation: str) -> CommandResult:
+        return self._command("rearm", confirmation)
+
+    def apply_overrides(self, overrides: RiskOverrides) -> CommandResult:
+        wanted = engine_commands.RiskOverrides(
+            max_position=dict(overrides.max_position),
+            max_net_delta=overrides.max_net_delta,
+            max_slippage_bps=overrides.max_slippage_bps,
+            orders_per_second=overrides.orders_per_second,
+            orders_per_minute=overrides.orders_per_minute,
+            risk_scale=overrides.risk_scale,
+        )
+        return self._command("apply_overrides", wanted)
+
+    def shutdown(self, policy: ShutdownPolicy) -> CommandResult:
+        """FLATTEN: the kill switch (HALTED, cancel all, close all, until the venue confirms
+        flat), then stop; if the venue does not confirm, the engine keeps running and the
+        result says so. KEEP: stop (resting orders are cancelled, positions kept). Once done,
+        later calls return the same result. An engine that died or is stuck is not ok the
+        first time (nothing was flattened: the operator must know); asked again, the handle
+        lets it go (a stuck process is killed)."""
+        with self._shutdown_lock:
+            if self._shutdown_result is not None:
+                return self._shutdown_result
+            if self._refused_once:
+                return self._give_up()
+            if self._gone is not None:
+                self._refused_once = True
+                return CommandResult(
+                    False,
+                    f"{self._gone}: nothing was flattened; check the exchange for open orders "
+                    "and positions (quit again to leave)",
+                )
+            limit = self._sequence_limit_s("kill_timeout_s") + self.config.stop_timeout_s
+            try:
+                ok, payload = self._request(("shutdown", policy.value), None, limit)
+            except TimeoutError:
+                self._refused_once = True
+                return CommandResult(
+                    False,
+                    f"the engine did not stop within {limit:g} s; quit again to kill its "
+                    "process (orders may still rest at the exchange: check it)",
+                )
+            except EngineProcessError as error:
+                self._refused_once = True
+                return CommandResult(False, f"{error}; nothing was flattened: check the exchange")
+            if not ok or not isinstance(payload, tuple):
+                return CommandResult(False, f"shutdown failed in the engine: {payload}")
+            result, stats = payload
+            if not result.ok:
+                return CommandResult(False, result.message)
+            self._final_stats = stats
+            self._wait_for_exit()
+            self._shutdown_result = CommandResult(True, result.message)
+            return self._shutdown_result
+
+    def _give_up(self) -> CommandResult:
+        if self._gone is None:
+            self._kill_process()
+            message = "the engine process was killed: check the exchange for open orders"
+        else:
+            message = f"{self._gone}: check the exchange for open orders and positions"
+        self._shutdown_result = CommandResult(True, message)
+        return self._shutdown_result
+
+    def _sequence_limit_s(self, name: str) -> float:
+        trading = self.engine_config.trading
+        if trading is None:
+            return self.config.command_timeout_s
+        return getattr(trading.executor, name) + self.config.sequence_margin_s
+
+    def _command(
+        self, name: str, arguments: object = None, limit_s: float | None = None
+    ) -> CommandResult:
+        limit = self.config.command_timeout_s if limit_s is None else limit_s
+        try:
+            ok, payload = self._request(name, arguments, limit)
+        except TimeoutError:
+            return CommandResult(
+                False,
+                f"{name}: the engine did not answer within {limit:g} s (it is stuck or "
+                "overloaded); check the exchange for open orders and positions",
+            )
+        except EngineProcessError as error:
+            return CommandResult(False, f"{name}: {error}")
+        if not ok or not isinstance(payload, engine_commands.CommandResult):
+            return CommandResult(False, f"{name} failed in the engine: {payload}")
+        return CommandResult(payload.ok, payload.message)
+
+    # The wire
+
+    def _request(self, name: object, arguments: object, limit_s: float) -> tuple[bool, object]:
+        """Send a command (or `("shutdown", policy)` as `name`) and wait for its answer."""
+        if not self._started.is_set() or self._shutdown_result is not None:
+            raise EngineProcessError("the engine is not running")
+        if self._gone is not None:
+            raise EngineProcessError(self._gone)
+        request_id = next(self._requests)
+        future: Future[tuple[bool, object]] = Future()
+        with self._waiting_lock:
+            self._waiting[request_id] = future
+        if isinstance(name, tuple):
+            message: tuple[object, ...] = (name[0], request_id, name[1])
+        else:
+            message = ("command", request_id, name, arguments)
+        try:
+            try:
+                self._send(message)
+            except OSError as error:
+                raise EngineProcessError(f"the engine process is unreachable: {error}") from None
+            return future.result(limit_s)
+        finally:
+            with self._waiting_lock:
+                self._waiting.pop(request_id, None)
+
+    def _send(self, message: object) -> None:
+        connection = self._connection
+        if connection is None:
+            raise EngineProcessError("the engine was not started")
+        payload = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+        with self._send_lock:
+            connection.send_bytes(payload)
+
+    def _receive(self) -> None:
+        connection = self._connection
+        assert connection is not None
+        try:
+            while True:
+                self._dispatch(pickle.loads(connection.recv_bytes()))
+        except (EOFError, OSError):
+            pass
+        except Exception:  # a message this side cannot read: the link is unusable
+            logger.exception("unreadable message from the engine process")
+        self._on_gone()
+
+    def _dispatch(self, message: tuple[object, ...]) -> None:
+        kind = message[0]
+        if kind == "picture":
+            _, at_ns, parts, status_line, finished = message
+            self._parts.update(parts)  # type: ignore[arg-type]
+            self._latest = ConsoleSnapshot(at_ns=at_ns, **self._parts)  # type: ignore[arg-type]
+            if status_line is not None:
+                self._status_line = status_line  # type: ignore[assignment]
+            self._finished = bool(finished)
+        elif kind == "events":
+            self._buffer.extend(message[1])  # type: ignore[arg-type]
+            self._events = tuple(self._buffer)
+        elif kind == "answer":
+            _, request_id, ok, payload = message
+            with self._waiting_lock:
+                future = self._waiting.get(request_id)  # type: ignore[arg-type]
+            if future is not None and not future.done():
+                future.set_result((bool(ok), payload))
+        elif kind == "started":
+            self._started.set()
+        elif kind == "failed":
+            self._start_failure = str(message[1])
+            self._started.set()
+
+    def _on_gone(self) -> None:
+        process = self._process
+        status = process.wait() if process is not None else None
+        if self._shutdown_result is None and self._final_stats is None:
+            self._gone = f"the engine process exited (status {status})"
+        with self._waiting_lock:
+            waiting = list(self._waiting.values())
+        for future in waiting:
+            if not future.done():
+                future.set_exception(EngineProcessError(self._gone or "the engine stopped"))
+        self._started.set()  # a start still waiting learns it failed
+        if self._start_failure is None and self._latest is None:
+            self._start_failure = self._gone
+
+    def _wait_for_exit(self) -> None:
+        process = self._process
+        if process is None:
+            return
+        try:
+            process.wait(_EXIT_WAIT_S)
+        except subprocess.TimeoutExpired:
+            logger.error("the engine process did not exit after its shutdown: killing it")
+            self._kill_process()
+
+    def _kill_process(self) -> None:
+        process = self._process
+        if process is not None and process.poll() is None:
+            os.kill(process.pid, signal.SIGKILL)
+            process.wait()
+
+
+def _event_id(event: ConsoleEvent) -> int:
+    return event.event_id

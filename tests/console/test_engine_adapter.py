@@ -1,0 +1,416 @@
+"""EngineNodeHandle over a real EngineNode: the simulated exchange on loopback (on the test's
+loop), the engine in its own process, and what the console reads and sends."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import os
+import signal
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
+
+import pytest
+from engine_recordings import write_recording
+
+from console.engine_adapter import EngineAdapterConfig, EngineNodeHandle
+from console.engine_views import (
+    PANE_STAGES,
+    imbalance_reading,
+    kev_decision_view,
+    kev_latency,
+    kev_status_view,
+)
+from console.handle import ShutdownPolicy
+from console.view import (
+    EventKind,
+    KevOutcome,
+    KevState,
+    Mode,
+    RiskOverrides,
+)
+from engine.bench import BENCH_STAGES
+from engine.book import BookView
+from engine.feed.events import FeedState
+from engine.kev.client import KevTimings
+from engine.kev.command import KevCommand
+from engine.kev.hub import KevDecision, KevStatus
+from engine.kev.hub import KevOutcome as HubOutcome
+from engine.laya.classifier import LayaClassifierConfig
+from engine.laya.features import FEATURE_SET_VERSION
+from engine.node import EngineConfig
+from engine.risk.commands import KevAction
+from engine.risk.events import TradingState
+from engine.sim.market import MarketGeneratorConfig
+from engine.sim.server import SimExchange, SimExchangeConfig
+from engine.trading.bench import NEVER_EMERGENCY
+from engine.trading.config import QuotingStrategyConfig, TradingConfig
+
+FAST = EngineAdapterConfig(publish_hz=20, gpu=None)
+
+
+@pytest.fixture
+async def sim() -> AsyncIterator[SimExchange]:
+    exchange = SimExchange(
+        SimExchangeConfig(
+            book_interval_ms=30, warmup_ms=2_000, market=MarketGeneratorConfig(seed=5)
+        )
+    )
+    await exchange.start()
+    try:
+        yield exchange
+    finally:
+        await exchange.stop()
+
+
+def sim_engine(sim: SimExchange, model: Path, journal: Path) -> EngineConfig:
+    """The engine on `sim` (started apart), quoting close to the touch, Laya never EMERGENCY."""
+    trading = TradingConfig(
+        strategy=QuotingStrategyConfig(half_spread_bps=0.05, emergency_cooldown_ms=200),
+        journal_path=journal,
+        rest_url=sim.rest_url,
+    )
+    laya = LayaClassifierConfig(model_path=model, prefer_gpu=False, thresholds=NEVER_EMERGENCY)
+    return EngineConfig(live_url=sim.ws_url, laya=laya, trading=trading, status_interval_s=0.05)
+
+
+async def eventually(condition: Callable[[], bool], timeout_s: float = 15.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not reached in time")
+        await asyncio.sleep(0.02)
+
+
+@pytest.fixture
+async def running(sim, laya_model, tmp_path) -> AsyncIterator[EngineNodeHandle]:
+    handle = EngineNodeHandle(sim_engine(sim, laya_model, tmp_path / "journal.sqlite"), FAST)
+    await asyncio.to_thread(handle.start)
+    try:
+        yield handle
+    finally:
+        await asyncio.to_thread(handle.shutdown, ShutdownPolicy.FLATTEN)
+
+
+def ours(sim: SimExchange, symbol: str = "BTCUSDT") -> list:
+    return [order for order in sim.open_orders(symbol) if order.client_oid.startswith("hc")]
+
+
+async def test_the_snapshot_shows_the_running_engine(sim, running, laya_model):
+    handle = running
+
+    def quoting() -> bool:
+        snapshot = handle.snapshot()
+        sides = {o.side.value for o in snapshot.orders if o.symbol == "BTCUSDT" and o.order_id}
+        rates = [feed.frames_per_s for feed in snapshot.status.feeds]
+        return sides == {"buy", "sell"} and len(snapshot.depth) == 2 and all(rates)
+
+    await eventually(quoting)
+    snapshot = handle.snapshot()
+    status = snapshot.status
+    assert status.mode is Mode.SIM
+    assert [feed.symbol for feed in status.feeds] == ["BTCUSDT", "ETHUSDT"]
+    for feed in status.feeds:
+        assert feed.state is FeedState.LIVE
+        assert feed.frames_per_s > 0
+        assert feed.last_frame_age_ms is not None and 0 <= feed.last_frame_age_ms < 2_000
+    trading = status.trading
+    assert trading.state is TradingState.ACTIVE
+    assert trading.overrides.max_position == {"BTCUSDT": 0.02, "ETHUSDT": 0.6}
+    assert trading.bounds.max_position == {"BTCUSDT": 0.05, "ETHUSDT": 1.5}
+    assert trading.rearm_phrase == "REARM"
+    assert status.laya.provider == "CPUExecutionProvider"
+    assert status.laya.model_version.startswith(laya_model.stem)
+    assert status.laya.model_version.endswith(f"({FEATURE_SET_VERSION})")
+    assert status.kev.state is KevState.OFFLINE and status.kev.detail
+
+    btc, eth = snapshot.depth
+    assert (btc.symbol, eth.symbol) == ("BTCUSDT", "ETHUSDT")
+    assert len(btc.bids) == len(btc.asks) == 15
+    assert btc.bids[0].price < btc.asks[0].price
+    assert (btc.price_decimals, btc.size_decimals) == (1, 3)  # the instrument's tick and lot
+    quotes = [order for order in snapshot.orders if order.symbol == "BTCUSDT"]
+    assert {(own.side, own.price) for own in btc.own_orders} == {
+        (order.side, order.price) for order in quotes
+    }
+    for order in quotes:  # orders the simulator took, under our client ids
+        taken = sim.engine("BTCUSDT").order(order.order_id)
+        assert taken is not None and taken.client_oid == order.client_oid
+
+    imbalance = snapshot.imbalance[0]
+    assert imbalance.symbol == "BTCUSDT" and imbalance.current is not None
+    book = BookView(
+        btc.symbol,
+        tuple(level.price for level in btc.bids),
+        tuple(level.size for level in btc.bids),
+        tuple(level.price for level in btc.asks),
+        tuple(level.size for level in btc.asks),
+        btc.exchange_ts_ms,
+        0,
+    )
+    assert imbalance.current == imbalance_reading(book)
+    assert all(-1 <= value <= 1 for value in imbalance.current[:3])
+
+    stages = {stage.name: stage for stage in snapshot.latency.stages}
+    assert list(stages) == [*PANE_STAGES, "kev"]
+    for name in PANE_STAGES:
+        stage = stages[name]
+        assert stage.count > 0, name
+        assert stage.p50_us <= stage.p99_us <= stage.p999_us <= stage.max_us, name
+        assert stage.budget_p99_us is not None
+    assert stages["kev"].count == 0
+    assert sum(item.count for item in snapshot.latency.total_histogram) == stages["total"].count
+    assert snapshot.verdicts.total == sum(snapshot.verdicts.counts.values()) > 0
+
+
+async def test_events_arrive_in_order_each_once(sim, running, tmp_path):
+    handle = running
+    await eventually(lambda: any("live" in e.text for e in handle.events_since(-1)[0]))
+    events, missed = handle.events_since(-1)
+    assert missed == 0
+    assert [event.event_id for event in events] == list(range(len(events)))
+    started = [event.text for event in events if event.kind is EventKind.SYSTEM]
+    assert f"engine started: market data from {sim.ws_url}" in started
+    assert f"orders go to sim@{sim.rest_url} with the simulator's own key" in started
+    assert f"journal {tmp_path / 'journal.sqlite'}" in started
+    newer, missed = handle.events_since(events[-1].event_id)
+    assert all(event.event_id > events[-1].event_id for event in newer) and missed == 0
+
+
+async def test_commands_act_on_the_engine_and_kill_leaves_the_exchange_flat(sim, running):
+    handle = running
+    await eventually(lambda: len(ours(sim)) == 2)
+
+    paused = await asyncio.to_thread(handle.pause)
+    assert paused.ok, paused.message
+    await eventually(lambda: handle.snapshot().status.trading.state is TradingState.PAUSED, 5)
+    await eventually(lambda: not ours(sim), 5)
+    resumed = await asyncio.to_thread(handle.resume)
+    assert resumed.ok, resumed.message
+
+    bounds = handle.snapshot().status.trading.bounds
+    too_much = RiskOverrides({"BTCUSDT": 0.04, "ETHUSDT": 2.0}, 1_000, 5, 5, 100, 0.5)
+    refused = await asyncio.to_thread(handle.apply_overrides, too_much)
+    assert not refused.ok and "ETHUSDT" in refused.message
+    assert too_much.beyond(bounds)
+    wanted = RiskOverrides({"BTCUSDT": 0.01, "ETHUSDT": 0.3}, 1_000, 5, 5, 100, 0.5)
+    applied = await asyncio.to_thread(handle.apply_overrides, wanted)
+    assert applied.ok, applied.message
+    await eventually(lambda: handle.snapshot().status.trading.overrides == wanted, 5)
+
+    await eventually(lambda: len(ours(sim)) == 2)
+    killed = await asyncio.to_thread(handle.kill)
+    assert killed.ok, killed.message
+    assert not sim.open_orders()
+    assert all(position.size == 0 for position in sim.positions())
+    await eventually(lambda: handle.snapshot().status.trading.state is TradingState.HALTED, 5)
+
+    wrong = await asyncio.to_thread(handle.rearm, "rearm please")
+    assert not wrong.ok
+    rearmed = await asyncio.to_thread(handle.rearm, "REARM")
+    assert rearmed.ok, rearmed.message
+    await eventually(lambda: handle.snapshot().status.trading.state is TradingState.PAUSED, 5)
+
+    def shown(kind: EventKind) -> list[str]:
+        return [event.text for event in handle.events_since(-1)[0] if event.kind is kind]
+
+    await eventually(lambda: any("-> HALTED" in text for text in shown(EventKind.STATE)), 5)
+    commands = shown(EventKind.COMMAND)
+    assert [text.split()[0] for text in commands] == [
+        "pause",
+        "resume",
+        "apply_overrides",
+        "apply_overrides",
+        "kill",
+        "rearm",
+        "rearm",
+    ]
+
+    result = await asyncio.to_thread(handle.shutdown, ShutdownPolicy.FLATTEN)
+    assert result.ok and "halted and flat" in result.message and "engine stopped" in result.message
+    assert not handle.running
+    assert await asyncio.to_thread(handle.shutdown, ShutdownPolicy.KEEP) is result
+    after = await asyncio.to_thread(handle.pause)
+    assert not after.ok and "not running" in after.message
+    assert handle.snapshot().status.trading.state is TradingState.HALTED  # the last picture
+
+
+async def test_shutdown_keep_stops_and_says_what_stays_open(sim, laya_model, tmp_path):
+    handle = EngineNodeHandle(sim_engine(sim, laya_model, tmp_path / "journal.sqlite"), FAST)
+    await asyncio.to_thread(handle.start)
+    await eventually(lambda: len(ours(sim)) == 2)
+    result = await asyncio.to_thread(handle.shutdown, ShutdownPolicy.KEEP)
+    assert result.ok
+    assert result.message.startswith("resting orders cancelled, positions kept:")
+    assert not ours(sim)
+
+
+@pytest.fixture
+def replay_handle(tmp_path, laya_model) -> Iterator[Callable[..., EngineNodeHandle]]:
+    handles: list[EngineNodeHandle] = []
+
+    def build(speed: float | None = None, **adapter: object) -> EngineNodeHandle:
+        engine = EngineConfig(
+            replay_path=str(write_recording(tmp_path / "two-symbols.bitget.gz")),
+            replay_speed=speed,
+            laya=LayaClassifierConfig(model_path=laya_model, prefer_gpu=False),
+            status_interval_s=0.05,
+        )
+        handle = EngineNodeHandle(engine, EngineAdapterConfig(gpu=None, **adapter))  # type: ignore[arg-type]
+        handle.start()
+        handles.append(handle)
+        return handle
+
+    yield build
+    for handle in handles:
+        handle.shutdown(ShutdownPolicy.KEEP)
+
+
+def test_a_replay_ends_with_the_bench_figures_and_trades_nothing(replay_handle):
+    handle = replay_handle()
+    deadline = time.monotonic() + 20
+    while not handle.finished:
+        assert time.monotonic() < deadline, "the replay did not finish"
+        time.sleep(0.05)
+    stats = handle.stats()
+    assert set(stats) >= {
+        "frames",
+        "frames_per_s",
+        "provider",
+        "timer_overhead_ns",
+        "depth_frames",
+        "trade_frames",
+        "passes",
+        "stages_us",
+        "parser",
+    }
+    assert list(stats["stages_us"]) == list(BENCH_STAGES)
+    assert stats["depth_frames"] == 600 and stats["trade_frames"] == 150
+    assert stats["frames"] == 750 and stats["frames_per_s"] > 0
+    for name, figures in stats["stages_us"].items():
+        assert 0 <= figures["p50"] <= figures["p99"] <= figures["max"], name
+    snapshot = handle.snapshot()
+    assert snapshot.status.mode is Mode.PAPER
+    assert snapshot.status.trading.state is TradingState.PAUSED
+    assert "watch only" in snapshot.status.trading.reason
+    refused = handle.pause()
+    assert not refused.ok and "trading is off" in refused.message
+    result = handle.shutdown(ShutdownPolicy.FLATTEN)  # nothing to flatten: stops
+    assert result.ok and result.message == "engine stopped"
+    assert handle.stats() == stats  # the figures stay readable once stopped
+
+
+def test_a_stuck_engine_answers_not_ok_in_time_and_keeps_its_last_picture(replay_handle):
+    handle = replay_handle(speed=1.0, command_timeout_s=0.5)
+    before = handle.snapshot()
+    os.kill(handle.pid, signal.SIGSTOP)  # the engine hangs: nothing of it runs
+    try:
+        started = time.monotonic()
+        result = handle.pause()
+        assert time.monotonic() - started < 2.0
+        assert not result.ok
+        assert "did not answer within 0.5 s" in result.message
+        assert handle.snapshot().at_ns >= before.at_ns  # the last picture, at once
+    finally:
+        os.kill(handle.pid, signal.SIGCONT)
+    deadline = time.monotonic() + 10
+    while not handle.pause().message.startswith("trading is off"):  # alive again: answers
+        assert time.monotonic() < deadline, "the engine did not answer after it resumed"
+    assert handle.shutdown(ShutdownPolicy.KEEP).ok
+
+
+def test_a_dead_engine_fails_commands_at_once_and_lets_the_console_go(replay_handle):
+    handle = replay_handle(speed=1.0)
+    os.kill(handle.pid, signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while handle.running:
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    started = time.monotonic()
+    result = handle.kill()
+    assert time.monotonic() - started < 0.5
+    assert not result.ok and "the engine process exited" in result.message
+    refused = handle.shutdown(ShutdownPolicy.FLATTEN)
+    assert not refused.ok and "nothing was flattened" in refused.message
+    let_go = handle.shutdown(ShutdownPolicy.FLATTEN)  # asked again: the console may quit
+    assert let_go.ok and "check the exchange" in let_go.message
+
+
+async def test_the_engine_flattens_and_exits_when_the_console_dies(sim, laya_model, tmp_path):
+    handle = EngineNodeHandle(sim_engine(sim, laya_model, tmp_path / "journal.sqlite"), FAST)
+    await asyncio.to_thread(handle.start)
+    await eventually(lambda: len(ours(sim)) == 2)
+    handle._connection.close()  # what the console's death does to the engine's socket
+    await eventually(lambda: not handle.running, 30)  # the engine process has exited
+    assert not sim.open_orders()
+    assert all(position.size == 0 for position in sim.positions())
+
+
+# Kev: the hub's figures as the panes show them
+
+
+def kev_decision(
+    decision_id: int,
+    outcome: HubOutcome,
+    reason: str,
+    command: KevCommand | None,
+    wall_ms: float,
+) -> KevDecision:
+    return KevDecision(
+        decision_id,
+        1_723_111_200_000_000_000 + decision_id,
+        "BTCUSDT",
+        "EMERGENCY",
+        outcome,
+        reason,
+        command,
+        '{"action": "reduce"}' if command is None else "",
+        "qwen2.5-0.5b",
+        wall_ms,
+        3.0,
+        KevTimings(0, 120, 40.0, 20, 300.0),
+        0,
+    )
+
+
+def test_kev_status_and_decisions_map_to_the_panes():
+    assert kev_status_view(None).state is KevState.OFFLINE
+    assert kev_status_view(None).detail.startswith("Kev is off")
+    online = KevStatus("online", "", "qwen", 812.0, 0, 0, 3, 0, 0, 0, {})
+    assert kev_status_view(online).state is KevState.ONLINE
+    assert kev_status_view(online).last_latency_ms == 812.0
+    busy = kev_status_view(KevStatus("busy", "", "qwen", 812.0, 2, 1, 3, 0, 0, 0, {}))
+    assert busy.state is KevState.BUSY and busy.detail == "1 in flight, 2 waiting"
+    loading = kev_status_view(KevStatus("loading", "503", "", None, 0, 0, 0, 0, 0, 0, {}))
+    assert loading.state is KevState.OFFLINE and loading.detail == "loading: 503"
+
+    reduce = KevCommand(KevAction.REDUCE, 0.5, 1.0, 0.0, 2_000, "depth thinned on the bid")
+    accepted = kev_decision_view(kev_decision(1, HubOutcome.ACCEPTED, "risk 0.5", reduce, 900))
+    assert (accepted.action, accepted.outcome, accepted.why) == (
+        "reduce",
+        KevOutcome.ACCEPTED,
+        "risk 0.5",
+    )
+    assert accepted.reasoning == "depth thinned on the bid" and accepted.latency_ms == 900
+    refused = kev_decision_view(
+        kev_decision(2, HubOutcome.REFUSED, "raising the risk scale", reduce, 800)
+    )
+    assert refused.outcome is KevOutcome.REJECTED
+    assert refused.why == "refused by the risk gateway: raising the risk scale"
+    invalid = kev_decision_view(kev_decision(3, HubOutcome.REJECTED, "invalid JSON", None, 700))
+    assert (invalid.action, invalid.reasoning) == ("none", '{"action": "reduce"}')
+    stale = kev_decision_view(kev_decision(4, HubOutcome.STALE, "mid moved 9 bps", reduce, 60))
+    assert stale.outcome is KevOutcome.STALE
+
+    decisions = [kev_decision(n, HubOutcome.ACCEPTED, "", reduce, 100.0 * n) for n in range(1, 101)]
+    latency = kev_latency(decisions, 3e6)
+    assert (latency.count, latency.p50_us, latency.p99_us, latency.max_us) == (
+        100,
+        5e6,
+        9.9e6,
+        1e7,
+    )
+    assert latency.over_budget
+    empty = kev_latency([], None)
+    assert empty.count == 0 and math.isnan(empty.p50_us)

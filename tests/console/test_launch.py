@@ -1,0 +1,129 @@
+"""`hft-console run` as the launcher runs it: headless and under the console (in a pseudo
+terminal), how a run ends, and the figures it leaves behind."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import pty
+import select
+import struct
+import subprocess
+import sys
+import termios
+import time
+from pathlib import Path
+
+import pytest
+from engine_recordings import write_recording
+
+from engine.bench import BENCH_STAGES
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def environment(tmp_path: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    env.update(
+        PYTHONPATH=str(REPO),
+        TERM="xterm-256color",
+        XDG_STATE_HOME=str(tmp_path / "state"),
+        XDG_CONFIG_HOME=str(tmp_path / "config"),
+        XDG_DATA_HOME=str(tmp_path / "data"),
+    )
+    return env
+
+
+@pytest.fixture
+def recording(tmp_path) -> Path:
+    return write_recording(tmp_path / "two-symbols.bitget.gz", books=200)
+
+
+def check_figures(path: Path) -> dict[str, object]:
+    figures = json.loads(path.read_text())
+    assert list(figures["stages_us"]) == list(BENCH_STAGES)
+    assert figures["depth_frames"] == 400 and figures["trade_frames"] == 100
+    assert figures["frames"] == 500 and figures["provider"] == "CPUExecutionProvider"
+    total = figures["stages_us"]["total"]
+    assert 0 < total["p50"] <= total["p99"] <= total["max"]
+    return figures
+
+
+def test_headless_replays_to_the_end_and_writes_the_figures(tmp_path, recording, laya_model):
+    stats = tmp_path / "figures.json"
+    arguments = ["run", "--headless", "--replay", str(recording), "--speed", "max"]
+    arguments += ["--stats-out", str(stats), "--model", str(laya_model), "--cpu"]
+    result = subprocess.run(
+        [sys.executable, "-m", "console.cli", *arguments],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO,
+        env=environment(tmp_path),
+    )
+    assert result.returncode == 0, result.stderr
+    assert "hft-console: end of the recording" in result.stdout
+    assert "watch only: nothing is traded" in result.stdout
+    assert "REPLAY frames 500 |" in result.stdout
+    assert "hft-console: end of the recording; engine stopped" in result.stderr
+    check_figures(stats)
+
+
+def test_exit_at_end_needs_a_recording(tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-m", "console.cli", "run", "--headless", "--exit-at-end"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=REPO,
+        env=environment(tmp_path),
+    )
+    assert result.returncode == 2
+    assert "--exit-at-end needs --replay FILE" in result.stderr
+
+
+def run_in_terminal(arguments: list[str], env: dict[str, str], size=(100, 30)) -> tuple[int, str]:
+    """`hft-console` with a pseudo terminal of `size` as its terminal; its exit status and the
+    tail of what it drew."""
+    controller, terminal = pty.openpty()
+    width, height = size
+    fcntl.ioctl(terminal, termios.TIOCSWINSZ, struct.pack("HHHH", height, width, 0, 0))
+    process = subprocess.Popen(
+        [sys.executable, "-m", "console.cli", *arguments],
+        cwd=REPO,
+        env=env,
+        stdin=terminal,
+        stdout=terminal,
+        stderr=terminal,
+        start_new_session=True,
+    )
+    os.close(terminal)
+    drawn = b""
+    deadline = time.monotonic() + 120
+    try:
+        while process.poll() is None and time.monotonic() < deadline:
+            if select.select([controller], [], [], 0.1)[0]:
+                try:
+                    drawn = (drawn + os.read(controller, 65536))[-20_000:]
+                except OSError:
+                    break
+    finally:
+        if process.poll() is None:
+            process.kill()
+        os.close(controller)
+    return process.wait(30), drawn.decode(errors="replace")
+
+
+def test_the_console_replays_to_the_end_and_closes_with_the_figures(
+    tmp_path, recording, laya_model
+):
+    stats = tmp_path / "figures.json"
+    arguments = ["--replay", str(recording), "--speed", "max", "--exit-at-end"]
+    arguments += ["--stats-out", str(stats), "--model", str(laya_model), "--cpu"]
+    status, drawn = run_in_terminal(arguments, environment(tmp_path))
+    assert status == 0, drawn
+    assert "end of the recording; engine stopped" in drawn
+    check_figures(stats)
+    log = tmp_path / "state" / "hft-console" / "log" / "console.log"
+    assert log.is_file()  # what the engine logged went there, not over the screen

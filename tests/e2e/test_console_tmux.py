@@ -1,0 +1,286 @@
+"""The real `hft-console` in a real terminal (tmux) against the simulator started apart.
+
+The simulator runs as `hft-console sim`; the console as `hft-console run --url ... --rest-url
+...` in a tmux session of a fixed size. The test asks the simulator's REST (signed, as any
+client would) what rests there, sends keys through tmux and reads the screen back with
+`capture-pane`. Laya runs a model that only ever says HOLD, so quotes rest from the first book.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from engine.exchange.bitget_rest import BitgetRestClient, BitgetRestConfig, Credentials
+from engine.journal import EntryKind, read_journal
+from engine.laya.features import FEATURE_COUNT, FEATURE_SET_VERSION
+from engine.laya.model import LayaModelMetadata, export_mlp
+from engine.sim.server import SimExchangeConfig
+
+pytestmark = pytest.mark.skipif(
+    shutil.which("tmux") is None, reason="tmux is not installed (scripts/test installs it)"
+)
+
+REPO = Path(__file__).resolve().parents[2]
+SOCKET = f"hft-console-e2e-{os.getpid()}"
+TERMINAL_ENVIRONMENT = {
+    name: value for name, value in os.environ.items() if name not in ("COLUMNS", "LINES")
+}
+"""A COLUMNS or LINES inherited here would override the tmux window's size in the console."""
+
+
+def tmux(*args: str) -> str:
+    result = subprocess.run(
+        ["tmux", "-L", SOCKET, *args],
+        capture_output=True,
+        text=True,
+        timeout=10,
+        check=False,
+        env=TERMINAL_ENVIRONMENT,
+    )
+    if result.returncode != 0 and args[0] not in ("has-session", "kill-server"):
+        raise AssertionError(f"tmux {' '.join(args)}: {result.stderr.strip()}")
+    return result.stdout
+
+
+def screen(session: str) -> str:
+    return tmux("capture-pane", "-p", "-t", session)
+
+
+def alive(session: str) -> bool:
+    command = ["tmux", "-L", SOCKET, "has-session", "-t", session]
+    return subprocess.run(command, capture_output=True, check=False).returncode == 0
+
+
+async def eventually(
+    condition: Callable[[], bool], timeout_s: float, what: str, session: str = ""
+) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            shown = screen(session) if session and alive(session) else "(no screen)"
+            raise AssertionError(f"timed out after {timeout_s} s waiting for {what}\n{shown}")
+        await asyncio.sleep(0.1)
+
+
+@pytest.fixture(scope="module")
+def hold_model(tmp_path_factory) -> Path:
+    """A Laya model whose thresholds let only HOLD through: quotes rest from the first book."""
+    rng = np.random.default_rng(3)
+    layers = [
+        (rng.normal(0, 0.1, (FEATURE_COUNT, 8)), np.zeros(8)),
+        (rng.normal(0, 0.1, (8, 4)), np.zeros(4)),
+    ]
+    metadata = LayaModelMetadata(
+        FEATURE_SET_VERSION,
+        FEATURE_COUNT,
+        {"horizon_ms": 1000, "sigma_window_ms": 300_000, "emergency_sigma": 3, "lean_sigma": 1},
+        (0.0, 1.0, 1.0, 1.0),
+        {"purpose": "end-to-end test: always HOLD"},
+    )
+    return export_mlp(tmp_path_factory.mktemp("laya") / "always-hold.onnx", layers, metadata)
+
+
+@pytest.fixture(scope="module")
+def sim_urls(tmp_path_factory) -> Iterator[tuple[str, str]]:
+    """`hft-console sim` on a free port: its public websocket and REST urls."""
+    log = tmp_path_factory.mktemp("sim") / "sim.log"
+    with log.open("w") as out:
+        command = [sys.executable, "-m", "console.cli", "sim", "--port", "0"]
+        process = subprocess.Popen(
+            [*command, "--book-interval-ms", "50", "--seed", "5"],
+            cwd=REPO,
+            env={**os.environ, "PYTHONPATH": str(REPO)},
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        deadline = time.monotonic() + 30
+        while not (rest := re.search(r"REST\s+(\S+)", log.read_text())):
+            assert process.poll() is None, f"the simulator exited: {log.read_text()}"
+            assert time.monotonic() < deadline, f"no simulator banner: {log.read_text()}"
+            time.sleep(0.05)
+        public = re.search(r"public websocket\s+(\S+)", log.read_text())
+        assert public is not None
+        yield public[1], rest[1]
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def tmux_server() -> Iterator[None]:
+    yield
+    tmux("kill-server")
+
+
+@pytest.fixture
+async def exchange(sim_urls) -> AsyncIterator[BitgetRestClient]:
+    """A REST client of the test's own, to ask the simulator what it holds."""
+    defaults = SimExchangeConfig()
+    client = BitgetRestClient(
+        BitgetRestConfig(base_url=sim_urls[1]),
+        Credentials(defaults.api_key, defaults.api_secret, defaults.passphrase),
+    )
+    await client.start()
+    try:
+        yield client
+    finally:
+        await client.stop()
+
+
+class Venue:
+    """What the simulator holds, polled from the test's loop."""
+
+    def __init__(self, client: BitgetRestClient) -> None:
+        self.client = client
+        self.quote_sides: set[str] = set()
+        self.orders = -1
+        self.open_positions = -1
+
+    async def refresh(self) -> None:
+        orders = await self.client.pending_orders()
+        self.orders = len(orders)
+        self.quote_sides = {o.side.value for o in orders if o.symbol == "BTCUSDT"}
+        self.open_positions = sum(1 for p in await self.client.positions() if p.total != 0)
+
+
+async def until(venue: Venue, condition: Callable[[], bool], timeout_s: float, what: str, session):
+    deadline = time.monotonic() + timeout_s
+    while True:
+        await venue.refresh()
+        if condition():
+            return
+        if time.monotonic() > deadline:
+            shown = screen(session) if alive(session) else "(the console has exited)"
+            raise AssertionError(f"timed out waiting for {what}\n{shown}")
+        await asyncio.sleep(0.5)  # the simulator allows 5 position reads a second
+
+
+def start_console(session: str, size: tuple[int, int], sim_urls, model: Path, tmp: Path) -> None:
+    ws_url, rest_url = sim_urls
+    environment = {
+        "PYTHONPATH": str(REPO),
+        "XDG_STATE_HOME": str(tmp / "state"),
+        "XDG_DATA_HOME": str(tmp / "data"),
+        "XDG_CONFIG_HOME": str(tmp / "config"),
+        "XDG_CACHE_HOME": str(tmp / "cache"),
+        "XDG_RUNTIME_DIR": str(tmp / "runtime"),
+    }
+    arguments = [sys.executable, "-m", "console.cli", "run", "--url", ws_url]
+    arguments += ["--rest-url", rest_url, "--journal", str(tmp / "journal.sqlite")]
+    arguments += ["--model", str(model), "--cpu", "--refresh-hz", "10"]
+    command = (
+        f"cd {shlex.quote(str(REPO))} && exec env -u COLUMNS -u LINES "
+        + " ".join(f"{name}={shlex.quote(value)}" for name, value in environment.items())
+        + " "
+        + shlex.join(arguments)
+    )
+    width, height = size
+    tmux("new-session", "-d", "-s", session, "-x", str(width), "-y", str(height), command)
+
+
+def operator_commands(journal: Path) -> list[tuple[str, bool]]:
+    entries = read_journal(journal, kinds=[EntryKind.OPERATOR_COMMAND])
+    return [(entry.payload["command"], entry.payload["ok"]) for entry in entries]
+
+
+async def test_kill_key_leaves_the_exchange_flat_and_the_screen_halted(
+    sim_urls, hold_model, exchange, tmp_path
+):
+    session = "kill"
+    start_console(session, (160, 48), sim_urls, hold_model, tmp_path)
+    venue = Venue(exchange)
+    await until(venue, lambda: venue.quote_sides == {"buy", "sell"}, 40, "quotes", session)
+    await eventually(lambda: "ACTIVE" in screen(session), 30, "the console", session)
+
+    tmux("send-keys", "-t", session, "k")
+    await until(venue, lambda: venue.orders == 0 and venue.open_positions == 0, 15, "flat", session)
+    await eventually(lambda: "HALTED" in screen(session), 5, "HALTED on screen", session)
+    shown = screen(session)
+    assert re.search(r"KILL: .*flat", shown), shown  # the command's answer, as a notification
+    assert "0 open orders" in shown
+
+    tmux("send-keys", "-t", session, "q")  # nothing open: quits at once
+    await eventually(lambda: not alive(session), 20, "the console to exit")
+    assert ("kill", True) in operator_commands(tmp_path / "journal.sqlite")
+
+
+async def test_a_hangup_flattens_before_the_console_exits(sim_urls, hold_model, exchange, tmp_path):
+    session = "hangup"
+    start_console(session, (160, 48), sim_urls, hold_model, tmp_path)
+    venue = Venue(exchange)
+    await until(venue, lambda: venue.quote_sides == {"buy", "sell"}, 40, "quotes", session)
+    pid = int(tmux("display-message", "-p", "-t", session, "#{pane_pid}"))
+
+    tmux("kill-session", "-t", session)  # the terminal goes away: SIGHUP, as an SSH drop
+
+    def exited() -> bool:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        return False
+
+    await eventually(exited, 20, "the console to exit after SIGHUP")
+    await venue.refresh()
+    assert (venue.orders, venue.open_positions) == (0, 0)
+    assert ("kill", True) in operator_commands(tmp_path / "journal.sqlite")
+
+
+async def test_80x24_compact_layout_resize_and_quit_with_open_orders(
+    sim_urls, hold_model, exchange, tmp_path
+):
+    session = "compact"
+    start_console(session, (80, 24), sim_urls, hold_model, tmp_path)
+    venue = Venue(exchange)
+    await until(venue, lambda: venue.quote_sides == {"buy", "sell"}, 40, "quotes", session)
+    await eventually(lambda: "depth BTCUSDT" in screen(session), 30, "the ladder", session)
+    shown = screen(session)
+    assert "SIM" in shown and "ACTIVE" in shown and "KILL" in shown
+    assert "latency" not in shown  # compact: one pane beside the ladder
+
+    tmux("send-keys", "-t", session, "v")
+    await eventually(lambda: "latency" in screen(session), 5, "the next pane", session)
+
+    tmux("resize-window", "-t", session, "-x", "160", "-y", "48")
+    await eventually(
+        lambda: all(title in screen(session) for title in ("VRAM", "Kev decisions", "events")),
+        10,
+        "the full layout after the resize",
+        session,
+    )
+
+    tmux("send-keys", "-t", session, "q")
+    await eventually(lambda: "Still open" in screen(session), 5, "the quit dialog", session)
+    tmux("send-keys", "-t", session, "f")  # flatten and quit
+    await eventually(lambda: not alive(session), 20, "the console to exit")
+    await venue.refresh()
+    assert (venue.orders, venue.open_positions) == (0, 0)
+
+
+async def test_a_killed_console_still_leaves_the_exchange_flat(
+    sim_urls, hold_model, exchange, tmp_path
+):
+    session = "killed"
+    start_console(session, (160, 48), sim_urls, hold_model, tmp_path)
+    venue = Venue(exchange)
+    await until(venue, lambda: venue.quote_sides == {"buy", "sell"}, 40, "quotes", session)
+    pid = int(tmux("display-message", "-p", "-t", session, "#{pane_pid}"))
+
+    os.kill(pid, signal.SIGKILL)  # no handler runs: the engine process is on its own
+
+    await until(venue, lambda: venue.orders == 0 and venue.open_positions == 0, 30, "flat", session)
+    assert ("kill", True) in operator_commands(tmp_path / "journal.sqlite")
