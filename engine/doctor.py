@@ -1145,30 +1145,6 @@ def check_credentials(path: str | Path | None, environ: Mapping[str, str]) -> Ch
     return CheckResult(name, CheckStatus.OK, detail)
 
 
-def default_configurations() -> list[tuple[str, Callable[[], object]]]:
-    """Each configuration the engine builds, by name, with the defaults it ships. A
-    configuration file (issue 7 §2) will build these from its values instead."""
-    from engine.exchange.bitget_rest import BitgetRestConfig
-    from engine.journal import JournalConfig, default_journal_path
-    from engine.kev.client import KevClientConfig
-    from engine.kev.hub import KevHubConfig
-    from engine.kev.model_fetch import tiny_model_path
-    from engine.kev.server import LlamaServerConfig
-    from engine.node import EngineConfig
-    from engine.trading.config import TradingConfig, TradingMode
-
-    return [
-        ("engine + sim trading", lambda: EngineConfig(trading=TradingConfig())),
-        ("paper trading", lambda: TradingConfig(mode=TradingMode.PAPER)),
-        ("journal", lambda: JournalConfig(default_journal_path())),
-        ("Bitget REST", BitgetRestConfig),
-        ("Kev client", KevClientConfig),
-        ("Kev hub", KevHubConfig),
-        ("kev serve", lambda: LlamaServerConfig(model=str(tiny_model_path()))),
-        ("GPU monitor", GpuMonitorConfig),
-    ]
-
-
 def _writable_directory(directory: Path) -> tuple[bool, str]:
     """Whether the engine can create files in `directory` (creating it if needed)."""
     existing = directory
@@ -1183,13 +1159,31 @@ def _writable_directory(directory: Path) -> tuple[bool, str]:
 
 def check_configuration(
     configurations: Sequence[tuple[str, Callable[[], object]]] | None = None,
+    *,
+    environ: Mapping[str, str] | None = None,
 ) -> CheckResult:
-    """Every configuration builds and validates; the journal's directory is writable. There is
-    no configuration file yet, so this validates the shipped defaults."""
+    """The settings (defaults <- the configuration file <- HFT_CONSOLE_* variables) load and
+    build every engine configuration; the journal's directory is writable. `configurations`
+    replaces what the settings build (tests)."""
     from engine.journal import default_journal_path
+    from engine.settings import SettingsError, load_settings, settings_path
 
+    env = os.environ if environ is None else environ
+    path = settings_path(env)
+    source = str(path) if path.exists() else f"defaults (no file at {path})"
+    if configurations is None:
+        try:
+            configurations = load_settings(environ=env).configurations()
+        except SettingsError as error:
+            return CheckResult(
+                "configuration",
+                CheckStatus.FAIL,
+                f"invalid: {error}",
+                f"correct the keys named above in {path} or the environment "
+                "(hft-console config show)",
+            )
     built, failures = [], []
-    for label, build in configurations if configurations is not None else default_configurations():
+    for label, build in configurations:
         try:
             build()
         except (ValueError, TypeError) as error:
@@ -1203,7 +1197,7 @@ def check_configuration(
             "configuration",
             CheckStatus.FAIL,
             f"invalid: {'; '.join(failures)}",
-            "the shipped defaults do not validate: reinstall hft-console, or report this line",
+            f"correct the keys named above in {path} (hft-console config show)",
         )
     if not writable:
         return CheckResult(
@@ -1215,8 +1209,7 @@ def check_configuration(
     return CheckResult(
         "configuration",
         CheckStatus.OK,
-        f"defaults valid ({', '.join(built)}); journal {journal}; no configuration file yet "
-        "(defaults and command-line flags)",
+        f"valid: {source} ({', '.join(built)}); journal {journal}",
     )
 
 
@@ -1372,7 +1365,7 @@ async def run_checks(
             config.network_timeout_s + 5,
         ),
         threaded(lambda: check_credentials(config.credentials_path, environ)),
-        threaded(check_configuration),
+        threaded(lambda: check_configuration(environ=environ)),
     )
     gpu_present = not gpu.error and gpu.value.sample.available
     results = (
