@@ -208,10 +208,18 @@ async def test_kill_key_leaves_the_exchange_flat_and_the_screen_halted(
 
     tmux("send-keys", "-t", session, "k")
     await until(venue, lambda: venue.orders == 0 and venue.open_positions == 0, 15, "flat", session)
-    await eventually(lambda: "HALTED" in screen(session), 5, "HALTED on screen", session)
-    shown = screen(session)
-    assert re.search(r"KILL: .*flat", shown), shown  # the command's answer, as a notification
-    assert "0 open orders" in shown
+    # HALTED, the command's answer (a notification) and the emptied order count can reach the
+    # screen one snapshot apart.
+    await eventually(
+        lambda: (
+            "HALTED" in (shown := screen(session))
+            and re.search(r"KILL: .*flat", shown) is not None
+            and "0 open orders" in shown
+        ),
+        5,
+        "HALTED, the kill's answer and no open orders on screen",
+        session,
+    )
 
     tmux("send-keys", "-t", session, "q")  # nothing open: quits at once
     await eventually(lambda: not alive(session), 20, "the console to exit")
@@ -263,6 +271,9 @@ async def test_80x24_compact_layout_resize_and_quit_with_open_orders(
         session,
     )
 
+    # A position (unlike a quote, which is briefly gone while it is replaced) stays open, so
+    # the quit below must ask.
+    await until(venue, lambda: venue.open_positions > 0, 60, "a position", session)
     tmux("send-keys", "-t", session, "q")
     await eventually(lambda: "Still open" in screen(session), 5, "the quit dialog", session)
     tmux("send-keys", "-t", session, "f")  # flatten and quit
