@@ -78,7 +78,8 @@ async def test_emergency_pulls_every_quote_then_quoting_resumes(sim, node):
     await eventually(lambda: not ours(sim, node), 2)
     assert time.monotonic() - pulled_at < 1.0
     desk = node.desk
-    assert desk.reaction.count >= 1
+    # The reaction is recorded when the cancel's answer is back, which can trail the book.
+    await eventually(lambda: desk.reaction.count >= 1, 5)
     assert 0 < desk.reaction.percentile_ns(50) < 50_000_000
     node.classifier.thresholds = NEVER_EMERGENCY
     await eventually(lambda: len(ours(sim, node)) == 2, 10)
