@@ -15,46 +15,40 @@ import contextlib
 import time
 
 import numpy as np
-import orjson
 
 from engine.feed.parse import FrameParser
 from engine.laya.classifier import LayaClassifier
 from engine.pipeline import MarketPipeline, MarketPipelineConfig
+from engine.sim.frames import depth_frame, format_levels, trade_frame
+from engine.sim.instruments import Instrument, Side
+from engine.sim.market import SimTrade
 
 _BOOK_FRAMES = 3
 _LEVELS = 15
 
 
-def _book_frame(symbol: str, mid: float, ts_ms: int) -> bytes:
-    tick = mid * 1e-5
-    bids = [[f"{mid - tick * (i + 1):.2f}", f"{0.5 + i * 0.1:.3f}"] for i in range(_LEVELS)]
-    asks = [[f"{mid + tick * (i + 1):.2f}", f"{0.5 + i * 0.1:.3f}"] for i in range(_LEVELS)]
-    return orjson.dumps(
-        {
-            "action": "snapshot",
-            "arg": {"instType": "USDT-FUTURES", "channel": "books15", "instId": symbol},
-            "data": [{"asks": asks, "bids": bids, "checksum": 0, "seq": ts_ms, "ts": str(ts_ms)}],
-            "ts": ts_ms,
-        }
-    )
-
-
-def _trade_frame(symbol: str, price: float, ts_ms: int, trade_id: int) -> bytes:
-    return orjson.dumps(
-        {
-            "action": "update",
-            "arg": {"instType": "USDT-FUTURES", "channel": "trade", "instId": symbol},
-            "data": [
-                {
-                    "ts": str(ts_ms),
-                    "price": f"{price:.2f}",
-                    "size": "0.010",
-                    "side": "buy",
-                    "tradeId": str(trade_id),
-                }
-            ],
-            "ts": ts_ms,
-        }
+def _frames(symbol: str, mid: float, ts_ms: int, trade_id: int) -> tuple[str, str]:
+    """A trade and a books15 snapshot around `mid`, built as the simulator builds them."""
+    instrument = Instrument(symbol, tick_size=0.01, size_step=0.001)
+    steps = np.arange(1, _LEVELS + 1)
+    sizes = 0.5 + 0.1 * steps
+    bids = format_levels(mid - 0.01 * steps, sizes, instrument)
+    asks = format_levels(mid + 0.01 * steps, sizes, instrument)
+    trade = SimTrade(symbol, mid, 0.01, Side.BUY, trade_id, ts_ms)
+    return (
+        trade_frame(symbol, (trade,), instrument, action="update", push_ms=ts_ms),
+        depth_frame(
+            "books15",
+            symbol,
+            bids,
+            asks,
+            action="snapshot",
+            seq=ts_ms,
+            pseq=0,
+            checksum=0,
+            ts_ms=ts_ms,
+            push_ms=ts_ms,
+        ),
     )
 
 
@@ -69,11 +63,8 @@ def compile_fast_path(symbols: tuple[str, ...]) -> float:
         for index, symbol in enumerate(symbols):
             mid = 1_000.0 * (index + 1) + step
             now_ms = ts_ms + step * 100 + index
-            for raw in (
-                _trade_frame(symbol, mid, now_ms, step * 10 + index + 1),
-                _book_frame(symbol, mid, now_ms),
-            ):
-                frame = parser.parse(raw, now_ms * 1_000_000)
+            for text in _frames(symbol, mid, now_ms, step * 10 + index + 1):
+                frame = parser.parse(text.encode(), now_ms * 1_000_000)
                 if frame is not None:
                     pipeline.on_market(frame)
     if any(parser.stats.rejected.values()):

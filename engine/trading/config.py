@@ -12,14 +12,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from engine.exchange.bitget_models import CLIENT_OID_PATTERN
+from engine.exchange.bitget_private_ws import BITGET_DEMO_PRIVATE_URL, BITGET_PRIVATE_URL
 from engine.journal import default_journal_path
 from engine.risk.limits import OverrideBounds, RiskGatewayConfig, RiskLimits, SymbolLimits
 from engine.sim.instruments import BTCUSDT, ETHUSDT, Instrument
 
 BITGET_REST_URL = "https://api.bitget.com"
-BITGET_PRIVATE_WS_URL = "wss://ws.bitget.com/v2/ws/private"
 BITGET_DEMO_PUBLIC_WS_URL = "wss://wspap.bitget.com/v2/ws/public"
-BITGET_DEMO_PRIVATE_WS_URL = "wss://wspap.bitget.com/v2/ws/private"
 
 
 class TradingMode(enum.StrEnum):
@@ -283,7 +282,7 @@ class TradingConfig:
         if self.private_ws_url is not None:
             return self.private_ws_url
         if self.mode is TradingMode.DEMO:
-            return BITGET_DEMO_PRIVATE_WS_URL
+            return BITGET_DEMO_PRIVATE_URL
         if self.mode is TradingMode.LIVE:
-            return BITGET_PRIVATE_WS_URL
+            return BITGET_PRIVATE_URL
         return None
