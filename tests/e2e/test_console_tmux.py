@@ -258,10 +258,14 @@ async def test_80x24_compact_layout_resize_and_quit_with_open_orders(
     start_console(session, (80, 24), sim_urls, hold_model, tmp_path)
     venue = Venue(exchange)
     await until(venue, lambda: venue.quote_sides == {"buy", "sell"}, 40, "quotes", session)
-    await eventually(lambda: "depth BTCUSDT" in screen(session), 30, "the ladder", session)
-    shown = screen(session)
-    assert "SIM" in shown and "ACTIVE" in shown and "KILL" in shown
-    assert "latency" not in shown  # compact: one pane beside the ladder
+    # The footer (KILL) can be drawn a frame after the panes.
+    await eventually(
+        lambda: all(text in screen(session) for text in ("depth BTCUSDT", "SIM", "ACTIVE", "KILL")),
+        30,
+        "the ladder, the status bar and the footer",
+        session,
+    )
+    assert "latency" not in screen(session)  # compact: one pane beside the ladder
 
     tmux("send-keys", "-t", session, "v")
     await eventually(lambda: "latency" in screen(session), 5, "the next pane", session)
@@ -301,4 +305,9 @@ async def test_a_killed_console_still_leaves_the_exchange_flat(
     await until(venue, lambda: venue.orders == 0 and venue.open_positions == 0, 30, "flat", session)
     # The engine journals the kill's outcome once it has confirmed flat: it can trail the venue.
     journal = tmp_path / "journal.sqlite"
-    await eventually(lambda: ("kill", True) in operator_commands(journal), 10, "the kill journaled")
+    try:
+        await eventually(lambda: ("kill", True) in operator_commands(journal), 30, "the kill")
+    except AssertionError as error:
+        log = tmp_path / "state" / "hft-console" / "log" / "console.log"
+        tail = log.read_text()[-4000:] if log.exists() else "(no log)"
+        raise AssertionError(f"{error}\njournaled: {operator_commands(journal)}\n{tail}") from None

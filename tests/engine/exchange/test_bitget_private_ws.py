@@ -673,9 +673,11 @@ async def test_missing_pong_or_login_answer_reconnects_with_backoff(
     await eventually(lambda: feed.stats.pong_timeouts >= 1, "a pong timeout")
     await eventually(lambda: PrivateStreamState.RECONNECTING in sink.states(), "RECONNECTING")
     assert "no pong within 0.05 s" in sink.of(PrivateStreamChanged)[2].reason
-    scripted_ws.answer_pings = True
+    # Pings stay unanswered until a login has timed out: a session that logged in before the
+    # login answer was withdrawn would otherwise stay LIVE and no login would ever time out.
     scripted_ws.login_answer = None
     await eventually(lambda: "no login answer" in feed.stats.last_disconnect, "a login timeout")
+    scripted_ws.answer_pings = True
     scripted_ws.login_answer = {"event": "login", "code": "0", "msg": ""}
     await eventually(lambda: feed.state is PrivateStreamState.LIVE, "LIVE again")
     assert feed.stats.pongs >= 1 and feed.stats.last_pong_latency_ms is not None
