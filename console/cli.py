@@ -10,8 +10,10 @@ import os
 import sys
 from collections.abc import Sequence
 
+from console.chaos_cli import add_chaos_parser, run_chaos
 from console.config_cli import add_config_parser, run_config
 from console.kev_cli import add_kev_parser, run_kev
+from console.soak_cli import add_soak_parser, run_soak
 
 BITGET_PUBLIC_URL = "wss://ws.bitget.com/v2/ws/public"
 DEFAULT_SYMBOLS = "BTCUSDT,ETHUSDT"
@@ -281,6 +283,8 @@ def build_parser() -> argparse.ArgumentParser:
     doctor.add_argument("--credentials", metavar="FILE", help="credentials file to check")
     add_kev_parser(commands)
     add_config_parser(commands)
+    add_chaos_parser(commands)
+    add_soak_parser(commands)
     return parser
 
 
@@ -343,6 +347,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _doctor(args)
         if command == "config":
             return run_config(args)
+        if command == "chaos":
+            return run_chaos(args)
+        if command == "soak":
+            return run_soak(args)
         return _run(args)
     except KeyboardInterrupt:
         return 130

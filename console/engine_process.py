@@ -86,6 +86,7 @@ from engine.gpu import GpuMonitor, GpuMonitorConfig, GpuSample, VramBudget
 from engine.kev.hub import KevDecision, KevHub
 from engine.kev.server import llama_server_pid_path
 from engine.latency import LatencyHistogram
+from engine.laya.classifier import CPU_PROVIDER
 from engine.laya.decide import VerdictStreamView
 from engine.node import EngineConfig, EngineNode, EngineStatus, format_status
 from engine.trading.commands import CommandResult, RiskOverrides
@@ -544,7 +545,7 @@ class SnapshotPublisher:
     def _laya_view(self) -> LayaView:
         classifier = self.node.classifier
         metadata = classifier.model_metadata
-        provider = classifier.provider or "not loaded"
+        provider = classifier.runs_on
         if metadata is None:
             return LayaView(provider, "no model")
         created = metadata.created_utc[:10]
@@ -569,9 +570,12 @@ class SnapshotPublisher:
         else:
             notes.append("watch only: nothing is traded")
         laya = self._laya
-        reason = node.classifier.provider_fallback_reason
+        classifier = node.classifier
+        reason = classifier.provider_fallback_reason
         fallback = f" ({reason})" if reason else ""
         notes.append(f"Laya on {laya.provider}{fallback}, model {laya.model_version}")
+        if classifier.provider == CPU_PROVIDER:
+            notes.append(f"Laya's rows: {classifier.runner} ({classifier.runner_reason})")
         return notes
 
     def stats(self) -> dict[str, object]:
@@ -589,6 +593,7 @@ class SnapshotPublisher:
             "frames": node.parser.stats.frames,
             "frames_per_s": frames / busy_s if busy_s > 0 else 0.0,
             "provider": node.classifier.provider,
+            "runner": node.classifier.runner,
             "timer_overhead_ns": overhead,
             "depth_frames": histograms["parse"].count,
             "trade_frames": histograms["trade"].count,

@@ -43,7 +43,7 @@ from engine.feed.events import BookResyncNeeded, ChannelError, FeedState, FeedSt
 from engine.kev.hub import KevDecision, KevHub, KevStatus
 from engine.kev.hub import KevOutcome as HubOutcome
 from engine.latency import LatencyHistogram
-from engine.pipeline import LayaFault
+from engine.pipeline import LayaFault, LayaReady, LayaWarmingUp
 from engine.risk.events import (
     CommandRejected,
     DailyPnlReset,
@@ -431,6 +431,14 @@ def _describe(event: object, now_ns: int) -> tuple[EventKind, Severity, str, int
     if isinstance(event, LayaFault):
         text = f"Laya on {event.symbol}: {event.reason}; quotes pulled"
         return EventKind.FAULT, error, text, event.at_ns
+    if isinstance(event, LayaWarmingUp):
+        text = (
+            f"Laya warming up on {event.symbol} ({event.reason}): no verdicts or quotes for "
+            f"{event.seconds:g} s of market data"
+        )
+        return EventKind.SYSTEM, warning, text, event.at_ns
+    if isinstance(event, LayaReady):
+        return EventKind.SYSTEM, info, f"Laya ready on {event.symbol}", event.at_ns
     if isinstance(event, TradingFault):
         return EventKind.FAULT, error, event.reason, event.at_ns
     if isinstance(event, VerdictActed):

@@ -145,12 +145,18 @@ def _default_model() -> str:
 
 def _serve(args: argparse.Namespace) -> int:
     from console.config_cli import kev_serve_config
+    from engine.kev.client import ENV_KEV_API_KEY
     from engine.kev.server import LlamaServerProcess
 
     server = LlamaServerProcess(kev_serve_config(args, _default_model))  # [kev] < flags
     # SIGTERM (a service manager, kill) stops the server in order, like Ctrl+C.
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(0))
-    print(f"starting llama-server on {server.url} (log: {server.log_path})", flush=True)
+    access = (
+        f"API key from ${ENV_KEV_API_KEY} required"
+        if server.config.api_key
+        else f"no API key (set ${ENV_KEV_API_KEY} to require one)"
+    )
+    print(f"starting llama-server on {server.url}, {access} (log: {server.log_path})", flush=True)
     server.start()
     try:
         print(

@@ -1,14 +1,27 @@
 """The typed confirmation before live trading: real money moves only after the operator has
-read what is about to happen and typed the exact phrase it asks for."""
+read what is about to happen and typed the exact phrase it asks for, at a terminal. Piped or
+redirected input never confirms: a script, a here-doc or `yes LIVE ... |` is not an operator."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Sequence
 
 from engine.exchange.credentials import mask_api_key
 from engine.risk.limits import RiskLimits
 
 _RULE = "=" * 72
+
+
+class NotATerminalError(EOFError):
+    """Standard input is not a terminal: nobody is there to confirm."""
+
+
+def read_from_terminal(prompt: str) -> str:
+    """`input`, from a terminal only."""
+    if not sys.stdin.isatty():
+        raise NotATerminalError
+    return input(prompt)
 
 
 def confirmation_phrase(symbols: Sequence[str]) -> str:
@@ -20,15 +33,16 @@ def confirm_live(
     *,
     account: str,
     symbols: Sequence[str],
-    read: Callable[[str], str] = input,
+    read: Callable[[str], str] = read_from_terminal,
     write: Callable[[str], None] = print,
     api_key: str | None = None,
     limits: RiskLimits | None = None,
 ) -> bool:
     """Show what going live means and ask for the phrase; True only for an exact match.
 
-    One attempt: a mismatch, end of input or Ctrl+C answers False (nothing has been sent, and
-    the caller must send nothing). What was typed is never echoed: it may be a pasted secret.
+    One attempt: a mismatch, end of input, Ctrl+C or (with the default reader) a standard input
+    that is not a terminal answers False (nothing has been sent, and the caller must send
+    nothing). What was typed is never echoed: it may be a pasted secret.
     """
     if not account.strip():
         raise ValueError("account must name the account that will trade")
@@ -53,6 +67,12 @@ def confirm_live(
     write("  Nothing has been sent yet. Orders may go out as soon as you confirm.")
     try:
         typed = read(f"Type {phrase} to start live trading (anything else cancels): ")
+    except NotATerminalError:
+        write(
+            f"Not confirmed (standard input is not a terminal: {phrase} must be typed by a "
+            "person, in a terminal, tmux or screen): live trading not started, nothing sent."
+        )
+        return False
     except (EOFError, KeyboardInterrupt):
         write("")
         write("Not confirmed (input ended): live trading not started, nothing sent.")

@@ -188,6 +188,7 @@ def run_bench(
         memory_run = extended_frames(frames, memory_frames) if memory_frames else []
         _, _, rss_growth_kb = bench.throughput(memory_run) if memory_run else (0.0, None, 0)
         provider = classifier.provider
+        runner = classifier.runner
     finally:
         classifier.stop()
     risk = benchmark_check(risk_iterations)
@@ -195,6 +196,7 @@ def run_bench(
         "frames": len(frames),
         "frames_per_s": rates[len(rates) // 2],
         "provider": provider,
+        "runner": runner,
         "timer_overhead_ns": timer_cost,
         "depth_frames": stages["parse"].count,
         "trade_frames": stages["trade"].count,
@@ -221,8 +223,8 @@ def format_table(result: dict[str, object]) -> str:
     lines = [
         f"frames {result['frames']:,} (books15 {result['depth_frames']:,}, trade "
         f"{result['trade_frames']:,})  throughput {result['frames_per_s']:,.0f} frames/s  "
-        f"Laya on {result['provider']}  (clock read {result['timer_overhead_ns']} ns, taken "
-        f"out of each stage)",
+        f"Laya on {result['provider']} ({result['runner']})  (clock read "
+        f"{result['timer_overhead_ns']} ns, taken out of each stage)",
         f"{'stage (us)':<12}{'p50':>9}{'p99':>9}{'p99.9':>9}{'max':>10}",
     ]
     for stage, figures in result["stages_us"].items():

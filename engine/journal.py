@@ -12,10 +12,11 @@ Hot-path contract:
 - The writer commits whatever is queued as one transaction, so durable appends made while the
   disk is busy share one fsync.
 
-A failed write (disk full, `max_bytes` reached, unwritable location, I/O error) puts the journal
-in a permanent fault: `fault` is set, `on_fault` is called once from the writer thread, pending
-durable appends raise `JournalFault`, and so does every later call. The engine turns that into
-HALTED: trading stops with a clear fault rather than running unjournaled.
+A failed write (disk full, `max_bytes` reached, unwritable location, I/O error, the file removed
+or replaced while open) puts the journal in a permanent fault: `fault` is set, `on_fault` is
+called once from the writer thread, pending durable appends raise `JournalFault`, and so does
+every later call. The engine turns that into HALTED: trading stops with a clear fault rather
+than running unjournaled.
 
 Secrets: `register_secret` values are replaced by `<redacted>` wherever they occur in a payload
 (keys, values, substrings) before anything is written to disk. Register them before `start`.
@@ -238,6 +239,8 @@ class Journal:
         self._committed = 0
         self._commits = 0
         self._last_commit_s = 0.0
+        self._file_identity: tuple[int, int] | None = None
+        """(device, inode) of the database file the writer opened."""
 
     def __repr__(self) -> str:
         return f"Journal(path={str(self.config.path)!r}, fault={self._fault is not None})"
@@ -474,6 +477,7 @@ class Journal:
                 connection.execute(f"PRAGMA max_page_count={config.max_bytes // page_size}")
             for statement in _SCHEMA:
                 connection.execute(statement)
+            self._file_identity = _file_identity(config.path)
         except BaseException:
             connection.close()
             raise
@@ -507,6 +511,10 @@ class Journal:
             (r.at_ns, r.kind, _scrubbed(r.payload, needles) if needles else r.payload)
             for r in records
         ]
+        # SQLite in WAL mode goes on writing through its open descriptors to a file that was
+        # deleted or moved away: every entry would vanish with the process. Not a write, then.
+        if _file_identity(self.config.path) != self._file_identity:
+            raise _JournalFileGone("the journal file was removed or replaced while in use")
         connection.execute("BEGIN IMMEDIATE")
         try:
             connection.executemany(_INSERT, rows)
@@ -545,6 +553,18 @@ class Journal:
             _fail_tickets([item], fault)
 
 
+class _JournalFileGone(OSError):
+    """The database file's path no longer names the file the writer has open."""
+
+
+def _file_identity(path: Path) -> tuple[int, int] | None:
+    try:
+        status = path.stat()
+    except OSError:
+        return None
+    return status.st_dev, status.st_ino
+
+
 def _fail_tickets(batch: Iterable[object], fault: JournalFault) -> None:
     for item in batch:
         if isinstance(item, (_Record, _Barrier)) and item.ticket is not None:
@@ -554,7 +574,9 @@ def _fail_tickets(batch: Iterable[object], fault: JournalFault) -> None:
 def _fault_from(error: BaseException, path: Path) -> JournalFault:
     text = str(error)
     lowered = text.lower()
-    if "full" in lowered:
+    if isinstance(error, _JournalFileGone):
+        reason = "journal file removed or replaced"
+    elif "full" in lowered:
         reason = "disk full (or the journal's max_bytes reached)"
     elif "readonly" in lowered or "read-only" in lowered or isinstance(error, PermissionError):
         reason = "journal location is read-only"

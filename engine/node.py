@@ -13,19 +13,16 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
-import signal
-import sys
 import time
 from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
-from typing import Any, TextIO, TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 
 from engine.exchange.bitget_rest import BitgetRestConfig, Credentials
-from engine.exchange.private_events import PrivateStreamChanged
 from engine.feed.bitget_ws import BitgetPublicFeed, BitgetPublicFeedConfig
-from engine.feed.events import BookSnapshot, FeedState, FeedStateChanged
+from engine.feed.events import BookSnapshot, FeedState
 from engine.feed.parse import FrameParser
 from engine.feed.record import RecordProgress, record
 from engine.feed.replay import ReplayFeed
@@ -37,33 +34,18 @@ from engine.kev.hedge import HedgeAnalytics
 from engine.kev.hub import KevHub, KevHubConfig
 from engine.laya.classifier import LayaClassifier, LayaClassifierConfig
 from engine.laya.features import FEATURE_COUNT
-from engine.pipeline import EventLog, LayaFault, MarketPipeline, MarketPipelineConfig
-from engine.risk.commands import KevAction, KevCommandOutcome
-from engine.risk.events import (
-    CommandRejected,
-    OrderDenied,
-    PositionReconciled,
-    RiskLimitChanged,
-    TradingStateChanged,
+from engine.pipeline import (
+    EventLog,
+    MarketPipeline,
+    MarketPipelineConfig,
 )
+from engine.risk.commands import KevAction, KevCommandOutcome
 from engine.sim.market import MarketGeneratorConfig
 from engine.sim.private_ws import PRIVATE_WS_PATH
 from engine.sim.server import SimExchange, SimExchangeConfig
 from engine.trading.commands import CommandResult, RiskOverrides
 from engine.trading.config import TradingConfig, TradingMode
 from engine.trading.desk import TradingDesk, TradingStatus
-from engine.trading.events import (
-    CommandExecuted,
-    OrderAcknowledged,
-    OrderCancelled,
-    OrderFilled,
-    OrderMissingAtVenue,
-    OrderRejectedByVenue,
-    ReconciliationDone,
-    TradingFault,
-    UnknownOrderAtVenue,
-    VerdictActed,
-)
 from engine.trading.paper_venue import PaperVenue
 from engine.trading.rest_venue import RestVenue
 from engine.trading.venue import Venue
@@ -91,6 +73,9 @@ class EngineConfig:
     replay_path: str | None = None
     replay_speed: float | None = 1.0
     live_url: str | None = None
+    feed_channels: tuple[str, ...] = ("books15", "trade")
+    """The public channels of the websocket feed; `books` instead of `books15` builds each
+    book from the incremental channel (seq gaps and checksums lead to a resync)."""
     sim_seed: int = 7
     laya: LayaClassifierConfig = field(default_factory=LayaClassifierConfig)
     trading: TradingConfig | None = None
@@ -102,6 +87,10 @@ class EngineConfig:
     laya_keep_warm_ms: float | None = 5.0
     """A throwaway inference this often while idle keeps Laya's first run after a quiet spell
     fast (see InferenceWarmer); None switches it off."""
+    laya_warmup_s: float = 0.0
+    """Market seconds per symbol, from its first book and after a gap as long, in which Laya
+    stands aside (no verdict, no quotes) while its feature windows fill; 0 (tests, short
+    recordings) acts on the first book. The settings' default is 30 s."""
 
     def __post_init__(self) -> None:
         if not self.symbols:
@@ -117,6 +106,8 @@ class EngineConfig:
         warm_ms = self.laya_keep_warm_ms
         if warm_ms is not None and not 0.5 <= warm_ms <= 1_000:
             raise ValueError(f"laya_keep_warm_ms must be within [0.5, 1000] or None, got {warm_ms}")
+        if not 0 <= self.laya_warmup_s <= 3_600:
+            raise ValueError(f"laya_warmup_s must be within [0, 3600] s, got {self.laya_warmup_s}")
         trading = self.trading
         if trading is None:
             return
@@ -184,7 +175,9 @@ class EngineNode:
         self.parser = FrameParser(config.symbols)
         self.classifier = LayaClassifier(config.laya)
         self.pipeline = MarketPipeline(
-            MarketPipelineConfig(symbols=config.symbols),
+            MarketPipelineConfig(
+                symbols=config.symbols, warmup_ms=round(config.laya_warmup_s * 1000)
+            ),
             self.parser.tape,
             self.classifier,
             on_resync=self._resync,
@@ -234,7 +227,9 @@ class EngineNode:
                 url = config.live_url if self.sim is None else self.sim.ws_url
                 assert url is not None
                 self.feed = BitgetPublicFeed(
-                    BitgetPublicFeedConfig(url=url, symbols=config.symbols),
+                    BitgetPublicFeedConfig(
+                        url=url, symbols=config.symbols, channels=config.feed_channels
+                    ),
                     self.parser,
                     self.pipeline,
                 )
@@ -541,101 +536,6 @@ def format_trading(trading: TradingStatus) -> str:
         kill = trading.last_kill
         line += f" kill {'ok' if kill.ok else 'FAILED'} {kill.elapsed_ms:,.1f} ms"
     return line
-
-
-_QUIET_EVENTS = (OrderAcknowledged, OrderCancelled)
-"""Routine events the headless runner does not print (the journal keeps them)."""
-
-
-def _format_event(event: object) -> str | None:
-    if isinstance(event, _QUIET_EVENTS):
-        return None
-    if isinstance(event, FeedStateChanged):
-        return f"feed {event.symbol}: {event.state.value} ({event.reason})"
-    if isinstance(event, LayaFault):
-        return f"Laya fault {event.symbol}: {event.reason}"
-    if isinstance(event, OrderFilled):
-        liquidity = "maker" if event.maker else "taker"
-        return (
-            f"fill {event.symbol} {event.side.value} {event.size:g} @ {event.price:,.2f} "
-            f"({liquidity}, fee {event.fee:.4f}) {event.client_oid}"
-        )
-    if isinstance(event, OrderDenied):
-        return f"denied {event.reason.name}: {event.text}"
-    if isinstance(event, TradingStateChanged):
-        return (
-            f"trading {event.old.name} -> {event.new.name} ({event.source.value}: {event.reason})"
-        )
-    if isinstance(event, CommandExecuted):
-        verdict = "ok" if event.ok else "REFUSED"
-        return f"command {event.command} {verdict} ({event.elapsed_ms:,.1f} ms): {event.message}"
-    if isinstance(event, VerdictActed):
-        return f"Laya {event.intent} on {event.symbol}: {event.action}"
-    if isinstance(event, OrderRejectedByVenue):
-        return f"rejected {event.symbol} {event.client_oid} {event.code}: {event.reason}"
-    if isinstance(event, OrderMissingAtVenue | UnknownOrderAtVenue):
-        return f"reconcile {event.symbol} {event.client_oid}: {event.detail}"
-    if isinstance(event, TradingFault):
-        return f"FAULT: {event.reason}"
-    if isinstance(event, ReconciliationDone):
-        return (
-            f"reconciled ({event.reason}): {event.venue_orders} open at the venue, "
-            f"{event.missing} missing, {event.unknown} unknown, "
-            f"{event.positions_synced} positions synced"
-        )
-    if isinstance(event, PrivateStreamChanged):
-        return f"private stream: {event.state.value} ({event.reason})"
-    if isinstance(event, RiskLimitChanged):
-        return f"limit {event.name}: {event.old:g} -> {event.new:g} ({event.source.value})"
-    if isinstance(event, CommandRejected):
-        return f"refused {event.command} ({event.source.value}): {event.text}"
-    if isinstance(event, PositionReconciled):
-        return f"position {event.symbol} synced {event.old_size:+g} -> {event.new_size:+g}"
-    return f"event: {event}"
-
-
-async def run_headless(
-    config: EngineConfig,
-    duration_s: float | None = None,
-    out: TextIO = sys.stdout,
-    status_interval_s: float = 1.0,
-    credentials: Credentials | None = None,
-) -> int:
-    """Run the engine without a UI, printing events and a status line every interval.
-
-    Stops on SIGINT/SIGTERM, after `duration_s`, or when a replay ends; stopping cancels the
-    resting orders and keeps positions (the journal records both).
-    """
-    node = EngineNode(config, credentials)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        with contextlib.suppress(NotImplementedError, RuntimeError):
-            loop.add_signal_handler(signum, stop.set)
-    await node.start()
-    deadline = None if duration_s is None else loop.time() + duration_s
-    last_event_id = -1
-    try:
-        while not stop.is_set():
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), status_interval_s)
-            events, missed = node.events.since(last_event_id)
-            if missed:
-                print(f"({missed} events dropped from the log)", file=out)
-            for event_id, event in events:
-                line = _format_event(event)
-                if line is not None:
-                    print(line, file=out)
-                last_event_id = event_id
-            print(format_status(node.status()), file=out, flush=True)
-            if node.finished or (deadline is not None and loop.time() >= deadline):
-                break
-    finally:
-        await node.stop()
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            with contextlib.suppress(NotImplementedError, RuntimeError):
-                loop.remove_signal_handler(signum)
-    return 0
 
 
 async def record_command(

@@ -32,6 +32,7 @@ from engine.laya.decide import DecisionStage, QuoteIntent
 from engine.laya.features import FeatureExtractor, FeatureExtractorConfig
 
 STAGES = ("book", "features", "infer", "decide")
+_STAND_ASIDE = QuoteIntent.STAND_ASIDE
 
 
 class LayaFault(NamedTuple):
@@ -42,16 +43,43 @@ class LayaFault(NamedTuple):
     at_ns: int
 
 
+class LayaWarmingUp(NamedTuple):
+    """Laya stands aside on `symbol` until its feature windows hold `seconds` of market data."""
+
+    symbol: str
+    seconds: float
+    reason: str
+    at_ns: int
+
+
+class LayaReady(NamedTuple):
+    """Laya's verdicts on `symbol` count again."""
+
+    symbol: str
+    at_ns: int
+
+
 @dataclass(frozen=True, slots=True)
 class MarketPipelineConfig:
+    """`warmup_ms`: exchange time from a symbol's first book (and after a gap in its books as
+    long) during which Laya gives no verdict on it and the intent is STAND_ASIDE: features over
+    windows that are not filled yet sit outside what the model was trained on (the shipped
+    model says EMERGENCY on most frames of its first 10 s). 0 acts on the first book."""
+
     symbols: tuple[str, ...] = ("BTCUSDT", "ETHUSDT")
     depth: int = 15
     event_log_size: int = 4096
     verdict_stream_size: int = 512
+    warmup_ms: int = 0
 
     def __post_init__(self) -> None:
         if not self.symbols:
             raise ValueError("MarketPipelineConfig.symbols must name at least one symbol")
+        if not (isinstance(self.warmup_ms, int) and 0 <= self.warmup_ms <= 3_600_000):
+            raise ValueError(
+                f"MarketPipelineConfig.warmup_ms must be an integer within [0, 3600000] ms, "
+                f"got {self.warmup_ms!r}"
+            )
         for name, value in (
             ("depth", self.depth),
             ("event_log_size", self.event_log_size),
@@ -69,6 +97,10 @@ class EventLog:
         self._events: deque[tuple[int, object]] = deque(maxlen=capacity)
         self._next_id = 0
         self.dropped = 0
+        self.capacity = capacity
+
+    def __len__(self) -> int:
+        return len(self._events)
 
     def append(self, event: object) -> None:
         if len(self._events) == self._events.maxlen:
@@ -119,6 +151,10 @@ class MarketPipeline:
         )
         self.latency = {stage: LatencyHistogram() for stage in STAGES}
         self.laya_faults = 0
+        self._warmup_ms = config.warmup_ms
+        self._last_book_ms: dict[str, int] = {}
+        self.warming: dict[str, int] = {}
+        """Symbols Laya stands aside on, with the exchange ms their verdicts count from."""
         self.events = events if events is not None else EventLog(config.event_log_size)
         self._on_resync = on_resync
         self._clock = clock
@@ -159,6 +195,11 @@ class MarketPipeline:
         classifier = self.classifier
         if classifier is None or features is None:
             return
+        if self._warmup_ms and self._warming_up(snapshot):
+            self.intents[snapshot.symbol] = _STAND_ASIDE
+            if self.on_decided is not None:
+                self.on_decided(snapshot, _STAND_ASIDE)
+            return
         try:
             probabilities = classifier.infer(features)
         except Exception as error:  # a runtime failure (e.g. CUDA lost) must not stop the engine
@@ -180,6 +221,26 @@ class MarketPipeline:
             self.on_verdict(snapshot, verdict, row, features)
         latency["infer"].record(inferred - extracted)
         latency["decide"].record(decided - inferred)
+
+    def _warming_up(self, snapshot: BookSnapshot) -> bool:
+        symbol = snapshot.symbol
+        now_ms = snapshot.exchange_ts_ms
+        warmup_ms = self._warmup_ms
+        last_ms = self._last_book_ms.get(symbol)
+        self._last_book_ms[symbol] = now_ms
+        if last_ms is None or now_ms - last_ms > warmup_ms:
+            reason = "first book" if last_ms is None else f"no book for {now_ms - last_ms:,} ms"
+            self.warming[symbol] = now_ms + warmup_ms
+            self.events.append(LayaWarmingUp(symbol, warmup_ms / 1000, reason, snapshot.recv_ns))
+            return True
+        ready_ms = self.warming.get(symbol)
+        if ready_ms is None:
+            return False
+        if now_ms < ready_ms:
+            return True
+        del self.warming[symbol]
+        self.events.append(LayaReady(symbol, snapshot.recv_ns))
+        return False
 
     def _laya_failed(self, snapshot: BookSnapshot, error: Exception) -> None:
         """Without a verdict the book cannot be judged: pull the symbol's quotes and say why."""

@@ -86,8 +86,13 @@ def _gib(n_bytes: int) -> float:
     return round(n_bytes / GIB, 3)
 
 
-def _bytes(gib: float) -> int:
-    return int(gib * GIB)
+def _bytes(gib: float, name: str) -> int:
+    """GiB as bytes; a value no byte count can hold is refused naming its key (int() of an
+    infinite float raises OverflowError, which is not a configuration error)."""
+    n_bytes = gib * GIB
+    if not math.isfinite(n_bytes):
+        raise ValueError(f"{name} must be a finite number of GiB, got {gib!r}")
+    return int(n_bytes)
 
 
 def _key(
@@ -172,19 +177,32 @@ class LayaSettings:
     warmup_runs: int = _key(
         _LAYA.warmup_runs, "inferences at start, so the first frame is not slow"
     )
+    warmup_s: float = _key(
+        30.0,
+        "market seconds per symbol (from its first book, and after a gap as long) in which "
+        "Laya stands aside: no verdicts, no quotes, while its feature windows fill",
+    )
+    cpu_runner: str = _key(
+        _LAYA.cpu_runner,
+        'on the CPU: "native" (the MLP as one compiled kernel, checked against ONNX Runtime '
+        'at start) or "onnxruntime"',
+    )
 
     def __post_init__(self) -> None:
         _whole_numbers_as_floats(self)
         self.classifier_config()
+        if not 0 <= self.warmup_s <= 3_600:
+            raise ValueError(f"warmup_s must be within [0, 3600] s, got {self.warmup_s}")
 
     def classifier_config(self) -> LayaClassifierConfig:
         return LayaClassifierConfig(
             model_path=Path(self.model_path) if self.model_path else DEFAULT_MODEL_PATH,
             prefer_gpu=self.prefer_gpu,
             device_id=self.device_id,
-            gpu_mem_limit_bytes=_bytes(self.gpu_mem_limit_gib),
+            gpu_mem_limit_bytes=_bytes(self.gpu_mem_limit_gib, "gpu_mem_limit_gib"),
             thresholds=self.thresholds,
             warmup_runs=self.warmup_runs,
+            cpu_runner=self.cpu_runner,
         )
 
 
@@ -634,9 +652,9 @@ class GpuSettings:
 
     def budget(self, laya_bytes: int) -> VramBudget:
         return VramBudget(
-            kev_bytes=_bytes(self.kev_gib),
+            kev_bytes=_bytes(self.kev_gib, "kev_gib"),
             laya_bytes=laya_bytes,
-            free_floor_bytes=_bytes(self.free_floor_gib),
+            free_floor_bytes=_bytes(self.free_floor_gib, "free_floor_gib"),
         )
 
     def monitor_config(
@@ -842,6 +860,7 @@ class Settings:
                 live_url=live_url,
                 sim_seed=engine.sim_seed,
                 laya=self.laya_config(),
+                laya_warmup_s=self.laya.warmup_s,
                 trading=trading,
                 status_interval_s=status_interval_s or engine.status_interval_s,
                 kev_client=self.kev_client_config(),
@@ -875,12 +894,13 @@ class Settings:
         return self._built(lambda: self.kev.server_config(str(model)), "kev")
 
     def vram_budget(self) -> VramBudget:
-        return self.gpu.budget(_bytes(self.laya.gpu_mem_limit_gib))
+        return self.gpu.budget(_bytes(self.laya.gpu_mem_limit_gib, "gpu_mem_limit_gib"))
 
     def gpu_monitor_config(self, kev_pid_file: str | None = None) -> GpuMonitorConfig:
         """The VRAM monitor on Laya's device; `kev_pid_file` where llama-server runs here."""
         laya = self.laya
-        return self.gpu.monitor_config(laya.device_id, _bytes(laya.gpu_mem_limit_gib), kev_pid_file)
+        laya_bytes = _bytes(laya.gpu_mem_limit_gib, "gpu_mem_limit_gib")
+        return self.gpu.monitor_config(laya.device_id, laya_bytes, kev_pid_file)
 
     def configurations(self) -> list[tuple[str, Callable[[], object]]]:
         """Each engine config these settings build, by name (for `doctor`): building one
@@ -1494,6 +1514,8 @@ def load_settings(*, path: Path | None = None, environ: Mapping[str, str] = os.e
             document = tomllib.loads(text)
         except tomllib.TOMLDecodeError as error:
             raise SettingsError([f"{file} is not valid TOML: {error}"]) from None
+        except RecursionError:  # tomllib recurses once per level of nested arrays/tables
+            raise SettingsError([f"{file} is not usable TOML: nested too deeply"]) from None
         loaded = file
         _FileReader(file, text, overrides, problems).read(Settings, document, ())
     _read_environ(environ, overrides, problems)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
@@ -9,6 +10,11 @@ import pytest
 
 from engine.laya.features import FEATURE_COUNT, FEATURE_SET_VERSION
 from engine.laya.model import LayaModelMetadata, export_mlp
+
+# Laya stands aside for 30 s of market data after start ([laya] warmup_s): the consoles and
+# headless runs the tests start, in this process or in children, act on their first book.
+# Set at import, before any test module copies the environment for its subprocesses.
+os.environ["HFT_CONSOLE_LAYA__WARMUP_S"] = "0"
 
 LABEL_PARAMETERS = {
     "horizon_ms": 1000,

@@ -23,6 +23,11 @@ SIGNING_WINDOW_MS = 30_000
 """Bitget refuses a request whose timestamp is further than this from its clock (40008)."""
 CLIENT_OID_PATTERN = re.compile(r"^[0-9A-Za-z_#-]{1,32}$")
 """The clientOid alphabet and length every Bitget document accepts (see bitget-v2.md §4)."""
+ORDER_STATES = frozenset({"live", "partially_filled", "filled", "canceled"})
+
+
+_INT_DIGITS_MAX = 19
+"""Epoch milliseconds and ids fit int64."""
 
 
 class TradeSide(enum.StrEnum):
@@ -95,6 +100,42 @@ class PendingOrder:
     reduce_only: bool
     created_ms: int
     updated_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class OrderDetail:
+    """One order as the detail endpoint reports it, open or finished."""
+
+    symbol: str
+    order_id: str
+    client_oid: str
+    side: OrderSide
+    price: Decimal | None
+    size: Decimal
+    filled_size: Decimal
+    status: str
+    """`live`, `partially_filled`, `filled` or `canceled`."""
+    reduce_only: bool
+    cancel_reason: str
+    updated_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class OrderFill:
+    """One execution of an order as the fills endpoint reports it (it carries no clientOid).
+
+    `fee` is what was charged in the fee coin: positive paid, negative rebated (Bitget's
+    `totalFee` has the opposite sign)."""
+
+    trade_id: str
+    symbol: str
+    order_id: str
+    side: OrderSide
+    price: Decimal
+    size: Decimal
+    fee: Decimal
+    maker: bool
+    filled_ms: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,6 +228,35 @@ def parse_positions(data: object) -> list[OpenPosition]:
     return [_position(item) for item in data]
 
 
+def parse_order_detail(data: object) -> OrderDetail:
+    entry = _mapping(data)
+    price = _optional_decimal(entry, "price")
+    # The documentation's table names the field `status`, its example (and the live API) `state`.
+    status = _optional_text(entry, "state") or _text(entry, "status")
+    if status not in ORDER_STATES:
+        raise MalformedAnswer(f"unknown order state {status[:40]!r}")
+    return OrderDetail(
+        symbol=_text(entry, "symbol").upper(),
+        order_id=_text(entry, "orderId"),
+        client_oid=_optional_text(entry, "clientOid") or "",
+        side=_enum(OrderSide, _text(entry, "side")),
+        price=price if price is not None and price > 0 else None,
+        size=_decimal(_text(entry, "size"), "size"),
+        filled_size=_decimal(_optional_text(entry, "baseVolume") or "0", "baseVolume"),
+        status=status,
+        reduce_only=(_optional_text(entry, "reduceOnly") or "NO").upper() == "YES",
+        cancel_reason=_optional_text(entry, "cancelReason") or "",
+        updated_ms=_int(entry, "uTime"),
+    )
+
+
+def parse_fill_page(data: object) -> tuple[list[OrderFill], str | None]:
+    """One page of an order's fills and its `endId` (the tradeId cursor for the next page)."""
+    entry = _mapping(data)
+    fills = [_order_fill(item) for item in _list(entry, "fillList")]
+    return fills, _optional_text(entry, "endId")
+
+
 def parse_server_time(data: object) -> int:
     return _int(_mapping(data), "serverTime")
 
@@ -209,6 +279,33 @@ def _pending_order(item: object) -> PendingOrder:
         reduce_only=(_optional_text(entry, "reduceOnly") or "NO").upper() == "YES",
         created_ms=_int(entry, "cTime"),
         updated_ms=_int(entry, "uTime"),
+    )
+
+
+def _order_fill(item: object) -> OrderFill:
+    entry = _mapping(item)
+    size = _decimal(_text(entry, "baseVolume"), "baseVolume")
+    price = _decimal(_text(entry, "price"), "price")
+    if size <= 0 or price <= 0:
+        raise MalformedAnswer(f"fill with a non-positive price {price} or size {size}")
+    details = _list(entry, "feeDetail")
+    charged = sum(
+        (_decimal(_text(_mapping(detail), "totalFee"), "totalFee") for detail in details),
+        Decimal(0),
+    )
+    scope = _text(entry, "tradeScope").lower()
+    if scope not in ("maker", "taker"):
+        raise MalformedAnswer(f"tradeScope {scope[:40]!r} is neither maker nor taker")
+    return OrderFill(
+        trade_id=_text(entry, "tradeId"),
+        symbol=_text(entry, "symbol").upper(),
+        order_id=_text(entry, "orderId"),
+        side=_enum(OrderSide, _text(entry, "side")),
+        price=price,
+        size=size,
+        fee=-charged,
+        maker=scope == "maker",
+        filled_ms=_int(entry, "cTime"),
     )
 
 
@@ -265,7 +362,8 @@ def _text(entry: Mapping[str, object], name: str) -> str:
 
 def _int(entry: Mapping[str, object], name: str) -> int:
     text = _text(entry, name)
-    if not (text.isascii() and text.isdigit()):
+    # int() refuses more than 4300 digits with a ValueError; no field here needs 20.
+    if not (text.isascii() and text.isdigit() and len(text) <= _INT_DIGITS_MAX):
         raise MalformedAnswer(f"{name}: expected an integer, got {text[:40]!r}")
     return int(text)
 

@@ -746,6 +746,8 @@ def parse_fill_update(entry: object, recv_ns: int) -> FillUpdate:
     if not isinstance(details, list):
         raise MalformedEntry("feeDetail missing or not a list")
     fee = -sum(_number(_object(detail), "totalFee") for detail in details)
+    if not math.isfinite(fee):
+        raise MalformedEntry("feeDetail totalFee sums to an infinite fee")
     scope = _text(fields, "tradeScope")
     if scope not in ("maker", "taker", "M", "T"):
         raise MalformedEntry(f"tradeScope {scope!r} is neither maker nor taker")
@@ -876,7 +878,10 @@ def _code_text(code: object) -> str:
 
 
 def _preview(value: object, limit: int = 80) -> str:
-    text = repr(value)
+    try:
+        text = repr(value)
+    except RecursionError:  # orjson reads 1024 levels of nesting, repr manages fewer
+        return f"a {type(value).__name__} nested too deep to show"
     return text if len(text) <= limit else f"{text[:limit]}…"
 
 

@@ -52,7 +52,9 @@ from engine.exchange.bitget_models import (
     MalformedAnswer,
     OpenPosition,
     OrderAck,
+    OrderDetail,
     OrderFailure,
+    OrderFill,
     OrderRef,
     OrderSide,
     OrderType,
@@ -61,7 +63,9 @@ from engine.exchange.bitget_models import (
     TradeSide,
     decimal_text,
     parse_batch_result,
+    parse_fill_page,
     parse_order_ack,
+    parse_order_detail,
     parse_order_ref,
     parse_pending_page,
     parse_positions,
@@ -83,6 +87,8 @@ BATCH_CANCEL_ORDERS = f"{_ORDER_PATH}/batch-cancel-orders"
 CANCEL_ALL_ORDERS = f"{_ORDER_PATH}/cancel-all-orders"
 CLOSE_POSITIONS = f"{_ORDER_PATH}/close-positions"
 ORDERS_PENDING = f"{_ORDER_PATH}/orders-pending"
+ORDER_DETAIL = f"{_ORDER_PATH}/detail"
+ORDER_FILLS = f"{_ORDER_PATH}/fills"
 ALL_POSITION = "/api/v2/mix/position/all-position"
 SERVER_TIME = "/api/v2/public/time"
 
@@ -95,6 +101,8 @@ RATE_LIMITS_PER_S: Mapping[str, int] = MappingProxyType(
         CLOSE_POSITIONS: 1,
         ALL_POSITION: 5,
         ORDERS_PENDING: 10,
+        ORDER_DETAIL: 10,
+        ORDER_FILLS: 10,
         SERVER_TIME: 20,
     }
 )
@@ -114,6 +122,8 @@ _RATE_WINDOW_S = 1.0
 _BATCH_CANCEL_MAX = 50
 _PENDING_PAGE_SIZE = 100
 _PENDING_PAGES_MAX = 50
+_FILL_PAGE_SIZE = 100
+_FILL_PAGES_MAX = 20
 _EXCHANGE_MESSAGE_MAX = 200
 _CLIENT_OID_MAX = 32
 _REDACTED = "<redacted>"
@@ -390,6 +400,8 @@ class RestClientStats:
     reconciled_placed: int
     """Of those, the orders found placed (plus duplicate-clientOid confirmations)."""
     clock_offset_ms: int
+    clock_resyncs: int
+    """Clock re-measurements after a 40008 (timestamp outside Bitget's 30 s window)."""
 
 
 class _Answer(NamedTuple):
@@ -431,6 +443,7 @@ class BitgetRestClient:
         self._retries = 0
         self._reconciliations = 0
         self._reconciled_placed = 0
+        self._clock_resyncs = 0
 
     def __repr__(self) -> str:
         return f"BitgetRestClient(base_url={self.config.base_url!r}, demo={self.config.demo})"
@@ -486,6 +499,7 @@ class BitgetRestClient:
             reconciliations=self._reconciliations,
             reconciled_placed=self._reconciled_placed,
             clock_offset_ms=self._offset_ms,
+            clock_resyncs=self._clock_resyncs,
         )
 
     def new_client_oid(self) -> str:
@@ -517,6 +531,11 @@ class BitgetRestClient:
                 "behind" if sync.offset_ms > 0 else "ahead of",
             )
         return sync
+
+    async def _resync_clock(self) -> None:
+        """A 40008: the exchange's clock and ours are apart; measure it again."""
+        self._clock_resyncs += 1
+        await self.sync_time()
 
     # Orders
 
@@ -670,6 +689,48 @@ class BitgetRestClient:
         )
         return orders
 
+    async def order_detail(
+        self, symbol: str, *, order_id: str | None = None, client_oid: str | None = None
+    ) -> OrderDetail:
+        """One order, open or finished, by id or clientOid (the id wins when both are given);
+        an unknown order is refused (40109)."""
+        _check_symbol(symbol)
+        if not order_id and not client_oid:
+            raise ValueError("order_detail needs an order_id or a client_oid")
+        query: dict[str, object] = {"symbol": symbol, "productType": PRODUCT_TYPE}
+        if order_id:
+            query["orderId"] = order_id
+        else:
+            query["clientOid"] = client_oid
+        answer = await self._call("GET", ORDER_DETAIL, query=query)
+        return self._parsed(ORDER_DETAIL, parse_order_detail, answer.data)
+
+    async def order_fills(self, symbol: str, order_id: str) -> list[OrderFill]:
+        """Every fill of one order, newest first, following the exchange's pages."""
+        _check_symbol(symbol)
+        if not order_id:
+            raise ValueError("order_fills needs an order_id")
+        query: dict[str, object] = {
+            "symbol": symbol,
+            "productType": PRODUCT_TYPE,
+            "orderId": order_id,
+            "limit": _FILL_PAGE_SIZE,
+        }
+        fills: list[OrderFill] = []
+        for _ in range(_FILL_PAGES_MAX):
+            answer = await self._call("GET", ORDER_FILLS, query=query)
+            page, end_id = self._parsed(ORDER_FILLS, parse_fill_page, answer.data)
+            fills.extend(page)
+            if len(page) < _FILL_PAGE_SIZE or end_id is None:
+                return fills
+            query["idLessThan"] = end_id
+        raise BitgetTransportError(
+            ORDER_FILLS,
+            f"order {order_id} has more than {_FILL_PAGES_MAX * _FILL_PAGE_SIZE} fills: "
+            "stopped paging",
+            request_sent=True,
+        )
+
     async def positions(self) -> list[OpenPosition]:
         """All open USDT-M positions."""
         query = {"productType": PRODUCT_TYPE, "marginCoin": MARGIN_COIN}
@@ -699,7 +760,7 @@ class BitgetRestClient:
                     return await self._confirm_duplicate(symbol, client_oid, attempt)
                 if error.code == _TIMESTAMP_EXPIRED and not resynced:
                     resynced = True
-                    await self.sync_time()
+                    await self._resync_clock()
                 elif not error.retryable:
                     raise
                 failure = error
@@ -790,9 +851,11 @@ class BitgetRestClient:
             try:
                 return await self._send(method, path, query=query, body=body, signed=signed)
             except BitgetApiError as error:
-                if error.code == _TIMESTAMP_EXPIRED and not resynced:
+                # Only a signed request carries a timestamp: a 40008 to the unsigned server-time
+                # request that a resync sends would otherwise resync again, without end.
+                if error.code == _TIMESTAMP_EXPIRED and signed and not resynced:
                     resynced = True
-                    await self.sync_time()
+                    await self._resync_clock()
                 elif not error.retryable:
                     raise
                 failure = error
@@ -888,7 +951,10 @@ class BitgetRestClient:
         self, path: str, code: str, http_status: int, exchange_message: object
     ) -> BitgetApiError:
         self._errors[code] += 1
-        gateway_error = http_status >= 500 or (code.isdigit() and 500 <= int(code) <= 599)
+        # isascii: "²" is a digit to str.isdigit but not to int().
+        gateway_error = http_status >= 500 or (
+            code.isascii() and code.isdigit() and 500 <= int(code) <= 599
+        )
         retryable = code in RETRYABLE_CODES or http_status == 429 or gateway_error
         if lookup_error(code) is None and gateway_error:
             operator_message = f"{code}: exchange gateway error (HTTP {http_status}), transient"
@@ -911,7 +977,8 @@ class BitgetRestClient:
 
     def _unreadable(self, path: str, error: MalformedAnswer) -> BitgetTransportError:
         self._errors[_TRANSPORT_ERROR_KEY] += 1
-        return BitgetTransportError(path, f"unreadable answer ({error})", request_sent=True)
+        detail = self._scrubbed_text(str(error))
+        return BitgetTransportError(path, f"unreadable answer ({detail})", request_sent=True)
 
     def _scrubbed_text(self, value: object) -> str:
         """Exchange text made safe to log: printable, bounded, and never echoing a secret."""

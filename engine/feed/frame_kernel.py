@@ -457,7 +457,8 @@ def scan_frame(buf, levels, trades, names, state, tape_trades, tape_ids):
         i, more = _next_member(buf, i, n, _RBRACE)
         if i < 0:
             return fail
-    if _skip_ws(buf, i, n) != n or symbol_start < 0 or kind == 0:
+    # An empty instId would match the first free tape row (its name length is 0).
+    if _skip_ws(buf, i, n) != n or symbol_end <= symbol_start or kind == 0:
         return fail
     row = find_symbol(buf, symbol_start, symbol_end, names, state)
     if row < 0:

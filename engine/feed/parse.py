@@ -208,8 +208,8 @@ class FrameParser:
         event = message["event"]
         arg = message.get("arg")
         arg = arg if isinstance(arg, dict) else {}
-        channel = str(arg.get("channel", ""))
-        symbol = str(arg.get("instId", ""))
+        channel = _control_text(arg.get("channel", ""))
+        symbol = _control_text(arg.get("instId", ""))
         self.stats.control += 1
         if event in ("subscribe", "unsubscribe", "login"):
             return ChannelAck(event, channel, symbol)
@@ -220,7 +220,11 @@ class FrameParser:
             except (TypeError, ValueError):
                 code = -1
             return ChannelError(
-                code, str(message.get("msg", "")), channel, symbol, str(message.get("op", ""))
+                code,
+                _control_text(message.get("msg", "")),
+                channel,
+                symbol,
+                _control_text(message.get("op", "")),
             )
         self.stats.control -= 1
         raise _Rejected(RejectReason.UNKNOWN_EVENT)
@@ -302,6 +306,14 @@ def _required(container: dict, key: str, kind: type):
     if not isinstance(value, kind) or isinstance(value, bool):
         raise _Rejected(RejectReason.BAD_FIELD)
     return value
+
+
+def _control_text(value: object) -> str:
+    """A control frame's text field. A list or object becomes "": str() of one nested deeper
+    than the recursion limit (orjson reads 1024 levels) raises RecursionError."""
+    if isinstance(value, str):
+        return value
+    return str(value) if isinstance(value, int | float) else ""
 
 
 def _object(value: object) -> dict:

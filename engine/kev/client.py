@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import enum
 import math
+import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import TracebackType
 from typing import NamedTuple
 
@@ -30,6 +31,10 @@ from engine.kev.command import KevCommand, KevCommandError, KevCommandSpec
 from engine.kev.context import system_prompt
 
 DEFAULT_KEV_URL = "http://127.0.0.1:8001"
+ENV_KEV_API_KEY = "LLAMA_API_KEY"
+"""The variable llama-server itself reads its API key from: exported once, it protects the
+server `kev serve` starts and lets the engine's client in, and it never shows in a command
+line."""
 _ERROR_TEXT_MAX = 200
 
 
@@ -95,7 +100,8 @@ class KevServerProps(NamedTuple):
 class KevClientConfig:
     """`request_timeout_s` bounds a whole decision request (a decision later than its ttl is
     useless anyway); `max_tokens` must leave room for the longest valid command (a 120-character
-    reason is about 35 tokens, the rest about 30)."""
+    reason is about 35 tokens, the rest about 30). `api_key` (default: `$LLAMA_API_KEY`, unset
+    or empty: none) goes out as a Bearer token and never into a repr."""
 
     base_url: str = DEFAULT_KEV_URL
     request_timeout_s: float = 3.0
@@ -103,7 +109,9 @@ class KevClientConfig:
     probe_timeout_s: float = 1.0
     max_tokens: int = 96
     temperature: float = 0.0
-    api_key: str | None = None
+    api_key: str | None = field(
+        default_factory=lambda: os.environ.get(ENV_KEV_API_KEY) or None, repr=False
+    )
     max_connections: int = 4
 
     def __post_init__(self) -> None:
@@ -125,6 +133,24 @@ class KevClientConfig:
             )
         if not (isinstance(self.max_connections, int) and self.max_connections >= 1):
             raise ValueError("KevClientConfig.max_connections must be an integer >= 1")
+        if self.api_key is not None:
+            check_api_key(self.api_key, "KevClientConfig.api_key")
+
+
+def check_api_key(api_key: str, name: str) -> None:
+    """Refuse a key that cannot travel as one HTTP header token; the message never quotes it."""
+    if not (
+        isinstance(api_key, str)
+        and api_key
+        and api_key.isascii()
+        and api_key.isprintable()
+        and " " not in api_key
+        and "," not in api_key
+    ):
+        raise ValueError(
+            f"{name} must be printable ASCII without spaces or commas (llama-server splits "
+            "its keys on commas); check for a stray newline or quote"
+        )
 
 
 def _error_text(body: bytes) -> str:

@@ -150,11 +150,12 @@ class KevCommandSpec:
             raise KevCommandError(f"missing {', '.join(missing)}")
         extra = sorted(set(document) - set(COMMAND_KEYS))
         if extra:
-            raise KevCommandError(f"unexpected key {', '.join(extra)}")
+            shown = ", ".join(key if len(key) <= 40 else f"{key[:40]}…" for key in extra)
+            raise KevCommandError(f"unexpected key {shown}")
         act = document["act"]
         allowed = [action.value for action in self.actions]
         if act not in allowed:
-            raise KevCommandError(f"act must be one of {'/'.join(allowed)}, got {act!r}")
+            raise KevCommandError(f"act must be one of {'/'.join(allowed)}, got {_shown(act)}")
         risk = _integer_in(document, "risk", self.risk_pct)
         hedge = _integer_in(document, "hedge", self.hedge_pct)
         skew_bound = self.max_skew_tenths_bps
@@ -176,10 +177,19 @@ def _integer_in(document: dict[str, object], key: str, band: tuple[int, int]) ->
     if isinstance(value, float) and value.is_integer():
         value = int(value)
     if not isinstance(value, int) or isinstance(value, bool):
-        raise KevCommandError(f"{key} must be an integer, got {value!r}")
+        raise KevCommandError(f"{key} must be an integer, got {_shown(value)}")
     if not band[0] <= value <= band[1]:
         raise KevCommandError(f"{key} {value} is outside [{band[0]}, {band[1]}]")
     return value
+
+
+def _shown(value: object, limit: int = 40) -> str:
+    """A value of Kev's output for an error message: a scalar's repr, cut short, a list or an
+    object by its type only (its repr may be deeper than the recursion limit allows)."""
+    if isinstance(value, list | dict):
+        return f"a JSON {'array' if isinstance(value, list) else 'object'}"
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit]}…"
 
 
 def stale_reason(

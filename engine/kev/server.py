@@ -6,11 +6,16 @@ Starts llama-server with the reference flags (`-ngl 99 -c 4096 -fa on --host 127
 `stop_timeout_s`. The server's own output goes to a log file, whose tail is quoted when it
 fails to start. Synchronous on purpose: it manages a process, not the engine loop (call
 `start` from a thread when a loop is running).
+
+An API key (`$LLAMA_API_KEY` by default) reaches the server through its environment, never its
+command line (which any user can read in `ps`); without one the server may only listen on a
+loopback address. The command runs without a shell: each argument reaches the server as is.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 import os
 import shutil
 import signal
@@ -24,6 +29,8 @@ from pathlib import Path
 from types import TracebackType
 
 import platformdirs
+
+from engine.kev.client import ENV_KEV_API_KEY, check_api_key
 
 PID_FILE_NAME = "llama-server.pid"
 _LOG_TAIL_LINES = 15
@@ -97,6 +104,16 @@ def free_port(host: str = "127.0.0.1") -> int:
         return probe.getsockname()[1]
 
 
+def is_loopback(host: str) -> bool:
+    """Whether `host` names this machine only (127.0.0.0/8, ::1, localhost)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False  # a host name or several addresses: not provably loopback
+
+
 def _listening(host: str, port: int) -> bool:
     with socket.socket() as probe:
         probe.settimeout(0.5)
@@ -109,7 +126,8 @@ class LlamaServerConfig:
     a CPU build); `threads` None lets llama-server choose. `niceness` > 0 starts it at a lower
     CPU priority: where it computes on the CPU cores the engine also needs, the engine wins.
     `pid_path` None means `llama_server_pid_path()`; `log_path` None means `llama-server.log`
-    in the user cache."""
+    in the user cache. `api_key` (default: `$LLAMA_API_KEY`, unset or empty: none) is required
+    by the server on every endpoint but `/health`; it never goes into a repr or the argv."""
 
     model: str
     binary: str | None = None
@@ -127,8 +145,13 @@ class LlamaServerConfig:
     stop_timeout_s: float = 10.0
     pid_path: str | None = None
     log_path: str | None = None
+    api_key: str | None = field(
+        default_factory=lambda: os.environ.get(ENV_KEV_API_KEY) or None, repr=False
+    )
 
     def __post_init__(self) -> None:
+        if self.api_key is not None:
+            check_api_key(self.api_key, "LlamaServerConfig.api_key")
         if not 1 <= self.port <= 65_535:
             raise ValueError(f"LlamaServerConfig.port must be within [1, 65535], got {self.port}")
         if self.flash_attention not in ("on", "off", "auto"):
@@ -177,6 +200,14 @@ class LlamaServerConfig:
             return ["nice", "-n", str(self.niceness), *arguments]
         return arguments
 
+    def environment(self, inherited: dict[str, str]) -> dict[str, str]:
+        """The server's environment: `inherited` with the API key set, or removed when there
+        is none (an inherited one would make the server ask for a key its clients lack)."""
+        environment = {k: v for k, v in inherited.items() if k != ENV_KEV_API_KEY}
+        if self.api_key is not None:
+            environment[ENV_KEV_API_KEY] = self.api_key
+        return environment
+
 
 class LlamaServerProcess:
     """One llama-server child process: `start` returns once it serves, `stop` ends it."""
@@ -209,6 +240,12 @@ class LlamaServerProcess:
         if self._process is not None:
             raise LlamaServerError("this llama-server is already started")
         config = self.config
+        if config.api_key is None and not is_loopback(config.host):
+            raise LlamaServerError(
+                f"refusing to listen on {config.host} without an API key: anyone who can reach "
+                f"it could use the model; set {ENV_KEV_API_KEY} (the engine's client sends it "
+                "too) or bind 127.0.0.1"
+            )
         if not Path(config.model).is_file():
             raise LlamaServerError(
                 f"model {config.model} not found (the tiny one: hft-console kev fetch-tiny-model)"
@@ -229,6 +266,7 @@ class LlamaServerProcess:
             self._process = subprocess.Popen(
                 config.arguments(binary),
                 stdin=subprocess.DEVNULL,
+                env=config.environment(dict(os.environ)),
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,

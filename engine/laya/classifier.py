@@ -37,10 +37,18 @@ from engine.laya.model import (
     open_session,
     validate_thresholds,
 )
+from engine.laya.native import NativeGraphError, NativeMlp
 from engine.laya.verdict import CLASS_NAMES, Verdict
 
 CUDA_PROVIDER = "CUDAExecutionProvider"
 CPU_PROVIDER = "CPUExecutionProvider"
+CPU_RUNNERS = ("native", "onnxruntime")
+NATIVE_RUNNER = "native kernel"
+ORT_RUNNER = "onnxruntime"
+NATIVE_TOLERANCE = 1e-4
+"""Largest difference in any class probability, native kernel vs ONNX Runtime, on the probe
+rows (float32 sums in another order differ by ~1e-6)."""
+_PROBE_ROWS = 512
 GIB = 1024**3
 
 _ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*m")
@@ -51,9 +59,13 @@ _HOLD, _LEAN_BUY, _LEAN_SELL, _EMERGENCY = Verdict
 class LayaClassifierConfig:
     """Which model to load, where to run it, and the engine's feature set it must match.
 
-    `thresholds` overrides the model's own per-class thresholds. `log_severity` is ONNX
-    Runtime's logger level (0 verbose .. 4 fatal); whatever it lets through is captured, not
-    printed. `expected_feature_set_version`/`expected_feature_count` are what
+    `cpu_runner`: on the CPU provider, "native" runs the model's MLP as one compiled kernel
+    once it has agreed with ONNX Runtime on probe rows (see `engine.laya.native`; ONNX Runtime
+    stays where the graph is not an MLP the kernel knows, or they disagree); "onnxruntime"
+    always runs the session. `thresholds` overrides the model's own per-class thresholds.
+    `log_severity` is ONNX Runtime's logger level (0 verbose .. 4 fatal); whatever it lets
+    through is captured, not printed. `expected_feature_set_version`/`expected_feature_count`
+    are what
     `engine.laya.features` computes; a model trained on anything else is refused.
     """
 
@@ -66,8 +78,14 @@ class LayaClassifierConfig:
     log_severity: int = 3
     expected_feature_set_version: str = FEATURE_SET_VERSION
     expected_feature_count: int = FEATURE_COUNT
+    cpu_runner: str = "native"
 
     def __post_init__(self) -> None:
+        if self.cpu_runner not in CPU_RUNNERS:
+            raise ValueError(
+                f"LayaClassifierConfig.cpu_runner must be one of {CPU_RUNNERS}, got "
+                f"{self.cpu_runner!r}"
+            )
         if not str(self.model_path):
             raise ValueError("LayaClassifierConfig.model_path must name a file")
         if self.device_id < 0:
@@ -132,6 +150,8 @@ class ClassifierInfo:
     session_create_ms: float
     warmup_runs: int
     startup_messages: tuple[str, ...]
+    runner: str
+    runner_reason: str
 
 
 def choose_verdict(probabilities: Sequence[float], thresholds: Sequence[float]) -> Verdict:
@@ -233,7 +253,10 @@ class LayaClassifier:
         self.session_create_ms: float | None = None
         self.startup_messages: tuple[str, ...] = ()
         self.thresholds: tuple[float, ...] = ()
+        self.runner = ORT_RUNNER
+        self.runner_reason = ""
         self._session: ort.InferenceSession | None = None
+        self._native: NativeMlp | None = None
         self._run = _not_started
         self._input_name = ""
         self._output_names: list[str] = []
@@ -287,16 +310,30 @@ class LayaClassifier:
         self._output_names = output_names
         self._feed = {}
         self._run = session.run
+        self._native, self.runner_reason = self._native_kernel(session, input_name, output_names)
+        self.runner = NATIVE_RUNNER if self._native is not None else ORT_RUNNER
+
+    @property
+    def runs_on(self) -> str:
+        """Where the rows are really computed: the session's provider, or the native kernel."""
+        if self.provider is None:
+            return "not loaded"
+        return "CPU native" if self._native is not None else self.provider
 
     def stop(self) -> None:
         """Release the session; safe to call when not started."""
         self._run = _not_started
         self._feed = {}
         self._session = None
+        self._native = None
 
     def infer(self, features: np.ndarray) -> np.ndarray:
-        """Class probabilities [1, 4] for the float32 [1, N] feature buffer. A provider failure
-        raises here: ONNX Runtime's own retry on CPU is switched off once `start` is done."""
+        """Class probabilities [rows, 4] for the float32 [rows, N] feature buffer. A provider
+        failure raises here: ONNX Runtime's own retry on CPU is switched off once `start` is
+        done."""
+        native = self._native
+        if native is not None:
+            return native.infer(features)
         feed = self._feed
         feed[self._input_name] = features
         return self._run(self._output_names, feed)[0]
@@ -323,7 +360,43 @@ class LayaClassifier:
             session_create_ms=self.session_create_ms or 0.0,
             warmup_runs=self.config.warmup_runs,
             startup_messages=self.startup_messages,
+            runner=self.runner,
+            runner_reason=self.runner_reason,
         )
+
+    def _native_kernel(
+        self, session: ort.InferenceSession, input_name: str, output_names: list[str]
+    ) -> tuple[NativeMlp | None, str]:
+        """The native kernel when it may run (CPU provider, `cpu_runner` native, a graph it
+        knows, agreement on the probe rows), with why it runs or why not."""
+        if self.provider != CPU_PROVIDER:
+            return None, f"the session runs on {self.provider}"
+        if self.config.cpu_runner != "native":
+            return None, f"cpu_runner is {self.config.cpu_runner!r}"
+        count = self.config.expected_feature_count
+        try:
+            kernel = NativeMlp.from_model(self.model_path, count)
+        except NativeGraphError as error:
+            return None, f"ONNX Runtime runs it: {error}"
+        # Rows around the training mean and far from it, scaled as features are (bps, logs).
+        rng = np.random.default_rng(20261130)
+        scales = np.geomspace(0.01, 1_000.0, _PROBE_ROWS, dtype=np.float32)[:, np.newaxis]
+        rows = (rng.standard_normal((_PROBE_ROWS, count), dtype=np.float32) * scales).astype(
+            np.float32
+        )
+        rows[0] = 0.0
+        expected = np.vstack(
+            [session.run(output_names, {input_name: row[np.newaxis]})[0] for row in rows]
+        )
+        for _ in range(self.config.warmup_runs):
+            kernel.infer(rows[:1])
+        difference = float(np.nanmax(np.abs(kernel.infer(rows) - expected)))
+        if not difference <= NATIVE_TOLERANCE:
+            return None, (
+                f"ONNX Runtime runs it: the native kernel differs by {difference:.2e} "
+                f"(> {NATIVE_TOLERANCE:g}) on probe rows"
+            )
+        return kernel, f"agrees with {CPU_PROVIDER} within {difference:.1e} on {_PROBE_ROWS} rows"
 
     def _session_options(self) -> ort.SessionOptions:
         options = ort.SessionOptions()

@@ -23,6 +23,8 @@ class QuoteIntent(enum.IntEnum):
     PULL_ASKS = 1
     PULL_BIDS = 2
     CANCEL_ALL = 3
+    STAND_ASIDE = 4
+    """Laya is warming up (its feature windows are not filled): no quotes, and no verdict."""
 
 
 INTENT_OF_VERDICT: tuple[QuoteIntent, ...] = (

@@ -12,6 +12,15 @@ added if the injector is already running):
 - `slow-rest:S`: every REST answer waits S seconds first (`slow-rest:0` ends it).
 - `rest-error:CODE:N`: the next N private REST calls fail with CODE: an HTTP status (429 gives
   Bitget's JSON 429; 5xx gives a gateway's non-JSON page) or a five-digit Bitget code (HTTP 400).
+- `cut-frame`: every public websocket connection gets the first half of a data frame, then its
+  TCP connection is closed: the client reads a truncated frame and sees 1006.
+- `seq-gap:N`: the next N incremental `books` updates are lost before delivery, so subscribers
+  see a `seq`/`pseq` gap.
+- `cancel-error:CODE:N`: the next N cancel calls (cancel-order, batch-cancel, cancel-all) fail
+  with CODE, as `rest-error` does; other calls go through.
+- `clock-skew:S`: the exchange judges request timestamps, and answers server time, S seconds
+  (signed) off its own clock, as when the trading host's clock steps; beyond 30 s signed calls
+  are refused with 40008. `clock-skew:0` ends it.
 - `clear`: cancel every active and scheduled fault.
 """
 
@@ -35,6 +44,10 @@ class FaultKind(enum.StrEnum):
     MALFORMED = "malformed"
     SLOW_REST = "slow-rest"
     REST_ERROR = "rest-error"
+    CUT_FRAME = "cut-frame"
+    SEQ_GAP = "seq-gap"
+    CANCEL_ERROR = "cancel-error"
+    CLOCK_SKEW = "clock-skew"
     CLEAR = "clear"
 
 
@@ -55,8 +68,13 @@ _USAGE = {
     FaultKind.MALFORMED: "malformed:COUNT",
     FaultKind.SLOW_REST: "slow-rest:SECONDS",
     FaultKind.REST_ERROR: "rest-error:CODE:COUNT",
+    FaultKind.CUT_FRAME: "cut-frame",
+    FaultKind.SEQ_GAP: "seq-gap:COUNT",
+    FaultKind.CANCEL_ERROR: "cancel-error:CODE:COUNT",
+    FaultKind.CLOCK_SKEW: "clock-skew:SECONDS",
     FaultKind.CLEAR: "clear",
 }
+_CODED = (FaultKind.REST_ERROR, FaultKind.CANCEL_ERROR)
 
 
 class FaultSpecError(ValueError):
@@ -71,6 +89,8 @@ class FaultSpec:
     code: int = 0
     delay_s: float = 0.0
     """Seconds after the start (or after being added) at which the fault fires."""
+    offset_s: float = 0.0
+    """The signed clock offset of `clock-skew`."""
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.seconds) and 0 <= self.seconds <= _MAX_SECONDS):
@@ -79,7 +99,9 @@ class FaultSpec:
             raise ValueError(f"count must be within 0..{_MAX_COUNT}, got {self.count}")
         if not (math.isfinite(self.delay_s) and 0 <= self.delay_s <= _MAX_SECONDS):
             raise ValueError(f"delay must be within 0..{_MAX_SECONDS:g} s, got {self.delay_s!r}")
-        if self.kind is FaultKind.REST_ERROR and not _is_injectable_code(self.code):
+        if not (math.isfinite(self.offset_s) and abs(self.offset_s) <= _MAX_SECONDS):
+            raise ValueError(f"offset must be within ±{_MAX_SECONDS:g} s, got {self.offset_s!r}")
+        if self.kind in _CODED and not _is_injectable_code(self.code):
             raise ValueError(
                 f"code must be an HTTP status 400-599 or a five-digit Bitget code, got {self.code}"
             )
@@ -90,6 +112,9 @@ class FaultSpec:
             FaultKind.MALFORMED: f"malformed:{self.count}",
             FaultKind.SLOW_REST: f"slow-rest:{self.seconds:g}",
             FaultKind.REST_ERROR: f"rest-error:{self.code}:{self.count}",
+            FaultKind.SEQ_GAP: f"seq-gap:{self.count}",
+            FaultKind.CANCEL_ERROR: f"cancel-error:{self.code}:{self.count}",
+            FaultKind.CLOCK_SKEW: f"clock-skew:{self.offset_s:g}",
         }.get(self.kind, str(self.kind))
         return f"{text}@{self.delay_s:g}" if self.delay_s else text
 
@@ -113,15 +138,18 @@ def parse_fault_spec(text: str) -> FaultSpec:
     usage = _USAGE[kind]
     try:
         delay_s = _seconds(delay_text) if at_sign else 0.0
-        if kind in (FaultKind.DISCONNECT, FaultKind.CLEAR):
+        if kind in (FaultKind.DISCONNECT, FaultKind.CUT_FRAME, FaultKind.CLEAR):
             _expect(values, 0)
             return FaultSpec(kind, delay_s=delay_s)
         if kind in (FaultKind.SILENCE, FaultKind.SLOW_REST):
             _expect(values, 1)
             return FaultSpec(kind, seconds=_seconds(values[0]), delay_s=delay_s)
-        if kind is FaultKind.MALFORMED:
+        if kind in (FaultKind.MALFORMED, FaultKind.SEQ_GAP):
             _expect(values, 1)
             return FaultSpec(kind, count=_count(values[0]), delay_s=delay_s)
+        if kind is FaultKind.CLOCK_SKEW:
+            _expect(values, 1)
+            return FaultSpec(kind, offset_s=_signed_seconds(values[0]), delay_s=delay_s)
         _expect(values, 2)
         return FaultSpec(kind, code=int(values[0]), count=_count(values[1]), delay_s=delay_s)
     except ValueError as error:
@@ -140,6 +168,13 @@ def _seconds(text: str) -> float:
     return value
 
 
+def _signed_seconds(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text!r} is not a number of seconds")
+    return value
+
+
 def _count(text: str) -> int:
     value = int(text)
     if value < 1:
@@ -154,8 +189,12 @@ class FaultInjector:
         self,
         on_disconnect: Callable[[], None],
         clock: Callable[[], float] = time.monotonic,
+        on_cut_frame: Callable[[], None] | None = None,
     ) -> None:
+        """`on_cut_frame` cuts the public connections mid-frame; without it `cut-frame`
+        disconnects them."""
         self._on_disconnect = on_disconnect
+        self._on_cut_frame = on_cut_frame or on_disconnect
         self._clock = clock
         self._started_at: float | None = None
         self._scheduled: list[tuple[float, FaultSpec]] = []
@@ -166,6 +205,10 @@ class FaultInjector:
         self._rest_delay_s = 0.0
         self._rest_error_code = 0
         self._rest_errors_left = 0
+        self._seq_gaps_left = 0
+        self._cancel_error_code = 0
+        self._cancel_errors_left = 0
+        self._clock_offset_s = 0.0
 
     def start(self) -> None:
         """Start counting `@T` delays; specs added before now are scheduled from here."""
@@ -208,6 +251,14 @@ class FaultInjector:
                 self.slow_rest(spec.seconds)
             case FaultKind.REST_ERROR:
                 self.rest_error(spec.code, spec.count)
+            case FaultKind.CUT_FRAME:
+                self.cut_frame()
+            case FaultKind.SEQ_GAP:
+                self.seq_gap(spec.count)
+            case FaultKind.CANCEL_ERROR:
+                self.cancel_error(spec.code, spec.count)
+            case FaultKind.CLOCK_SKEW:
+                self.clock_skew(spec.offset_s)
             case FaultKind.CLEAR:
                 self.clear()
 
@@ -234,6 +285,25 @@ class FaultInjector:
         self._rest_error_code = code
         self._rest_errors_left = count
 
+    def cut_frame(self) -> None:
+        self._on_cut_frame()
+
+    def seq_gap(self, count: int) -> None:
+        self._seq_gaps_left = count
+
+    def cancel_error(self, code: int, count: int) -> None:
+        if not _is_injectable_code(code):
+            raise ValueError(
+                f"code must be an HTTP status 400-599 or a five-digit Bitget code, got {code}"
+            )
+        self._cancel_error_code = code
+        self._cancel_errors_left = count
+
+    def clock_skew(self, seconds: float) -> None:
+        if not (math.isfinite(seconds) and abs(seconds) <= _MAX_SECONDS):
+            raise ValueError(f"offset must be within ±{_MAX_SECONDS:g} s, got {seconds!r}")
+        self._clock_offset_s = seconds
+
     def clear(self) -> None:
         self._scheduled.clear()
         self._unstarted.clear()
@@ -241,6 +311,9 @@ class FaultInjector:
         self._malformed_left = 0
         self._rest_delay_s = 0.0
         self._rest_errors_left = 0
+        self._seq_gaps_left = 0
+        self._cancel_errors_left = 0
+        self._clock_offset_s = 0.0
 
     # Queries made by the exchange.
 
@@ -269,6 +342,25 @@ class FaultInjector:
         self._rest_errors_left -= 1
         return self._rest_error_code
 
+    def take_cancel_error(self) -> int | None:
+        """The code the next cancel call must fail with, or None."""
+        if self._cancel_errors_left == 0:
+            return None
+        self._cancel_errors_left -= 1
+        return self._cancel_error_code
+
+    def take_seq_gap(self) -> bool:
+        """Whether the next incremental `books` update is to be lost."""
+        if self._seq_gaps_left == 0:
+            return False
+        self._seq_gaps_left -= 1
+        return True
+
+    @property
+    def clock_offset_ms(self) -> int:
+        """How far off its own clock the exchange judges request timestamps."""
+        return round(self._clock_offset_s * 1000)
+
     def describe(self) -> dict[str, object]:
         """The current fault state, for the control route and status lines."""
         now = self._clock()
@@ -279,6 +371,11 @@ class FaultInjector:
             "restError": {"code": self._rest_error_code, "left": self._rest_errors_left}
             if self._rest_errors_left
             else None,
+            "cancelError": {"code": self._cancel_error_code, "left": self._cancel_errors_left}
+            if self._cancel_errors_left
+            else None,
+            "seqGapsLeft": self._seq_gaps_left,
+            "clockSkewSeconds": self._clock_offset_s,
             "scheduled": [
                 {"spec": str(spec), "inSeconds": round(at - now, 3)}
                 for at, spec in sorted(self._scheduled, key=lambda item: item[0])

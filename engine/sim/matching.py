@@ -502,6 +502,24 @@ class MatchingEngine:
         closed = self._closed.get(order_id)
         return self._view(closed) if closed is not None else None
 
+    def order_by_client_oid(self, client_oid: str) -> Order | None:
+        """The newest open or recently closed order with this clientOid."""
+        for order in self._resting:
+            if order.client_oid == client_oid:
+                return self._view(order)
+        for order in reversed(self._closed.values()):
+            if order.client_oid == client_oid:
+                return self._view(order)
+        return None
+
+    def order_fills(self, order_id: str) -> list[Fill]:
+        """The fills of an open or recently closed order, oldest first (empty when unknown)."""
+        for order in self._resting:
+            if order.order_id == order_id:
+                return list(order.fills)
+        closed = self._closed.get(order_id)
+        return list(closed.fills) if closed is not None else []
+
     def queue_ahead(self, order_id: str) -> float | None:
         """Displayed size (base coin) ahead of a resting order; None when not yet known."""
         for order in self._resting:

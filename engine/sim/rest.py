@@ -3,6 +3,8 @@
 Private calls are checked in Bitget's order: headers present (40001/40003/40011/40005), key
 known (40006/40037), timestamp within 30 s (40008), passphrase (40012), HMAC over the exact
 bytes received (40009), demo header (40099), then the per-endpoint rate limit (HTTP 429).
+The timestamp is judged, and server time answered, on the exchange clock plus the injected
+`clock-skew`; `refusals` counts the refusals by code.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import ipaddress
 import logging
 import math
 import re
-from collections import OrderedDict, deque
+from collections import Counter, OrderedDict, deque
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
@@ -53,9 +55,12 @@ BATCH_CANCEL_ORDERS = f"{_ORDER_PATH}/batch-cancel-orders"
 CANCEL_ALL_ORDERS = f"{_ORDER_PATH}/cancel-all-orders"
 CLOSE_POSITIONS = f"{_ORDER_PATH}/close-positions"
 ORDERS_PENDING = f"{_ORDER_PATH}/orders-pending"
+ORDER_DETAIL = f"{_ORDER_PATH}/detail"
+ORDER_FILLS = f"{_ORDER_PATH}/fills"
 ALL_POSITION = "/api/v2/mix/position/all-position"
 SERVER_TIME = "/api/v2/public/time"
 FAULTS = "/sim/faults"
+CANCEL_PATHS = frozenset({CANCEL_ORDER, BATCH_CANCEL_ORDERS, CANCEL_ALL_ORDERS})
 
 RATE_LIMITS_PER_S: Mapping[str, int] = {
     PLACE_ORDER: 10,
@@ -64,6 +69,8 @@ RATE_LIMITS_PER_S: Mapping[str, int] = {
     CANCEL_ALL_ORDERS: 10,
     CLOSE_POSITIONS: 1,
     ORDERS_PENDING: 10,
+    ORDER_DETAIL: 10,
+    ORDER_FILLS: 10,
     ALL_POSITION: 5,
     SERVER_TIME: 20,
 }
@@ -135,6 +142,7 @@ class SimRestApi:
         self._limiter = SlidingWindowLimiter(RATE_WINDOW_S)
         self._margin_modes: OrderedDict[str, str] = OrderedDict()
         self.requests_served = 0
+        self.refusals: Counter[str] = Counter()
 
     def routes(self) -> list[web.RouteDef]:
         private_posts = {
@@ -144,7 +152,12 @@ class SimRestApi:
             CANCEL_ALL_ORDERS: self._cancel_all_orders,
             CLOSE_POSITIONS: self._close_positions,
         }
-        private_gets = {ORDERS_PENDING: self._orders_pending, ALL_POSITION: self._all_position}
+        private_gets = {
+            ORDERS_PENDING: self._orders_pending,
+            ORDER_DETAIL: self._order_detail,
+            ORDER_FILLS: self._order_fills,
+            ALL_POSITION: self._all_position,
+        }
         routes = [web.post(path, self._private(path, h)) for path, h in private_posts.items()]
         routes += [web.get(path, self._private(path, h)) for path, h in private_gets.items()]
         routes += [
@@ -164,8 +177,8 @@ class SimRestApi:
         """Answer a bug in a handler with a Bitget-shaped 500 instead of aiohttp's text page."""
         try:
             return await handler(request)
-        except web.HTTPException:
-            raise
+        except (web.HTTPException, ConnectionResetError):
+            raise  # an HTTP answer, or a client that left before its request was read
         except Exception:
             logger.exception("sim REST handler failed for %s %s", request.method, request.path)
             return self._failure("45001", "Internal error of the simulated exchange", status=500)
@@ -182,6 +195,7 @@ class SimRestApi:
         return web.Response(body=orjson.dumps(envelope), content_type="application/json")
 
     def _failure(self, code: str, message: str, status: int = 400) -> web.Response:
+        self.refusals[code] += 1
         envelope = {"code": code, "msg": message, "requestTime": self._now_ms(), "data": None}
         return web.Response(
             body=orjson.dumps(envelope), status=status, content_type="application/json"
@@ -189,6 +203,7 @@ class SimRestApi:
 
     def _injected_failure(self, code: int) -> web.Response:
         if 500 <= code <= 599:
+            self.refusals[str(code)] += 1
             reason = "Service Temporarily Unavailable" if code == 503 else "Server Error"
             return web.Response(
                 text=_GATEWAY_PAGE.format(code=code, reason=reason),
@@ -208,7 +223,9 @@ class SimRestApi:
         async def serve(request: web.Request) -> web.Response:
             await self._delay()
             self.requests_served += 1
-            injected = self._faults.take_rest_error()
+            injected = self._faults.take_cancel_error() if path in CANCEL_PATHS else None
+            if injected is None:
+                injected = self._faults.take_rest_error()
             if injected is not None:
                 return self._injected_failure(injected)
             body = await request.read()
@@ -252,7 +269,7 @@ class SimRestApi:
             return self._failure("40006", "Invalid ACCESS_KEY")
         if not hmac.compare_digest(api_key.encode(), credentials.api_key.encode()):
             return self._failure("40037", "Apikey does not exist")
-        if abs(self._now_ms() - int(timestamp)) > TIMESTAMP_WINDOW_MS:
+        if abs(self._skewed_now_ms() - int(timestamp)) > TIMESTAMP_WINDOW_MS:
             return self._failure("40008", "Request timestamp expired")
         if not hmac.compare_digest(passphrase.encode(), credentials.passphrase.encode()):
             return self._failure("40012", "apikey/password is incorrect")
@@ -274,7 +291,10 @@ class SimRestApi:
             (request.remote, SERVER_TIME), RATE_LIMITS_PER_S[SERVER_TIME], loop_time
         ):
             return self._failure("429", "Too Many Requests", status=429)
-        return self._success({"serverTime": str(self._now_ms())})
+        return self._success({"serverTime": str(self._skewed_now_ms())})
+
+    def _skewed_now_ms(self) -> int:
+        return self._now_ms() + self._faults.clock_offset_ms
 
     async def _post_faults(self, request: web.Request) -> web.Response:
         if not _is_loopback(request.remote):
@@ -481,7 +501,78 @@ class SimRestApi:
         _margin_coin(params, required=False)
         return [self._position_json(position) for position in self._account.positions()]
 
+    def _order_detail(self, params: dict[str, object]) -> object:
+        """One order, open or recently closed, by orderId (preferred) or clientOid."""
+        engine = self._engine(params)
+        _product_type(params)
+        order_id = _optional_text(params, "orderId")
+        client_oid = _optional_text(params, "clientOid")
+        if order_id is None and client_oid is None:
+            raise _RequestError("40019", "Parameter orderId or clientOid cannot be empty")
+        order = (
+            engine.order(order_id)
+            if order_id is not None
+            else engine.order_by_client_oid(str(client_oid))
+        )
+        if order is None:
+            raise _RequestError("40109", "The data of the order cannot be found")
+        detail = self._order_json(order)
+        detail["state"] = detail.pop("status")  # the detail endpoint names it `state`
+        detail["cancelReason"] = order.cancel_reason
+        return detail
+
+    def _order_fills(self, params: dict[str, object]) -> object:
+        """The fills of one order, newest first, paged by tradeId. Bitget also lists an
+        account's fills without an orderId; the simulator keeps fills per order only."""
+        _product_type(params)
+        order_id = _optional_text(params, "orderId")
+        if order_id is None:
+            raise _RequestError(
+                "40019", "Parameter orderId cannot be empty (the simulator lists fills by order)"
+            )
+        engines = [self._engine(params)] if params.get("symbol") else list(self._engines.values())
+        id_less_than = _optional_text(params, "idLessThan")
+        limit = _page_limit(params)
+        fills = [
+            fill
+            for engine in engines
+            for fill in engine.order_fills(order_id)
+            if id_less_than is None or int(fill.trade_id) < _int_text(id_less_than)
+        ]
+        fills.sort(key=lambda fill: int(fill.trade_id), reverse=True)
+        page = fills[:limit]
+        return {
+            "fillList": [self._fill_json(fill) for fill in page],
+            "endId": page[-1].trade_id if page else None,
+        }
+
     # Rendering
+
+    def _fill_json(self, fill: Fill) -> dict[str, object]:
+        instrument = self._engines[fill.symbol].instrument
+        return {
+            "tradeId": fill.trade_id,
+            "symbol": fill.symbol,
+            "orderId": fill.order_id,
+            "price": instrument.format_price(fill.price),
+            "baseVolume": instrument.format_size(fill.size),
+            "feeDetail": [
+                {
+                    "deduction": "no",
+                    "feeCoin": MARGIN_COIN,
+                    "totalDeductionFee": "0",
+                    "totalFee": number_text(-fill.fee),
+                }
+            ],
+            "side": str(fill.side),
+            "quoteVolume": number_text(fill.price * fill.size),
+            "profit": "0",
+            "enterPointSource": "API",
+            "tradeSide": f"{fill.side}_single",
+            "posMode": "one_way_mode",
+            "tradeScope": str(fill.liquidity),
+            "cTime": str(fill.ts_ms),
+        }
 
     def _order_json(self, order: Order) -> dict[str, object]:
         instrument = self._engines[order.symbol].instrument

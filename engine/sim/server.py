@@ -166,7 +166,9 @@ class SimExchange:
 
     def __init__(self, config: SimExchangeConfig | None = None) -> None:
         self.config = config or SimExchangeConfig()
-        self.faults = FaultInjector(on_disconnect=self._drop_connections)
+        self.faults = FaultInjector(
+            on_disconnect=self._drop_connections, on_cut_frame=self._cut_public_mid_frame
+        )
         self.account = SimAccount(self.config.account)
         self.market: MarketGenerator | None = None
         self._engines: dict[str, MatchingEngine] = {}
@@ -256,6 +258,10 @@ class SimExchange:
 
     def fills(self) -> list[Fill]:
         return list(self._fills)
+
+    def rest_refusals(self) -> dict[str, int]:
+        """Failure answers of the REST API so far, by Bitget code (40008, 429...)."""
+        return dict(self._rest.refusals) if self._rest is not None else {}
 
     def positions(self) -> list[Position]:
         return self.account.positions()
@@ -362,7 +368,7 @@ class SimExchange:
                 format_levels(book.ask_prices, book.ask_sizes, instrument),
                 book.ts_ms,
             )
-            if delta is not None:
+            if delta is not None and not self.faults.take_seq_gap():
                 frames[(INCREMENTAL_DEPTH_CHANNEL, symbol)] = publisher.update_frame(delta, now_ms)
             for channel in SNAPSHOT_DEPTH_CHANNELS:
                 frames[(channel, symbol)] = publisher.snapshot_frame(channel, now_ms)
@@ -543,6 +549,23 @@ class SimExchange:
         for connection in list(self._connections):
             connection.abort()
 
+    def _cut_public_mid_frame(self) -> None:
+        """Half a books15 frame on every public connection, then the TCP connection closed
+        (after the bytes leave): the client reads a truncated frame and no close frame."""
+        publisher = next(iter(self._publishers.values()), None)
+        if publisher is None:
+            return
+        payload = publisher.snapshot_frame("books15", self.now_ms()).encode()
+        partial = _unmasked_text_header(len(payload)) + payload[: len(payload) // 2]
+        for connection in list(self._connections):
+            if connection.private is not None:
+                continue
+            connection.closing = True
+            transport = connection.request.transport
+            if transport is not None and not transport.is_closing():
+                transport.write(partial)
+                transport.close()
+
     def _drop_idle_connections(self) -> None:
         deadline = time.monotonic() - self.config.ping_timeout_s
         for connection in list(self._connections):
@@ -555,6 +578,15 @@ class SimExchange:
             connection.writer.cancel()
             await asyncio.gather(connection.writer, return_exceptions=True)
         await connection.ws.close(code=WSCloseCode.GOING_AWAY, message=b"server shutdown")
+
+
+def _unmasked_text_header(length: int) -> bytes:
+    """RFC 6455 header of a final, unmasked text frame (server to client) of `length` bytes."""
+    if length < 126:
+        return bytes((0x81, length))
+    if length < 1 << 16:
+        return bytes((0x81, 126)) + length.to_bytes(2, "big")
+    return bytes((0x81, 127)) + length.to_bytes(8, "big")
 
 
 def _parse_json(text: str | None) -> object:

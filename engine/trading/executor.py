@@ -13,11 +13,20 @@ more than once: acks count once, fills are applied once per trade id, an update 
 already closed is ignored. Every ack, reject, fill, position change, cancel and state change is
 journaled, and every one reaches the node's event log as its own event.
 
+Private pushes can be lost (Bitget says so; the simulator's `silence` drops them). An order
+the venue no longer lists is looked up by id or clientOid: the fills it made that never
+reached us are applied and journaled (a push arriving later is a duplicate by trade id), then
+its status is taken. That runs at start, after a private-stream reconnect, after a feed
+outage, and in the periodic check.
+
 Positions come from fills. The venue's view replaces them (`on_position_sync`) at start, after
-every private-stream reconnect, and when a periodic check finds them apart with nothing that
-could still be in flight (no open order and no fill on that symbol for `position_settle_ms`).
-A fill stamped no later than the venue snapshot a sync came from is already in that position
-and moves nothing again.
+every private-stream reconnect, and, while quoting, when a check finds them apart at two reads
+`position_settle_ms` apart with neither the venue's nor ours moving in between (a fill on its
+way would move one of them). A fill stamped no later than the venue snapshot a sync came from
+is already in that position and moves nothing again.
+
+A jump in the venue's clock offset (the REST client re-measures it after a 40008) is
+explained as a fault event and journaled.
 
 Kill and flatten cancel everything and close every position, again and again, until the
 venue itself reports no open order and no position.
@@ -38,10 +47,12 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from engine.bitget.orders import OrderSide
+from engine.exchange.bitget_models import SIGNING_WINDOW_MS
 from engine.exchange.private_events import (
     FillUpdate,
     OrderStatus,
     OrderUpdate,
+    PositionEntry,
     PositionsUpdate,
     PrivateEvent,
     PrivateStreamChanged,
@@ -98,6 +109,8 @@ _SIZE_DECIMALS = 12
 _NOT_OPEN_CODES = frozenset({"43001", "40768", "40109", "22001", "43004"})
 """Cancel answers meaning the order is not open (any more)."""
 _VENUE_ERRORS = (VenueRejected, VenueOutcomeUnknown, VenueUnavailable)
+_CLOCK_JUMP_MS = 1_000
+"""A change of the venue's clock offset worth explaining (resyncs move it by a few ms)."""
 
 
 class OrderRole(enum.StrEnum):
@@ -208,6 +221,12 @@ class ExecutorStats:
     journal_refused: int
     reconciliations: int
     venue_errors: Mapping[str, int]
+    fills_recovered: int = 0
+    """Fills the private stream never delivered, recovered by looking their order up."""
+    clock_offset_ms: int = 0
+    """Exchange time minus ours, as the venue last measured it."""
+    clock_note: str = ""
+    """The last explanation of a clock change (beyond Bitget's 30 s window: why 40008)."""
 
 
 class SequenceOutcome(NamedTuple):
@@ -264,6 +283,10 @@ class OrderExecutor:
         self._stream_was_live = False
         self._running = False
         self._last_fault_ns = 0
+        self._feed_outages: set[str] = set()
+        self._check_reason: str | None = None
+        self._clock_offset_ms = 0
+        self._clock_note = ""
         self._counts: Counter[str] = Counter()
         self._venue_errors: Counter[str] = Counter()
 
@@ -274,6 +297,9 @@ class OrderExecutor:
         previous run), then keep orders and positions in step until `stop`."""
         await self.venue.start(self.on_private_event)
         self._running = True
+        self._clock_offset_ms = self.venue.clock_offset_ms
+        if abs(self._clock_offset_ms) > SIGNING_WINDOW_MS:
+            self._explain_clock(self._clock_offset_ms, None)
         await self.reconcile("start", journal_orders, cancel_open=self.config.cancel_on_start)
         self._next_check_ns = self._clock() + self.config.poll_interval_ms * 1_000_000
         self._maintenance = asyncio.create_task(self._maintain(), name="executor-maintenance")
@@ -385,6 +411,17 @@ class OrderExecutor:
 
     def on_feed_health(self, symbol: str, healthy: bool, reason: str) -> None:
         self.gateway.on_feed_health(symbol, healthy, reason)
+        if not healthy:
+            self._feed_outages.add(symbol)
+        elif symbol in self._feed_outages:
+            self._feed_outages.discard(symbol)
+            # Whatever silenced the feed may have swallowed private pushes too.
+            self.check_soon(f"{symbol} feed back")
+
+    def check_soon(self, reason: str) -> None:
+        """Check orders and positions with the venue at the next maintenance tick."""
+        self._check_reason = reason
+        self._next_check_ns = 0
 
     # The risk view
 
@@ -453,7 +490,7 @@ class OrderExecutor:
             reason = update.cancel_reason or order.reason or "cancelled"
             self._cancelled(order, reason, now)
 
-    def _on_fill_update(self, fill: FillUpdate) -> None:
+    def _on_fill_update(self, fill: FillUpdate, source: str = "stream") -> None:
         seen = self._seen_trades
         if fill.trade_id in seen:
             self._counts["duplicate_fills"] += 1
@@ -496,6 +533,7 @@ class OrderExecutor:
                 "maker": fill.maker,
                 "filled_ms": fill.filled_ms,
                 "in_position_sync": included,
+                "source": source,
                 "session": self.session,
             },
             now,
@@ -578,6 +616,9 @@ class OrderExecutor:
         now = self._clock()
         self._counts["reconciliations"] += 1
         venue_orders = {order.client_oid: order for order in snapshot.orders}
+        # Positions first: a fill the lookups below recover that the snapshot already holds
+        # is then recognised as included and not counted twice.
+        synced = self._sync_positions(snapshot, now, reason)
         missing = unknown = 0
         for order in list(self._orders.values()):
             if order.state in _IN_FLIGHT:
@@ -585,11 +626,12 @@ class OrderExecutor:
             venue_order = venue_orders.get(order.intent.client_oid)
             if venue_order is not None:
                 self._acknowledge(order, venue_order.order_id, now)
+                if venue_order.filled_size > order.filled + _FILL_TOLERANCE * order.intent.size:
+                    await self._recover(order, reason)
                 continue
             missing += 1
-            detail = f"not open at the venue ({reason}): filled or cancelled unheard"
-            self._report_missing(order.intent.client_oid, order.intent.symbol, detail, now)
-            self._cancelled(order, detail, now)
+            await self._recover(order, reason)
+        now = self._clock()
         journal_open = {str(entry.get("client_oid")): entry for entry in journal_orders}
         for client_oid, entry in journal_open.items():
             if client_oid in venue_orders or client_oid in self._orders:
@@ -633,7 +675,6 @@ class OrderExecutor:
                 now,
             )
             stale.append(venue_order)
-        synced = self._sync_positions(snapshot, now, reason, force=True)
         done = ReconciliationDone(reason, len(venue_orders), missing, unknown, synced, now)
         self.events.append(done)
         self._journal(
@@ -684,75 +725,194 @@ class OrderExecutor:
     def _is_ours(self, client_oid: str) -> bool:
         return client_oid.startswith(self.config.client_oid_prefix)
 
-    def _sync_positions(
-        self, snapshot: VenueSnapshot, now: int, reason: str, *, force: bool
-    ) -> int:
-        """Replace the gateway's positions with the venue's; without `force`, only symbols
-        where nothing can still be in flight."""
+    def _sync_positions(self, snapshot: VenueSnapshot, now: int, reason: str) -> int:
+        """Replace the gateway's positions with the venue's (every fill stamped up to the
+        snapshot is in them); the count of symbols that changed."""
         venue_sizes = {entry.symbol: entry for entry in snapshot.positions}
         synced = 0
-        view = self.gateway.snapshot()
-        settle_ns = self.config.position_settle_ms * 1_000_000
-        for position in view.positions:
+        for position in self.gateway.snapshot().positions:
             symbol = position.symbol
             entry = venue_sizes.get(symbol)
-            size = entry.size if entry is not None else 0.0
-            entry_price = entry.entry_price if entry is not None else 0.0
-            if not force:
-                if any(o.intent.symbol == symbol for o in self._orders.values()):
-                    continue
-                if now - self._last_fill_ns.get(symbol, 0) < settle_ns:
-                    continue
             self._synced_ms[symbol] = max(self._synced_ms.get(symbol, 0), snapshot.exchange_ms)
-            if math.isclose(size, position.size, rel_tol=1e-9, abs_tol=1e-12):
-                continue
-            synced += 1
-            self._counts["position_syncs"] += 1
-            self.gateway.on_position_sync(symbol, size, entry_price, now)
-            self._journal(
-                EntryKind.POSITION,
-                {
-                    "event": "synced",
-                    "symbol": symbol,
-                    "old_size": position.size,
-                    "new_size": size,
-                    "entry_price": entry_price,
-                    "reason": reason,
-                    "session": self.session,
-                },
-                now,
-            )
+            if not _same_size(entry.size if entry is not None else 0.0, position.size):
+                synced += 1
+                self._sync_symbol(symbol, entry, position.size, now, reason)
         self._risk_view = None
         return synced
 
+    def _sync_symbol(
+        self, symbol: str, entry: PositionEntry | None, old_size: float, now: int, reason: str
+    ) -> None:
+        size = entry.size if entry is not None else 0.0
+        entry_price = entry.entry_price if entry is not None else 0.0
+        self._counts["position_syncs"] += 1
+        self.gateway.on_position_sync(symbol, size, entry_price, now)
+        self._journal(
+            EntryKind.POSITION,
+            {
+                "event": "synced",
+                "symbol": symbol,
+                "old_size": old_size,
+                "new_size": size,
+                "entry_price": entry_price,
+                "reason": reason,
+                "session": self.session,
+            },
+            now,
+        )
+
     async def check_with_venue(self, reason: str) -> None:
-        """The periodic check: orders that ended unheard, unknown outcomes, position drift."""
+        """The periodic check, and the one after a feed outage: orders that ended unheard are
+        looked up (their fills recovered), unknown outcomes resolved, positions re-synced."""
+        sent_ns = self._clock()
         try:
             snapshot = await self.venue.snapshot()
         except _VENUE_ERRORS as error:
             self._venue_error("snapshot", error)
             return
         now = self._clock()
-        venue_orders = {order.client_oid for order in snapshot.orders}
+        venue_orders = {order.client_oid: order for order in snapshot.orders}
         grace_ns = self.config.unknown_order_grace_ms * 1_000_000
         polling = self.venue.stream_state is not PrivateStreamState.LIVE
+        if polling:  # no stream to wait for: the venue's view is the truth (before the lookups)
+            self._sync_positions(snapshot, now, reason)
         for order in list(self._orders.values()):
-            client_oid = order.intent.client_oid
-            if client_oid in venue_orders:
+            if self._orders.get(order.intent.client_oid) is not order:
+                continue  # settled while an earlier lookup was awaited
+            venue_order = venue_orders.get(order.intent.client_oid)
+            if venue_order is not None:
                 if order.state is OrderState.UNKNOWN:
-                    self._acknowledge(order, order.order_id, now)
+                    self._acknowledge(order, venue_order.order_id, now)
+                if venue_order.filled_size > order.filled + _FILL_TOLERANCE * order.intent.size:
+                    await self._recover(order, reason)  # partly filled unheard
                 continue
             if order.state in _IN_FLIGHT or now - order.updated_ns < grace_ns:
                 continue
-            if order.state is OrderState.UNKNOWN:
-                detail = "outcome unknown and not open at the venue"
-            elif polling:
-                detail = "no longer open at the venue (filled or cancelled)"
-            else:
-                detail = "ended without an update from the private stream"
-            self._report_missing(client_oid, order.intent.symbol, detail, now)
+            await self._recover(order, reason)
+        if not polling:
+            await self._confirm_drift(snapshot, sent_ns, reason)
+
+    async def _recover(self, order: TrackedOrder, reason: str) -> None:
+        """Settle an order from the venue's own record: the fills it made that never reached
+        us are applied (once: by trade id) and journaled, then its status is taken."""
+        intent = order.intent
+        client_oid = intent.client_oid
+        try:
+            record = await self.venue.order_record(intent.symbol, client_oid, order.order_id)
+        except _VENUE_ERRORS as error:
+            self._venue_error("order lookup", error)
+            return  # still open here; the next check asks again
+        if self._orders.get(client_oid) is not order:
+            return  # the stream settled it meanwhile
+        now = self._clock()
+        if record is None:
+            detail = f"not open at the venue and unknown to it ({reason}): never placed"
+            self._report_missing(client_oid, intent.symbol, detail, now)
             self._cancelled(order, detail, now)
-        self._sync_positions(snapshot, now, reason, force=polling)
+            return
+        recovered = 0
+        for fill in record.fills:
+            if fill.trade_id not in self._seen_trades:
+                recovered += 1
+                self._on_fill_update(fill, f"venue lookup ({reason})")
+        self._counts["fills_recovered"] += recovered
+        now = self._clock()
+        status = record.status
+        self._journal(
+            EntryKind.ORDER_ACK,
+            {
+                "event": "looked_up",
+                "client_oid": client_oid,
+                "order_id": record.order_id,
+                "symbol": intent.symbol,
+                "status": status.value,
+                "filled": record.filled_size,
+                "fills_recovered": recovered,
+                "reason": reason,
+                "session": self.session,
+            },
+            now,
+        )
+        detail = f"{status.value} at the venue, unheard ({reason}): {recovered} fills recovered"
+        if recovered or status.terminal:
+            self.events.append(OrderMissingAtVenue(client_oid, intent.symbol, detail, now))
+        if self._orders.get(client_oid) is not order:
+            return  # its fills completed it
+        if status is OrderStatus.CANCELED:
+            cancel_reason = f"; {record.cancel_reason}" if record.cancel_reason else ""
+            self._cancelled(order, f"{detail}{cancel_reason}", now)
+        elif status is OrderStatus.FILLED:
+            # Fewer fills than the venue counts (a history cut short): finish it, say so.
+            order.state = OrderState.FILLED
+            if order.gateway_open:
+                order.gateway_open = False
+                self.gateway.on_order_cancelled(client_oid, now)
+            self._report_missing(
+                client_oid,
+                intent.symbol,
+                f"filled at the venue ({record.filled_size:g}) but only {order.filled:g} "
+                "of its fills were found",
+                now,
+            )
+            self._finish(order, now)
+        else:
+            self._acknowledge(order, record.order_id, now)
+            if status is OrderStatus.PARTIALLY_FILLED:
+                order.state = OrderState.PARTIALLY_FILLED
+
+    async def _confirm_drift(self, first: VenueSnapshot, sent_ns: int, reason: str) -> None:
+        """Re-sync positions the venue reports differently while orders rest. A fill still
+        on its way would explain a gap, so a symbol is synced only when the gap holds at two
+        reads `position_settle_ms` apart with neither side's position moving in between."""
+        apart = self._positions_apart(first)
+        if not apart:
+            return
+        if any(self._last_fill_ns.get(symbol, 0) >= sent_ns for symbol in apart):
+            # Fills were applied since that read (the lookups): compare with a fresh one.
+            sent_ns = self._clock()
+            try:
+                first = await self.venue.snapshot()
+            except _VENUE_ERRORS as error:
+                self._venue_error("snapshot", error)
+                return
+            apart = self._positions_apart(first)
+            if not apart:
+                return
+        await asyncio.sleep(self.config.position_settle_ms / 1000.0)
+        try:
+            second = await self.venue.snapshot()
+        except _VENUE_ERRORS as error:
+            self._venue_error("snapshot", error)
+            return
+        now = self._clock()
+        engine = {p.symbol: p.size for p in self.gateway.snapshot().positions}
+        venue_second = {entry.symbol: entry for entry in second.positions}
+        for symbol, venue_first in apart.items():
+            if self._last_fill_ns.get(symbol, 0) >= sent_ns:
+                continue  # a fill reached us meanwhile: not settled yet
+            entry = venue_second.get(symbol)
+            size = entry.size if entry is not None else 0.0
+            if not _same_size(size, venue_first) or _same_size(size, engine.get(symbol, 0.0)):
+                continue  # the venue's moved (fills in flight), or the two agree now
+            # Every fill stamped up to the first read is in the second (nothing moved since).
+            self._synced_ms[symbol] = max(self._synced_ms.get(symbol, 0), first.exchange_ms)
+            self._sync_symbol(
+                symbol,
+                entry,
+                engine.get(symbol, 0.0),
+                now,
+                f"{reason}: apart at two reads {self.config.position_settle_ms} ms apart",
+            )
+        self._risk_view = None
+
+    def _positions_apart(self, snapshot: VenueSnapshot) -> dict[str, float]:
+        """The symbols whose venue position differs from the gateway's, with the venue's."""
+        venue = {entry.symbol: entry.size for entry in snapshot.positions}
+        return {
+            p.symbol: venue.get(p.symbol, 0.0)
+            for p in self.gateway.snapshot().positions
+            if not _same_size(venue.get(p.symbol, 0.0), p.size)
+        }
 
     # Kill and flatten
 
@@ -784,7 +944,7 @@ class OrderExecutor:
             if snapshot is not None:
                 open_positions = [p for p in snapshot.positions if p.size]
                 if not snapshot.orders and not open_positions:
-                    self._sync_positions(snapshot, self._clock(), reason, force=True)
+                    self._sync_positions(snapshot, self._clock(), reason)
                     elapsed = (time.perf_counter() - started) * 1000
                     return SequenceOutcome(
                         True,
@@ -1045,6 +1205,7 @@ class OrderExecutor:
             await asyncio.sleep(interval_s)
             try:
                 self.drain_risk_events()
+                self._watch_clock()
                 self._schedule_check()
             except Exception as error:  # the loop keeps the executor alive; say what broke
                 logger.exception("executor maintenance failed")
@@ -1066,9 +1227,48 @@ class OrderExecutor:
         if unknown:
             interval_ns = min(interval_ns, self.config.unknown_order_grace_ms * 1_000_000)
         self._next_check_ns = now + interval_ns
-        self._check_task = self._spawn(
-            self.check_with_venue("polling" if polling else "periodic check"), "venue-check"
+        reason = self._check_reason or ("polling" if polling else "periodic check")
+        self._check_reason = None
+        self._check_task = self._spawn(self.check_with_venue(reason), "venue-check")
+
+    def _watch_clock(self) -> None:
+        offset = self.venue.clock_offset_ms
+        if abs(offset - self._clock_offset_ms) >= _CLOCK_JUMP_MS:
+            previous, self._clock_offset_ms = self._clock_offset_ms, offset
+            self._explain_clock(offset, previous)
+
+    def _explain_clock(self, offset_ms: int, previous_ms: int | None) -> None:
+        """The venue re-measured its clock against ours and found it moved (a 40008 makes the
+        REST client do that): say how far apart the clocks are and what it means."""
+        now = self._clock()
+        apart = f"{abs(offset_ms) / 1000:.1f} s {'ahead of' if offset_ms > 0 else 'behind'} ours"
+        was = "at start" if previous_ms is None else f"was {previous_ms / 1000:+.1f} s"
+        window_s = SIGNING_WINDOW_MS // 1000
+        if abs(offset_ms) > SIGNING_WINDOW_MS:
+            text = (
+                f"clock skew: the exchange clock is {apart} ({was}), beyond Bitget's "
+                f"{window_s} s signing window: requests stamped with our clock are refused "
+                "(40008). Resynced from the exchange's server time: requests are now stamped "
+                "with exchange time. Fix the system clock (NTP)"
+            )
+        else:
+            text = (
+                f"clock resynced: the exchange clock is {apart} ({was}), within Bitget's "
+                f"{window_s} s signing window"
+            )
+        self._clock_note = text
+        self._journal(
+            EntryKind.FAULT,
+            {
+                "clock_offset_ms": offset_ms,
+                "previous_offset_ms": previous_ms,
+                "signing_window_ms": SIGNING_WINDOW_MS,
+                "text": text,
+                "session": self.session,
+            },
+            now,
         )
+        self.events.append(TradingFault(text, now))
 
     # Internals: journal and faults
 
@@ -1187,7 +1387,14 @@ class OrderExecutor:
             journal_refused=counts["journal_refused"],
             reconciliations=counts["reconciliations"],
             venue_errors=dict(self._venue_errors),
+            fills_recovered=counts["fills_recovered"],
+            clock_offset_ms=self._clock_offset_ms,
+            clock_note=self._clock_note,
         )
+
+
+def _same_size(a: float, b: float) -> bool:
+    return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
 
 
 def _intent_payload(intent: object) -> dict[str, object]:

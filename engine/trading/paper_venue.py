@@ -49,6 +49,7 @@ from engine.trading.venue import (
     PlaceAck,
     PrivateSink,
     VenueOrder,
+    VenueOrderRecord,
     VenueRejected,
     VenueSnapshot,
     VenueUnavailable,
@@ -240,6 +241,26 @@ class PaperVenue:
         )
         return VenueSnapshot(orders, self._positions(), self._now_ms())
 
+    async def order_record(
+        self, symbol: str, client_oid: str, order_id: str | None
+    ) -> VenueOrderRecord | None:
+        engine = self._engine(symbol)
+        self._requests["order_record"] += 1
+        await asyncio.sleep(self._latency_s)
+        order = engine.order(order_id) if order_id else engine.order_by_client_oid(client_oid)
+        if order is None:
+            return None
+        recv_ns = self._clock()
+        return VenueOrderRecord(
+            order.symbol,
+            order.order_id,
+            order.client_oid,
+            OrderStatus(order.status.value),
+            order.filled_size,
+            order.cancel_reason,
+            tuple(_fill_update(fill, recv_ns) for fill in engine.order_fills(order.order_id)),
+        )
+
     def stats(self) -> dict[str, object]:
         return {
             "requests": dict(self._requests),
@@ -263,21 +284,7 @@ class PaperVenue:
         self._fills += len(fills)
         reported: set[str] = set()
         for fill in fills:
-            self._emit(
-                FillUpdate(
-                    fill.symbol,
-                    fill.order_id,
-                    fill.client_oid,
-                    fill.trade_id,
-                    OrderSide(fill.side.value),
-                    fill.price,
-                    fill.size,
-                    fill.fee,
-                    fill.liquidity is Liquidity.MAKER,
-                    fill.ts_ms,
-                    recv_ns,
-                )
-            )
+            self._emit(_fill_update(fill, recv_ns))
             if fill.order_id not in reported:
                 reported.add(fill.order_id)
                 order = engine.order(fill.order_id)
@@ -324,6 +331,22 @@ def _order_update(order: Order, recv_ns: int) -> OrderUpdate:
         order.updated_ms,
         recv_ns,
         order.cancel_reason,
+    )
+
+
+def _fill_update(fill: Fill, recv_ns: int) -> FillUpdate:
+    return FillUpdate(
+        fill.symbol,
+        fill.order_id,
+        fill.client_oid,
+        fill.trade_id,
+        OrderSide(fill.side.value),
+        fill.price,
+        fill.size,
+        fill.fee,
+        fill.liquidity is Liquidity.MAKER,
+        fill.ts_ms,
+        recv_ns,
     )
 
 

@@ -30,7 +30,12 @@ from engine.exchange.bitget_rest import (
     BitgetTransportError,
     Credentials,
 )
-from engine.exchange.private_events import PositionEntry, PrivateStreamState
+from engine.exchange.private_events import (
+    FillUpdate,
+    OrderStatus,
+    PositionEntry,
+    PrivateStreamState,
+)
 from engine.risk.intents import OrderIntent
 from engine.sim.instruments import Instrument
 from engine.trading.cancel_lane import CancelLane, LaneAnswer
@@ -39,6 +44,7 @@ from engine.trading.venue import (
     PlaceAck,
     PrivateSink,
     VenueOrder,
+    VenueOrderRecord,
     VenueOutcomeUnknown,
     VenueRejected,
     VenueSnapshot,
@@ -46,6 +52,7 @@ from engine.trading.venue import (
 )
 
 _NOTHING_TO_CANCEL = frozenset({"22001", "43004"})
+_ORDER_NOT_FOUND = frozenset({"40109", "43001", "40768"})
 _LANE_RETRIED = frozenset({"429", "40008"})
 """Lane answers the client copes with better (it backs off, or re-measures the clock)."""
 
@@ -218,6 +225,52 @@ class RestVenue:
         )
         return VenueSnapshot(orders, _net_positions(positions), exchange_ms)
 
+    async def order_record(
+        self, symbol: str, client_oid: str, order_id: str | None
+    ) -> VenueOrderRecord | None:
+        try:
+            detail = await self.client.order_detail(
+                symbol, order_id=order_id or None, client_oid=None if order_id else client_oid
+            )
+            fills = (
+                await self.client.order_fills(symbol, detail.order_id)
+                if detail.filled_size > 0
+                else []
+            )
+        except BitgetApiError as error:
+            if error.code in _ORDER_NOT_FOUND:
+                return None
+            raise venue_error(error) from None
+        except BitgetRestError as error:
+            raise venue_error(error) from None
+        recv_ns = self._clock()
+        oid = detail.client_oid or client_oid
+        updates = tuple(
+            FillUpdate(
+                fill.symbol,
+                fill.order_id,
+                oid,
+                fill.trade_id,
+                fill.side,
+                float(fill.price),
+                float(fill.size),
+                float(fill.fee) + 0.0,
+                fill.maker,
+                fill.filled_ms,
+                recv_ns,
+            )
+            for fill in sorted(fills, key=lambda fill: (fill.filled_ms, fill.trade_id))
+        )
+        return VenueOrderRecord(
+            detail.symbol,
+            detail.order_id,
+            oid,
+            OrderStatus(detail.status),
+            float(detail.filled_size),
+            detail.cancel_reason,
+            updates,
+        )
+
     def stats(self) -> dict[str, object]:
         stats = self.client.stats()
         lane = self.lane
@@ -227,6 +280,7 @@ class RestVenue:
             "retries": stats.retries,
             "reconciliations": stats.reconciliations,
             "clock_offset_ms": stats.clock_offset_ms,
+            "clock_resyncs": stats.clock_resyncs,
             "cancel_all_by_path": dict(self.cancels_by_path),
             "lane": None
             if lane is None

@@ -11,8 +11,9 @@ than one lot of room, or below the minimum notional, is not quoted. In REDUCING 
 that shrinks the position is quoted (reduce-only, at most the position); in PAUSED and HALTED
 nothing is.
 
-Laya's intents: CANCEL_ALL cancels everything and starts the cooldown; PULL_ASKS / PULL_BIDS
-drop that side; KEEP_QUOTING quotes both.
+Laya's intents: CANCEL_ALL cancels everything and starts the cooldown; STAND_ASIDE (Laya warming
+up) quotes nothing, without a cooldown; PULL_ASKS / PULL_BIDS drop that side; KEEP_QUOTING quotes
+both.
 
 Hedge. Net delta (USDT) = q * m_T + h * q_H * m_H with h the hedge ratio in force. Beyond the
 deadband the hedge trades towards q_H* = -q * m_T / (h * m_H), rounded to the lot, with an IOC
@@ -40,6 +41,7 @@ _KEEP_QUOTING = QuoteIntent.KEEP_QUOTING
 _PULL_ASKS = QuoteIntent.PULL_ASKS
 _PULL_BIDS = QuoteIntent.PULL_BIDS
 _CANCEL_ALL = QuoteIntent.CANCEL_ALL
+_STAND_ASIDE = QuoteIntent.STAND_ASIDE
 
 
 class Quote(NamedTuple):
@@ -164,7 +166,7 @@ class QuotingStrategy:
     ) -> QuotePlan:
         """The quotes wanted now (see the module docstring for the formulas). `extra_skew_bps`
         (Kev's quote skew) moves both quotes up when positive."""
-        if intent is _CANCEL_ALL or now_ns < self.cooldown_until_ns:
+        if intent is _CANCEL_ALL or intent is _STAND_ASIDE or now_ns < self.cooldown_until_ns:
             return NO_QUOTES
         if state is not _ACTIVE and state is not _REDUCING:
             return NO_QUOTES

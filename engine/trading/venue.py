@@ -12,7 +12,13 @@ from collections.abc import Callable
 from typing import NamedTuple, Protocol
 
 from engine.bitget.orders import OrderSide
-from engine.exchange.private_events import PositionEntry, PrivateEvent, PrivateStreamState
+from engine.exchange.private_events import (
+    FillUpdate,
+    OrderStatus,
+    PositionEntry,
+    PrivateEvent,
+    PrivateStreamState,
+)
 from engine.risk.intents import OrderIntent
 
 PrivateSink = Callable[[PrivateEvent], None]
@@ -44,6 +50,19 @@ class VenueSnapshot(NamedTuple):
     orders: tuple[VenueOrder, ...]
     positions: tuple[PositionEntry, ...]
     exchange_ms: int
+
+
+class VenueOrderRecord(NamedTuple):
+    """One order as the venue reports it when asked by id or clientOid, open or finished, with
+    every fill it made (oldest first): how an order whose pushes were lost is settled."""
+
+    symbol: str
+    order_id: str
+    client_oid: str
+    status: OrderStatus
+    filled_size: float
+    cancel_reason: str
+    fills: tuple[FillUpdate, ...]
 
 
 class VenueRejected(Exception):
@@ -112,5 +131,12 @@ class Venue(Protocol):
         ...
 
     async def snapshot(self) -> VenueSnapshot: ...
+
+    async def order_record(
+        self, symbol: str, client_oid: str, order_id: str | None
+    ) -> VenueOrderRecord | None:
+        """The order (by `order_id` when known, else `client_oid`) and its fills; None when
+        the venue has no such order."""
+        ...
 
     def stats(self) -> dict[str, object]: ...

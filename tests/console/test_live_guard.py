@@ -152,10 +152,11 @@ def test_bad_arguments_are_refused_before_anything_is_asked(
     assert operator.prompts == [] and operator.lines == []
 
 
-@pytest.mark.parametrize(("stdin", "confirmed"), [("LIVE BTCUSDT\n", True), ("", False)])
-def test_the_default_reader_is_standard_input(
-    monkeypatch: pytest.MonkeyPatch, stdin: str, confirmed: bool
+@pytest.mark.parametrize("stdin", ["LIVE BTCUSDT\n", ""])
+def test_the_default_reader_refuses_input_that_is_not_a_terminal(
+    monkeypatch: pytest.MonkeyPatch, stdin: str
 ) -> None:
-    monkeypatch.setattr("sys.stdin", io.StringIO(stdin))
+    monkeypatch.setattr("sys.stdin", io.StringIO(stdin))  # piped: even the phrase declines
     shown: list[str] = []
-    assert confirm_live(account="main", symbols=["BTCUSDT"], write=shown.append) is confirmed
+    assert confirm_live(account="main", symbols=["BTCUSDT"], write=shown.append) is False
+    assert "standard input is not a terminal" in shown[-1]

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import gzip
-import io
 
 import orjson
 import pytest
 
 from engine.feed.recording import encode_line
 from engine.laya.classifier import LayaClassifierConfig
-from engine.node import EngineConfig, EngineNode, run_headless
+from engine.node import EngineConfig, EngineNode, format_status
 from engine.trading.bench import NEVER_EMERGENCY
 from engine.trading.config import TradingConfig, TradingMode
 
@@ -112,7 +111,14 @@ async def test_a_recording_trades_on_paper(recording, laya_model, tmp_path):
         laya=laya(laya_model),
         trading=TradingConfig(mode=TradingMode.PAPER, journal_path=tmp_path / "j.sqlite"),
     )
-    out = io.StringIO()
-    assert await run_headless(config, out=out, status_interval_s=0.05) == 0
-    status_lines = [line for line in out.getvalue().splitlines() if line.startswith("REPLAY")]
-    assert status_lines and "PAPER ACTIVE" in status_lines[-1]
+    node = EngineNode(config)
+    await node.start()
+    try:
+        deadline = asyncio.get_running_loop().time() + 30
+        while not node.finished:
+            assert asyncio.get_running_loop().time() < deadline, "the replay did not finish"
+            await asyncio.sleep(0.05)
+        status_line = format_status(node.status())
+    finally:
+        await node.stop()
+    assert status_line.startswith("REPLAY") and "PAPER ACTIVE" in status_line

@@ -9,7 +9,15 @@ from engine.feed.events import BookResyncNeeded, FeedState, FeedStateChanged
 from engine.feed.parse import FrameParser
 from engine.laya.classifier import LayaClassifier, LayaClassifierConfig
 from engine.laya.decide import QuoteIntent
-from engine.pipeline import STAGES, EventLog, LayaFault, MarketPipeline, MarketPipelineConfig
+from engine.pipeline import (
+    STAGES,
+    EventLog,
+    LayaFault,
+    LayaReady,
+    LayaWarmingUp,
+    MarketPipeline,
+    MarketPipelineConfig,
+)
 
 
 def depth(symbol, ts, bid="99", ask="101"):
@@ -90,6 +98,8 @@ def test_config_validation():
         MarketPipelineConfig(verdict_stream_size=0)
     with pytest.raises(ValueError, match="at least one symbol"):
         MarketPipelineConfig(symbols=())
+    with pytest.raises(ValueError, match="warmup_ms"):
+        MarketPipelineConfig(warmup_ms=-1)
 
 
 class FailingClassifier:
@@ -109,3 +119,50 @@ def test_a_failing_classifier_pulls_the_quotes_and_logs_a_fault():
     assert pipeline.laya_faults == 1
     events, _ = pipeline.events.since(-1)
     assert isinstance(events[0][1], LayaFault) and "CUDA failure" in events[0][1].reason
+
+
+def test_laya_stands_aside_until_each_symbols_windows_fill_and_after_a_gap(classifier):
+    parser = FrameParser()
+    pipeline = MarketPipeline(MarketPipelineConfig(warmup_ms=1_000), parser.tape, classifier)
+    decided = []
+    pipeline.on_decided = lambda snapshot, intent: decided.append((snapshot.symbol, intent))
+
+    def book(symbol, ts):
+        pipeline.on_market(parser.parse(depth(symbol, ts), 0))
+
+    for ts in range(10_000, 11_000, 100):  # the first second of BTC: no verdict
+        book("BTCUSDT", ts)
+    book("ETHUSDT", 10_950)
+    assert decided == [("BTCUSDT", QuoteIntent.STAND_ASIDE)] * 10 + [
+        ("ETHUSDT", QuoteIntent.STAND_ASIDE)
+    ]
+    assert sum(pipeline.decisions.counts().values()) == 0
+    assert pipeline.latency["infer"].count == 0 and pipeline.latency["features"].count == 11
+    assert pipeline.warming == {"BTCUSDT": 11_000, "ETHUSDT": 11_950}
+
+    book("BTCUSDT", 11_000)  # a second of market data: BTC's verdicts count, ETH's not yet
+    book("ETHUSDT", 11_100)
+    assert decided[-2][1] is not QuoteIntent.STAND_ASIDE
+    assert decided[-1] == ("ETHUSDT", QuoteIntent.STAND_ASIDE)
+    assert pipeline.warming == {"ETHUSDT": 11_950}
+
+    book("BTCUSDT", 12_500)  # 1.5 s without a BTC book: its windows went stale
+    assert decided[-1] == ("BTCUSDT", QuoteIntent.STAND_ASIDE)
+    assert pipeline.intents["BTCUSDT"] is QuoteIntent.STAND_ASIDE
+    events = [event for _, event in pipeline.events.since(-1)[0]]
+    assert [(type(e).__name__, e.symbol) for e in events] == [
+        ("LayaWarmingUp", "BTCUSDT"),
+        ("LayaWarmingUp", "ETHUSDT"),
+        ("LayaReady", "BTCUSDT"),
+        ("LayaWarmingUp", "BTCUSDT"),
+    ]
+    assert events[0].reason == "first book" and events[0].seconds == 1.0
+    assert events[-1].reason == "no book for 1,500 ms"
+    assert isinstance(events[2], LayaReady) and isinstance(events[3], LayaWarmingUp)
+
+
+def test_without_a_warmup_the_first_book_gets_a_verdict(classifier):
+    parser = FrameParser()
+    pipeline = MarketPipeline(MarketPipelineConfig(), parser.tape, classifier)
+    pipeline.on_market(parser.parse(depth("BTCUSDT", 1000), 0))
+    assert sum(pipeline.decisions.counts().values()) == 1 and pipeline.warming == {}

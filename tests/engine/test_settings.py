@@ -65,9 +65,13 @@ def test_defaults_build_exactly_the_engine_defaults():
     assert settings.strategy_config() == QuotingStrategyConfig()
     assert settings.risk_config() == default_risk_config()
     assert settings.trading_config() == TradingConfig()
-    assert settings.engine_config() == EngineConfig()
+    # The one deliberate difference: EngineConfig acts on the first book (tests, short
+    # recordings); the product waits for Laya's feature windows.
+    assert settings.laya.warmup_s == 30.0
+    assert settings.engine_config() == EngineConfig(laya_warmup_s=30.0)
     trading = TradingConfig()
-    assert settings.engine_config(trading=trading) == EngineConfig(trading=trading)
+    expected = EngineConfig(trading=trading, laya_warmup_s=30.0)
+    assert settings.engine_config(trading=trading) == expected
     assert settings.kev_client_config() == KevClientConfig()
     assert settings.kev_hub_config() == KevHubConfig()
     assert settings.kev_command_spec() == KevCommandSpec()
@@ -518,8 +522,8 @@ def test_the_written_file_has_every_key_with_a_comment_above_it():
         if re.match(r'^(# )?("[^"]+"|[a-z_]+) = ', line) and not line.startswith("# e.g"):
             keys += 1
             assert lines[index - 1].startswith("# "), f"no comment above {line!r}"
-    # The 92 keys (the 6 optional ones commented out) and the keymap's commented example.
-    assert keys == 93
+    # The 94 keys (the 6 optional ones commented out) and the keymap's commented example.
+    assert keys == 95
     assert set(document) == {"engine", "laya", "trading", "risk", "kev", "gpu", "console"}
     assert set(document["trading"]) >= {"strategy", "executor", "paper"}
     assert set(document["risk"]["symbols"]) == {"BTCUSDT", "ETHUSDT"}
@@ -539,3 +543,24 @@ def test_show_writes_where_each_value_came_from(tmp_path):
 
 def test_settings_errors_are_value_errors():
     assert issubclass(SettingsError, ValueError)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("[laya]\ngpu_mem_limit_gib = inf\n", "gpu_mem_limit_gib"),
+        ("[gpu]\nkev_gib = 1e300\n", "kev_gib"),
+        ("[gpu]\nfree_floor_gib = -inf\n", "free_floor_gib"),
+        ("a = " + "[" * 2000 + "]" * 2000 + "\n", "nested too deeply"),
+    ],
+    ids=["infinite-laya-gib", "overflowing-kev-gib", "infinite-floor", "deep-array"],
+)
+def test_values_found_by_fuzzing_are_settings_errors_naming_the_key(
+    tmp_path, text: str, message: str
+) -> None:
+    """Found by tests/fuzz: int() of an infinite GiB count raised OverflowError, and tomllib
+    recursed past the interpreter's limit, both escaping as untyped exceptions."""
+    path = tmp_path / "config.toml"
+    path.write_text(text)
+    with pytest.raises(SettingsError, match=message):
+        load_settings(path=path, environ={})

@@ -673,14 +673,18 @@ async def test_missing_pong_or_login_answer_reconnects_with_backoff(
     await eventually(lambda: feed.stats.pong_timeouts >= 1, "a pong timeout")
     await eventually(lambda: PrivateStreamState.RECONNECTING in sink.states(), "RECONNECTING")
     assert "no pong within 0.05 s" in sink.of(PrivateStreamChanged)[2].reason
-    # Pings stay unanswered until a login has timed out: a session that logged in before the
-    # login answer was withdrawn would otherwise stay LIVE and no login would ever time out.
+    # From here no session logs in. Pings stay unanswered until a session has started since,
+    # so one that logged in just before is ended by its pongs rather than staying LIVE; with
+    # pings answered again, sessions end only at the login timeout.
     scripted_ws.login_answer = None
-    await eventually(lambda: "no login answer" in feed.stats.last_disconnect, "a login timeout")
+    connects = feed.stats.connects
+    await eventually(lambda: feed.stats.connects > connects, "a session without a login answer")
     scripted_ws.answer_pings = True
+    await eventually(lambda: "no login answer" in feed.stats.last_disconnect, "a login timeout")
     scripted_ws.login_answer = {"event": "login", "code": "0", "msg": ""}
     await eventually(lambda: feed.state is PrivateStreamState.LIVE, "LIVE again")
-    assert feed.stats.pongs >= 1 and feed.stats.last_pong_latency_ms is not None
+    await eventually(lambda: feed.stats.pongs >= 1, "a pong on the new session")
+    assert feed.stats.last_pong_latency_ms is not None
 
 
 async def test_gives_up_after_max_reconnect_attempts(start_feed) -> None:
@@ -736,3 +740,18 @@ def test_fill_fee_sums_every_fee_detail_and_accepts_json_numbers() -> None:
     )
     assert (fill.price, fill.fee, fill.filled_ms, fill.recv_ns) == (51000.5, 0.3, 1703577336606, 7)
     assert parse_fill_update(fill_entry(feeDetail=[]), 1).fee == 0.0
+
+
+def test_fill_fees_summing_to_infinity_are_malformed() -> None:
+    """Found by tests/fuzz: two finite fees of -1e308 summed to an infinite fee."""
+    entry = fill_entry(feeDetail=[{"totalFee": "-1e308"}, {"totalFee": "-1e308"}])
+    with pytest.raises(MalformedEntry, match="infinite fee"):
+        parse_fill_update(entry, 1)
+
+
+def test_an_entry_nested_too_deep_to_show_is_malformed_not_raised() -> None:
+    """Found by tests/fuzz: repr of a 999-deep entry raised RecursionError, which ended the
+    private session as an internal error."""
+    entry = orjson.loads(b"[" * 999 + b"]" * 999)
+    with pytest.raises(MalformedEntry, match="nested too deep"):
+        parse_order_update(entry, 1)

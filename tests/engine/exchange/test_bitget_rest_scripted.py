@@ -300,3 +300,45 @@ async def test_secrets_never_reach_logs_errors_or_reprs(
     assert "retrying" in caplog.text and "outcome unknown" in caplog.text
     for text in texts:
         assert secret not in text and passphrase not in text
+
+
+@pytest.mark.parametrize(
+    ("reply", "error_type", "match"),
+    [
+        (raw('{"code":"\u00b2","msg":"x"}', 200, "application/json"), BitgetApiError, "\u00b2"),
+        (
+            raw('{"code":"00000","data":{"serverTime":"' + "9" * 5000 + '"}}', 200),
+            BitgetTransportError,
+            "expected an integer",
+        ),
+        (
+            raw('{"code":"00000","data":{"serverTime":"scripted-secret-x9"}}', 200),
+            BitgetTransportError,
+            "<redacted>",
+        ),
+    ],
+    ids=["superscript-code", "5000-digit-time", "secret-echoed-in-data"],
+)
+async def test_hostile_answers_found_by_fuzzing_are_typed_errors(
+    scripted: ScriptedExchange, start_client: StartClient, reply, error_type, match
+) -> None:
+    """Found by tests/fuzz: "²" passed str.isdigit but not int(); int() refuses more than 4300
+    digits; an unreadable answer's detail repeated the data without scrubbing secrets."""
+    scripted.script(SERVER_TIME, reply)
+    client = await scripted_client(scripted, start_client, max_attempts=1)
+    with pytest.raises(error_type, match=match) as caught:
+        await client.server_time()
+    assert "scripted-secret-x9" not in str(caught.value)
+
+
+async def test_a_40008_to_every_request_is_an_error_not_an_endless_resync(
+    scripted: ScriptedExchange, start_client: StartClient
+) -> None:
+    """Found by tests/fuzz: each 40008 resynced the clock with a server-time request, whose own
+    40008 resynced again, until RecursionError."""
+    scripted.script(SERVER_TIME, *[error("40008", 400)] * 4)
+    scripted.script(ALL_POSITION, *[error("40008", 400)] * 4)
+    client = await scripted_client(scripted, start_client, max_attempts=2)
+    with pytest.raises(BitgetApiError) as caught:
+        await client.positions()
+    assert caught.value.code == "40008"

@@ -467,3 +467,29 @@ def test_fast_and_orjson_paths_agree_on_trade_frames(raw):
     event = parser.parse(raw, 5)
     assert trade_fields(event) == reference_trades(raw)
     assert parser.stats.fast_path == 1
+
+
+@pytest.mark.parametrize("field", ["msg", "op"])
+def test_control_frame_text_nested_too_deep_for_str_is_dropped_not_raised(field: str) -> None:
+    """Found by tests/fuzz: str() of a 1000-deep list raised RecursionError out of parse."""
+    nested = b"[" * 1000 + b"]" * 1000
+    raw = b'{"event":"error","code":30001,"' + field.encode() + b'":' + nested + b"}"
+    event = FrameParser().parse(raw, 1)
+    assert isinstance(event, ChannelError)
+    assert getattr(event, "message" if field == "msg" else "op") == ""
+
+
+@pytest.mark.parametrize("channel", ["trade", "books15"])
+def test_an_empty_symbol_is_rejected_not_matched_to_a_free_row(channel: str) -> None:
+    """Found by tests/fuzz (atheris): the scanner matched instId "" to the first unregistered
+    tape row (its name length is 0), wrote that row, then parse raised IndexError."""
+    parser = FrameParser(("BTCUSDT",))
+    parser.parse(trade_frame([trade("1", "1")]), 0)  # BTCUSDT takes row 0; row 1 is free
+    raw = (
+        trade_frame([trade("2", "1")], symbol="")
+        if channel == "trade"
+        else depth_frame([["1", "1"]], [["2", "1"]], symbol="")
+    )
+    assert parser.parse(raw, 1) is None
+    assert parser.stats.rejected[RejectReason.UNKNOWN_SYMBOL] == 1
+    assert parser.tape.state[1].tolist() == FrameParser().tape.state[1].tolist()  # untouched

@@ -143,3 +143,24 @@ def test_stale_without_a_usable_current_mid(mid_now):
 
 def test_stale_when_the_context_mid_is_unusable():
     assert "unusable" in stale_reason(3000, 10.0, float("nan"), 100.0, 5.0)
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "shown"),
+    [
+        ("act", b"[" * 1000 + b"]" * 1000, "a JSON array"),
+        ("risk", b'{"a":' * 200 + b"1" + b"}" * 200, "a JSON object"),
+        ("act", b'"' + b"x" * 10_000 + b'"', "…"),
+    ],
+    ids=["deep-act", "nested-risk", "huge-act"],
+)
+def test_hostile_values_are_shown_briefly_in_the_rejection(field, value, shown) -> None:
+    """Found by tests/fuzz: repr of a 1000-deep value raised RecursionError, and a long value
+    was copied whole into the message."""
+    fields = {"act": b'"hold"', "risk": b"1", "hedge": b"50", "skew": b"0", "ttl": b"500"}
+    fields[field] = value
+    text = b"{" + b",".join(b'"%s":%s' % (k.encode(), v) for k, v in fields.items())
+    with pytest.raises(KevCommandError) as caught:
+        KevCommandSpec().parse(text + b',"why":""}')
+    assert shown in str(caught.value)
+    assert len(str(caught.value)) < 200

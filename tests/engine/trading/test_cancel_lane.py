@@ -4,6 +4,7 @@ lane that steps aside (not ready) whenever it cannot send at once."""
 from __future__ import annotations
 
 import asyncio
+import time
 
 import orjson
 import pytest
@@ -13,7 +14,7 @@ from engine.bitget.orders import OrderType, TimeInForce
 from engine.exchange.bitget_rest import Credentials
 from engine.sim.instruments import Side
 from engine.sim.matching import OrderRequest
-from engine.trading.cancel_lane import CancelLane, _ResponseReader
+from engine.trading.cancel_lane import PRESIGNED_MAX_AGE_MS, CancelLane, _ResponseReader
 from engine.trading.venue import VenueOutcomeUnknown
 
 
@@ -129,5 +130,41 @@ async def test_the_lane_steps_aside_past_the_endpoint_rate(sim):
         assert not lane.ready and lane.send_cancel_all() is None
         await asyncio.sleep(1.15)
         assert lane.ready
+    finally:
+        await lane.stop()
+
+
+def signed_timestamp_ms(lane: CancelLane) -> int:
+    request = lane._signed_cancel
+    return int(request.split(b"ACCESS-TIMESTAMP: ", 1)[1].split(b"\r\n", 1)[0])
+
+
+async def test_the_request_is_signed_ahead_and_renewed_or_signed_on_the_spot(sim):
+    shift_ns = 0
+
+    def wall_clock_ns() -> int:
+        return time.time_ns() + shift_ns
+
+    lane = CancelLane(
+        sim.rest_url,
+        credentials(sim),
+        demo=False,
+        clock_offset_ms=lambda: 7,
+        wall_clock_ns=wall_clock_ns,
+    )
+    await lane.start()
+    try:
+        first = signed_timestamp_ms(lane)
+        assert abs(first - (time.time_ns() // 1_000_000 + 7)) < 200
+        await asyncio.sleep(PRESIGNED_MAX_AGE_MS / 1000 + 0.2)  # renewed while idle
+        renewed = signed_timestamp_ms(lane)
+        assert renewed - first >= PRESIGNED_MAX_AGE_MS / 2 - 50
+        # A clock that jumped past the renewals: the stale request is signed again at once.
+        shift_ns = 5 * PRESIGNED_MAX_AGE_MS * 1_000_000
+        future, sent_ns = lane.send_cancel_all()
+        assert signed_timestamp_ms(lane) == sent_ns // 1_000_000 + 7
+        answer = await future
+        assert answer.status in (200, 400)  # signed right: accepted (22001: nothing to cancel)
+        assert orjson.loads(answer.body)["code"] in ("00000", "22001")
     finally:
         await lane.stop()

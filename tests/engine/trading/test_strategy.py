@@ -106,6 +106,9 @@ def test_laya_intents_pull_one_side_or_everything():
     assert quote(subject, intent=QuoteIntent.PULL_BIDS).bid is None
     assert quote(subject, intent=QuoteIntent.PULL_BIDS).ask is not None
     assert quote(subject, intent=QuoteIntent.CANCEL_ALL) == QuotePlan(None, None)
+    # Laya warming up: nothing quoted, and no cooldown after it.
+    assert quote(subject, intent=QuoteIntent.STAND_ASIDE) == QuotePlan(None, None)
+    assert not subject.in_cooldown(NOW) and quote(subject).bid is not None
 
 
 def test_emergency_cooldown_blocks_quotes_until_it_has_passed():

@@ -1,0 +1,1 @@
+"""Chaos scenarios: the headless engine against the simulated exchange with faults injected."""

@@ -1,0 +1,322 @@
+"""Laya's MLP graphs as one numba kernel, for the CPU.
+
+On this project's CPUs an ONNX Runtime run costs ~15 us back to back but 100-250 us after a few
+milliseconds of idling (its long code path has left the caches by the next frame), and that
+cold run was most of the EMERGENCY -> cancel reaction. The same network as one small compiled
+loop over packed weights costs a few microseconds warm and stays far below ONNX Runtime cold.
+
+`NativeMlp.from_model` reads the graph that `engine.laya.model.export_mlp` writes (families
+`mlp` and `mlp+emergency-head`: an optional Sub of the input mean, Gemm/Relu chains, the
+emergency head's Gather, ReduceLogSumExp, Add, Concat, and Softmax) and refuses, with the
+reason, anything else. `LayaClassifier` runs it only after it has agreed with ONNX Runtime on
+probe rows; the ONNX model stays the one artifact.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numba
+import numpy as np
+
+_GEMM_DEFAULTS = {"alpha": 1.0, "beta": 1.0, "transA": 0, "transB": 0}
+
+
+class NativeGraphError(ValueError):
+    """The graph is not one the native kernel runs; the message says what differs."""
+
+
+@numba.njit(cache=True, nogil=True)
+def _dense(params, weights, bias, inputs, outputs, scratch, source, target):
+    """scratch[target:+outputs] = scratch[source:+inputs] @ W + b, W packed [in, out]: the inner
+    loop runs along a weight row, so it vectorises, and inputs a ReLU zeroed are skipped."""
+    for j in range(outputs):
+        scratch[target + j] = params[bias + j]
+    for i in range(inputs):
+        value = scratch[source + i]
+        if value != 0.0:
+            row = weights + i * outputs
+            for j in range(outputs):
+                scratch[target + j] += value * params[row + j]
+
+
+@numba.njit(cache=True, nogil=True)
+def _dense_gathered(params, weights, bias, layout, gathered, inputs, outputs, scratch, target):
+    """`_dense` on the centred features that `layout[gathered:+inputs]` names."""
+    for j in range(outputs):
+        scratch[target + j] = params[bias + j]
+    for i in range(inputs):
+        value = scratch[layout[gathered + i]]
+        if value != 0.0:
+            row = weights + i * outputs
+            for j in range(outputs):
+                scratch[target + j] += value * params[row + j]
+
+
+@numba.njit(cache=True, nogil=True)
+def _relu(scratch, at, count):
+    for j in range(count):
+        if scratch[at + j] < 0.0:
+            scratch[at + j] = 0.0
+
+
+@numba.njit(cache=True, nogil=True)
+def _forward(
+    rows: np.ndarray, params: np.ndarray, layout: np.ndarray, scratch: np.ndarray
+) -> np.ndarray:
+    """Class probabilities, float32 [rows, classes]. `scratch` holds the centred input, two
+    hidden buffers of `layout[2]` values each and the logits."""
+    features, width, mean = layout[0], layout[2], layout[1]
+    classes = layout[3]
+    first_hidden = features
+    logits_at = features + 2 * width
+    out = np.empty((rows.shape[0], classes), dtype=np.float32)
+    for r in range(rows.shape[0]):
+        for i in range(features):
+            value = np.float64(rows[r, i])
+            scratch[i] = value - params[mean + i] if mean >= 0 else value
+        # Main chain: centred -> hidden buffers; its first layer reads the centred input.
+        at = 4
+        layers = layout[at]
+        at += 1
+        source = 0
+        for layer in range(layers):
+            inputs, outputs = layout[at], layout[at + 1]
+            weights, bias = layout[at + 2], layout[at + 3]
+            at += 4
+            target = logits_at if layer == layers - 1 else first_hidden + (layer % 2) * width
+            _dense(params, weights, bias, inputs, outputs, scratch, source, target)
+            if layer < layers - 1:
+                _relu(scratch, target, outputs)
+            source = target
+        main_classes = layout[at - 3]
+        head_inputs = layout[at]
+        at += 1
+        if head_inputs > 0:
+            # The head reads gathered centred features; its hidden layers reuse the buffers.
+            gathered = at
+            at += head_inputs
+            head_layers = layout[at]
+            at += 1
+            log_odds = 0.0
+            for layer in range(head_layers):
+                inputs, outputs = layout[at], layout[at + 1]
+                weights, bias = layout[at + 2], layout[at + 3]
+                at += 4
+                target = first_hidden + (layer % 2) * width
+                if layer == 0:
+                    _dense_gathered(
+                        params, weights, bias, layout, gathered, inputs, outputs, scratch, target
+                    )
+                else:
+                    _dense(
+                        params,
+                        weights,
+                        bias,
+                        inputs,
+                        outputs,
+                        scratch,
+                        first_hidden + ((layer - 1) % 2) * width,
+                        target,
+                    )
+                if layer < head_layers - 1:
+                    _relu(scratch, target, outputs)
+                log_odds = scratch[target]
+            peak = scratch[logits_at]
+            for j in range(1, main_classes):
+                peak = max(peak, scratch[logits_at + j])
+            total = 0.0
+            for j in range(main_classes):
+                total += np.exp(scratch[logits_at + j] - peak)
+            scratch[logits_at + main_classes] = log_odds + peak + np.log(total)
+        peak = scratch[logits_at]
+        for j in range(1, classes):
+            peak = max(peak, scratch[logits_at + j])
+        total = 0.0
+        for j in range(classes):
+            scratch[logits_at + j] = np.exp(scratch[logits_at + j] - peak)
+            total += scratch[logits_at + j]
+        for j in range(classes):
+            out[r, j] = scratch[logits_at + j] / total
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class _Layer:
+    weight: np.ndarray  # [in, out], as Gemm reads it
+    bias: np.ndarray
+
+
+class NativeMlp:
+    """A Laya MLP graph as packed float64 weights and one compiled forward pass."""
+
+    def __init__(
+        self,
+        feature_count: int,
+        mean: np.ndarray | None,
+        main: Sequence[_Layer],
+        head_inputs: np.ndarray | None,
+        head: Sequence[_Layer],
+    ) -> None:
+        values: list[np.ndarray] = []
+        offset = 0
+
+        def pack(array: np.ndarray) -> int:
+            nonlocal offset
+            start = offset
+            values.append(np.ascontiguousarray(array, dtype=np.float64).ravel())
+            offset += array.size
+            return start
+
+        mean_at = pack(mean) if mean is not None else -1
+        widest = max(layer.weight.shape[1] for layer in (*main, *head))
+        classes = main[-1].weight.shape[1] + (1 if head else 0)
+        layout = [feature_count, mean_at, widest, classes, len(main)]
+        for layer in main:
+            inputs, outputs = layer.weight.shape
+            layout += [inputs, outputs, pack(layer.weight), pack(layer.bias)]
+        if head_inputs is not None and head:
+            layout += [head_inputs.size, *head_inputs.tolist(), len(head)]
+            for layer in head:
+                inputs, outputs = layer.weight.shape
+                layout += [inputs, outputs, pack(layer.weight), pack(layer.bias)]
+        else:
+            layout.append(0)
+        self.feature_count = feature_count
+        self.class_count = classes
+        self._params = np.concatenate(values) if values else np.zeros(0)
+        self._layout = np.asarray(layout, dtype=np.int64)
+        self._scratch = np.zeros(feature_count + 2 * widest + classes, dtype=np.float64)
+
+    def infer(self, features: np.ndarray) -> np.ndarray:
+        """Class probabilities float32 [rows, classes] for float32 [rows, features]."""
+        return _forward(features, self._params, self._layout, self._scratch)
+
+    @classmethod
+    def from_model(cls, path: str | Path, feature_count: int) -> NativeMlp:
+        """Read the graph at `path`; raises `NativeGraphError` naming what it cannot run."""
+        try:
+            import onnx
+            from onnx import numpy_helper
+        except ImportError as error:
+            raise NativeGraphError(f"the onnx package is missing: {error}") from None
+        model = onnx.load(str(path))
+        graph = model.graph
+        constants = {item.name: numpy_helper.to_array(item) for item in graph.initializer}
+        nodes = list(graph.node)
+        if len(graph.input) != 1 or len(graph.output) != 1:
+            raise NativeGraphError("the graph must have one input and one output")
+        reader = _GraphReader(nodes, constants)
+        current = graph.input[0].name
+        mean = None
+        if reader.peek("Sub"):
+            node = reader.take("Sub")
+            if node.input[0] != current:
+                raise NativeGraphError("the Sub node must read the graph's input")
+            mean = reader.constant(node.input[1], (feature_count,))
+            current = node.output[0]
+        centred = current
+        main, logits = reader.chain(current)
+        head_inputs = None
+        head: list[_Layer] = []
+        if reader.peek("Gather"):
+            gather = reader.take("Gather")
+            if gather.input[0] != centred or _attributes(gather).get("axis") != 1:
+                raise NativeGraphError("the emergency head must gather input features on axis 1")
+            head_inputs = reader.constant(gather.input[1], None).astype(np.int64).ravel()
+            if head_inputs.size == 0 or head_inputs.min() < 0 or head_inputs.max() >= feature_count:
+                raise NativeGraphError("the emergency head gathers features out of range")
+            head, log_odds = reader.chain(gather.output[0])
+            if head[-1].weight.shape[1] != 1:
+                raise NativeGraphError("the emergency head must end in one log-odds value")
+            reduce = reader.take("ReduceLogSumExp")
+            add = reader.take("Add")
+            concat = reader.take("Concat")
+            if (
+                list(reduce.input) != [logits]
+                or set(add.input) != {log_odds, reduce.output[0]}
+                or list(concat.input) != [logits, add.output[0]]
+                or _attributes(concat).get("axis") != 1
+                or _attributes(reduce).get("keepdims", 1) != 1
+                or list(_attributes(reduce).get("axes", [1])) not in ([1], [-1])
+            ):
+                raise NativeGraphError("the emergency head is not combined as export_mlp does")
+            logits = concat.output[0]
+        softmax = reader.take("Softmax")
+        if list(softmax.input) != [logits] or _attributes(softmax).get("axis", -1) not in (1, -1):
+            raise NativeGraphError("the graph must end in a Softmax over the class logits")
+        if reader.remaining or softmax.output[0] != graph.output[0].name:
+            raise NativeGraphError("the graph has nodes after its Softmax")
+        if main[0].weight.shape[0] != feature_count:
+            raise NativeGraphError(
+                f"the first layer takes {main[0].weight.shape[0]} inputs, not {feature_count}"
+            )
+        return cls(feature_count, mean, main, head_inputs, head)
+
+
+class _GraphReader:
+    """Walks the node list in order, expecting export_mlp's shapes."""
+
+    def __init__(self, nodes: list, constants: dict[str, np.ndarray]) -> None:
+        self._nodes = nodes
+        self._constants = constants
+        self._at = 0
+
+    @property
+    def remaining(self) -> int:
+        return len(self._nodes) - self._at
+
+    def peek(self, op_type: str) -> bool:
+        return self._at < len(self._nodes) and self._nodes[self._at].op_type == op_type
+
+    def take(self, op_type: str):
+        if not self.peek(op_type):
+            found = self._nodes[self._at].op_type if self.remaining else "the end of the graph"
+            raise NativeGraphError(f"expected a {op_type} node, found {found}")
+        node = self._nodes[self._at]
+        self._at += 1
+        return node
+
+    def constant(self, name: str, shape: tuple[int, ...] | None) -> np.ndarray:
+        value = self._constants.get(name)
+        if value is None:
+            raise NativeGraphError(f"{name} is not a constant of the graph")
+        if shape is not None and value.shape != shape:
+            raise NativeGraphError(f"{name} has shape {value.shape}, expected {shape}")
+        if value.dtype.kind == "f" and not np.all(np.isfinite(value)):
+            raise NativeGraphError(f"{name} holds non-finite values")
+        return value
+
+    def chain(self, source: str) -> tuple[list[_Layer], str]:
+        """Gemm (ReLU Gemm)*: the layers and the name of the last Gemm's output."""
+        layers: list[_Layer] = []
+        while True:
+            gemm = self.take("Gemm")
+            attributes = {**_GEMM_DEFAULTS, **_attributes(gemm)}
+            if attributes != _GEMM_DEFAULTS:
+                raise NativeGraphError(f"Gemm {gemm.name} has attributes {attributes}")
+            if gemm.input[0] != source or len(gemm.input) != 3:
+                raise NativeGraphError(f"Gemm {gemm.name} does not continue the chain")
+            weight = self.constant(gemm.input[1], None)
+            bias = self.constant(gemm.input[2], None)
+            if weight.ndim != 2 or bias.shape != (weight.shape[1],):
+                raise NativeGraphError(
+                    f"Gemm {gemm.name} has weight {weight.shape}, bias {bias.shape}"
+                )
+            if layers and weight.shape[0] != layers[-1].weight.shape[1]:
+                raise NativeGraphError(f"Gemm {gemm.name} does not fit the layer before it")
+            layers.append(_Layer(weight, bias))
+            if not self.peek("Relu"):
+                return layers, gemm.output[0]
+            relu = self.take("Relu")
+            if list(relu.input) != [gemm.output[0]]:
+                raise NativeGraphError(f"Relu {relu.name} does not follow its Gemm")
+            source = relu.output[0]
+
+
+def _attributes(node) -> dict[str, object]:
+    from onnx import helper
+
+    return {item.name: helper.get_attribute_value(item) for item in node.attribute}

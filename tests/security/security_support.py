@@ -1,0 +1,79 @@
+"""What the security checks share: a loopback server that answers like llama-server with
+whatever body a test hands it, and the real llama-server binary and tiny model (or a skip)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+import pytest
+from aiohttp import web
+
+from engine.kev.model_fetch import is_gguf, tiny_model_path
+from engine.kev.server import LlamaServerError, find_llama_server
+
+CHAT = "/v1/chat/completions"
+
+
+def chat_body(content: object, finish_reason: str = "stop", **extra: object) -> bytes:
+    """A chat completion as llama-server writes it, with `content` as the model's text."""
+    document = {
+        "model": "hostile.gguf",
+        "choices": [
+            {"index": 0, "finish_reason": finish_reason, "message": {"role": "assistant",
+                                                                      "content": content}}
+        ],
+        **extra,
+    }  # fmt: skip
+    return orjson.dumps(document)
+
+
+class HostileLlama:
+    """Answers `/v1/chat/completions` with the body last given to `answer`, `/health` with ok
+    and `/props` with a small model; every chat request is counted."""
+
+    def __init__(self) -> None:
+        self._answer: tuple[int, bytes] | None = None
+        self._runner: web.AppRunner | None = None
+        self.url = ""
+        self.chat_requests = 0
+
+    def answer(self, body: bytes, status: int = 200) -> None:
+        self._answer = (status, body)
+
+    async def start(self) -> None:
+        app = web.Application(client_max_size=64 * 1024 * 1024)
+        app.router.add_route("*", "/{tail:.*}", self._serve)
+        self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
+        await self._runner.setup()
+        await web.TCPSite(self._runner, "127.0.0.1", 0).start()
+        self.url = f"http://127.0.0.1:{self._runner.addresses[0][1]}"
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    async def _serve(self, request: web.Request) -> web.StreamResponse:
+        if request.path == "/health":
+            return web.json_response({"status": "ok"})
+        if request.path == "/props":
+            return web.json_response({"model_path": "/m/hostile.gguf", "total_slots": 1})
+        if request.path != CHAT or self._answer is None:
+            return web.json_response({"error": {"code": 404, "message": "not found"}}, status=404)
+        self.chat_requests += 1
+        await request.read()
+        status, body = self._answer
+        return web.Response(body=body, status=status, content_type="application/json")
+
+
+def real_llama_server() -> tuple[Path, Path]:
+    """The llama-server binary and the tiny GGUF model, or skip saying what is missing."""
+    try:
+        binary = find_llama_server()
+    except LlamaServerError as error:
+        pytest.skip(f"no llama-server: {error}")
+    model = tiny_model_path()
+    if not is_gguf(model):
+        pytest.skip(f"the tiny model is not at {model}: run hft-console kev fetch-tiny-model")
+    return binary, model
