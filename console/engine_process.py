@@ -314,6 +314,7 @@ class SnapshotPublisher:
         self.events: tuple[ConsoleEvent, ...] = ()
         self.engine_status: EngineStatus | None = None
         self.finished = False
+        self.stopping = False
 
     @property
     def kev(self) -> KevHub | None:
@@ -332,6 +333,7 @@ class SnapshotPublisher:
         self.publish()
 
     async def stop(self) -> None:
+        self.stopping = True
         try:
             await self.node.stop()
             # A last picture with the stop's own events (the kill, cancels, the last fills).
@@ -759,6 +761,10 @@ class EngineServer:
         interval = 1.0 / self._adapter.publish_hz
         while True:
             await asyncio.sleep(interval)
+            if publisher.stopping:
+                # The stop's own last picture (fresh status: HALTED after a kill) goes last;
+                # one built here from the node's older published status would follow it.
+                return
             try:
                 publisher.publish()
             except Exception as error:  # a mapping bug must not freeze the console's picture

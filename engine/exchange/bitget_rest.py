@@ -36,7 +36,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 from types import MappingProxyType, TracebackType
-from typing import NamedTuple, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 import aiohttp
 import orjson
@@ -674,19 +674,15 @@ class BitgetRestClient:
             query["symbol"] = symbol
         if client_oid is not None:
             query["clientOid"] = client_oid
-        orders: list[PendingOrder] = []
-        for _ in range(_PENDING_PAGES_MAX):
-            answer = await self._call("GET", ORDERS_PENDING, query=query)
-            page, end_id = self._parsed(ORDERS_PENDING, parse_pending_page, answer.data)
-            orders.extend(page)
-            if len(page) < _PENDING_PAGE_SIZE or end_id is None:
-                return orders
-            query["idLessThan"] = end_id
-        logger.warning(
-            "orders-pending: stopped after %d pages of %d orders",
-            _PENDING_PAGES_MAX,
-            _PENDING_PAGE_SIZE,
+        orders, complete = await self._pages(
+            ORDERS_PENDING, parse_pending_page, query, _PENDING_PAGE_SIZE, _PENDING_PAGES_MAX
         )
+        if not complete:
+            logger.warning(
+                "orders-pending: stopped after %d pages of %d orders",
+                _PENDING_PAGES_MAX,
+                _PENDING_PAGE_SIZE,
+            )
         return orders
 
     async def order_detail(
@@ -716,20 +712,37 @@ class BitgetRestClient:
             "orderId": order_id,
             "limit": _FILL_PAGE_SIZE,
         }
-        fills: list[OrderFill] = []
-        for _ in range(_FILL_PAGES_MAX):
-            answer = await self._call("GET", ORDER_FILLS, query=query)
-            page, end_id = self._parsed(ORDER_FILLS, parse_fill_page, answer.data)
-            fills.extend(page)
-            if len(page) < _FILL_PAGE_SIZE or end_id is None:
-                return fills
-            query["idLessThan"] = end_id
+        fills, complete = await self._pages(
+            ORDER_FILLS, parse_fill_page, query, _FILL_PAGE_SIZE, _FILL_PAGES_MAX
+        )
+        if complete:
+            return fills
         raise BitgetTransportError(
             ORDER_FILLS,
             f"order {order_id} has more than {_FILL_PAGES_MAX * _FILL_PAGE_SIZE} fills: "
             "stopped paging",
             request_sent=True,
         )
+
+    async def _pages(
+        self,
+        path: str,
+        parse: Callable[[object], tuple[list[Any], str | None]],
+        query: dict[str, object],
+        page_size: int,
+        pages_max: int,
+    ) -> tuple[list[Any], bool]:
+        """A paged GET, newest first, each page after the last one's end id: the items, and
+        whether the last page came within `pages_max`."""
+        items: list[Any] = []
+        for _ in range(pages_max):
+            answer = await self._call("GET", path, query=query)
+            page, end_id = self._parsed(path, parse, answer.data)
+            items.extend(page)
+            if len(page) < page_size or end_id is None:
+                return items, True
+            query["idLessThan"] = end_id
+        return items, False
 
     async def positions(self) -> list[OpenPosition]:
         """All open USDT-M positions."""

@@ -31,24 +31,11 @@ class NativeGraphError(ValueError):
 @numba.njit(cache=True, nogil=True)
 def _dense(params, weights, bias, inputs, outputs, scratch, source, target):
     """scratch[target:+outputs] = scratch[source:+inputs] @ W + b, W packed [in, out]: the inner
-    loop runs along a weight row, so it vectorises, and inputs a ReLU zeroed are skipped."""
+    loop runs along a contiguous weight row, and inputs a ReLU zeroed are skipped."""
     for j in range(outputs):
         scratch[target + j] = params[bias + j]
     for i in range(inputs):
         value = scratch[source + i]
-        if value != 0.0:
-            row = weights + i * outputs
-            for j in range(outputs):
-                scratch[target + j] += value * params[row + j]
-
-
-@numba.njit(cache=True, nogil=True)
-def _dense_gathered(params, weights, bias, layout, gathered, inputs, outputs, scratch, target):
-    """`_dense` on the centred features that `layout[gathered:+inputs]` names."""
-    for j in range(outputs):
-        scratch[target + j] = params[bias + j]
-    for i in range(inputs):
-        value = scratch[layout[gathered + i]]
         if value != 0.0:
             row = weights + i * outputs
             for j in range(outputs):
@@ -63,74 +50,58 @@ def _relu(scratch, at, count):
 
 
 @numba.njit(cache=True, nogil=True)
+def _chain(params, layout, at, scratch, source, hidden, width, target):
+    """The Gemm/ReLU layers described from `layout[at]`, reading `scratch` at `source`: hidden
+    layers alternate between the two buffers at `hidden`, the last writes at `target`.
+    Returns the layout index after the chain."""
+    layers = layout[at]
+    at += 1
+    for layer in range(layers):
+        inputs, outputs = layout[at], layout[at + 1]
+        weights, bias = layout[at + 2], layout[at + 3]
+        at += 4
+        last = layer == layers - 1
+        into = target if last else hidden + (layer % 2) * width
+        _dense(params, weights, bias, inputs, outputs, scratch, source, into)
+        if not last:
+            _relu(scratch, into, outputs)
+        source = into
+    return at
+
+
+@numba.njit(cache=True, nogil=True)
 def _forward(
     rows: np.ndarray, params: np.ndarray, layout: np.ndarray, scratch: np.ndarray
 ) -> np.ndarray:
     """Class probabilities, float32 [rows, classes]. `scratch` holds the centred input, two
-    hidden buffers of `layout[2]` values each and the logits."""
-    features, width, mean = layout[0], layout[2], layout[1]
-    classes = layout[3]
-    first_hidden = features
+    hidden buffers of `layout[2]` values each, the logits, and the head's gathered inputs and
+    log-odds."""
+    features, mean, width, classes = layout[0], layout[1], layout[2], layout[3]
+    hidden = features
     logits_at = features + 2 * width
+    head_at = logits_at + classes
     out = np.empty((rows.shape[0], classes), dtype=np.float32)
     for r in range(rows.shape[0]):
         for i in range(features):
             value = np.float64(rows[r, i])
             scratch[i] = value - params[mean + i] if mean >= 0 else value
-        # Main chain: centred -> hidden buffers; its first layer reads the centred input.
-        at = 4
-        layers = layout[at]
-        at += 1
-        source = 0
-        for layer in range(layers):
-            inputs, outputs = layout[at], layout[at + 1]
-            weights, bias = layout[at + 2], layout[at + 3]
-            at += 4
-            target = logits_at if layer == layers - 1 else first_hidden + (layer % 2) * width
-            _dense(params, weights, bias, inputs, outputs, scratch, source, target)
-            if layer < layers - 1:
-                _relu(scratch, target, outputs)
-            source = target
+        at = _chain(params, layout, 4, scratch, 0, hidden, width, logits_at)
         main_classes = layout[at - 3]
         head_inputs = layout[at]
         at += 1
         if head_inputs > 0:
-            # The head reads gathered centred features; its hidden layers reuse the buffers.
-            gathered = at
+            for i in range(head_inputs):
+                scratch[head_at + i] = scratch[layout[at + i]]
             at += head_inputs
-            head_layers = layout[at]
-            at += 1
-            log_odds = 0.0
-            for layer in range(head_layers):
-                inputs, outputs = layout[at], layout[at + 1]
-                weights, bias = layout[at + 2], layout[at + 3]
-                at += 4
-                target = first_hidden + (layer % 2) * width
-                if layer == 0:
-                    _dense_gathered(
-                        params, weights, bias, layout, gathered, inputs, outputs, scratch, target
-                    )
-                else:
-                    _dense(
-                        params,
-                        weights,
-                        bias,
-                        inputs,
-                        outputs,
-                        scratch,
-                        first_hidden + ((layer - 1) % 2) * width,
-                        target,
-                    )
-                if layer < head_layers - 1:
-                    _relu(scratch, target, outputs)
-                log_odds = scratch[target]
+            log_odds_at = head_at + head_inputs
+            _chain(params, layout, at, scratch, head_at, hidden, width, log_odds_at)
             peak = scratch[logits_at]
             for j in range(1, main_classes):
                 peak = max(peak, scratch[logits_at + j])
             total = 0.0
             for j in range(main_classes):
                 total += np.exp(scratch[logits_at + j] - peak)
-            scratch[logits_at + main_classes] = log_odds + peak + np.log(total)
+            scratch[logits_at + main_classes] = scratch[log_odds_at] + peak + np.log(total)
         peak = scratch[logits_at]
         for j in range(1, classes):
             peak = max(peak, scratch[logits_at + j])
@@ -188,7 +159,8 @@ class NativeMlp:
         self.class_count = classes
         self._params = np.concatenate(values) if values else np.zeros(0)
         self._layout = np.asarray(layout, dtype=np.int64)
-        self._scratch = np.zeros(feature_count + 2 * widest + classes, dtype=np.float64)
+        gathered = head_inputs.size + 1 if head_inputs is not None and head else 0
+        self._scratch = np.zeros(feature_count + 2 * widest + classes + gathered, dtype=np.float64)
 
     def infer(self, features: np.ndarray) -> np.ndarray:
         """Class probabilities float32 [rows, classes] for float32 [rows, features]."""

@@ -279,10 +279,18 @@ async def test_80x24_compact_layout_resize_and_quit_with_open_orders(
     )
 
     # A position (unlike a quote, which is briefly gone while it is replaced) stays open, so
-    # the quit below must ask.
-    # Wait a while for one; quotes alone usually keep something open too.
+    # the quit below must ask. Without a fill of a quote soon, one is opened from outside (a
+    # manual trade on the same account), which the engine takes from its position sync.
     with contextlib.suppress(AssertionError):
-        await until(venue, lambda: venue.open_positions > 0, 30, "a position", session)
+        await until(venue, lambda: venue.open_positions > 0, 10, "a fill", session)
+    if venue.open_positions == 0:
+        await exchange.place_order("BTCUSDT", "buy", "0.002", order_type="market")
+    await eventually(
+        lambda: re.search(r"(BTC|ETH)USDT [+-]\d", screen(session)) is not None,
+        30,
+        "a position on the status bar",
+        session,
+    )
     tmux("send-keys", "-t", session, "q")
     await eventually(lambda: "Still open" in screen(session), 5, "the quit dialog", session)
     tmux("send-keys", "-t", session, "f")  # flatten and quit
