@@ -283,6 +283,7 @@ class OrderExecutor:
         self._stream_was_live = False
         self._running = False
         self._last_fault_ns = 0
+        self._journal_fault_shown = False
         self._feed_outages: set[str] = set()
         self._check_reason: str | None = None
         self._clock_offset_ms = 0
@@ -1342,7 +1343,9 @@ class OrderExecutor:
         now = self._clock()
         if self.gateway.state is not TradingState.HALTED:
             self.gateway.kill(now, f"journal fault: {fault}")
-        self._fault(f"journal fault, trading halted: {fault}")
+        if not self._journal_fault_shown:  # the fault is permanent: every later write says it
+            self._journal_fault_shown = True
+            self._fault(f"journal fault, trading halted: {fault}")
 
     def _fault(self, reason: str) -> None:
         now = self._clock()

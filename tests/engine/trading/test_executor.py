@@ -26,6 +26,7 @@ from engine.trading.events import (
     OrderMissingAtVenue,
     OrderRejectedByVenue,
     ReconciliationDone,
+    TradingFault,
     UnknownOrderAtVenue,
 )
 from engine.trading.executor import OrderExecutor, OrderRole, OrderState
@@ -342,5 +343,11 @@ async def test_a_journal_that_cannot_write_halts_trading(tmp_path):
     await settle(rig, lambda: rig.executor.order(intent.client_oid) is None)
     assert rig.gateway.state is TradingState.HALTED
     assert intent.client_oid not in rig.venue.journaled_before_send
+    # The fault is permanent: said once, not again for every later write it refuses.
+    for price in (63_980.0, 63_970.0):
+        rig.executor.submit(order(rig, OrderSide.BUY, price), OrderRole.BID)
+    await asyncio.sleep(0.05)
+    faults = [e.reason for e in rig.logged(TradingFault) if "journal fault" in e.reason]
+    assert len(faults) == 1 and faults[0].startswith("journal fault, trading halted")
     await rig.executor.stop()
     rig.journal.stop()
