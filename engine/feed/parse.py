@@ -376,20 +376,26 @@ def _string_levels(side: list, *, allow_zero: bool) -> tuple[tuple[str, str], ..
     return tuple(out)
 
 
+_INT64_MAX = 2**63 - 1
+_INT64_MIN = -(2**63)
+"""Times, sequence numbers and checksums live in int64 arrays (the tape, the books): a value
+beyond is garbage, rejected, not an OverflowError."""
+
+
 def _timestamp(container: dict) -> int:
     value = container.get("ts")
     if value is None:
         raise _Rejected(RejectReason.MISSING_FIELD)
-    if isinstance(value, str) and value.isascii() and value.isdigit():
+    if isinstance(value, str) and value.isascii() and value.isdigit() and len(value) <= 18:
         return int(value)
-    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= _INT64_MAX:
         return value
     raise _Rejected(RejectReason.BAD_FIELD)
 
 
 def _optional_int(container: dict, key: str) -> int:
     value = container.get(key, 0)
-    if isinstance(value, int) and not isinstance(value, bool):
+    if isinstance(value, int) and not isinstance(value, bool) and _INT64_MIN <= value <= _INT64_MAX:
         return value
     raise _Rejected(RejectReason.BAD_FIELD)
 

@@ -493,3 +493,32 @@ def test_an_empty_symbol_is_rejected_not_matched_to_a_free_row(channel: str) -> 
     assert parser.parse(raw, 1) is None
     assert parser.stats.rejected[RejectReason.UNKNOWN_SYMBOL] == 1
     assert parser.tape.state[1].tolist() == FrameParser().tape.state[1].tolist()  # untouched
+
+
+@pytest.mark.parametrize(
+    ("channel", "field", "value"),
+    [
+        ("books5", "ts", b'"16367537542089498624"'),  # beyond int64: the tape's state is int64
+        ("books5", "ts", b"16367537542089498624"),
+        ("books5", "seq", b"99999999999999999999999"),
+        ("books", "checksum", b"-99999999999999999999999"),
+        ("books", "seq", b"99999999999999999999999"),
+    ],
+)
+def test_numbers_beyond_int64_are_rejected_not_raised(
+    channel: str, field: str, value: bytes
+) -> None:
+    """Found by scripts/fuzz (hypothesis, 100k frames): a 20-digit `ts` raised OverflowError
+    from the general path's tape update."""
+    data = {"ts": b'"1726000000160"', "seq": b"25", "checksum": b"0"}
+    data[field] = value
+    fields = b",".join(b'"' + key.encode() + b'":' + item for key, item in data.items())
+    raw = (
+        b'{"action":"snapshot","arg":{"instType":"USDT-FUTURES","channel":"'
+        + channel.encode()
+        + b'","instId":"ETHUSDT"},"data":[{"asks":[["2.8155","2.8155"]],"bids":[["0.0855",'
+        b'"2.8155"]],' + fields + b'}],"ts":1726000000160}'
+    )
+    parser = FrameParser(("ETHUSDT",))
+    assert parser.parse(raw, 1) is None
+    assert parser.stats.rejected[RejectReason.BAD_FIELD] == 1
