@@ -4,6 +4,8 @@ gateway with fresh marks."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 from scripted_llama import ScriptedLlama
@@ -67,10 +69,9 @@ async def scripted() -> AsyncIterator[ScriptedLlama]:
     await server.stop()
 
 
-@pytest.fixture(scope="session")
-def llama_server(tmp_path_factory) -> Iterator[LlamaServerProcess]:
-    """A real llama-server with the tiny model, on one thread (the other core stays for the
-    test process, as a GPU box leaves the CPU to the engine), for the whole session."""
+def tiny_llama_server(folder: Path, **settings: Any) -> LlamaServerProcess:
+    """A llama-server process (not started) for the tiny model on one thread, logging into
+    `folder`; `settings` override LlamaServerConfig's. Skips the test where either is absent."""
     try:
         binary = find_llama_server()
     except LlamaServerError as error:
@@ -78,8 +79,7 @@ def llama_server(tmp_path_factory) -> Iterator[LlamaServerProcess]:
     model = tiny_model_path()
     if not is_gguf(model):
         pytest.skip(f"the tiny model is not at {model}: run hft-console kev fetch-tiny-model")
-    folder = tmp_path_factory.mktemp("llama-server")
-    server = LlamaServerProcess(
+    return LlamaServerProcess(
         LlamaServerConfig(
             model=str(model),
             binary=str(binary),
@@ -88,8 +88,16 @@ def llama_server(tmp_path_factory) -> Iterator[LlamaServerProcess]:
             ready_timeout_s=120,
             pid_path=str(folder / "llama-server.pid"),
             log_path=str(folder / "llama-server.log"),
+            **settings,
         )
     )
+
+
+@pytest.fixture(scope="session")
+def llama_server(tmp_path_factory) -> Iterator[LlamaServerProcess]:
+    """A real llama-server with the tiny model, on one thread (the other core stays for the
+    test process, as a GPU box leaves the CPU to the engine), for the whole session."""
+    server = tiny_llama_server(tmp_path_factory.mktemp("llama-server"))
     server.start()
     yield server
     server.stop()

@@ -27,7 +27,7 @@ import statistics
 import time
 
 import pytest
-from conftest import make_gateway
+from conftest import make_gateway, tiny_llama_server
 
 from engine.feed.events import BookSnapshot
 from engine.feed.parse import FrameParser
@@ -36,14 +36,6 @@ from engine.kev.client import KevClient, KevClientConfig
 from engine.kev.command import KevCommandSpec
 from engine.kev.context import snapshot_of
 from engine.kev.hub import KevHub, KevHubConfig
-from engine.kev.model_fetch import is_gguf, tiny_model_path
-from engine.kev.server import (
-    LlamaServerConfig,
-    LlamaServerError,
-    LlamaServerProcess,
-    find_llama_server,
-    free_port,
-)
 from engine.laya.classifier import LayaClassifier, LayaClassifierConfig
 from engine.laya.dataset import simulate_recording
 from engine.laya.decide import QuoteIntent
@@ -77,26 +69,10 @@ def frames(tmp_path_factory):
 def niced_server(tmp_path_factory):
     """The tiny model on one thread at the lowest CPU priority: how llama-server is run on a
     CPU-only box that it shares with the engine (`hft-console kev serve --nice 19`)."""
-    try:
-        binary = find_llama_server()
-    except LlamaServerError as error:
-        pytest.skip(f"no llama-server: {error}")
-    model = tiny_model_path()
-    if not is_gguf(model):
-        pytest.skip(f"the tiny model is not at {model}: run hft-console kev fetch-tiny-model")
-    folder = tmp_path_factory.mktemp("niced-llama-server")
-    server = LlamaServerProcess(
-        LlamaServerConfig(
-            model=str(model),
-            binary=str(binary),
-            port=free_port(),
-            threads=1,
-            niceness=19,
-            ready_timeout_s=120,
-            stop_timeout_s=2,  # it may be mid-request at the lowest priority: no need to wait
-            pid_path=str(folder / "llama-server.pid"),
-            log_path=str(folder / "llama-server.log"),
-        )
+    server = tiny_llama_server(
+        tmp_path_factory.mktemp("niced-llama-server"),
+        niceness=19,
+        stop_timeout_s=2,  # it may be mid-request at the lowest priority: no need to wait
     )
     server.start()
     yield server
