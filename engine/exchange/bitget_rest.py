@@ -19,8 +19,7 @@ Retry rules:
   raises `BitgetTransportError(outcome_unknown=True)` for the caller to reconcile from fills.
   A re-send answered 43118 (duplicate clientOid) means the earlier attempt landed: placed.
 
-The HTTP client is aiohttp, not httpx: `import httpx` loads httpx's command line tool, which
-imports rich, and the engine must never import the UI stack (tests/test_import_hygiene.py).
+The HTTP client is aiohttp, not httpx (docs/architecture.md, "The HTTP client", says why).
 """
 
 from __future__ import annotations

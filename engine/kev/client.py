@@ -10,8 +10,7 @@ a refused connection, a timeout, an HTTP error, an unreadable answer, output cut
 `max_tokens`, invalid JSON and a schema violation each come back as a `KevReply` without a
 command, with a `KevFailure` and a reason.
 
-The HTTP client is aiohttp, not httpx: `import httpx` loads httpx's command line tool, which
-imports rich, and the engine must never import the UI stack (tests/test_import_hygiene.py).
+The HTTP client is aiohttp, not httpx (docs/architecture.md, "The HTTP client", says why).
 """
 
 from __future__ import annotations
@@ -264,10 +263,19 @@ class KevClient:
             body["max_tokens"] = max_tokens
         return orjson.dumps(body)
 
-    async def ask(self, context: str, max_tokens: int | None = None) -> KevReply:
-        """Kev's command for one context (`max_tokens` overrides the configured bound)."""
+    async def ask(
+        self, context: str, max_tokens: int | None = None, timeout_s: float | None = None
+    ) -> KevReply:
+        """Kev's command for one context (`max_tokens` and `timeout_s` override the configured
+        bound and `request_timeout_s`)."""
         session = self._session()
         body = self.request_body(context, max_tokens)
+        limit_s = self.config.request_timeout_s if timeout_s is None else timeout_s
+        timeout = (
+            self._request_timeout
+            if timeout_s is None
+            else aiohttp.ClientTimeout(total=timeout_s, connect=self.config.connect_timeout_s)
+        )
         started = time.perf_counter()
 
         def failed(failure: KevFailure, reason: str, raw: str = "", model: str = "") -> KevReply:
@@ -276,14 +284,12 @@ class KevClient:
 
         try:
             async with session.post(
-                f"{self._url}/v1/chat/completions", data=body, timeout=self._request_timeout
+                f"{self._url}/v1/chat/completions", data=body, timeout=timeout
             ) as response:
                 status = response.status
                 payload = await response.read()
         except TimeoutError:
-            return failed(
-                KevFailure.TIMEOUT, f"no answer within {self.config.request_timeout_s:g} s"
-            )
+            return failed(KevFailure.TIMEOUT, f"no answer within {limit_s:g} s")
         except aiohttp.ClientConnectorError as error:
             return failed(
                 KevFailure.UNREACHABLE, f"cannot connect to {self._url}: {error.os_error}"

@@ -19,8 +19,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import NamedTuple
 
+import httpx
 import pytest
-import urllib3
 from security_support import real_llama_server
 from test_secrets_scan import needles
 
@@ -130,8 +130,8 @@ def _request(url: str, path: str, key: str | None, body: bytes | None = None) ->
     if key is not None:
         headers["Authorization"] = f"Bearer {key}"
     method = "POST" if body is not None else "GET"
-    response = urllib3.request(method, url + path, body=body, headers=headers, timeout=60)
-    return response.status
+    response = httpx.request(method, url + path, content=body, headers=headers, timeout=60)
+    return response.status_code
 
 
 def _non_loopback_address() -> str | None:
