@@ -1,0 +1,222 @@
+"""Judging what was read from a recording: unreadable, truncated, malformed lines, or clean;
+and the cheap check before a run."""
+
+from __future__ import annotations
+
+import gzip
+import os
+from pathlib import Path
+
+import pytest
+
+from engine.feed.recording import (
+    RecordingReadStats,
+    RecordingUnreadable,
+    check_recording,
+    encode_line,
+    iter_recording,
+)
+
+T0 = 1_726_000_000_000_000_000
+GZIP_HEADER_BYTES = 10
+
+
+def lines(count: int, width: int = 60) -> bytes:
+    return b"".join(encode_line(T0 + n, b"frame-%06d-" % n + b"x" * width) for n in range(count))
+
+
+def read(path: Path) -> tuple[list[tuple[int, bytes]], RecordingReadStats]:
+    stats = RecordingReadStats()
+    return list(iter_recording(path, stats)), stats
+
+
+def test_a_clean_recording_has_no_problem(tmp_path):
+    path = tmp_path / "clean.gz"
+    path.write_bytes(gzip.compress(lines(100)))
+    frames, stats = read(path)
+    assert len(frames) == 100 and stats.complete
+    assert stats.problem(path) is None
+    check_recording(path)
+
+
+def test_a_gz_file_that_is_not_gzip_is_unreadable_and_says_so(tmp_path):
+    path = tmp_path / "notgzip.gz"
+    path.write_bytes(lines(5))  # plain recording lines under a .gz name
+    frames, stats = read(path)
+    assert frames == []
+    problem = stats.problem(path)
+    assert problem is not None and problem.unreadable
+    assert (
+        problem.text == f"{path}: unreadable recording: not gzip data, though its name ends in .gz"
+    )
+    with pytest.raises(RecordingUnreadable, match="not gzip data") as raised:
+        problem.raise_if_unreadable()
+    assert str(raised.value) == problem.text
+    with pytest.raises(RecordingUnreadable, match="not gzip data"):
+        check_recording(path)
+
+
+@pytest.mark.parametrize("name", ["empty.gz", "empty.bitget"])
+def test_an_empty_file_is_unreadable(tmp_path, name):
+    path = tmp_path / name
+    path.write_bytes(b"")
+    _, stats = read(path)
+    expected = f"{path}: unreadable recording: the file is empty"
+    assert stats.problem(path).text == expected
+    with pytest.raises(RecordingUnreadable) as raised:
+        check_recording(path)
+    assert str(raised.value) == expected
+
+
+def test_random_bytes_are_unreadable(tmp_path):
+    path = tmp_path / "random.bin"
+    path.write_bytes(b"\x00\xff garbage\nmore \x9c garbage\nand no end")
+    frames, stats = read(path)
+    assert frames == []
+    problem = stats.problem(path)
+    assert problem.unreadable
+    assert problem.text == (
+        f"{path}: unreadable recording: none of its 3 lines is '<receive time ns> <frame>'"
+    )
+
+
+def test_gzip_holding_no_lines_is_unreadable(tmp_path):
+    path = tmp_path / "nothing.gz"
+    path.write_bytes(gzip.compress(b""))
+    _, stats = read(path)
+    assert stats.problem(path).text == f"{path}: unreadable recording: it holds no lines"
+
+
+def test_a_gzip_cut_in_half_is_truncated_at_its_size_after_the_frames_it_holds(tmp_path):
+    whole = gzip.compress(lines(4_000))
+    path = tmp_path / "half.gz"
+    path.write_bytes(whole[: len(whole) // 2])  # what `head -c` leaves
+    frames, stats = read(path)
+    assert 0 < len(frames) < 4_000
+    problem = stats.problem(path)
+    assert problem.truncated and not problem.unreadable and problem.malformed_lines == 0
+    assert problem.text == (
+        f"{path}: truncated at byte {len(whole) // 2:,} after {len(frames):,} frames (the gzip "
+        "data stops mid-stream: a copy cut short, or a recorder that stopped mid-write); the "
+        "frames before it were read"
+    )
+    check_recording(path)  # its start is fine: the run finds the cut
+
+
+def test_a_gzip_cut_before_its_first_line_ends_is_unreadable(tmp_path):
+    path = tmp_path / "stub.gz"
+    path.write_bytes(gzip.compress(lines(100))[:12])
+    _, stats = read(path)
+    assert stats.problem(path).text == (
+        f"{path}: unreadable recording: the gzip data stops at byte 12, before the end of a line"
+    )
+
+
+def test_corrupt_gzip_names_the_first_bad_byte_and_keeps_what_came_before(tmp_path):
+    content = lines(3_000)
+    data = bytearray(gzip.compress(content, compresslevel=0))
+    # Level 0 writes stored blocks after the gzip header: per block 1 header byte, LEN and
+    # NLEN (2 bytes each, little-endian) and LEN bytes. Break the second block's NLEN.
+    first_length = int.from_bytes(data[GZIP_HEADER_BYTES + 1 : GZIP_HEADER_BYTES + 3], "little")
+    second_block = GZIP_HEADER_BYTES + 5 + first_length
+    data[second_block + 3] ^= 0xFF
+    path = tmp_path / "corrupt.gz"
+    path.write_bytes(bytes(data))
+    frames, stats = read(path)
+    complete_lines = content[:first_length].count(b"\n")
+    assert len(frames) == complete_lines
+    assert second_block + 3 <= stats.stream_error_at <= second_block + 4
+    problem = stats.problem(path)
+    assert problem.truncated and not problem.unreadable
+    assert problem.text == (
+        f"{path}: corrupt gzip data (invalid stored block lengths) at byte "
+        f"{stats.stream_error_at:,} after {complete_lines:,} frames; the frames before it were "
+        "read"
+    )
+
+
+def test_corrupt_gzip_before_any_frame_is_unreadable(tmp_path):
+    path = tmp_path / "broken.gz"
+    data = bytearray(gzip.compress(lines(10), compresslevel=0))
+    data[GZIP_HEADER_BYTES + 3] ^= 0xFF  # the first block's NLEN
+    path.write_bytes(bytes(data))
+    _, stats = read(path)
+    problem = stats.problem(path)
+    assert problem.unreadable
+    assert problem.text.startswith(
+        f"{path}: unreadable recording: corrupt gzip data (invalid stored block lengths) at byte "
+    )
+    with pytest.raises(RecordingUnreadable, match="invalid stored block lengths"):
+        check_recording(path)
+
+
+def test_a_plain_recording_whose_last_line_has_no_end_is_truncated(tmp_path):
+    content = lines(10)
+    path = tmp_path / "crashed.bitget"
+    path.write_bytes(content + b"1726000000000000999 cut sho")
+    frames, stats = read(path)
+    assert len(frames) == 10
+    assert stats.problem(path).text == (
+        f"{path}: truncated at byte {len(content) + 27:,} after 10 frames (the last line has no "
+        "end: a recorder that stopped mid-write); the frames before it were read"
+    )
+
+
+def test_malformed_lines_are_counted_from_the_first_one(tmp_path):
+    content = lines(3) + b"no time here\n" + lines(2) + b"12x4 bad time\n"
+    path = tmp_path / "some-bad.gz"
+    path.write_bytes(gzip.compress(content))
+    frames, stats = read(path)
+    assert len(frames) == 5
+    problem = stats.problem(path)
+    assert not problem.unreadable and not problem.truncated and problem.malformed_lines == 2
+    assert problem.text == (
+        f"{path}: 2 malformed lines skipped of 7 (the first is line 4; each must be "
+        "'<receive time ns> <frame>')"
+    )
+
+
+def test_truncation_and_malformed_lines_are_said_together(tmp_path):
+    whole = gzip.compress(b"junk\n" + lines(4_000))
+    path = tmp_path / "both.gz"
+    path.write_bytes(whole[: len(whole) // 2])
+    _, stats = read(path)
+    text = stats.problem(path).text
+    assert "truncated at byte" in text
+    assert text.endswith(
+        "; 1 malformed line skipped (the first is line 1; each must be '<receive time ns> <frame>')"
+    )
+
+
+def test_gzip_data_is_read_whatever_the_file_is_called(tmp_path):
+    path = tmp_path / "recording.bitget"
+    path.write_bytes(gzip.compress(lines(20)))
+    frames, stats = read(path)
+    assert len(frames) == 20 and stats.problem(path) is None
+
+
+def test_a_read_stopped_early_judges_only_the_lines_seen(tmp_path):
+    path = tmp_path / "long.gz"
+    path.write_bytes(gzip.compress(lines(1_000))[:-100])  # truncated, but not read that far
+    stats = RecordingReadStats()
+    frames = iter_recording(path, stats)
+    next(frames)
+    assert not stats.complete and stats.problem(path) is None
+
+
+def test_the_check_reads_only_the_start(tmp_path):
+    path = tmp_path / "junk-first.bitget"
+    path.write_bytes(b"junk\n" * 50 + lines(10))
+    check_recording(path)
+    with pytest.raises(RecordingUnreadable) as raised:
+        check_recording(path, max_lines=20)
+    assert str(raised.value) == (
+        f"{path}: unreadable recording: none of its first 20 lines is '<receive time ns> <frame>'"
+    )
+
+
+def test_the_check_of_a_missing_file_says_not_found(tmp_path):
+    missing = tmp_path / "nowhere.gz"
+    with pytest.raises(FileNotFoundError, match="recording not found") as raised:
+        check_recording(missing)
+    assert raised.value.filename == os.fspath(missing)
