@@ -688,35 +688,43 @@ def format_entries(entries: Iterable[JournalEntry], *, as_json: bool = False) ->
     return "\n".join(lines)
 
 
-_DURATION = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|m|h|d)$")
+_DURATION = re.compile(r"^([0-9]+(?:\.[0-9]+)?)(ms|s|m|h|d)$")
 _DURATION_NS = {"ms": 1e6, "s": 1e9, "m": 60e9, "h": 3600e9, "d": 86_400e9}
+_SINCE_FORMS = "a duration (15m, 2h), an ISO time (2024-06-01T12:00:00Z) or epoch seconds/ms/ns"
 
 
 def parse_since(text: str, now_ns: int | None = None) -> int:
     """`--since` as epoch ns: a duration ago (`90s`, `15m`, `2h`, `1d`), an ISO-8601 time
-    (UTC unless it carries an offset), or epoch seconds, milliseconds or nanoseconds."""
+    (UTC unless it carries an offset), or epoch seconds, milliseconds or nanoseconds. Raises
+    ValueError for anything else, and for a time before 1970 or beyond what the journal holds
+    (2262)."""
     value = text.strip()
     now = time.time_ns() if now_ns is None else now_ns
     duration = _DURATION.match(value)
     if duration:
-        return now - round(float(duration.group(1)) * _DURATION_NS[duration.group(2)])
-    if value.isdigit():
+        ago_ns = float(duration.group(1)) * _DURATION_NS[duration.group(2)]
+        since = now - round(ago_ns) if math.isfinite(ago_ns) else -1
+    elif value.isascii() and value.isdigit():
         number = int(value)
         if number < 10**11:
-            return number * _NS_PER_S
-        if number < 10**14:
-            return number * 1_000_000
-        return number
-    try:
-        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
+            since = number * _NS_PER_S
+        elif number < 10**14:
+            since = number * 1_000_000
+        else:
+            since = number
+    else:
+        try:
+            moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            raise ValueError(f"cannot read --since {text!r}: use {_SINCE_FORMS}") from None
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=UTC)
+        since = round(moment.timestamp() * _NS_PER_S)
+    if not 0 <= since <= _MAX_AT_NS:
         raise ValueError(
-            f"cannot read --since {text!r}: use a duration (15m, 2h), an ISO time "
-            "(2024-06-01T12:00:00Z) or epoch seconds/ms/ns"
-        ) from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return round(moment.timestamp() * _NS_PER_S)
+            f"--since {text!r} is outside the journal's times (1970 to 2262); use {_SINCE_FORMS}"
+        )
+    return since
 
 
 def _utc_text(at_ns: int) -> str:

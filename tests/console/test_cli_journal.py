@@ -161,6 +161,10 @@ def test_the_default_path_is_the_per_user_data_dir(tmp_path, capsys, monkeypatch
         (("--kind", "fil"), "unknown kind 'fil'; kinds: verdict_action,"),
         (("--kind", ","), "unknown kind ','"),
         (("--since", "yesterday"), "cannot read --since 'yesterday'"),
+        (
+            ("--since", "99999999999999999999999"),
+            "--since '99999999999999999999999' is outside the journal's times (1970 to 2262)",
+        ),
         (("--limit", "0"), "expected a number >= 1, got 0"),
         (("--limit", "ten"), "expected a whole number, got 'ten'"),
     ],

@@ -392,3 +392,27 @@ def test_parse_since(text: str, expected: int) -> None:
 def test_parse_since_refuses_nonsense() -> None:
     with pytest.raises(ValueError, match="--since"):
         parse_since("yesterday-ish", now_ns=T0)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "99999999999999999999999",  # epoch ns beyond SQLite's integers
+        "9" * 400 + "d",  # a duration beyond a float
+        "30000d",  # before 1970
+        "9999-12-31",
+        "1000-01-01T00:00:00Z",
+    ],
+)
+def test_parse_since_refuses_times_the_journal_cannot_hold(text: str) -> None:
+    with pytest.raises(ValueError) as raised:
+        parse_since(text, now_ns=T0)
+    assert str(raised.value) == (
+        f"--since {text!r} is outside the journal's times (1970 to 2262); use a duration "
+        "(15m, 2h), an ISO time (2024-06-01T12:00:00Z) or epoch seconds/ms/ns"
+    )
+
+
+def test_parse_since_reads_only_ascii_digits() -> None:
+    with pytest.raises(ValueError, match="cannot read --since '²'"):
+        parse_since("²", now_ns=T0)
