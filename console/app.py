@@ -20,11 +20,12 @@ from typing import ClassVar
 
 from textual import events
 from textual.app import App, ComposeResult
-from textual.binding import Binding, BindingType
+from textual.binding import BindingType
 from textual.containers import Container
 from textual.widgets import Footer
 
 from console.handle import CommandResult, EngineHandle, ShutdownPolicy
+from console.keymap import CONSOLE_BINDINGS, checked_keymap, key_list
 from console.screens.confirm import ConfirmScreen
 from console.screens.help import HelpScreen
 from console.screens.overrides import OverridesScreen
@@ -42,67 +43,6 @@ from console.widgets.verdicts import VerdictsPane
 from console.widgets.vram import VramPane
 from engine.risk.events import TradingState
 
-CONSOLE_BINDINGS: list[Binding] = [
-    # The tooltips are the help screen's text.
-    Binding(
-        "p",
-        "pause_resume",
-        "Pause/Resume",
-        tooltip="pause trading (no new orders, positions kept) / resume it",
-        id="console.pause_resume",
-    ),
-    Binding(
-        "f",
-        "flatten",
-        "Flatten",
-        tooltip="flatten: cancel every order and close every position (asks y)",
-        id="console.flatten",
-    ),
-    Binding(
-        "k",
-        "kill",
-        "KILL",
-        tooltip="KILL SWITCH: halt, cancel all, flatten; latched until re-armed",
-        id="console.kill",
-    ),
-    Binding(
-        "a",
-        "rearm",
-        "Re-arm",
-        tooltip="re-arm after a kill: type the confirmation phrase",
-        id="console.rearm",
-    ),
-    Binding(
-        "r",
-        "overrides",
-        "Risk",
-        tooltip="risk overrides: position, net delta, slippage, order rate, scale",
-        id="console.overrides",
-    ),
-    Binding(
-        "q",
-        "quit",
-        "Quit",
-        tooltip="quit (asks what to do with open positions and orders)",
-        id="console.quit",
-    ),
-    Binding("question_mark", "help", "Help", tooltip="this help", id="console.help"),
-    Binding(
-        "v",
-        "next_pane",
-        "Pane",
-        tooltip="compact layout: show the next pane beside the ladder",
-        id="console.next_pane",
-    ),
-    Binding(
-        "s",
-        "next_symbol",
-        "Symbol",
-        tooltip="depth and imbalance: show the next symbol",
-        id="console.next_symbol",
-    ),
-]
-
 
 @dataclass(frozen=True, slots=True)
 class ConsoleConfig:
@@ -117,20 +57,21 @@ class ConsoleConfig:
     full_layout_size: tuple[int, int] = (120, 40)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "keymap", MappingProxyType(dict(self.keymap)))
         if not (math.isfinite(self.refresh_hz) and 1 <= self.refresh_hz <= 60):
             raise ValueError(f"refresh_hz must be within [1, 60], got {self.refresh_hz!r}")
         if not self.stale_after_s > 0:
             raise ValueError(f"stale_after_s must be > 0, got {self.stale_after_s!r}")
         if self.event_log_lines < 1:
             raise ValueError(f"event_log_lines must be >= 1, got {self.event_log_lines!r}")
-        known = {binding.id for binding in CONSOLE_BINDINGS}
-        unknown = sorted(set(self.keymap) - known)
-        if unknown:
-            raise ValueError(f"keymap names unknown bindings {unknown}; known: {sorted(known)}")
-        for binding_id, keys in self.keymap.items():
-            if not keys.strip():
-                raise ValueError(f"keymap gives {binding_id} no key")
+        dialogs = {
+            "flatten confirmation": ConfirmScreen.BINDINGS,
+            "quit": QuitScreen.BINDINGS,
+            "re-arm": RearmScreen.BINDINGS,
+            "risk overrides": OverridesScreen.BINDINGS,
+            "help": HelpScreen.BINDINGS,
+        }
+        checked = checked_keymap(self.keymap, dialogs)  # type: ignore[arg-type]
+        object.__setattr__(self, "keymap", MappingProxyType(checked))
 
 
 def _exposure(trading: TradingView) -> str:
@@ -382,7 +323,10 @@ class HftConsoleApp(App[None]):
         keymap = self.config.keymap
         keys = [
             (
-                self.get_key_display(replace(binding, key=keymap.get(binding.id, binding.key))),
+                ", ".join(
+                    self.get_key_display(replace(binding, key=key))
+                    for key in key_list(keymap.get(binding.id or "", binding.key))
+                ),
                 binding.tooltip,
             )
             for binding in CONSOLE_BINDINGS

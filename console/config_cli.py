@@ -103,10 +103,11 @@ def _file(args: argparse.Namespace) -> Path:
 
 
 def _show(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    """The settings; exit 1 when they load but cannot build what `run` needs."""
+    """The settings; exit 1 when they load but cannot build what `run` needs (the console's
+    own checks included)."""
     from engine.settings import ENV_PREFIX, SettingsError, dump_settings
 
-    settings = load_console_settings(args.config)
+    settings = _read(args.config)
     file = _file(args)
     variables = sorted(name for name in os.environ if name.startswith(ENV_PREFIX))
     read = "read" if settings.path is not None else "not found: built-in defaults"
@@ -114,7 +115,8 @@ def _show(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     print(f"# environment: {', '.join(variables) or 'no HFT_CONSOLE_* variables'}", file=out)
     print(dump_settings(settings, with_sources=True), end="", file=out)
     problems = []
-    for label, build in settings.configurations():
+    console = ("console", lambda: check_console_settings(settings))
+    for label, build in [*settings.configurations(), console]:
         try:
             build()
         except SettingsError as error:
@@ -171,18 +173,20 @@ def _init(args: argparse.Namespace, out: TextIO) -> int:
 
 def load_console_settings(config: str | os.PathLike[str] | None = None) -> Settings:
     """The settings (from `config`, else the default file) with the console's own checks."""
-    from engine.settings import load_settings
-
-    settings = load_settings(path=Path(config).expanduser() if config else None)
+    settings = _read(config)
     check_console_settings(settings)
     return settings
 
 
-def console_keymap(settings: Settings) -> dict[str, str]:
-    """The launcher's keymap with [console.keymap] on top."""
-    from console.launch import LaunchOptions
+def _read(config: str | os.PathLike[str] | None) -> Settings:
+    from engine.settings import load_settings
 
-    return {**LaunchOptions().keymap, **settings.console.keymap}
+    return load_settings(path=Path(config).expanduser() if config else None)
+
+
+def console_keymap(settings: Settings) -> dict[str, str]:
+    """[console.keymap]: the bindings it moves off their default keys (`console.keymap`)."""
+    return dict(settings.console.keymap)
 
 
 def adapter_config(settings: Settings) -> EngineAdapterConfig:

@@ -68,7 +68,7 @@ class LaunchOptions:
     stats_out: Path | None = None
     status_interval_s: float = 1.0
     refresh_hz: float = 20.0
-    keymap: dict[str, str] = field(default_factory=lambda: {"console.quit": "q,ctrl+c"})
+    keymap: dict[str, str] = field(default_factory=dict)
     console_niceness: int = 10
 
     def __post_init__(self) -> None:

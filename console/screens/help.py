@@ -7,7 +7,7 @@ from typing import ClassVar
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Vertical
+from textual.containers import Grid, Vertical
 from textual.widgets import Static
 
 from console.screens.dialog import DialogScreen
@@ -25,11 +25,13 @@ class HelpScreen(DialogScreen[None]):
         self._keys = keys
 
     def compose(self) -> ComposeResult:
-        width = max((len(key) for key, _ in self._keys), default=1)
-        lines = "\n".join(f"{key:>{width}}  {text}" for key, text in self._keys)
+        # Two columns: a text too long for its line wraps under itself, never under the keys.
         with Vertical(classes="dialog help"):
             yield Static("Keys", classes="dialog-title")
-            yield Static(lines, classes="dialog-text", markup=False)
+            with Grid(classes="help-keys"):
+                for key, text in self._keys:
+                    yield Static(key, classes="help-key", markup=False)
+                    yield Static(text, classes="help-text", markup=False)
             yield Static("esc  close", classes="dialog-keys")
 
     def action_close(self) -> None:

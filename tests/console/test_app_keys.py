@@ -379,11 +379,13 @@ async def test_help_lists_every_key_with_the_keys_in_force():
         await pilot.press("question_mark")
         await pilot.pause()
         assert isinstance(app.screen, HelpScreen)
-        text = "\n".join(str(widget.render()) for widget in app.screen.query(Static))
-        assert "K  KILL SWITCH" in text
-        assert "halt, cancel all, flatten; latched until re-armed" in text
-        for fragment in ("pause trading", "flatten", "re-arm", "risk overrides", "quit"):
-            assert fragment in text
+        keys = [str(widget.render()) for widget in app.screen.query(".help-key")]
+        texts = [str(widget.render()) for widget in app.screen.query(".help-text")]
+        shown = dict(zip(keys, texts, strict=True))
+        assert shown["K"] == "KILL SWITCH: halt, cancel all, flatten; latched until re-armed"
+        assert shown["q, ^c"].startswith("quit")
+        for fragment in ("pause", "flatten", "re-arm", "risk limits", "next pane"):
+            assert any(fragment in text for text in texts)
         await pilot.press("escape")
         await pilot.pause()
         assert app.screen is app.screen_stack[0]
@@ -404,3 +406,84 @@ async def test_a_keymap_moves_the_kill_switch():
 def test_a_keymap_for_an_unknown_binding_is_refused():
     with pytest.raises(ValueError, match="unknown bindings"):
         ConsoleConfig(keymap={"console.nuke": "n"})
+
+
+@pytest.mark.parametrize(
+    ("keymap", "message"),
+    [
+        (
+            {"console.kill": "q"},
+            'keymap binds "q" twice in the console: console.kill ("q") and console.quit '
+            '("q,ctrl+c"); give each action a key of its own',
+        ),
+        (
+            {"console.kill": "f"},
+            'keymap binds "f" twice in the console: console.flatten ("f") and console.kill '
+            '("f"); give each action a key of its own',
+        ),
+        (
+            {"console.kill": "n"},
+            'keymap binds "n" twice in the flatten confirmation dialog: console.kill ("n") and '
+            'confirm.no ("n,escape"); give each action a key of its own',
+        ),
+        (
+            {"console.pause_resume": "ctrl+q"},
+            'keymap binds "ctrl+q" twice in the console: console.pause_resume ("ctrl+q") and '
+            'Textual\'s quit ("ctrl+q"); give each action a key of its own',
+        ),
+        (
+            {"console.quit": " , "},
+            'keymap gives console.quit no key: every action needs one (its default is "q,ctrl+c")',
+        ),
+        (
+            {"console.kill": "Ctrl+K"},
+            'keymap gives console.kill "Ctrl+K", which is not a key: name keys as Textual does '
+            "(k, K, ctrl+k, f5, escape, question_mark)",
+        ),
+    ],
+    ids=["kill-on-quit", "kill-on-flatten", "kill-on-a-dialog-key", "textual-quit", "none", "typo"],
+)
+def test_a_keymap_that_leaves_a_key_ambiguous_or_an_action_unbound_is_refused(keymap, message):
+    with pytest.raises(ValueError) as refused:
+        ConsoleConfig(keymap=keymap)
+    assert str(refused.value) == message
+
+
+async def test_a_keymap_that_swaps_two_keys_is_taken_as_textual_reads_it():
+    handle = FakeEngineHandle()
+    config = ConsoleConfig(keymap={"console.kill": "p", "console.pause_resume": "k, !"})
+    assert dict(config.keymap) == {
+        "console.kill": "p",
+        "console.pause_resume": "k,exclamation_mark",
+    }
+    app = HftConsoleApp(handle, config, clock=lambda: 0.0)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("p")
+        await settle(app, pilot)
+        await pilot.press("exclamation_mark")
+        await settle(app, pilot)
+    assert handle.commands == [("kill",), ("pause",)]
+
+
+async def test_ctrl_c_asks_to_quit_like_q():
+    handle = FakeEngineHandle()
+    app = console(handle)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("ctrl+c")
+        await pilot.pause()
+        assert isinstance(app.screen, QuitScreen)
+    assert handle.commands == []
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 48)], ids=["80x24", "160x48"])
+async def test_each_help_line_fits_on_one_row(size):
+    app = console(FakeEngineHandle())
+    async with app.run_test(size=size) as pilot:
+        await pilot.press("question_mark")
+        await pilot.pause()
+        texts = list(app.screen.query(".help-text"))
+        assert len(texts) == 9
+        dialog = app.screen.query_one(".help").content_region
+        for text in texts:
+            assert text.region.height == 1, str(text.render())
+            assert dialog.contains_region(text.region), str(text.render())

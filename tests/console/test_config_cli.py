@@ -117,10 +117,33 @@ def test_show_names_an_unknown_key_and_its_line(config_dir, capsys):
 
 def test_show_checks_the_keymap_against_the_console_bindings(config_dir, capsys):
     path = config_file(config_dir, '[console.keymap]\n"console.kil" = "K"\n')
-    assert main(["config", "show"]) == 2
-    err = capsys.readouterr().err
+    assert main(["config", "show"]) == 1
+    out, err = capsys.readouterr()
+    assert f'"console.kil" = "K"  # {path} line 2' in out
     assert f'[console.keymap] console.kil = "K" ({path} line 2)' in err
     assert "keymap names unknown bindings ['console.kil']" in err
+
+
+def test_show_reports_a_key_bound_twice_naming_both_bindings(config_dir, capsys):
+    path = config_file(config_dir, '[console.keymap]\n"console.kill" = "q"\n')
+    assert main(["config", "show"]) == 1
+    err = capsys.readouterr().err.splitlines()
+    assert err == [
+        f'hft-console config show: console: [console.keymap] console.kill = "q" ({path} line 2): '
+        'keymap binds "q" twice in the console: console.kill ("q") and console.quit '
+        '("q,ctrl+c"); give each action a key of its own'
+    ]
+
+
+def test_run_refuses_a_key_bound_twice_in_one_line(config_dir, capsys):
+    path = config_file(config_dir, '[console.keymap]\n"console.kill" = "y"\n')
+    assert main(["run", "--headless", "--duration", "1"]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err == [
+        f'hft-console run: [console.keymap] console.kill = "y" ({path} line 2): keymap binds "y" '
+        'twice in the flatten confirmation dialog: console.kill ("y") and confirm.yes ("y"); '
+        "give each action a key of its own"
+    ]
 
 
 def test_show_says_when_the_settings_cannot_trade(config_dir, capsys):
@@ -179,7 +202,7 @@ def test_run_reads_the_file_config_names(config_dir, tmp_path):
     settings = settings_for_run(build_parser().parse_args(["run", "--config", str(other)]))
     assert settings.path == other
     assert settings.trading_config().symbols == ("BTCUSDT",)
-    assert console_keymap(settings) == {"console.quit": "q,ctrl+c", "console.kill": "K"}
+    assert console_keymap(settings) == {"console.kill": "K"}
 
 
 def test_the_engine_feeds_the_console_as_configured(config_dir):

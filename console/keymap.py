@@ -1,0 +1,161 @@
+"""The console's keys: every binding with the id a keymap moves it by, and the keymap's check.
+
+`CONSOLE_BINDINGS` is the one place the default keys live; `[console.keymap]` (read by
+`engine.settings`, which cannot import the UI) is checked here, by `ConsoleConfig`, so a key
+bound to two actions, an action left without a key or a key Textual cannot fire is refused
+before anything starts.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Mapping, Sequence
+
+from textual.app import App
+from textual.binding import Binding
+from textual.keys import Keys, _normalize_key_list, format_key
+
+CONSOLE_BINDINGS: tuple[Binding, ...] = (
+    # The tooltips are the help screen's text: each fits its line at 80x24.
+    Binding(
+        "p",
+        "pause_resume",
+        "Pause/Resume",
+        tooltip="pause (no new orders, positions kept) / resume",
+        id="console.pause_resume",
+    ),
+    Binding(
+        "f",
+        "flatten",
+        "Flatten",
+        tooltip="flatten: cancel every order, close every position (asks y)",
+        id="console.flatten",
+    ),
+    Binding(
+        "k",
+        "kill",
+        "KILL",
+        tooltip="KILL SWITCH: halt, cancel all, flatten; latched until re-armed",
+        id="console.kill",
+    ),
+    Binding(
+        "a",
+        "rearm",
+        "Re-arm",
+        tooltip="re-arm after a kill: type the phrase it shows",
+        id="console.rearm",
+    ),
+    Binding(
+        "r",
+        "overrides",
+        "Risk",
+        tooltip="risk limits: position, net delta, slippage, order rate, scale",
+        id="console.overrides",
+    ),
+    Binding(
+        "q,ctrl+c",
+        "quit",
+        "Quit",
+        tooltip="quit; with orders or positions open it asks what to do",
+        id="console.quit",
+    ),
+    Binding("question_mark", "help", "Help", tooltip="this help", id="console.help"),
+    Binding(
+        "v",
+        "next_pane",
+        "Pane",
+        tooltip="the next pane, large, beside the ladder (at full size: then all)",
+        id="console.next_pane",
+    ),
+    Binding(
+        "s",
+        "next_symbol",
+        "Symbol",
+        tooltip="depth and imbalance: the next symbol",
+        id="console.next_symbol",
+    ),
+)
+
+KILL_ID = "console.kill"
+"""The kill switch, bound on every dialog too (under the same id, so a keymap moves both)."""
+
+_MODIFIERS = frozenset({"ctrl", "shift", "alt", "meta", "super", "hyper"})
+_NAMED_KEYS = frozenset(
+    key.value.rpartition("+")[2] for key in Keys if not key.value.startswith("<")
+)
+
+
+def console_binding(binding_id: str) -> Binding:
+    return next(binding for binding in CONSOLE_BINDINGS if binding.id == binding_id)
+
+
+def dialog_kill_binding() -> Binding:
+    """The kill switch as a dialog binds it: the same id and keys, the App's action."""
+    return dataclasses.replace(console_binding(KILL_ID), action="app.kill")
+
+
+def key_list(keys: str) -> tuple[str, ...]:
+    """`keys` ("q, ctrl+c") as Textual reads them ("?" is "question_mark")."""
+    return tuple(key for key in _normalize_key_list(keys).split(",") if key)
+
+
+def checked_keymap(
+    keymap: Mapping[str, str], dialogs: Mapping[str, Iterable[Binding]]
+) -> dict[str, str]:
+    """`keymap` (binding id -> keys) with its keys as Textual reads them; `ValueError` naming
+    the bindings when an id is unknown, an action is left without a key, a key is not one
+    Textual knows, or one key is bound twice on the main screen or on a dialog (`dialogs`:
+    each dialog's name -> its own bindings; the kill switch is bound on every one)."""
+    known = {binding.id for binding in CONSOLE_BINDINGS}
+    unknown = sorted(set(keymap) - known)
+    if unknown:
+        raise ValueError(f"keymap names unknown bindings {unknown}; known: {sorted(known)}")
+    checked: dict[str, str] = {}
+    for binding_id, keys in keymap.items():
+        default = console_binding(binding_id).key
+        found = key_list(keys)
+        if not found:
+            raise ValueError(
+                f"keymap gives {binding_id} no key: every action needs one (its default is "
+                f'"{default}")'
+            )
+        for key in found:
+            if not _is_key(key):
+                raise ValueError(
+                    f'keymap gives {binding_id} "{key}", which is not a key: name keys as '
+                    "Textual does (k, K, ctrl+k, f5, escape, question_mark)"
+                )
+        checked[binding_id] = ",".join(found)
+    in_force = {
+        binding.id: checked.get(binding.id or "", ",".join(key_list(binding.key)))
+        for binding in CONSOLE_BINDINGS
+    }
+    # Textual's own ctrl+q quits from everywhere, before any binding of ours is looked at.
+    system = [
+        (f"Textual's {binding.action}", binding.key) for binding in App.BINDINGS if binding.priority
+    ]
+    _refuse_clashes([*in_force.items(), *system], "the console")
+    for dialog, bindings in dialogs.items():
+        own = [(f"{binding.id or binding.action}", binding.key) for binding in bindings]
+        _refuse_clashes([(KILL_ID, in_force[KILL_ID]), *own, *system], f"the {dialog} dialog")
+    return checked
+
+
+def _refuse_clashes(bindings: Sequence[tuple[str, str]], where: str) -> None:
+    first: dict[str, tuple[str, str]] = {}
+    for name, keys in bindings:
+        for key in key_list(keys):
+            if key in first and first[key][0] != name:
+                other, other_keys = first[key]
+                raise ValueError(
+                    f'keymap binds "{key}" twice in {where}: {other} ("{other_keys}") and '
+                    f'{name} ("{keys}"); give each action a key of its own'
+                )
+            first.setdefault(key, (name, keys))
+
+
+def _is_key(key: str) -> bool:
+    *modifiers, base = key.split("+")
+    if not set(modifiers) <= _MODIFIERS or not base:
+        return False
+    return base in _NAMED_KEYS or (len(format_key(base)) == 1 and format_key(base).isprintable())
