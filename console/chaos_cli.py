@@ -11,9 +11,10 @@ import argparse
 import asyncio
 import json
 import logging
-import math
 import sys
 from typing import TYPE_CHECKING, TextIO
+
+from console.arguments import finite_number
 
 if TYPE_CHECKING:
     from engine.chaos.scenario import ScenarioResult
@@ -22,11 +23,8 @@ if TYPE_CHECKING:
 def _silence_seconds(text: str) -> float:
     from engine.chaos.feed_scenarios import MIN_SILENCE_S
 
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
-    if not (math.isfinite(value) and value >= MIN_SILENCE_S):
+    value = finite_number(text)
+    if value < MIN_SILENCE_S:
         raise argparse.ArgumentTypeError(f"the silence must last at least {MIN_SILENCE_S:g} s")
     return value
 

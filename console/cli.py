@@ -10,6 +10,7 @@ import os
 import sys
 from collections.abc import Sequence
 
+from console.arguments import count, non_negative_number, positive_number, replay_speed
 from console.chaos_cli import add_chaos_parser, run_chaos
 from console.config_cli import add_config_parser, run_config
 from console.kev_cli import add_kev_parser, run_kev
@@ -26,28 +27,6 @@ def _symbols(text: str) -> tuple[str, ...]:
     return symbols
 
 
-def _speed(text: str) -> float | None:
-    if text == "max":
-        return None
-    try:
-        speed = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"speed must be a number or 'max', got {text!r}") from None
-    if not speed > 0:
-        raise argparse.ArgumentTypeError(f"speed must be > 0, got {text}")
-    return speed
-
-
-def _positive(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text}")
-    return value
-
-
 def _add_market_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--symbols",
@@ -60,7 +39,7 @@ def _add_market_options(parser: argparse.ArgumentParser) -> None:
     )
     source.add_argument("--url", help=f"live public websocket (e.g. {BITGET_PUBLIC_URL})")
     parser.add_argument(
-        "--speed", type=_speed, default=1.0, help="replay pace: 1, 10, ... or max (default 1)"
+        "--speed", type=replay_speed, default=1.0, help="replay pace: 1, 10, ... or max (default 1)"
     )
     parser.add_argument("--seed", type=int, help="simulated market seed (default 7)")
     _add_laya_options(parser)
@@ -116,7 +95,7 @@ def _add_launch_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--refresh-hz",
-        type=_positive,
+        type=positive_number,
         help="console snapshots a second (default 20)",
     )
     parser.add_argument(
@@ -154,7 +133,7 @@ def build_parser() -> argparse.ArgumentParser:
         "run", help="run the engine under the console (simulator by default; the default command)"
     )
     _add_market_options(run)
-    run.add_argument("--duration", type=_positive, help="stop after this many seconds")
+    run.add_argument("--duration", type=positive_number, help="stop after this many seconds")
     _add_trading_options(run)
     _add_launch_options(run)
 
@@ -178,7 +157,7 @@ def build_parser() -> argparse.ArgumentParser:
     record.add_argument("--out", required=True, metavar="FILE", help="output (.gz compresses)")
     record.add_argument("--symbols", type=_symbols, default=_symbols(DEFAULT_SYMBOLS))
     record.add_argument(
-        "--duration", type=_positive, help="seconds to record (default: until Ctrl+C)"
+        "--duration", type=positive_number, help="seconds to record (default: until Ctrl+C)"
     )
     record_source = record.add_mutually_exclusive_group()
     record_source.add_argument("--sim", action="store_true", help="record the simulator")
@@ -192,7 +171,7 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--out", required=True, metavar="MODEL.onnx", help="model to write")
     train.add_argument(
         "--sim-minutes",
-        type=float,
+        type=non_negative_number,
         default=0.0,
         help="also train on this many simulated minutes (default 0)",
     )
@@ -220,10 +199,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--kill", action="store_true", help="instead: kill switch to confirmed flat, on the sim"
     )
     bench.add_argument(
-        "--samples", type=_count, default=60, help="reaction samples per run and path (60)"
+        "--samples", type=count, default=60, help="reaction samples per run and path (60)"
     )
-    bench.add_argument("--runs", type=_count, default=3, help="reaction runs per path (3)")
-    bench.add_argument("--kill-runs", type=_count, default=20, help="kill switch runs (20)")
+    bench.add_argument("--runs", type=count, default=3, help="reaction runs per path (3)")
+    bench.add_argument("--kill-runs", type=count, default=20, help="kill switch runs (20)")
     bench.add_argument("--json", action="store_true", help="print one JSON object")
     bench.add_argument("--limit", type=int, help="only the first N frames")
     bench.add_argument(
@@ -260,7 +239,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="only these kinds, repeatable or comma-separated (e.g. fill,order_denied)",
     )
     journal.add_argument(
-        "--limit", type=_count, metavar="N", help="only the most recent N matching entries"
+        "--limit", type=count, metavar="N", help="only the most recent N matching entries"
     )
     journal.add_argument("--json", action="store_true", help="JSON Lines, one entry per line")
     journal.add_argument(
@@ -309,16 +288,6 @@ def _journal_kinds(text: str) -> tuple[str, ...]:
             + ", ".join(known)
         )
     return kinds
-
-
-def _count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a number >= 1, got {value}")
-    return value
 
 
 def main(argv: Sequence[str] | None = None) -> int:

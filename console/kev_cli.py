@@ -12,21 +12,13 @@ import signal
 import sys
 import time
 
+from console.arguments import count, positive_number
+
 DEFAULT_URL = "http://127.0.0.1:8001"
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a number >= 1, got {value}")
-    return value
-
-
 def _port(text: str) -> int:
-    value = _positive_int(text)
+    value = count(text)
     if value > 65_535:
         raise argparse.ArgumentTypeError(f"a port is at most 65535, got {value}")
     return value
@@ -51,9 +43,9 @@ def add_kev_parser(commands: argparse._SubParsersAction) -> None:
     )
     serve.add_argument("--host", help="bind address (default: [kev] url's, 127.0.0.1)")
     serve.add_argument("--port", type=_port, help="port (default: [kev] url's, 8001)")
-    serve.add_argument("--ctx-size", type=_positive_int, help="context size (default 4096)")
+    serve.add_argument("--ctx-size", type=count, help="context size (default 4096)")
     serve.add_argument("--gpu-layers", type=int, help="layers offloaded to the GPU (default 99)")
-    serve.add_argument("--threads", type=_positive_int, help="CPU threads (default: its own)")
+    serve.add_argument("--threads", type=count, help="CPU threads (default: its own)")
     serve.add_argument(
         "--nice",
         type=int,
@@ -63,7 +55,7 @@ def add_kev_parser(commands: argparse._SubParsersAction) -> None:
     )
     serve.add_argument(
         "--ready-timeout",
-        type=float,
+        type=positive_number,
         metavar="S",
         help="seconds to wait for /health (default 180)",
     )
@@ -87,14 +79,10 @@ def add_kev_parser(commands: argparse._SubParsersAction) -> None:
     )
     bench.add_argument("--model", metavar="GGUF", help="model for the started server")
     bench.add_argument("--llama-server", metavar="PATH", help="binary for the started server")
+    bench.add_argument("--threads", type=count, default=1, help="threads of the started server (1)")
+    bench.add_argument("--requests", type=count, default=30, help="timed decisions (default 30)")
     bench.add_argument(
-        "--threads", type=_positive_int, default=1, help="threads of the started server (1)"
-    )
-    bench.add_argument(
-        "--requests", type=_positive_int, default=30, help="timed decisions (default 30)"
-    )
-    bench.add_argument(
-        "--offers", type=_positive_int, default=200_000, help="timed offers per path (200000)"
+        "--offers", type=count, default=200_000, help="timed offers per path (200000)"
     )
     bench.add_argument(
         "--laya-model", metavar="ONNX", help="Laya model for the contexts (default: shipped)"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import gzip
 import json
 import os
@@ -13,6 +14,7 @@ from pathlib import Path
 import orjson
 import pytest
 
+from console.cli import build_parser
 from engine.feed.parse import FrameParser
 from engine.feed.recording import encode_line, iter_recording
 
@@ -98,7 +100,52 @@ def test_bench_of_a_missing_file_is_a_clear_error(tmp_path):
 def test_bad_speed_is_rejected_by_the_parser():
     result = hft_console("run", "--speed", "0")
     assert result.returncode == 2
-    assert "speed must be > 0" in result.stderr
+    assert "speed must be a finite number > 0 or 'max', got '0'" in result.stderr
+
+
+RECORDING_AND_MODEL = ("--replay", "x.gz", "--out", "x.onnx")
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (("run", "--speed", "inf"), "speed must be a finite number > 0 or 'max', got 'inf'"),
+        (("run", "--speed", "nan"), "speed must be a finite number > 0 or 'max', got 'nan'"),
+        (("run", "--duration", "inf"), "expected a finite number, got 'inf'"),
+        (("run", "--duration=-inf"), "expected a finite number, got '-inf'"),
+        (("run", "--refresh-hz", "nan"), "expected a finite number, got 'nan'"),
+        (("record", "--out", "x.gz", "--duration", "Infinity"), "expected a finite number"),
+        (("train", *RECORDING_AND_MODEL, "--sim-minutes", "nan"), "expected a finite number"),
+        (("kev", "serve", "--ready-timeout", "inf"), "expected a finite number, got 'inf'"),
+        (("chaos", "--silence-s", "inf"), "expected a finite number, got 'inf'"),
+        (("journal", "--limit", "9" * 30), "expected a number up to 9,223,372,036,854,775,807"),
+    ],
+)
+def test_numeric_flags_refuse_inf_and_nan_saying_finite(capsys, arguments, message):
+    with pytest.raises(SystemExit) as exited:
+        build_parser().parse_args(list(arguments))
+    assert exited.value.code == 2
+    error = capsys.readouterr().err.splitlines()[-1]
+    assert error.startswith(f"hft-console {arguments[0]}") and message in error
+
+
+def _options(parser: argparse.ArgumentParser):
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for subparser in action.choices.values():
+                yield from _options(subparser)
+        elif action.option_strings:
+            yield parser.prog, action
+
+
+def test_no_flag_reads_a_bare_float():
+    """A bare float() takes inf and nan: every number goes through console.arguments."""
+    bare = [
+        f"{prog} {action.option_strings[0]}"
+        for prog, action in _options(build_parser())
+        if action.type is float
+    ]
+    assert bare == []
 
 
 def test_headless_replay_runs_to_the_end(recording, laya_model):

@@ -1,0 +1,59 @@
+"""The argparse types every command shares, so each flag refuses bad numbers the same way:
+numbers must be finite (inf and nan never reach the engine), counts whole and in range."""
+
+from __future__ import annotations
+
+import argparse
+import math
+
+MAX_COUNT = 2**63 - 1
+"""The largest count a flag takes: what SQLite and numpy hold in an integer."""
+
+
+def finite_number(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
+    return value
+
+
+def positive_number(text: str) -> float:
+    value = finite_number(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"expected a number > 0, got {text}")
+    return value
+
+
+def non_negative_number(text: str) -> float:
+    value = finite_number(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text}")
+    return value
+
+
+def replay_speed(text: str) -> float | None:
+    """`max` (None: as fast as the engine goes) or a finite pace > 0."""
+    if text == "max":
+        return None
+    try:
+        return positive_number(text)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(
+            f"speed must be a finite number > 0 or 'max', got {text!r}"
+        ) from None
+
+
+def count(text: str) -> int:
+    """A whole number from 1 to MAX_COUNT."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a number >= 1, got {value}")
+    if value > MAX_COUNT:
+        raise argparse.ArgumentTypeError(f"expected a number up to {MAX_COUNT:,}, got {value}")
+    return value
