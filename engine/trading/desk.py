@@ -535,10 +535,18 @@ class TradingDesk:
         return self._command_done(result, {})
 
     async def flatten(self) -> CommandResult:
-        """Cancel all, close all; REDUCING until flat, then PAUSED."""
+        """Cancel all, close all; REDUCING until flat, then PAUSED. With nothing open here and
+        at the venue it only pauses: nothing is cancelled or closed."""
         started = time.perf_counter()
+        # Checked again after the venue's answer: an order or a fill may have come meanwhile.
+        nothing = await self.executor.holds_nothing() and not self.executor.has_open_orders()
         now = self._clock()
         outcome = self.gateway.flatten(now)
+        if nothing and self.gateway.state is not TradingState.REDUCING:
+            self.executor.drain_risk_events()
+            elapsed = (time.perf_counter() - started) * 1000
+            message = f"nothing to flatten: no orders, no positions; now {self.gateway.state.name}"
+            return self._command_done(CommandResult("flatten", True, message, elapsed), {})
         task = self._start_sequence("flatten", f"operator flatten ({outcome.text})")
         self.executor.drain_risk_events()
         result = await asyncio.shield(task)

@@ -917,6 +917,17 @@ class OrderExecutor:
 
     # Kill and flatten
 
+    async def holds_nothing(self) -> bool:
+        """No order tracked, no position in the gateway, and the venue reports neither (a
+        venue that cannot answer holds something, as far as anyone knows)."""
+        if self.has_open_orders() or any(p.size for p in self.gateway.snapshot().positions):
+            return False
+        try:
+            snapshot = await self.venue.snapshot()
+        except _VENUE_ERRORS:
+            return False
+        return not snapshot.orders and not any(p.size for p in snapshot.positions)
+
     async def run_close_sequence(
         self, source: Source, reason: str, timeout_s: float
     ) -> SequenceOutcome:
@@ -971,6 +982,10 @@ class OrderExecutor:
     async def _close_all(self, source: Source, reason: str) -> None:
         """Flash close (1 request a second at Bitget); inside that limit, the gateway's
         reduce-only market orders close instead."""
+        if self.gateway.state is TradingState.PAUSED:
+            # A flatten that found no position paused: PAUSED keeps positions, so a close
+            # would only be denied.
+            return
         now = self._clock()
         decision = self.gateway.check_close_positions(ClosePositionsIntent(source), now)
         if decision.approved:

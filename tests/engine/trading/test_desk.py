@@ -224,6 +224,36 @@ async def test_flatten_goes_flat_then_pauses(paper_desk):
     assert "PAUSED" in result.message
 
 
+async def test_flatten_with_nothing_open_says_so_and_asks_for_no_close(paper_desk):
+    desk = paper_desk.desk
+    result = await desk.flatten()
+    assert (result.ok, result.message) == (
+        True,
+        "nothing to flatten: no orders, no positions; now PAUSED",
+    )
+    assert paper_desk.entries(EntryKind.ORDER_DENIED) == []
+    assert paper_desk.entries(EntryKind.ORDER_INTENT) == []
+    [journaled] = paper_desk.entries(EntryKind.OPERATOR_COMMAND)
+    assert (journaled["command"], journaled["ok"], journaled["message"]) == (
+        "flatten",
+        True,
+        "nothing to flatten: no orders, no positions; now PAUSED",
+    )
+
+
+async def test_flatten_with_only_quotes_open_cancels_them_and_asks_for_no_denied_close(
+    paper_desk,
+):
+    desk = paper_desk.desk
+    paper_desk.book()
+    await eventually(lambda: len(paper_desk.resting()) == 2)
+    result = await desk.flatten()
+    assert result.ok, result.message
+    assert paper_desk.resting() == []
+    assert desk.gateway.state is TradingState.PAUSED
+    assert paper_desk.entries(EntryKind.ORDER_DENIED) == []
+
+
 async def test_a_halt_from_the_gateway_itself_starts_the_close_sequence(paper_desk):
     desk = paper_desk.desk
     paper_desk.book()
