@@ -53,6 +53,10 @@ from engine.warmup import InferenceWarmer, compile_fast_path
 
 _T = TypeVar("_T")
 
+MAX_SYMBOLS = 2
+"""The traded symbol and its hedge: Laya's features (cross features against the other symbol)
+and the trading desk use no more, so a third would only ever be watched half-way."""
+
 
 def _sim_config(seed: int) -> SimExchangeConfig:
     return SimExchangeConfig(market=MarketGeneratorConfig(seed=seed))
@@ -95,6 +99,11 @@ class EngineConfig:
     def __post_init__(self) -> None:
         if not self.symbols:
             raise ValueError("EngineConfig.symbols must name at least one symbol")
+        if len(self.symbols) > MAX_SYMBOLS:
+            raise ValueError(
+                f"the engine takes at most {MAX_SYMBOLS} symbols, the traded one and then its "
+                f"hedge; got {len(self.symbols)}"
+            )
         if self.replay_path is not None and self.live_url is not None:
             raise ValueError("choose a recording or a live url, not both")
         if self.replay_speed is not None and not self.replay_speed > 0:

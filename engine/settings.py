@@ -133,7 +133,7 @@ class EngineSettings:
 
     symbols: tuple[str, ...] = _key(
         _ENGINE.symbols,
-        "market symbols: the traded one first, then its hedge (optional); any more are watched",
+        "market symbols: the traded one first, then its hedge (optional); at most 2",
     )
     sim_seed: int = _key(_ENGINE.sim_seed, "seed of the built-in simulated market")
     status_interval_s: float = _key(

@@ -14,7 +14,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from console.cli import build_parser
+from console.cli import build_parser, main
 from engine.feed.parse import FrameParser
 from engine.feed.recording import encode_line, iter_recording
 
@@ -127,6 +127,16 @@ def test_numeric_flags_refuse_inf_and_nan_saying_finite(capsys, arguments, messa
     assert exited.value.code == 2
     error = capsys.readouterr().err.splitlines()[-1]
     assert error.startswith(f"hft-console {arguments[0]}") and message in error
+
+
+def test_more_symbols_than_the_engine_takes_is_a_one_line_error(capsys):
+    code = main(["run", "--headless", "--symbols", "BTCUSDT,ETHUSDT,SOLUSDT"])
+    assert code == 2
+    assert capsys.readouterr().err == (
+        'hft-console run: [engine] symbols = ["BTCUSDT", "ETHUSDT", "SOLUSDT"] (command line '
+        "--symbols): the engine takes at most 2 symbols, the traded one and then its hedge; "
+        "got 3\n"
+    )
 
 
 def _options(parser: argparse.ArgumentParser):
