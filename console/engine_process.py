@@ -336,11 +336,13 @@ class SnapshotPublisher:
         self.stopping = True
         try:
             await self.node.stop()
-            # A last picture with the stop's own events (the kill, cancels, the last fills).
-            try:
-                self.publish(fresh=True)
-            except Exception:  # the engine is stopped: a failed last picture is only logged
-                logger.exception("the last console snapshot failed")
+            # A last picture with the stop's own events (the kill, cancels, the last fills);
+            # a start that failed drew none, and has nothing to finish.
+            if self.latest is not None:
+                try:
+                    self.publish(fresh=True)
+                except Exception:  # the engine is stopped: a failed last picture is only logged
+                    logger.exception("the last console snapshot failed")
         finally:
             if self._gpu is not None:
                 self._gpu.stop()

@@ -39,6 +39,7 @@ from console.engine_adapter import EngineAdapterConfig, EngineNodeHandle, Engine
 from console.handle import CommandResult, ShutdownPolicy
 from console.widgets import format as fmt
 from engine.exchange.bitget_rest import Credentials
+from engine.feed.recording import RecordingUnreadable, check_recording
 from engine.node import EngineConfig
 
 if TYPE_CHECKING:
@@ -98,7 +99,13 @@ def launch(
     defaults at `options.refresh_hz`."""
     if options.exit_at_end and engine.replay_path is None:
         raise ValueError("--exit-at-end needs --replay FILE")
-    log_path = None if options.headless else _log_to_file()
+    if engine.replay_path is not None:
+        unreadable = _unreadable_recording(engine.replay_path)
+        if unreadable is not None:
+            _say(err, f"hft-console: {unreadable}")
+            return 1
+    # Headless too: a failed start's traceback belongs in the log, not on the operator's screen.
+    log_path = _log_to_file()
     handle = EngineNodeHandle(
         engine,
         adapter or EngineAdapterConfig(publish_hz=options.refresh_hz),
@@ -106,12 +113,12 @@ def launch(
         exit_policy=options.exit_policy,
         log_path=log_path,
     )
-    if log_path is not None:
+    if not options.headless:
         _say(err, f"hft-console: starting the engine (log: {log_path})")
     try:
         handle.start()
     except EngineProcessError as error:
-        _say(err, f"hft-console: {error}")
+        _say(err, f"hft-console: {error} (log: {log_path})")
         return 1
     ending = RunEnding(handle, options, err)
     reason = "the console closed"
@@ -176,6 +183,19 @@ class RunEnding:
         for line in self._lines:
             _say(self._err, line)
         self._lines.clear()
+
+
+def _unreadable_recording(path: str) -> str | None:
+    """Why the recording cannot be replayed, found before the engine starts (None: it can)."""
+    try:
+        check_recording(path)
+    except FileNotFoundError:
+        return f"recording not found: {path}"
+    except OSError as error:
+        return f"cannot read the recording {path}: {error.strerror or error}"
+    except RecordingUnreadable as error:
+        return str(error)
+    return None
 
 
 def _say(stream: TextIO, line: str) -> None:

@@ -127,3 +127,83 @@ def test_the_console_replays_to_the_end_and_closes_with_the_figures(
     check_figures(stats)
     log = tmp_path / "state" / "hft-console" / "log" / "console.log"
     assert log.is_file()  # what the engine logged went there, not over the screen
+
+
+def headless(tmp_path: Path, *arguments: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "console.cli", "run", "--headless", *arguments],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO,
+        env=environment(tmp_path),
+    )
+
+
+def log_file(tmp_path: Path) -> Path:
+    return tmp_path / "state" / "hft-console" / "log" / "console.log"
+
+
+@pytest.mark.parametrize(
+    ("arguments", "why"),
+    [
+        (("--model", "{tmp}/missing.onnx"), "ModelNotFoundError: no Laya model at {tmp}/missing"),
+        (("--model", "{tmp}/not-a-model.onnx"), "is not a loadable ONNX model"),
+        (("--journal", "{tmp}"), "journal file cannot be created or opened: {tmp} "),
+        (("--journal", "/proc/journal.sqlite"), "cannot be created or opened: /proc/journal"),
+    ],
+    ids=["missing-model", "not-a-model", "journal-on-a-directory", "journal-read-only"],
+)
+def test_a_failed_start_is_one_line_and_its_traceback_goes_to_the_log(
+    tmp_path, laya_model, arguments, why
+):
+    tmp = str(tmp_path)
+    (tmp_path / "not-a-model.onnx").write_bytes(b"not a model")
+    chosen = [text.format(tmp=tmp) for text in arguments]
+    result = headless(tmp_path, "--duration", "5", "--model", str(laya_model), *chosen)
+    assert result.returncode == 1
+    log = log_file(tmp_path)
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("hft-console: the engine failed to start: ")
+    assert why.format(tmp=tmp) in line and line.endswith(f" (log: {log})")
+    logged = log.read_text()
+    assert "Traceback" in logged and "the engine failed to start" in logged
+    assert "last console snapshot failed" not in logged and "AssertionError" not in logged
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (None, "hft-console: recording not found: {path}"),
+        (
+            b"not gzip at all\n",
+            "hft-console: {path}: unreadable recording: not gzip data, though its name ends in .gz",
+        ),
+        (b"", "hft-console: {path}: unreadable recording: the file is empty"),
+    ],
+    ids=["missing", "not-gzip", "empty"],
+)
+def test_an_unreadable_recording_is_refused_before_the_engine_starts(tmp_path, content, message):
+    path = tmp_path / "recording.gz"
+    if content is not None:
+        path.write_bytes(content)
+    result = headless(tmp_path, "--replay", str(path), "--speed", "max", "--mode", "paper")
+    assert result.returncode == 1
+    assert result.stderr == message.format(path=path) + "\n"
+    assert result.stdout == ""
+
+
+def test_a_failed_start_under_the_console_is_one_line_too(tmp_path, laya_model):
+    missing = tmp_path / "missing.onnx"
+    status, drawn = run_in_terminal(["--model", str(missing)], environment(tmp_path))
+    assert status == 1, drawn
+    log = log_file(tmp_path)
+    lines = drawn.replace("\r", "").strip().splitlines()
+    assert lines == [
+        f"hft-console: starting the engine (log: {log})",
+        f"hft-console: the engine failed to start: ModelNotFoundError: no Laya model at {missing}"
+        + lines[1].split(str(missing), 1)[1],
+    ]
+    assert lines[1].endswith(f" (log: {log})")
+    logged = log.read_text()
+    assert "Traceback" in logged and "AssertionError" not in logged
