@@ -94,7 +94,6 @@ from engine.risk.limits import (
     SymbolLimits,
 )
 from engine.risk.snapshot import LimitsInForce, PositionView, RiskSnapshot
-from engine.units import coin
 
 __all__ = [
     "EndpointLimits",
@@ -414,8 +413,7 @@ class RiskGateway:
             return self._deny(
                 intent,
                 _ORDER_SIZE,
-                f"size {coin(symbol, size)} is above the max order size "
-                f"{coin(symbol, risk.max_order_size)}",
+                f"size {size} is above the max order size {risk.max_order_size}",
                 now_ns,
             )
 
@@ -436,8 +434,8 @@ class RiskGateway:
                 return self._deny(
                     intent,
                     _POSITION_LIMIT,
-                    f"{symbol} position could reach {coin(symbol, bound, signed=True)}, beyond "
-                    f"max position {coin(symbol, risk.max_position)}",
+                    f"{symbol} position could reach {bound:+g}, beyond max position "
+                    f"{risk.max_position:g}",
                     now_ns,
                 )
             if magnitude * mid > risk.max_notional:
@@ -445,7 +443,7 @@ class RiskGateway:
                     intent,
                     _NOTIONAL_LIMIT,
                     f"{symbol} notional could reach {magnitude * mid:,.0f} USDT, beyond "
-                    f"{risk.max_notional:,.0f} USDT",
+                    f"{risk.max_notional:,.0f}",
                     now_ns,
                 )
 
@@ -553,7 +551,7 @@ class RiskGateway:
             intent,
             _SLIPPAGE,
             f"{what} {fill:g} is {deviation:.1f} bps through the {name} {reference:g} "
-            f"(max {band:g} bps)",
+            f"(max {band:g})",
             now_ns,
         )
 
@@ -561,7 +559,7 @@ class RiskGateway:
         return self._deny(
             intent,
             _NET_DELTA_LIMIT,
-            f"net delta could reach {reached:+,.0f} USDT, beyond +-{self._max_net_delta:,.0f} USDT",
+            f"net delta could reach {reached:+,.0f} USDT, beyond +-{self._max_net_delta:,.0f}",
             now_ns,
         )
 
@@ -844,8 +842,8 @@ class RiskGateway:
         if daily <= -self.config.limits.daily_loss_hard:
             return self._refuse(
                 "rearm",
-                f"daily PnL {daily:+,.2f} USDT is beyond the hard loss limit; re-arm after the "
-                f"reset at {self.config.daily_reset_hour_utc:02d}:00 UTC",
+                f"daily PnL {daily:,.2f} is beyond the hard loss limit; re-arm after the reset "
+                f"at {self.config.daily_reset_hour_utc:02d}:00 UTC",
                 Source.OPERATOR,
                 now_ns,
             )
@@ -866,7 +864,7 @@ class RiskGateway:
         if not (_is_number(size) and 0 <= size <= ceiling):
             return self._refuse(
                 "set_max_position",
-                f"{symbol} max position must be within [0, {coin(symbol, ceiling)}], got {size!r}",
+                f"{symbol} max position must be within [0, {ceiling:g}], got {size!r}",
                 Source.OPERATOR,
                 now_ns,
             )
@@ -874,7 +872,7 @@ class RiskGateway:
         risk.max_position_set = float(size)
         self._apply_limits()
         self._limit_changed(f"max_position {symbol}", old, size, Source.OPERATOR, now_ns)
-        return CommandOutcome(True, f"{symbol} max position {coin(symbol, size)}")
+        return CommandOutcome(True, f"{symbol} max position {size:g}")
 
     def set_max_net_delta(self, usdt: float, now_ns: int) -> CommandOutcome:
         self._advance_day(now_ns)
@@ -1246,7 +1244,7 @@ class RiskGateway:
                 self._set_state(
                     _HALTED,
                     f"daily loss {-daily:,.2f} USDT reached the hard limit "
-                    f"{limits.daily_loss_hard:,.2f} USDT",
+                    f"{limits.daily_loss_hard:,.2f}",
                     Source.RISK,
                     now_ns,
                 )
@@ -1257,7 +1255,7 @@ class RiskGateway:
                     self._set_state(
                         _REDUCING,
                         f"daily loss {-daily:,.2f} USDT reached the soft limit "
-                        f"{limits.daily_loss_soft:,.2f} USDT",
+                        f"{limits.daily_loss_soft:,.2f}",
                         Source.RISK,
                         now_ns,
                     )
