@@ -221,13 +221,13 @@ class EngineNodeHandle:
         )
         return self._command("apply_overrides", wanted)
 
-    def shutdown(self, policy: ShutdownPolicy) -> CommandResult:
+    def shutdown(self, policy: ShutdownPolicy, reason: str | None = None) -> CommandResult:
         """FLATTEN: the kill switch (HALTED, cancel all, close all, until the venue confirms
-        flat), then stop; if the venue does not confirm, the engine keeps running and the
-        result says so. KEEP: stop (resting orders are cancelled, positions kept). Once done,
-        later calls return the same result. An engine that died or is stuck is not ok the
-        first time (nothing was flattened: the operator must know); asked again, the handle
-        lets it go (a stuck process is killed)."""
+        flat; journaled with `reason`, by default the operator's quit), then stop; if the venue
+        does not confirm, the engine keeps running and the result says so. KEEP: stop (resting
+        orders are cancelled, positions kept). Once done, later calls return the same result.
+        An engine that died or is stuck is not ok the first time (nothing was flattened: the
+        operator must know); asked again, the handle lets it go (a stuck process is killed)."""
         with self._shutdown_lock:
             if self._shutdown_result is not None:
                 return self._shutdown_result
@@ -241,8 +241,9 @@ class EngineNodeHandle:
                     "and positions (quit again to leave)",
                 )
             limit = self._sequence_limit_s("kill_timeout_s") + self.config.stop_timeout_s
+            why = reason or f"the operator quit the console ({policy.value} and quit)"
             try:
-                ok, payload = self._request(("shutdown", policy.value), None, limit)
+                ok, payload = self._request(("shutdown", policy.value), why, limit)
             except TimeoutError:
                 self._refused_once = True
                 return CommandResult(
@@ -299,7 +300,8 @@ class EngineNodeHandle:
     # The wire
 
     def _request(self, name: object, arguments: object, limit_s: float) -> tuple[bool, object]:
-        """Send a command (or `("shutdown", policy)` as `name`) and wait for its answer."""
+        """Send a command (or `("shutdown", policy)` as `name`, its reason as `arguments`) and
+        wait for its answer."""
         if not self._started.is_set() or self._shutdown_result is not None:
             raise EngineProcessError("the engine is not running")
         if self._gone is not None:
@@ -309,7 +311,7 @@ class EngineNodeHandle:
         with self._waiting_lock:
             self._waiting[request_id] = future
         if isinstance(name, tuple):
-            message: tuple[object, ...] = (name[0], request_id, name[1])
+            message: tuple[object, ...] = (name[0], request_id, name[1], arguments)
         else:
             message = ("command", request_id, name, arguments)
         try:

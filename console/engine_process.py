@@ -8,7 +8,7 @@ engine the pictures it is sent.
 The wire (pickled tuples, one message per `Connection.send_bytes`):
 
 - console -> engine: the setup first (`EngineSetup`), then `("command", id, name, args)` and
-  `("shutdown", id, policy)`.
+  `("shutdown", id, policy, reason)`, where `reason` says why the run ends (it is journaled).
 - engine -> console: `("picture", at_ns, parts, status_line, finished)` with only the
   snapshot parts that changed since the last one sent; `("events", events)` in order;
   `("answer", id, ok, payload)`; `("started",)` or `("failed", why)` once.
@@ -826,8 +826,8 @@ class EngineServer:
     def _on_message(self, message: tuple[object, ...]) -> None:
         kind, request_id = message[0], message[1]
         if kind == "shutdown":
-            policy = ShutdownPolicy(message[2])
-            self._spawn(self._answer_shutdown(request_id, policy))
+            policy, reason = ShutdownPolicy(message[2]), str(message[3])
+            self._spawn(self._answer_shutdown(request_id, policy, reason))
         else:
             name, arguments = message[2], message[3]
             self._spawn(self._answer(request_id, name, arguments))
@@ -859,8 +859,10 @@ class EngineServer:
             return
         self._outbox.put(("answer", request_id, True, result))
 
-    async def _answer_shutdown(self, request_id: object, policy: ShutdownPolicy) -> None:
-        result = await self._stop(policy, operator=True)
+    async def _answer_shutdown(
+        self, request_id: object, policy: ShutdownPolicy, reason: str
+    ) -> None:
+        result = await self._stop(policy, reason, operator=True)
         stats = self._publisher.stats() if self._publisher is not None else None
         self._outbox.put(("answer", request_id, True, (result, stats)))
         if result.ok:
@@ -872,30 +874,36 @@ class EngineServer:
             self._spawn(self._end_alone())
 
     async def _end_alone(self) -> None:
-        result = await self._stop(self._setup.exit_policy, operator=False)
+        policy = self._setup.exit_policy
+        reason = f"the console went away (exit policy {policy.value})"
+        result = await self._stop(policy, reason, operator=False)
         logger.error("ended without the console: %s", result.message)
         self._ended.set()
 
-    async def _stop(self, policy: ShutdownPolicy, *, operator: bool) -> CommandResult:
-        """FLATTEN: kill, then stop; when the venue does not confirm flat the engine keeps
-        running for the operator to decide (`operator`), or stops anyway (nobody to ask).
-        KEEP: stop (the quotes are cancelled, positions stay)."""
+    async def _stop(self, policy: ShutdownPolicy, reason: str, *, operator: bool) -> CommandResult:
+        """FLATTEN: kill (journaled with `reason`), then stop; when the venue does not confirm
+        flat the engine keeps running for the operator to decide (`operator`), or stops anyway
+        (nobody to ask). KEEP: stop (the quotes are cancelled, positions stay)."""
         running = self._stopping
         if running is not None:
             return await asyncio.shield(running)
-        self._stopping = asyncio.get_running_loop().create_task(self._stop_once(policy, operator))
+        self._stopping = asyncio.get_running_loop().create_task(
+            self._stop_once(policy, reason, operator)
+        )
         result = await asyncio.shield(self._stopping)
         if not result.ok:
             self._stopping = None  # the operator may try again
         return result
 
-    async def _stop_once(self, policy: ShutdownPolicy, operator: bool) -> CommandResult:
+    async def _stop_once(
+        self, policy: ShutdownPolicy, reason: str, operator: bool
+    ) -> CommandResult:
         publisher = self._publisher
         assert publisher is not None
         node = publisher.node
         done = []
         if policy is ShutdownPolicy.FLATTEN and node.desk is not None:
-            killed = await node.kill()
+            killed = await node.kill(reason)
             if not killed.ok and operator:
                 return CommandResult(
                     "shutdown",

@@ -46,6 +46,12 @@ if TYPE_CHECKING:
     from console.app import HftConsoleApp
 
 STOP_SIGNALS = (signal.SIGHUP, signal.SIGTERM)
+SIGNAL_REASONS = {
+    signal.SIGHUP: "SIGHUP: the terminal hung up",
+    signal.SIGTERM: "SIGTERM: asked to stop",
+    signal.SIGINT: "SIGINT: interrupted",
+}
+"""What each signal that ends a run means, as the journal records it."""
 UI_CLOSE_GRACE_S = 5.0
 """After a signal has stopped the engine, how long the console may take to close."""
 
@@ -154,15 +160,18 @@ class RunEnding:
         return self._status is not None
 
     def finish(self, reason: str) -> int:
-        """Stop the engine (blocking); the exit status. Later calls return the first's."""
+        """Stop the engine (blocking) for `reason` (journaled with the exit policy); the exit
+        status. Later calls return the first's."""
         with self._lock:
             if self._status is not None:
                 return self._status
             handle = self._handle
-            result: CommandResult = handle.shutdown(self._options.exit_policy)
+            policy = self._options.exit_policy
+            why = f"{reason} (exit policy {policy.value})"
+            result: CommandResult = handle.shutdown(policy, why)
             status = 0
             if not result.ok:
-                stopped = handle.shutdown(ShutdownPolicy.KEEP)
+                stopped = handle.shutdown(ShutdownPolicy.KEEP, f"{why}: not confirmed flat")
                 self._lines.append(f"hft-console: {result.message}")
                 self._lines.append(f"hft-console: stopped the engine anyway: {stopped.message}")
                 status = 1
@@ -238,7 +247,7 @@ class _SignalStop:
             return
         if self.reason is not None:
             return
-        self.reason = signal.Signals(signum).name
+        self.reason = SIGNAL_REASONS[signal.Signals(signum)]
         threading.Thread(target=self._stop, name="signal-stop", daemon=True).start()
 
     def _quit_flow(self) -> None:
@@ -313,7 +322,7 @@ async def _watch_for_end(
             ended.append("end of the recording")
             break
         if deadline is not None and loop.time() >= deadline:
-            ended.append(f"{options.duration_s:g} s elapsed")
+            ended.append(_duration_reason(options))
             break
     app.notify(f"{ended[0]}: {options.exit_policy.value} and quit…", timeout=30)
     await asyncio.to_thread(ending.finish, ended[0])
@@ -332,7 +341,7 @@ def _run_headless(
     received: list[str] = []
 
     def on_signal(signum: int, _frame: object) -> None:
-        received.append(signal.Signals(signum).name)
+        received.append(SIGNAL_REASONS[signal.Signals(signum)])
         wake.set()
 
     previous = {
@@ -347,18 +356,18 @@ def _run_headless(
             last_id = _print_events(handle, last_id, out)
             now = time.monotonic()
             if received:
-                reason = f"{received[0]}: {options.exit_policy.value} and stop"
+                reason = received[0]
                 break
             if handle.finished:  # nothing to look at once a replay is over
                 reason = "end of the recording"
                 break
             if options.duration_s is not None and now - started >= options.duration_s:
-                reason = f"{options.duration_s:g} s elapsed"
+                reason = _duration_reason(options)
                 break
             if now >= next_status:
                 _print_status(handle, out)
                 next_status = now + options.status_interval_s
-        _say(out, f"hft-console: {reason}…")
+        _say(out, f"hft-console: {reason} ({options.exit_policy.value} and stop)…")
         ending.finish(reason)
         _print_events(handle, last_id, out)  # what the stop did: the kill, the last fills
         _print_status(handle, out)
@@ -366,6 +375,10 @@ def _run_headless(
         for signum, handler in previous.items():
             signal.signal(signum, handler)
     return reason
+
+
+def _duration_reason(options: LaunchOptions) -> str:
+    return f"--duration {options.duration_s:g} s elapsed"
 
 
 def _print_events(handle: EngineNodeHandle, last_id: int, out: TextIO) -> int:

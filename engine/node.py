@@ -45,7 +45,7 @@ from engine.sim.private_ws import PRIVATE_WS_PATH
 from engine.sim.server import SimExchange, SimExchangeConfig
 from engine.trading.commands import CommandResult, RiskOverrides
 from engine.trading.config import TradingConfig, TradingMode
-from engine.trading.desk import TradingDesk, TradingStatus
+from engine.trading.desk import OPERATOR_KILL_REASON, TradingDesk, TradingStatus
 from engine.trading.paper_venue import PaperVenue
 from engine.trading.rest_venue import RestVenue
 from engine.trading.venue import Venue
@@ -412,11 +412,12 @@ class EngineNode:
             raise RuntimeError("the engine is not running")
         return asyncio.run_coroutine_threadsafe(command, self._loop)
 
-    async def kill(self) -> CommandResult:
+    async def kill(self, reason: str = OPERATOR_KILL_REASON) -> CommandResult:
         """The kill switch: HALTED (latched until `rearm`), cancel all, close all, retried until
-        the venue confirms no orders and flat; `elapsed_ms` is the time that took."""
+        the venue confirms no orders and flat; `elapsed_ms` is the time that took. `reason` is
+        journaled: the operator's kill switch, or why the run is ending."""
         desk = self.desk
-        return await desk.kill() if desk is not None else _no_trading("kill")
+        return await desk.kill(reason) if desk is not None else _no_trading("kill")
 
     async def flatten(self) -> CommandResult:
         """Cancel all and close all; REDUCING until flat, then PAUSED."""

@@ -57,6 +57,8 @@ from engine.trading.venue import CancelAllTicket, Venue
 
 logger = logging.getLogger(__name__)
 
+OPERATOR_KILL_REASON = "operator kill switch"
+
 _CANCEL_ALL = QuoteIntent.CANCEL_ALL
 _PULL_ASKS = QuoteIntent.PULL_ASKS
 _PULL_BIDS = QuoteIntent.PULL_BIDS
@@ -474,21 +476,24 @@ class TradingDesk:
         if not isinstance(event, TradingStateChanged):
             return
         new = event.new
+        source = Source.OPERATOR if event.reason.startswith("operator") else Source.RISK
         if new is TradingState.HALTED:
-            self._start_sequence("kill", event.reason)
+            self._start_sequence("kill", event.reason, source)
         elif new is TradingState.PAUSED:
             if self.executor.has_open_orders():
                 self.executor.cancel_all_now(Source.RISK, f"paused: {event.reason}")
         elif new is TradingState.REDUCING:
             if self.gateway.snapshot().flatten_requested:
-                self._start_sequence("flatten", event.reason)
+                self._start_sequence("flatten", event.reason, source)
             else:
                 for role in (OrderRole.BID, OrderRole.ASK):
                     client_oid = self._quotes[role]
                     if client_oid is not None:
                         self.executor.cancel(client_oid, Source.RISK, "reducing: requote")
 
-    def _start_sequence(self, name: str, reason: str) -> asyncio.Task[CommandResult]:
+    def _start_sequence(
+        self, name: str, reason: str, source: Source
+    ) -> asyncio.Task[CommandResult]:
         running = self._sequence
         if running is not None and not running.done():
             if self._sequence_name == name or name == "flatten":
@@ -501,12 +506,13 @@ class TradingDesk:
         )
         self._sequence_name = name
         self._sequence = asyncio.get_running_loop().create_task(
-            self._run_sequence(name, reason, timeout_s), name=f"desk-{name}"
+            self._run_sequence(name, reason, source, timeout_s), name=f"desk-{name}"
         )
         return self._sequence
 
-    async def _run_sequence(self, name: str, reason: str, timeout_s: float) -> CommandResult:
-        source = Source.OPERATOR if reason.startswith("operator") else Source.RISK
+    async def _run_sequence(
+        self, name: str, reason: str, source: Source, timeout_s: float
+    ) -> CommandResult:
         outcome = await self.executor.run_close_sequence(source, f"{name}: {reason}", timeout_s)
         self.last_sequence = outcome
         if outcome.ok and self.gateway.state is TradingState.REDUCING:
@@ -521,18 +527,19 @@ class TradingDesk:
 
     # Commands
 
-    async def kill(self) -> CommandResult:
-        """HALTED, then cancel all and close all until the venue confirms flat."""
+    async def kill(self, reason: str = OPERATOR_KILL_REASON) -> CommandResult:
+        """HALTED, then cancel all and close all until the venue confirms flat; `reason` (the
+        operator's kill switch, or why the run is ending) goes with every journaled step."""
         started = time.perf_counter()
         now = self._clock()
-        self.gateway.kill(now)
-        task = self._start_sequence("kill", "operator kill switch")
+        self.gateway.kill(now, reason)
+        task = self._start_sequence("kill", reason, Source.OPERATOR)
         self.executor.drain_risk_events()
         result = await asyncio.shield(task)
         elapsed = (time.perf_counter() - started) * 1000
         result = dataclasses.replace(result, elapsed_ms=elapsed)
         self.last_kill = result
-        return self._command_done(result, {})
+        return self._command_done(result, {"reason": reason})
 
     async def flatten(self) -> CommandResult:
         """Cancel all, close all; REDUCING until flat, then PAUSED. With nothing open here and
@@ -547,7 +554,9 @@ class TradingDesk:
             elapsed = (time.perf_counter() - started) * 1000
             message = f"nothing to flatten: no orders, no positions; now {self.gateway.state.name}"
             return self._command_done(CommandResult("flatten", True, message, elapsed), {})
-        task = self._start_sequence("flatten", f"operator flatten ({outcome.text})")
+        task = self._start_sequence(
+            "flatten", f"operator flatten ({outcome.text})", Source.OPERATOR
+        )
         self.executor.drain_risk_events()
         result = await asyncio.shield(task)
         elapsed = (time.perf_counter() - started) * 1000

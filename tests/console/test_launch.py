@@ -8,6 +8,7 @@ import json
 import os
 import pty
 import select
+import signal
 import struct
 import subprocess
 import sys
@@ -18,7 +19,13 @@ from pathlib import Path
 import pytest
 from engine_recordings import write_recording
 
+from console.engine_adapter import EngineAdapterConfig, EngineNodeHandle
+from console.handle import ShutdownPolicy
 from engine.bench import BENCH_STAGES
+from engine.journal import read_journal
+from engine.laya.classifier import LayaClassifierConfig
+from engine.node import EngineConfig
+from engine.trading.config import TradingConfig
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -207,3 +214,90 @@ def test_a_failed_start_under_the_console_is_one_line_too(tmp_path, laya_model):
     assert lines[1].endswith(f" (log: {log})")
     logged = log.read_text()
     assert "Traceback" in logged and "AssertionError" not in logged
+
+
+def journaled_stop(journal: Path) -> tuple[str, str]:
+    """The reason of the HALTED state change and of the kill command of a run's end."""
+    halted = [
+        entry.payload["reason"]
+        for entry in read_journal(journal, kinds=["state_change"])
+        if entry.payload.get("new") == "HALTED"
+    ]
+    kills = [
+        entry.payload["reason"]
+        for entry in read_journal(journal, kinds=["operator_command"])
+        if entry.payload["command"] == "kill"
+    ]
+    assert len(halted) == 1 and len(kills) == 1, (halted, kills)
+    return halted[0], kills[0]
+
+
+def test_the_duration_ending_a_run_is_journaled_as_such(tmp_path, laya_model):
+    journal = tmp_path / "journal.sqlite"
+    arguments = ["--duration", "2", "--model", str(laya_model), "--journal", str(journal)]
+    result = headless(tmp_path, *arguments)
+    assert result.returncode == 0, result.stderr
+    assert "hft-console: --duration 2 s elapsed (flatten and stop)…" in result.stdout
+    reason = "--duration 2 s elapsed (exit policy flatten)"
+    assert journaled_stop(journal) == (reason, reason)
+
+
+@pytest.mark.parametrize(
+    ("signum", "reason"),
+    [
+        (signal.SIGHUP, "SIGHUP: the terminal hung up (exit policy flatten)"),
+        (signal.SIGTERM, "SIGTERM: asked to stop (exit policy flatten)"),
+        (signal.SIGINT, "SIGINT: interrupted (exit policy flatten)"),
+    ],
+    ids=["SIGHUP", "SIGTERM", "SIGINT"],
+)
+def test_a_signal_ending_a_headless_run_is_journaled_as_such(tmp_path, laya_model, signum, reason):
+    journal = tmp_path / "journal.sqlite"
+    arguments = ["--model", str(laya_model), "--journal", str(journal)]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "console.cli", "run", "--headless", *arguments],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+        env=environment(tmp_path),
+    )
+    try:
+        assert process.stdout is not None
+        for line in process.stdout:  # the engine runs once its status line shows
+            if line.startswith("SIM frames"):
+                break
+        process.send_signal(signum)
+        out, err = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 0, err
+    assert f"hft-console: {reason.removesuffix(' (exit policy flatten)')} (flatten and" in out
+    assert journaled_stop(journal) == (reason, reason)
+
+
+def test_the_end_of_a_recording_is_journaled_as_such(tmp_path, recording, laya_model):
+    journal = tmp_path / "journal.sqlite"
+    replay = ("--replay", str(recording), "--speed", "max", "--mode", "paper")
+    result = headless(tmp_path, *replay, "--model", str(laya_model), "--journal", str(journal))
+    assert result.returncode == 0, result.stderr
+    reason = "end of the recording (exit policy flatten)"
+    assert journaled_stop(journal) == (reason, reason)
+
+
+def test_the_consoles_flatten_and_quit_is_journaled_as_the_operators(tmp_path, laya_model):
+    """What the quit dialog (or a quit with nothing open) sends: the handle's shutdown."""
+    journal = tmp_path / "journal.sqlite"
+    engine = EngineConfig(
+        laya=LayaClassifierConfig(model_path=laya_model, prefer_gpu=False),
+        trading=TradingConfig(journal_path=journal),
+    )
+    handle = EngineNodeHandle(engine, EngineAdapterConfig(gpu=None))
+    handle.start()
+    try:
+        assert handle.shutdown(ShutdownPolicy.FLATTEN).ok
+    finally:
+        handle.shutdown(ShutdownPolicy.KEEP)
+    reason = "the operator quit the console (flatten and quit)"
+    assert journaled_stop(journal) == (reason, reason)
