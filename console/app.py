@@ -74,15 +74,6 @@ class ConsoleConfig:
         object.__setattr__(self, "keymap", MappingProxyType(checked))
 
 
-def _exposure(trading: TradingView) -> str:
-    positions = [p for p in trading.positions if p.size != 0]
-    parts = [f"{p.symbol} {p.size:+g}" for p in positions]
-    orders = trading.open_orders
-    if orders:
-        parts.append(f"{orders} order{'s' if orders != 1 else ''}")
-    return ", ".join(parts) or "nothing"
-
-
 class HftConsoleApp(App[None]):
     CSS_PATH: ClassVar[list[str | PurePath]] = ["../styles/console.tcss", "../styles/dialogs.tcss"]
     TITLE = "hft-console"
@@ -107,6 +98,9 @@ class HftConsoleApp(App[None]):
         self._symbol_index = 0
         self._pane_index = 0
         self._compact = False
+        self._one_pane = False
+        """At the full size, `v` shows one pane large beside the ladder (the compact layout
+        always does)."""
         self._commands = ThreadPoolExecutor(1, thread_name_prefix="console-command")
         self._kill_lane = ThreadPoolExecutor(1, thread_name_prefix="console-kill")
         self._footer = Footer()
@@ -221,17 +215,15 @@ class HftConsoleApp(App[None]):
             self._compact = compact
             self.set_class(compact, "-compact")
             self._footer.compact = compact
-            self.refresh_bindings()
         self._mark_shown_pane()
 
     def _mark_shown_pane(self) -> None:
+        self.set_class(self._compact or self._one_pane, "-one-pane")
         shown = list(self._secondary)[self._pane_index % len(self._secondary)]
         for pane_id, pane in self._secondary.items():
             pane.set_class(pane_id == shown, "-shown")
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "next_pane":
-            return self._compact
         if action == "next_symbol":
             return self._snapshot is None or len(self._snapshot.depth) > 1
         return True
@@ -270,7 +262,7 @@ class HftConsoleApp(App[None]):
         self.push_screen(
             ConfirmScreen(
                 "Flatten everything?",
-                f"Cancels every order and closes every position. Open: {_exposure(trading)}.",
+                f"Cancels every order and closes every position. Open: {trading.exposure}.",
             ),
             answered,
         )
@@ -315,7 +307,7 @@ class HftConsoleApp(App[None]):
             if policy is not None:
                 self._shut_down(policy)
 
-        self.push_screen(QuitScreen(_exposure(trading)), chosen)
+        self.push_screen(QuitScreen(trading.exposure), chosen)
 
     def action_help(self) -> None:
         if self._dialog_open():
@@ -334,7 +326,16 @@ class HftConsoleApp(App[None]):
         self.push_screen(HelpScreen(keys))
 
     def action_next_pane(self) -> None:
-        self._pane_index += 1
+        """Compact: the next pane beside the ladder, round and round. Full size: the panes
+        one at a time, large, then after the last all of them again."""
+        if self._compact:
+            self._pane_index += 1
+        elif not self._one_pane:
+            self._one_pane, self._pane_index = True, 0
+        elif self._pane_index + 1 < len(self._secondary):
+            self._pane_index += 1
+        else:
+            self._one_pane = False
         self._mark_shown_pane()
 
     def action_next_symbol(self) -> None:

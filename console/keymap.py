@@ -64,7 +64,7 @@ CONSOLE_BINDINGS: tuple[Binding, ...] = (
         "v",
         "next_pane",
         "Pane",
-        tooltip="the next pane, large, beside the ladder (at full size: then all)",
+        tooltip="the next pane beside the ladder; full size: after the last, all",
         id="console.next_pane",
     ),
     Binding(

@@ -30,6 +30,7 @@ from engine.gpu import GpuSample, VramBudget
 from engine.laya.decide import VerdictStreamView
 from engine.risk.events import TradingState
 from engine.risk.limits import OverrideBounds
+from engine.units import coin
 
 
 class Mode(enum.StrEnum):
@@ -159,6 +160,19 @@ class TradingView:
     def exposed(self) -> bool:
         """Open positions or resting orders: quitting must ask what to do with them."""
         return self.open_orders > 0 or any(position.size != 0 for position in self.positions)
+
+    @property
+    def exposure(self) -> str:
+        """What is open, for people: "2 orders and a position of +0.002 BTC", "nothing"."""
+        sizes = [coin(p.symbol, p.size, signed=True) for p in self.positions if p.size != 0]
+        parts = []
+        if self.open_orders:
+            parts.append(f"{self.open_orders} order{'s' if self.open_orders != 1 else ''}")
+        if len(sizes) == 1:
+            parts.append(f"a position of {sizes[0]}")
+        elif sizes:
+            parts.append(f"positions of {', '.join(sizes)}")
+        return " and ".join(parts) or "nothing"
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,11 +1,15 @@
-"""The event log: fills, denials, faults, Kev decisions and state changes, one line each, in
-the order they happened, never merged. Appending draws only the new lines."""
+"""The event log: fills, denials, faults, Kev decisions and state changes, one entry each, in
+the order they happened, never merged. Appending draws only the new lines; a line too long for
+the pane wraps under its own text, so nothing is cut at the edge."""
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Sequence
 from typing import ClassVar
 
+from rich.console import Console, ConsoleOptions, RenderResult
+from rich.measure import Measurement
 from rich.text import Text
 from textual.widgets import RichLog
 
@@ -19,9 +23,40 @@ _SEVERITY_STYLE = {
 }
 
 
+_NARROW_BODY = 40
+"""Below this many cells beside the head, continuation rows start near the edge instead."""
+
+
+class EventLine:
+    """One entry: `head` (time and kind), then `body`, whose continuation rows start under
+    the body (in a narrow pane, two cells in) rather than under the time."""
+
+    def __init__(self, head: Text, body: Text) -> None:
+        self.head = head
+        self.body = body
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        width = self.head.cell_len
+        return Measurement(width + 1, width + self.body.cell_len)
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        width, head = options.max_width, self.head.cell_len
+        room = max(1, width - head)
+        first = self.body.wrap(console, room)[0]
+        yield Text.assemble(self.head, first, no_wrap=True)
+        rest = self.body[len(first.plain) :]
+        rest = rest[len(rest.plain) - len(rest.plain.lstrip()) :]
+        if not rest.plain:
+            return
+        indent = head if room >= _NARROW_BODY else min(2, head)
+        for row in rest.wrap(console, max(1, width - indent)):
+            yield Text.assemble(" " * indent, row, no_wrap=True)
+
+
 class EventsPane(RichLog):
-    """Keeps the last `max_lines` events; a gap in what the engine still held is written as a
-    line of its own."""
+    """Keeps the last `max_lines` entries; a gap in what the engine still held is an entry of
+    its own. Lines are wrapped at the pane's width: when it changes (a resize, the compact
+    layout showing the pane again) every kept entry is drawn again at the new one."""
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {
         *_SEVERITY_STYLE.values(),
@@ -33,23 +68,51 @@ class EventsPane(RichLog):
         self, title: str, max_lines: int, *, id: str | None = None, classes: str | None = None
     ) -> None:
         super().__init__(
-            max_lines=max_lines, wrap=False, highlight=False, markup=False, id=id, classes=classes
+            max_lines=max_lines,
+            min_width=1,
+            wrap=False,
+            highlight=False,
+            markup=False,
+            id=id,
+            classes=classes,
         )
         self.border_title = title
+        self._entries: deque[EventLine] = deque(maxlen=max_lines)
+        self._drawn_width = 0
 
     def add(self, events: Sequence[ConsoleEvent], missed: int) -> None:
+        entries = []
         if missed:
-            self.write(
-                Text(
-                    f"… {missed} events were dropped before the console read them",
-                    self._style("events--gap"),
-                )
-            )
+            gap = f"… {missed} events were dropped before the console read them"
+            entries.append(EventLine(Text(), Text(gap, self._style("events--gap"))))
         for event in events:
-            line = Text(f"{fmt.clock_ns(event.at_ns)} ")
-            line.append(f"{event.kind.value:<8}", self._style("events--kind"))
-            line.append(event.text, self._style(_SEVERITY_STYLE[event.severity]))
-            self.write(line)
+            head = Text(f"{fmt.clock_ns(event.at_ns)} ")
+            head.append(f"{event.kind.value:<8}", self._style("events--kind"))
+            body = Text(event.text, self._style(_SEVERITY_STYLE[event.severity]))
+            entries.append(EventLine(head, body))
+        self._entries.extend(entries)
+        width = self._drawn_width
+        if width and self._width() == width:
+            for entry in entries:
+                self.write(entry, width=width)
+        # Otherwise the pane is hidden or was resized: `_redraw` draws them at its width.
+
+    def on_resize(self) -> None:
+        self._redraw()
+
+    def on_show(self) -> None:
+        self._redraw()
+
+    def _redraw(self) -> None:
+        width = self._width()
+        if width and width != self._drawn_width:
+            self._drawn_width = width
+            self.clear()
+            for entry in self._entries:
+                self.write(entry, width=width)
+
+    def _width(self) -> int:
+        return self.scrollable_content_region.width if self.display else 0
 
     def _style(self, component: str):
         return self.get_component_rich_style(component, partial=True)

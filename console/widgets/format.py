@@ -40,11 +40,6 @@ def age_ms(value: float | None) -> str:
     return duration_ms(value)
 
 
-def money(value: float) -> str:
-    """Signed USDT with thousands separators."""
-    return f"{value:+,.2f}"
-
-
 def signed(value: float, decimals: int) -> str:
     return f"{value:+,.{decimals}f}"
 

@@ -10,9 +10,11 @@ from console.widgets import format as fmt
 from console.widgets.lines import LinePane
 from engine.bitget.orders import OrderSide
 from engine.exchange.private_events import FillUpdate, OrderUpdate
+from engine.units import coin, fee_usdt
 
 _WIDE = 60
-"""From this many cells, fills show the fee and times the milliseconds."""
+"""From this many cells, rows name the symbol (narrower, the size's coin says it) and fills
+show the fee and times the milliseconds."""
 
 OrdersView = tuple[tuple[OrderUpdate, ...], tuple[FillUpdate, ...]]
 """The snapshot's open orders and recent fills."""
@@ -30,10 +32,10 @@ class OrdersPane(LinePane[OrdersView]):
         lines = [Text(f"open orders {len(orders)}", self.style("orders--label"))]
         room = max(1, (height - 2) // 2) if fills else height - 1
         for order in sorted(orders, key=lambda item: item.updated_ms, reverse=True)[:room]:
-            row = Text(f"{order.symbol:<8} ")
+            row = Text(f"{order.symbol:<8} " if wide else "")
             row.append(f"{order.side.value:<4} ", self._side(order.side))
             limit = "market" if order.price is None else f"{order.price:,}"
-            row.append(f"{order.size:g} @ {limit} ")
+            row.append(f"{coin(order.symbol, order.size)} @ {limit} ")
             if order.filled_size:
                 status = f"filled {order.filled_size:g}" if wide else f"+{order.filled_size:g}"
             else:
@@ -45,12 +47,12 @@ class OrdersPane(LinePane[OrdersView]):
         lines.append(Text(f"fills {len(fills)}", self.style("orders--label")))
         for fill in reversed(fills):
             stamp = fmt.clock_ms(fill.filled_ms)
-            row = Text(f"{stamp if wide else stamp[:8]} {fill.symbol:<8} ")
+            row = Text(f"{stamp} {fill.symbol:<8} " if wide else f"{stamp[:8]} ")
             row.append(f"{fill.side.value:<4} ", self._side(fill.side))
-            row.append(f"{fill.size:g} @ {fill.price:,} ")
+            row.append(f"{coin(fill.symbol, fill.size)} @ {fill.price:,} ")
             if wide:
-                row.append(f"fee {fill.fee:+.4f} ")
                 row.append("maker" if fill.maker else "taker", self.style("orders--label"))
+                row.append(f", fee {fee_usdt(fill.fee)}")
             else:
                 row.append("M" if fill.maker else "T", self.style("orders--label"))
             lines.append(row)

@@ -12,6 +12,7 @@ from console.widgets import format as fmt
 from console.widgets.lines import LinePane, fit
 from engine.feed.events import FeedState
 from engine.risk.events import TradingState
+from engine.units import QUOTE_COIN, amount, coin
 
 _STATE_STYLE = {
     TradingState.ACTIVE: "status--good",
@@ -60,17 +61,18 @@ class StatusPane(LinePane[StatusView]):
         return [
             fit(self._state_parts(view), width, " │ "),
             fit(self._systems_parts(view), width, " │ "),
-            fit(self._position_parts(view), width, " │ "),
+            fit(self._position_parts(view, width), width, " │ "),
         ]
 
     def _label(self, text: str) -> Text:
         return Text(text, self.style("status--label"))
 
-    def _money(self, label: str, value: float) -> Text:
+    def _money(self, label: str, value: float, unit: bool = False) -> Text:
+        """`label` and a signed amount; `unit`: followed by USDT (once for a group)."""
         text = self._label(label)
-        text.append(
-            fmt.money(value), self.style("status--profit" if value >= 0 else "status--loss")
-        )
+        text.append(amount(value), self.style("status--profit" if value >= 0 else "status--loss"))
+        if unit:
+            text.append_text(self._label(f" {QUOTE_COIN}"))
         return text
 
     def _state_parts(self, view: StatusView) -> list[tuple[int, Text]]:
@@ -90,12 +92,12 @@ class StatusPane(LinePane[StatusView]):
         if trading.reason:
             parts.append((3, self._label(trading.reason)))
         pnl = trading.pnl
-        parts.append((1, self._money("day ", pnl.daily)))
+        parts.append((1, self._money("day ", pnl.daily, unit=True)))
         details = self._money("real ", pnl.realized)
         details.append("  ")
         details.append_text(self._money("unreal ", pnl.unrealized))
         details.append("  ")
-        details.append_text(self._money("fees ", -pnl.fees))
+        details.append_text(self._money("fees ", -pnl.fees, unit=True))  # paid: negative
         parts.append((4, details))
         delta = self._label("net Δ ")
         near_limit = abs(trading.net_delta) > 0.8 * trading.max_net_delta
@@ -103,7 +105,7 @@ class StatusPane(LinePane[StatusView]):
             f"{trading.net_delta:+,.0f}",
             self.style("status--warning" if near_limit else "status--good"),
         )
-        delta.append_text(self._label(f" / {trading.max_net_delta:,.0f} USDT"))
+        delta.append_text(self._label(f" / {trading.max_net_delta:,.0f} {QUOTE_COIN}"))
         parts.append((2, delta))
         return parts
 
@@ -133,17 +135,25 @@ class StatusPane(LinePane[StatusView]):
         text.append(f" {feed.frames_per_s:,.1f}/s {fmt.age_ms(feed.last_frame_age_ms)}")
         return text
 
-    def _position_parts(self, view: StatusView) -> list[tuple[int, Text]]:
+    def _position_parts(self, view: StatusView, width: int) -> list[tuple[int, Text]]:
+        """Each position by its size in its coin (which names the symbol), entry price and
+        unrealized PnL; the entry prices go first when they do not all fit."""
         trading = view.trading
-        parts: list[tuple[int, Text]] = []
-        for position in trading.positions:
-            if position.size == 0:
-                continue
-            text = Text(f"{position.symbol} {position.size:+g} @ {position.entry_price:,.2f} ")
-            text.append_text(self._money("", position.unrealized_pnl))
-            parts.append((0, text))
-        if not parts:
-            parts.append((0, self._label("flat")))
         orders = trading.open_orders
-        parts.append((1, Text(f"{orders} open order{'' if orders == 1 else 's'}")))
+        count = (1, Text(f"{orders} open order{'' if orders == 1 else 's'}"))
+        positions = [position for position in trading.positions if position.size != 0]
+        if not positions:
+            return [(0, self._label("flat")), count]
+        for with_entry in (True, False):
+            parts = []
+            for position in positions:
+                text = Text(coin(position.symbol, position.size, signed=True))
+                if with_entry:
+                    text.append(f" @ {position.entry_price:,.2f}")
+                text.append_text(self._money(" ", position.unrealized_pnl, unit=True))
+                parts.append((0, text))
+            parts.append(count)
+            shown = sum(text.cell_len for _, text in parts) + 3 * (len(parts) - 1)
+            if shown <= width:
+                break
         return parts

@@ -94,6 +94,7 @@ from engine.risk.limits import (
     SymbolLimits,
 )
 from engine.risk.snapshot import LimitsInForce, PositionView, RiskSnapshot
+from engine.units import coin
 
 __all__ = [
     "EndpointLimits",
@@ -413,7 +414,8 @@ class RiskGateway:
             return self._deny(
                 intent,
                 _ORDER_SIZE,
-                f"size {size} is above the max order size {risk.max_order_size}",
+                f"size {coin(symbol, size)} is above the max order size "
+                f"{coin(symbol, risk.max_order_size)}",
                 now_ns,
             )
 
@@ -434,8 +436,8 @@ class RiskGateway:
                 return self._deny(
                     intent,
                     _POSITION_LIMIT,
-                    f"{symbol} position could reach {bound:+g}, beyond max position "
-                    f"{risk.max_position:g}",
+                    f"{symbol} position could reach {coin(symbol, bound, signed=True)}, beyond "
+                    f"max position {coin(symbol, risk.max_position)}",
                     now_ns,
                 )
             if magnitude * mid > risk.max_notional:
@@ -443,7 +445,7 @@ class RiskGateway:
                     intent,
                     _NOTIONAL_LIMIT,
                     f"{symbol} notional could reach {magnitude * mid:,.0f} USDT, beyond "
-                    f"{risk.max_notional:,.0f}",
+                    f"{risk.max_notional:,.0f} USDT",
                     now_ns,
                 )
 
@@ -551,7 +553,7 @@ class RiskGateway:
             intent,
             _SLIPPAGE,
             f"{what} {fill:g} is {deviation:.1f} bps through the {name} {reference:g} "
-            f"(max {band:g})",
+            f"(max {band:g} bps)",
             now_ns,
         )
 
@@ -559,7 +561,7 @@ class RiskGateway:
         return self._deny(
             intent,
             _NET_DELTA_LIMIT,
-            f"net delta could reach {reached:+,.0f} USDT, beyond +-{self._max_net_delta:,.0f}",
+            f"net delta could reach {reached:+,.0f} USDT, beyond +-{self._max_net_delta:,.0f} USDT",
             now_ns,
         )
 
@@ -842,8 +844,8 @@ class RiskGateway:
         if daily <= -self.config.limits.daily_loss_hard:
             return self._refuse(
                 "rearm",
-                f"daily PnL {daily:,.2f} is beyond the hard loss limit; re-arm after the reset "
-                f"at {self.config.daily_reset_hour_utc:02d}:00 UTC",
+                f"daily PnL {daily:+,.2f} USDT is beyond the hard loss limit; re-arm after the "
+                f"reset at {self.config.daily_reset_hour_utc:02d}:00 UTC",
                 Source.OPERATOR,
                 now_ns,
             )
@@ -864,7 +866,7 @@ class RiskGateway:
         if not (_is_number(size) and 0 <= size <= ceiling):
             return self._refuse(
                 "set_max_position",
-                f"{symbol} max position must be within [0, {ceiling:g}], got {size!r}",
+                f"{symbol} max position must be within [0, {coin(symbol, ceiling)}], got {size!r}",
                 Source.OPERATOR,
                 now_ns,
             )
@@ -872,7 +874,7 @@ class RiskGateway:
         risk.max_position_set = float(size)
         self._apply_limits()
         self._limit_changed(f"max_position {symbol}", old, size, Source.OPERATOR, now_ns)
-        return CommandOutcome(True, f"{symbol} max position {size:g}")
+        return CommandOutcome(True, f"{symbol} max position {coin(symbol, size)}")
 
     def set_max_net_delta(self, usdt: float, now_ns: int) -> CommandOutcome:
         self._advance_day(now_ns)
@@ -1244,7 +1246,7 @@ class RiskGateway:
                 self._set_state(
                     _HALTED,
                     f"daily loss {-daily:,.2f} USDT reached the hard limit "
-                    f"{limits.daily_loss_hard:,.2f}",
+                    f"{limits.daily_loss_hard:,.2f} USDT",
                     Source.RISK,
                     now_ns,
                 )
@@ -1255,7 +1257,7 @@ class RiskGateway:
                     self._set_state(
                         _REDUCING,
                         f"daily loss {-daily:,.2f} USDT reached the soft limit "
-                        f"{limits.daily_loss_soft:,.2f}",
+                        f"{limits.daily_loss_soft:,.2f} USDT",
                         Source.RISK,
                         now_ns,
                     )

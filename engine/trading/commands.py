@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from engine.risk.limits import OverrideBounds
+from engine.units import coin
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,7 +61,10 @@ class RiskOverrides:
             if ceiling is None:
                 found.append(f"{symbol!r} is not a configured symbol")
             elif not (_number(size) and 0 <= size <= ceiling):
-                found.append(f"{symbol} max position must be within [0, {ceiling:g}], got {size!r}")
+                found.append(
+                    f"{symbol} max position must be within [0, {coin(symbol, ceiling)}], got "
+                    f"{size!r}"
+                )
         if self.max_net_delta is not None and not (
             _number(self.max_net_delta) and 0 <= self.max_net_delta <= bounds.max_net_delta
         ):

@@ -101,6 +101,7 @@ from engine.trading.venue import (
     VenueSnapshot,
     VenueUnavailable,
 )
+from engine.units import coin
 
 logger = logging.getLogger(__name__)
 
@@ -851,8 +852,8 @@ class OrderExecutor:
             self._report_missing(
                 client_oid,
                 intent.symbol,
-                f"filled at the venue ({record.filled_size:g}) but only {order.filled:g} "
-                "of its fills were found",
+                f"filled at the venue ({coin(intent.symbol, record.filled_size)}) but only "
+                f"{coin(intent.symbol, order.filled)} of its fills were found",
                 now,
             )
             self._finish(order, now)
@@ -966,7 +967,7 @@ class OrderExecutor:
                         attempts,
                     )
                 last_error = f"{len(snapshot.orders)} orders open, positions " + (
-                    ", ".join(f"{p.symbol} {p.size:g}" for p in open_positions) or "flat"
+                    ", ".join(coin(p.symbol, p.size, signed=True) for p in open_positions) or "flat"
                 )
             if time.perf_counter() >= deadline:
                 elapsed = (time.perf_counter() - started) * 1000

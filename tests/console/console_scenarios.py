@@ -380,8 +380,16 @@ def fixed_events() -> tuple[ConsoleEvent, ...]:
     rows = (
         (EventKind.FEED, Severity.INFO, "BTCUSDT live (subscribed)"),
         (EventKind.FEED, Severity.WARNING, "ETHUSDT stale (no frame for 5.0 s)"),
-        (EventKind.FILL, Severity.INFO, "BTCUSDT buy 0.01 @ 59,999.9 maker fee 0.12"),
-        (EventKind.DENIAL, Severity.WARNING, "ETHUSDT buy 0.5 denied: position limit 0.5"),
+        (
+            EventKind.FILL,
+            Severity.INFO,
+            "BTCUSDT buy 0.01 BTC @ 59,999.9 maker, fee -0.1200 USDT (q-b-0000)",
+        ),
+        (
+            EventKind.DENIAL,
+            Severity.WARNING,
+            "ETHUSDT buy 0.5 ETH denied (ORDER_RATE): more than 10 orders in a second",
+        ),
         (EventKind.KEV, Severity.INFO, "Kev: reduce accepted (risk scale 1 -> 0.5)"),
         (EventKind.FAULT, Severity.ERROR, "Laya: CUDA failure on ETHUSDT, quotes pulled"),
         (EventKind.STATE, Severity.WARNING, "ACTIVE -> PAUSED (operator pause)"),

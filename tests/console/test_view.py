@@ -4,11 +4,17 @@ bounds; derived figures of the depth and trading views."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 from console_scenarios import BOUNDS, OVERRIDES, depth_view, trading_view
 
+from console.engine_views import console_event
 from console.view import DepthView, RiskOverrides
+from engine.bitget.orders import OrderSide, OrderType
+from engine.risk.events import DailyPnlReset, OrderDenied, PositionReconciled, RiskLimitChanged
+from engine.risk.intents import DenialReason, OrderIntent, Source
+from engine.trading.events import OrderFilled
 
 
 def overrides(**changes) -> RiskOverrides:
@@ -85,3 +91,53 @@ def test_a_one_sided_book_has_no_spread():
 def test_exposure_is_open_positions_or_orders():
     assert trading_view().exposed
     assert not trading_view(exposed=False).exposed
+
+
+def test_exposure_says_what_is_open_with_sizes_in_the_coin():
+    assert trading_view().exposure == "4 orders and positions of +0.014 BTC, -0.2 ETH"
+    assert trading_view(exposed=False).exposure == "nothing"
+    one = replace(trading_view(), open_orders=1, positions=trading_view().positions[:1])
+    assert one.exposure == "1 order and a position of +0.014 BTC"
+
+
+@pytest.mark.parametrize(
+    ("event", "text"),
+    [
+        (
+            OrderFilled("hc1", "BTCUSDT", OrderSide.BUY, 60_000.1, 0.002, 0.0256, True, "t1", 1),
+            "BTCUSDT buy 0.002 BTC @ 60,000.1 maker, fee -0.0256 USDT (hc1)",
+        ),
+        (
+            OrderFilled("hc2", "ETHUSDT", OrderSide.SELL, 3_000.5, 0.2, -0.001, False, "t2", 1),
+            "ETHUSDT sell 0.2 ETH @ 3,000.5 taker, fee +0.0010 USDT (hc2)",
+        ),
+        (
+            OrderDenied(
+                OrderIntent(
+                    "BTCUSDT", OrderSide.BUY, 0.6, 60_000.0, OrderType.LIMIT, "hc3", Source.STRATEGY
+                ),
+                DenialReason.ORDER_SIZE,
+                "size 0.6 BTC is above the max order size 0.5 BTC",
+                1,
+            ),
+            "BTCUSDT buy 0.6 BTC denied (ORDER_SIZE): size 0.6 BTC is above the max order size "
+            "0.5 BTC",
+        ),
+        (
+            PositionReconciled("BTCUSDT", 0.002, 0.0, 1),
+            "BTCUSDT position synced +0.002 BTC -> 0 BTC",
+        ),
+        (
+            RiskLimitChanged("max_position BTCUSDT", 0.01, 0.02, Source.OPERATOR, 1),
+            "limit max_position BTCUSDT: 0.01 BTC -> 0.02 BTC (operator)",
+        ),
+        (
+            RiskLimitChanged("max_net_delta", 2_500.0, 1_000.0, Source.OPERATOR, 1),
+            "limit max_net_delta: 2500 -> 1000 USDT (operator)",
+        ),
+        (DailyPnlReset(-12.5, 1), "daily PnL reset (the day closed -12.50 USDT)"),
+    ],
+    ids=["fill", "rebate", "denial", "position", "max-position", "net-delta", "daily-reset"],
+)
+def test_event_lines_give_sizes_in_the_coin_and_money_in_usdt_signed_by_its_pnl_effect(event, text):
+    assert console_event(event, 0)[2] == text

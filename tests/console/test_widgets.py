@@ -24,6 +24,7 @@ from console.widgets.depth import DepthPane
 from console.widgets.kev import KevPane
 from console.widgets.latency import LatencyPane, sparkline
 from console.widgets.lines import fit
+from console.widgets.orders import OrdersPane
 from console.widgets.status import StatusPane
 from console.widgets.vram import VramPane, split_cells
 from engine.risk.events import TradingState
@@ -93,11 +94,50 @@ async def test_status_puts_live_in_its_own_badge_and_keeps_the_essentials_when_n
         lines = rows(pane)
         live_style = pane.get_component_rich_style("status--live", partial=True)
     assert lines[0].startswith(" LIVE  HALTED")
-    assert "day +14.07" in lines[0]
+    assert "day +14.07 USDT" in lines[0]
     assert "fees" not in lines[0]  # dropped first when narrow
     assert lines[1].startswith("BTCUSDT live 10.2/s 12.0 ms")
-    assert lines[2] == "BTCUSDT +0.014 @ 59,990.20 +0.14"  # the hedge's position goes last
+    # Every position stays; its entry price goes first, then the order count.
+    assert lines[2] == "+0.014 BTC +0.14 USDT │ -0.2 ETH +0.22 USDT"
     assert live_style.reverse
+
+
+async def test_status_gives_money_in_usdt_sizes_in_the_coin_and_fees_paid_as_negative():
+    pane = StatusPane("status", classes="pane")
+    async with PaneHost(pane).run_test(size=(160, 5)) as pilot:
+        pane.view = status_view()
+        await pilot.pause()
+        lines = rows(pane)
+    money = "day +14.07 USDT │ real +18.42  unreal +0.36  fees -4.71 USDT │ net Δ +240 / 2,500 USDT"
+    assert money in lines[0]
+    assert lines[2] == (
+        "+0.014 BTC @ 59,990.20 +0.14 USDT │ -0.2 ETH @ 3,001.10 +0.22 USDT │ 4 open orders"
+    )
+
+
+@pytest.mark.parametrize(
+    ("width", "order", "fill"),
+    [
+        (46, "sell 0.02 BTC @ 60,003.0 live", "09:59:59 sell 0.004 BTC @ 60,000.4 M"),
+        (
+            80,
+            "BTCUSDT  sell 0.02 BTC @ 60,003.0 live",
+            "09:59:59.423 BTCUSDT  sell 0.004 BTC @ 60,000.4 maker, fee -0.0480 USDT",
+        ),
+    ],
+    ids=["narrow", "wide"],
+)
+async def test_orders_and_fills_give_sizes_in_the_coin_and_the_fee_by_its_pnl_effect(
+    width, order, fill
+):
+    pane = OrdersPane("orders and fills", classes="pane")
+    snapshot = fixed_snapshot()
+    async with PaneHost(pane).run_test(size=(width, 12)) as pilot:
+        pane.view = (snapshot.orders, snapshot.fills)
+        await pilot.pause()
+        lines = rows(pane)
+    assert lines[1] == order  # the newest order first
+    assert lines[lines.index("fills 3") + 1] == fill  # the newest fill first
 
 
 async def test_latency_marks_a_p99_over_budget_with_a_bang():

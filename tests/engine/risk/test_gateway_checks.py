@@ -100,7 +100,7 @@ def test_buy_that_would_exceed_max_position_is_denied():
     assert gateway.check(limit(BTC, BUY, 0.4), T0).approved
     decision = gateway.check(limit(BTC, BUY, 0.2), T0)
     assert decision.reason is DenialReason.POSITION_LIMIT
-    assert "max position" in decision.text
+    assert decision.text == "BTCUSDT position could reach +1.1 BTC, beyond max position 1 BTC"
 
 
 def test_burst_of_approved_orders_cannot_together_exceed_max_position():
@@ -132,6 +132,7 @@ def test_buy_that_would_exceed_max_notional_is_denied():
     assert decision.approved
     decision = gateway.check(limit(BTC, BUY, 0.45, price=100_000.0), T0)
     assert decision.reason is DenialReason.NOTIONAL_LIMIT
+    assert decision.text == "BTCUSDT notional could reach 95,000 USDT, beyond 90,000 USDT"
 
 
 def test_buy_that_would_exceed_max_net_delta_is_denied():
@@ -161,7 +162,9 @@ def test_hedge_notional_counts_at_the_hedge_ratio():
 
 def test_order_larger_than_max_order_size_is_denied():
     gateway = make_gateway()
-    assert reason_of(gateway, limit(BTC, BUY, 0.6)) is DenialReason.ORDER_SIZE
+    decision = gateway.check(limit(BTC, BUY, 0.6), T0)
+    assert decision.reason is DenialReason.ORDER_SIZE
+    assert decision.text == "size 0.6 BTC is above the max order size 0.5 BTC"
 
 
 def test_buy_limit_above_mid_by_more_than_the_band_is_denied_as_slippage():
