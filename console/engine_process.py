@@ -82,6 +82,7 @@ from console.view import (
 from engine.bench import BENCH_STAGES, timer_cost_ns
 from engine.exchange.bitget_rest import Credentials
 from engine.exchange.private_events import FillUpdate, OrderUpdate
+from engine.feed.replay import ReplayFeed
 from engine.gpu import GpuMonitor, GpuMonitorConfig, GpuSample, VramBudget
 from engine.kev.hub import KevDecision, KevHub
 from engine.kev.server import llama_server_pid_path
@@ -334,8 +335,11 @@ class SnapshotPublisher:
 
     async def stop(self) -> None:
         self.stopping = True
+        node = self.node
+        if not node.finished:  # a replay read to its end has said so already
+            node.pipeline.report_warm_up("the run stopped", time.time_ns())
         try:
-            await self.node.stop()
+            await node.stop()
             # A last picture with the stop's own events (the kill, cancels, the last fills);
             # a start that failed drew none, and has nothing to finish.
             if self.latest is not None:
@@ -608,6 +612,19 @@ class SnapshotPublisher:
             "parser": node.parser.stats.as_dict(),
             "source": node.config.market_source,
             "wall_s": end - self._started_at,
+            "recording": self._recording_figures(),
+        }
+
+    def _recording_figures(self) -> dict[str, object] | None:
+        """What was wrong with the replayed recording (None: not a replay)."""
+        feed = self.node.feed
+        if not isinstance(feed, ReplayFeed):
+            return None
+        problem = feed.problem()
+        return {
+            "path": feed.path,
+            "problem": problem.text if problem is not None else None,
+            "unreadable": problem is not None and problem.unreadable,
         }
 
 

@@ -183,9 +183,22 @@ class RunEnding:
                 except (OSError, EngineProcessError) as error:
                     self._lines.append(f"hft-console: the figures were not written: {error}")
                     status = 1
+            recording = self._recording()
+            if recording is not None and recording["problem"]:
+                self._lines.append(f"hft-console: {recording['problem']}")
+                if recording["unreadable"]:
+                    status = 1
             self._lines.append(f"hft-console: {reason}; {result.message}")
             self._status = status
             return status
+
+    def _recording(self) -> dict[str, object] | None:
+        """What the engine found wrong with the replayed recording (None: not a replay)."""
+        try:
+            recording = self._handle.stats().get("recording")
+        except EngineProcessError:
+            return None  # the engine is gone: what it read is not known here
+        return recording if isinstance(recording, dict) else None
 
     def report(self) -> None:
         """Say how the run ended (once the console no longer owns the terminal)."""

@@ -49,7 +49,6 @@ from engine.trading.desk import OPERATOR_KILL_REASON, TradingDesk, TradingStatus
 from engine.trading.paper_venue import PaperVenue
 from engine.trading.rest_venue import RestVenue
 from engine.trading.venue import Venue
-from engine.units import amount, coin
 from engine.warmup import InferenceWarmer, compile_fast_path
 
 _T = TypeVar("_T")
@@ -173,6 +172,8 @@ class EngineStatus:
     laya_provider: str
     verdict_counts: dict[str, int]
     trading: TradingStatus | None = None
+    laya_warming: dict[str, float] = field(default_factory=dict)
+    """Market seconds each symbol Laya still stands aside on has to wait."""
 
 
 class EngineNode:
@@ -505,6 +506,7 @@ class EngineNode:
             self.classifier.provider or "not loaded",
             self.pipeline.decisions.counts(),
             self.desk.status() if self.desk is not None else None,
+            self.pipeline.warm_up_left_s(),
         )
 
 
@@ -526,7 +528,11 @@ def format_status(status: EngineStatus) -> str:
     if rejected:
         parts.append(f"rejected {rejected}")
     verdicts = " ".join(f"{name} {count}" for name, count in status.verdict_counts.items())
-    parts.append(f"Laya ({status.laya_provider}) {verdicts}")
+    laya = f"Laya ({status.laya_provider}) {verdicts}"
+    if status.laya_warming:
+        left = ", ".join(f"{symbol} {wait:,.1f} s" for symbol, wait in status.laya_warming.items())
+        laya += f" warming up: {left} of market data to go"
+    parts.append(laya)
     if status.trading is not None:
         parts.append(format_trading(status.trading))
     return " | ".join(parts)
@@ -535,10 +541,10 @@ def format_status(status: EngineStatus) -> str:
 def format_trading(trading: TradingStatus) -> str:
     """State, positions, net delta, PnL, open orders, denials and the last kill, one line."""
     risk = trading.risk
-    sizes = [coin(p.symbol, p.size, signed=True) for p in risk.positions if p.size]
+    positions = " ".join(f"{p.symbol} {p.size:+g}" for p in risk.positions if p.size) or "flat"
     line = (
-        f"{trading.mode.upper()} {risk.state.name} pos {', '.join(sizes) or 'flat'} "
-        f"delta {risk.net_delta:+,.0f} USDT PnL {amount(risk.daily_pnl)} USDT "
+        f"{trading.mode.upper()} {risk.state.name} pos {positions} "
+        f"delta {risk.net_delta:+,.0f} PnL {risk.daily_pnl:+,.2f} "
         f"orders {risk.open_orders} fills {trading.executor.fills} denials {risk.denials_total}"
     )
     if trading.reaction.count:

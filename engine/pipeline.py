@@ -22,6 +22,7 @@ from engine.feed.events import (
     BookResyncNeeded,
     BookSnapshot,
     BookUpdate,
+    RecordingEnded,
     Trades,
 )
 from engine.feed.sink import FeedNotice
@@ -56,6 +57,18 @@ class LayaReady(NamedTuple):
     """Laya's verdicts on `symbol` count again."""
 
     symbol: str
+    at_ns: int
+
+
+class LayaStillWarmingUp(NamedTuple):
+    """When the recording ended or the run stopped (`when`), Laya was still standing aside on
+    `symbol`: it had `have_s` of the `need_s` seconds of market data it waits for, so it gave
+    no verdict on it since."""
+
+    symbol: str
+    have_s: float
+    need_s: float
+    when: str
     at_ns: int
 
 
@@ -258,3 +271,19 @@ class MarketPipeline:
             self.on_notice(event)
         if type(event) is BookResyncNeeded and self._on_resync is not None:
             self._on_resync(event.symbol)
+        elif type(event) is RecordingEnded:
+            self.report_warm_up("the recording ended", event.at_ns)
+
+    def warm_up_left_s(self) -> dict[str, float]:
+        """Market seconds each symbol Laya stands aside on still has to wait."""
+        return {
+            symbol: (ready_ms - self._last_book_ms[symbol]) / 1000
+            for symbol, ready_ms in self.warming.items()
+        }
+
+    def report_warm_up(self, when: str, at_ns: int) -> None:
+        """A `LayaStillWarmingUp` event for each symbol still warming up `when` the market
+        data ends, so a run without verdicts says why."""
+        need_s = self._warmup_ms / 1000
+        for symbol, left_s in self.warm_up_left_s().items():
+            self.events.append(LayaStillWarmingUp(symbol, need_s - left_s, need_s, when, at_ns))

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, NamedTuple
 import numpy as np
 
 if TYPE_CHECKING:
+    from engine.feed.recording import RecordingProblem
     from engine.feed.tape import MarketTape
 
 BID_PRICE, BID_SIZE, ASK_PRICE, ASK_SIZE = 0, 1, 2, 3
@@ -147,6 +148,18 @@ class BookResyncNeeded(NamedTuple):
 
     symbol: str
     reason: str
+    at_ns: int
+
+
+class RecordingEnded(NamedTuple):
+    """A replay read its recording to the end: what it played, over how much market time, and
+    what was wrong with the recording (`problem`; None for a clean one)."""
+
+    path: str
+    frames: int
+    market_frames: int
+    recorded_span_s: float
+    problem: RecordingProblem | None
     at_ns: int
 
 

@@ -24,10 +24,11 @@ from engine.feed.events import (
     ChannelError,
     FeedState,
     FeedStateChanged,
+    RecordingEnded,
     Trades,
 )
-from engine.feed.parse import FrameParser
-from engine.feed.recording import RecordingReadStats, iter_recording
+from engine.feed.parse import FrameParser, RejectReason
+from engine.feed.recording import RecordingProblem, RecordingReadStats, iter_recording
 from engine.feed.sink import FeedNotice, FeedSink
 from engine.latency import FrameTimings
 
@@ -111,6 +112,29 @@ class ReplayFeed:
             parser=MappingProxyType(self._parser.stats.as_dict()),
         )
 
+    def problem(self) -> RecordingProblem | None:
+        """What was wrong with the recording as far as it was read (`RecordingReadStats.problem`);
+        once read to the end, a recording none of whose frames is market data the engine takes
+        (other symbols, frames the parser rejects) is unreadable too."""
+        problem = self._read_stats.problem(self.path)
+        if not self._finished or self._market_frames or (problem and problem.unreadable):
+            return problem
+        rejected = self._parser.stats.rejected
+        counts = ", ".join(f"{reason.value} {count:,}" for reason, count in rejected.most_common())
+        hint = (
+            "; --symbols must name the recording's symbols"
+            if RejectReason.UNKNOWN_SYMBOL in rejected
+            else ""
+        )
+        return RecordingProblem(
+            self.path,
+            True,
+            problem is not None and problem.truncated,
+            problem.malformed_lines if problem is not None else 0,
+            f"{self.path}: unreadable recording: none of its {self._frames:,} frames is market "
+            f"data the engine takes (rejected: {counts or 'none; control frames only'}){hint}",
+        )
+
     def state(self, symbol: str) -> FeedState:
         """LIVE once the symbol's first frame was replayed, STOPPED at the end."""
         try:
@@ -150,6 +174,11 @@ class ReplayFeed:
         finally:
             for symbol in self._states:
                 self._set_state(symbol, FeedState.STOPPED, reason, self._last_recv_ns)
+        span_s = (self._last_recv_ns - self._first_recv_ns) / 1e9
+        ended = RecordingEnded(
+            self.path, self._frames, self._market_frames, span_s, self.problem(), self._last_recv_ns
+        )
+        self._emit(ended)
         return self.stats
 
     async def _replay(self) -> None:

@@ -10,11 +10,12 @@ from engine.feed.events import (
     BookUpdate,
     ChannelError,
     FeedStateChanged,
+    RecordingEnded,
     Trades,
 )
 
 MarketFrame = BookSnapshot | BookUpdate | Trades
-FeedNotice = FeedStateChanged | ChannelError | BookResyncNeeded
+FeedNotice = FeedStateChanged | ChannelError | BookResyncNeeded | RecordingEnded
 
 
 class FeedSink(Protocol):

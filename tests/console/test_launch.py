@@ -73,6 +73,10 @@ def test_headless_replays_to_the_end_and_writes_the_figures(tmp_path, recording,
     assert "hft-console: end of the recording" in result.stdout
     assert "watch only: nothing is traded" in result.stdout
     assert "REPLAY frames 500 |" in result.stdout
+    assert (
+        "feed    end of the recording: 500 frames (500 of market data) over 10.0 s of market time"
+        in result.stdout
+    )
     assert "hft-console: end of the recording; engine stopped" in result.stderr
     check_figures(stats)
 
@@ -301,3 +305,72 @@ def test_the_consoles_flatten_and_quit_is_journaled_as_the_operators(tmp_path, l
         handle.shutdown(ShutdownPolicy.KEEP)
     reason = "the operator quit the console (flatten and quit)"
     assert journaled_stop(journal) == (reason, reason)
+
+
+def test_a_truncated_recording_replays_what_it_holds_and_says_so(tmp_path, recording, laya_model):
+    whole = recording.read_bytes()
+    cut = tmp_path / "cut.bitget.gz"
+    cut.write_bytes(whole[: len(whole) // 2])
+    replay = ("--replay", str(cut), "--speed", "max", "--mode", "paper")
+    result = headless(tmp_path, *replay, "--model", str(laya_model))
+    assert result.returncode == 0, result.stderr
+    problem = f"{cut}: truncated at byte {len(whole) // 2:,} after "
+    (said,) = [line for line in result.stderr.splitlines() if problem in line]
+    assert said.startswith(f"hft-console: {problem}")
+    assert said.endswith(
+        "frames (the gzip data stops mid-stream: a copy cut short, or a recorder "
+        "that stopped mid-write); the frames before it were read"
+    )
+    assert f"feed    {said.removeprefix('hft-console: ')}" in result.stdout  # the event
+
+
+def test_a_recording_of_other_symbols_is_unreadable_and_the_run_fails(
+    tmp_path, recording, laya_model
+):
+    replay = ("--replay", str(recording), "--speed", "max", "--symbols", "SOLUSDT,XRPUSDT")
+    result = headless(tmp_path, *replay, "--model", str(laya_model))
+    assert result.returncode == 1
+    assert (
+        f"hft-console: {recording}: unreadable recording: none of its 500 frames is market data "
+        "the engine takes (rejected: unknown_symbol 500); --symbols must name the recording's "
+        "symbols\n"
+    ) in result.stderr
+
+
+def test_a_replay_shorter_than_the_warm_up_says_why_there_are_no_verdicts(
+    tmp_path, recording, laya_model
+):
+    replay = ("--replay", str(recording), "--speed", "max")
+    result = subprocess.run(
+        [sys.executable, "-m", "console.cli", "run", "--headless", *replay],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO,
+        env={**environment(tmp_path), "HFT_CONSOLE_LAYA__WARMUP_S": "30"},
+    )
+    assert result.returncode == 0, result.stderr
+    for symbol in ("BTCUSDT", "ETHUSDT"):
+        assert (
+            f"Laya was still warming up on {symbol} when the recording ended: 9.9 of 30 s of "
+            "market data, so no verdicts ([laya] warmup_s sets it)"
+        ) in result.stdout
+    status = [line for line in result.stdout.splitlines() if line.startswith("REPLAY frames")]
+    assert (
+        "HOLD 0 LEAN_BUY 0 LEAN_SELL 0 EMERGENCY 0 warming up: BTCUSDT 20.1 s, ETHUSDT 20.1 s "
+        "of market data to go" in status[-1]
+    )
+
+
+def test_a_headless_run_stopped_while_warming_up_says_so(tmp_path, laya_model):
+    result = subprocess.run(
+        [sys.executable, "-m", "console.cli", "run", "--headless", "--duration", "2"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO,
+        env={**environment(tmp_path), "HFT_CONSOLE_LAYA__WARMUP_S": "30"},
+    )
+    assert result.returncode == 0, result.stderr
+    assert "Laya was still warming up on BTCUSDT when the run stopped: " in result.stdout
+    assert " of 30 s of market data, so no verdicts ([laya] warmup_s sets it)" in result.stdout

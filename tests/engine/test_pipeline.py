@@ -5,7 +5,7 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from engine.feed.events import BookResyncNeeded, FeedState, FeedStateChanged
+from engine.feed.events import BookResyncNeeded, FeedState, FeedStateChanged, RecordingEnded
 from engine.feed.parse import FrameParser
 from engine.laya.classifier import LayaClassifier, LayaClassifierConfig
 from engine.laya.decide import QuoteIntent
@@ -14,6 +14,7 @@ from engine.pipeline import (
     EventLog,
     LayaFault,
     LayaReady,
+    LayaStillWarmingUp,
     LayaWarmingUp,
     MarketPipeline,
     MarketPipelineConfig,
@@ -166,3 +167,27 @@ def test_without_a_warmup_the_first_book_gets_a_verdict(classifier):
     pipeline = MarketPipeline(MarketPipelineConfig(), parser.tape, classifier)
     pipeline.on_market(parser.parse(depth("BTCUSDT", 1000), 0))
     assert sum(pipeline.decisions.counts().values()) == 1 and pipeline.warming == {}
+
+
+def test_the_end_of_the_market_data_says_who_was_still_warming_up(classifier):
+    parser = FrameParser()
+    pipeline = MarketPipeline(MarketPipelineConfig(warmup_ms=30_000), parser.tape, classifier)
+    for ts in range(10_000, 18_100, 100):  # 8 s of BTC, 2 s of ETH: both still warming up
+        pipeline.on_market(parser.parse(depth("BTCUSDT", ts), 0))
+    for ts in range(16_000, 18_100, 100):
+        pipeline.on_market(parser.parse(depth("ETHUSDT", ts), 0))
+    assert pipeline.warm_up_left_s() == {"BTCUSDT": 22.0, "ETHUSDT": 28.0}
+    cursor = pipeline.events.since(-1)[0][-1][0]
+
+    pipeline.on_feed_event(RecordingEnded("r.gz", 101, 101, 8.0, None, 7))
+    events = [event for _, event in pipeline.events.since(cursor)[0]]
+    assert events[1:] == [
+        LayaStillWarmingUp("BTCUSDT", 8.0, 30.0, "the recording ended", 7),
+        LayaStillWarmingUp("ETHUSDT", 2.0, 30.0, "the recording ended", 7),
+    ]
+
+    pipeline.report_warm_up("the run stopped", 9)
+    assert [event.when for _, event in pipeline.events.since(cursor)[0][3:]] == [
+        "the run stopped",
+        "the run stopped",
+    ]
