@@ -77,6 +77,7 @@ from engine.trading.events import (
     VerdictActed,
 )
 from engine.trading.executor import OrderState, OrderView
+from engine.units import coin, fee_usdt, usdt
 
 PANE_STAGES = ("parse", "book", "features", "infer", "decide", "total")
 """The fast-path stages the latency pane lists, in pipeline order (Kev's row follows)."""
@@ -406,7 +407,7 @@ _STREAM_SEVERITY = {
 
 def _request_text(request: RiskRequest) -> str:
     if isinstance(request, OrderIntent):
-        return f"{request.symbol} {request.side.value} {request.size:g}"
+        return f"{request.symbol} {request.side.value} {coin(request.symbol, request.size)}"
     if isinstance(request, CancelIntent):
         return f"cancel ({request.scope.value} {request.symbol or ''})".replace(" )", ")")
     return f"close positions ({request.symbol or 'all'})"
@@ -417,8 +418,8 @@ def _describe(event: object, now_ns: int) -> tuple[EventKind, Severity, str, int
     if isinstance(event, OrderFilled):
         liquidity = "maker" if event.maker else "taker"
         text = (
-            f"{event.symbol} {event.side.value} {event.size:g} @ {event.price:,} {liquidity} "
-            f"fee {event.fee:+.4f} ({event.client_oid})"
+            f"{event.symbol} {event.side.value} {coin(event.symbol, event.size)} @ "
+            f"{event.price:,} {liquidity}, fee {fee_usdt(event.fee)} ({event.client_oid})"
         )
         return EventKind.FILL, info, text, event.at_ns
     if isinstance(event, OrderDenied):
@@ -484,16 +485,18 @@ def _describe(event: object, now_ns: int) -> tuple[EventKind, Severity, str, int
         text = f"private stream {event.state.value} ({event.reason})"
         return EventKind.FEED, _STREAM_SEVERITY.get(event.state, warning), text, event.at_ns
     if isinstance(event, RiskLimitChanged):
-        text = f"limit {event.name}: {event.old:g} -> {event.new:g} ({event.source.value})"
+        text = f"limit {_limit_change(event)} ({event.source.value})"
         return EventKind.STATE, info, text, event.at_ns
     if isinstance(event, CommandRejected):
         text = f"{event.command} refused ({event.source.value}): {event.text}"
         return EventKind.DENIAL, warning, text, event.at_ns
     if isinstance(event, PositionReconciled):
-        text = f"{event.symbol} position synced {event.old_size:+g} -> {event.new_size:+g}"
+        sizes = (event.old_size, event.new_size)
+        old, new = (coin(event.symbol, size, signed=True) for size in sizes)
+        text = f"{event.symbol} position synced {old} -> {new}"
         return EventKind.SYSTEM, warning, text, event.at_ns
     if isinstance(event, DailyPnlReset):
-        text = f"daily PnL reset (the day closed {event.closed_day_pnl:+,.2f})"
+        text = f"daily PnL reset (the day closed {usdt(event.closed_day_pnl)})"
         return EventKind.STATE, info, text, event.at_ns
     if isinstance(event, EventsDropped):
         text = f"the risk gateway dropped {event.count} events"
@@ -505,6 +508,16 @@ def _describe(event: object, now_ns: int) -> tuple[EventKind, Severity, str, int
         text = f"{event.symbol} {event.channel} error {event.code}: {event.message}"
         return EventKind.FEED, error, text, now_ns
     return EventKind.SYSTEM, info, f"{type(event).__name__}: {event}", now_ns
+
+
+def _limit_change(event: RiskLimitChanged) -> str:
+    """`max_position BTCUSDT: 0.01 BTC -> 0.02 BTC`, `max_net_delta: 2,500 -> 1,000 USDT`."""
+    name, old, new = event.name, f"{event.old:g}", f"{event.new:g}"
+    limit, _, symbol = name.partition(" ")
+    if limit == "max_position":
+        return f"{name}: {coin(symbol, event.old)} -> {coin(symbol, event.new)}"
+    unit = {"max_net_delta": " USDT", "max_slippage_bps": " bps"}.get(limit, "")
+    return f"{name}: {old} -> {new}{unit}"
 
 
 def depth_view_with_orders(view: DepthView, own_orders: tuple[OwnOrder, ...]) -> DepthView:

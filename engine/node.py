@@ -49,6 +49,7 @@ from engine.trading.desk import OPERATOR_KILL_REASON, TradingDesk, TradingStatus
 from engine.trading.paper_venue import PaperVenue
 from engine.trading.rest_venue import RestVenue
 from engine.trading.venue import Venue
+from engine.units import amount, coin
 from engine.warmup import InferenceWarmer, compile_fast_path
 
 _T = TypeVar("_T")
@@ -541,10 +542,10 @@ def format_status(status: EngineStatus) -> str:
 def format_trading(trading: TradingStatus) -> str:
     """State, positions, net delta, PnL, open orders, denials and the last kill, one line."""
     risk = trading.risk
-    positions = " ".join(f"{p.symbol} {p.size:+g}" for p in risk.positions if p.size) or "flat"
+    sizes = [coin(p.symbol, p.size, signed=True) for p in risk.positions if p.size]
     line = (
-        f"{trading.mode.upper()} {risk.state.name} pos {positions} "
-        f"delta {risk.net_delta:+,.0f} PnL {risk.daily_pnl:+,.2f} "
+        f"{trading.mode.upper()} {risk.state.name} pos {', '.join(sizes) or 'flat'} "
+        f"delta {risk.net_delta:+,.0f} USDT PnL {amount(risk.daily_pnl)} USDT "
         f"orders {risk.open_orders} fills {trading.executor.fills} denials {risk.denials_total}"
     )
     if trading.reaction.count:
