@@ -350,6 +350,8 @@ def _bench(args: argparse.Namespace) -> int:
         memory_frames=args.memory_frames,
         risk_iterations=args.risk_iterations,
     )
+    if result["recording_problem"]:
+        print(f"hft-console bench: {result['recording_problem']}", file=sys.stderr)
     print(json.dumps(result) if args.json else format_table(result))
     return 0
 

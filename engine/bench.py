@@ -23,7 +23,7 @@ from pathlib import Path
 
 from engine.feed.events import BookSnapshot
 from engine.feed.parse import FrameParser, ParseStats
-from engine.feed.recording import iter_recording
+from engine.feed.recording import RecordingReadStats, iter_recording
 from engine.latency import LatencyHistogram
 from engine.laya.classifier import LayaClassifier, LayaClassifierConfig
 from engine.pipeline import STAGES, MarketPipeline, MarketPipelineConfig
@@ -37,9 +37,18 @@ RISK_CHECK_TARGET_P50_US = 3.0
 Frames = list[tuple[int, bytes]]
 
 
-def load_frames(path: str | Path, limit: int | None = None) -> Frames:
-    frames = iter_recording(path)
-    return list(islice(frames, limit) if limit else frames)
+def load_frames(
+    path: str | Path, limit: int | None = None, stats: RecordingReadStats | None = None
+) -> Frames:
+    """The recording's frames (the first `limit`); raises RecordingUnreadable when it holds
+    none, and `stats` says what else was wrong with it."""
+    stats = stats if stats is not None else RecordingReadStats()
+    frames = iter_recording(path, stats)
+    loaded = list(islice(frames, limit) if limit else frames)
+    problem = stats.problem(path)
+    if problem is not None:
+        problem.raise_if_unreadable()
+    return loaded
 
 
 def timer_cost_ns(clock: Callable[[], int] = time.perf_counter_ns) -> int:
@@ -168,9 +177,9 @@ def run_bench(
         raise ValueError(f"passes must be >= 1, got {passes}")
     if risk_iterations < 1_000:
         raise ValueError(f"risk_iterations must be >= 1000, got {risk_iterations}")
-    frames = load_frames(path, limit)
-    if not frames:
-        raise ValueError(f"{path}: no frames to benchmark")
+    read = RecordingReadStats()
+    frames = load_frames(path, limit, read)
+    problem = read.problem(path)
     classifier = LayaClassifier(laya or LayaClassifierConfig())
     classifier.start()
     try:
@@ -206,6 +215,7 @@ def run_bench(
         },
         "memory": {"frames": len(memory_run), "rss_growth_kb": rss_growth_kb},
         "parser": runs[0][1].as_dict(),
+        "recording_problem": problem.text if problem is not None else None,
         "risk_check_us": {
             "checks": risk_iterations,
             "p50": risk["p50_us"],

@@ -35,7 +35,7 @@ from pathlib import Path
 import platformdirs
 
 from engine.bench import timer_cost_ns
-from engine.feed.recording import encode_line, iter_recording
+from engine.feed.recording import RecordingReadStats, encode_line, iter_recording
 from engine.feed.replay import ReplayFeed
 from engine.kev.client import KevClientConfig
 from engine.latency import LatencyHistogram
@@ -144,6 +144,9 @@ class LoopedRecording:
     source_frames: int
     pass_span_s: float
     """Market time one pass covers (the recordings and the gaps between them)."""
+    problems: tuple[str, ...] = ()
+    """What was wrong with the recordings (cut short, malformed lines): each is looped as far
+    as it reads."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,7 +163,7 @@ def write_looped_recording(
     """Write `frames` frames of `sources` played in order and looped to `out` (gzip): each
     recording follows the one before it, each pass the one before it, in receive time and
     exchange time (whole milliseconds), its trade ids moved past those of the one before."""
-    plan, span_ns, id_stride = _plan(tuple(sources))
+    plan, span_ns, id_stride, problems = _plan(tuple(sources))
     source_frames = sum(source.frames for source in plan)
     span_ms = span_ns // _NS_PER_MS
     written = 0
@@ -181,19 +184,24 @@ def write_looped_recording(
                 if written == frames:
                     break
             loop += 1
-    return LoopedRecording(out, written, written / source_frames, source_frames, span_ns / 1e9)
+    return LoopedRecording(
+        out, written, written / source_frames, source_frames, span_ns / 1e9, problems
+    )
 
 
-def _plan(sources: tuple[Path, ...]) -> tuple[tuple[_Source, ...], int, int]:
-    """Each recording's frame count and time offset, one pass's span (whole ms) and the trade
-    id stride that moves a recording's ids above those of any recording played before it."""
+def _plan(sources: tuple[Path, ...]) -> tuple[tuple[_Source, ...], int, int, tuple[str, ...]]:
+    """Each recording's frame count and time offset, one pass's span (whole ms), the trade id
+    stride that moves a recording's ids above those of any recording played before it, and what
+    was wrong with the recordings. Raises RecordingUnreadable for one without a frame."""
     plan = []
+    problems = []
     start_ns = end_ns = None
     lowest_id, highest_id = None, None
     for path in sources:
         first = last = None
         count = 0
-        for recv_ns, raw in iter_recording(path):
+        stats = RecordingReadStats()
+        for recv_ns, raw in iter_recording(path, stats):
             first = recv_ns if first is None else first
             last = recv_ns
             count += 1
@@ -201,8 +209,11 @@ def _plan(sources: tuple[Path, ...]) -> tuple[tuple[_Source, ...], int, int]:
                 trade_id = int(match[1])
                 lowest_id = trade_id if lowest_id is None else min(lowest_id, trade_id)
                 highest_id = trade_id if highest_id is None else max(highest_id, trade_id)
-        if first is None or last is None:
-            raise ValueError(f"{path}: no frames in this recording")
+        problem = stats.problem(path)
+        if problem is not None:
+            problem.raise_if_unreadable()
+            problems.append(problem.text)
+        assert first is not None and last is not None  # without a frame it was unreadable
         offset_ns = 0 if end_ns is None else _whole_ms(end_ns + _PASS_GAP_NS - first)
         start_ns = first if start_ns is None else start_ns
         end_ns = last + offset_ns
@@ -211,7 +222,7 @@ def _plan(sources: tuple[Path, ...]) -> tuple[tuple[_Source, ...], int, int]:
         raise ValueError("no recordings to loop")
     span_ns = _whole_ms(end_ns - start_ns + _PASS_GAP_NS)
     id_stride = 1 if lowest_id is None or highest_id is None else highest_id - lowest_id + 1
-    return tuple(plan), span_ns, id_stride
+    return tuple(plan), span_ns, id_stride, tuple(problems)
 
 
 def _whole_ms(ns: int) -> int:
@@ -592,6 +603,7 @@ async def soak(
         journal = config.journal_path or Path(scratch) / "journal.sqlite"
         node = EngineNode(_engine_config(config, looped.path, journal))
         figures = await _run(node, config, progress)
+    notes = (*looped.problems, *notes)
     if not config.model_verdicts:
         notes = (*notes, "Laya ran on every books15 frame with its verdicts held at HOLD")
     return SoakResult(

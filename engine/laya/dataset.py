@@ -170,6 +170,9 @@ class Dataset:
     sigma_bps: np.ndarray
     label_config: LabelConfig
     feature_set_version: str = FEATURE_SET_VERSION
+    recording_problems: tuple[str | None, ...] = ()
+    """What was wrong with each recording, in `recordings` order (None: nothing); a recording
+    cut short or with malformed lines still gives the rows it holds."""
 
     def __len__(self) -> int:
         return int(self.labels.size)
@@ -219,15 +222,17 @@ def build_dataset(
 
     Each recording is replayed by a fresh parser and pipeline (state never carries from one
     file to the next), frame by frame as `ReplayFeed` does. `on_frames(n)` reports progress
-    every few thousand raw frames.
+    every few thousand raw frames. Raises RecordingUnreadable for a recording without a frame.
     """
     config = config or DatasetConfig()
     if not recordings:
         raise ValueError("build_dataset needs at least one recording")
-    parts = [
+    replayed = [
         _replay(Path(path), index, config.symbols, on_frames)
         for index, path in enumerate(recordings)
     ]
+    parts = [columns for columns, _ in replayed]
+    problems = tuple(problem for _, problem in replayed)
     columns = {name: np.concatenate([part[name] for part in parts]) for name in parts[0]}
     count = columns["mid"].size
     labels = np.full(count, UNLABELLED, dtype=np.int8)
@@ -249,6 +254,7 @@ def build_dataset(
         labels=labels,
         sigma_bps=sigma,
         label_config=config.labels,
+        recording_problems=problems,
         **columns,
     )
 
@@ -261,7 +267,8 @@ def _replay(
     recording: int,
     symbols: tuple[str, ...],
     on_frames: Callable[[int], None] | None,
-) -> dict[str, np.ndarray]:
+) -> tuple[dict[str, np.ndarray], str | None]:
+    """The recording's rows, and what was wrong with it (None: nothing)."""
     parser = FrameParser(symbols)
     pipeline = MarketPipeline(MarketPipelineConfig(symbols=symbols), parser.tape)
     extractor = pipeline.features
@@ -294,10 +301,11 @@ def _replay(
         imbalances.append(order_book_imbalance(event))
     if on_frames is not None:
         on_frames(frames % _PROGRESS_EVERY)
-    if stats.stream_error is not None:
-        raise ValueError(f"{path}: {stats.stream_error}")
+    problem = stats.problem(path)
+    if problem is not None:
+        problem.raise_if_unreadable()
     count = len(mids)
-    return {
+    columns = {
         "recording_index": np.full(count, recording, dtype=np.int16),
         "symbol_index": np.asarray(symbol_index, dtype=np.int8),
         "exchange_ts_ms": np.asarray(timestamps, dtype=np.int64),
@@ -307,6 +315,7 @@ def _replay(
             np.stack(feature_rows) if feature_rows else np.zeros((0, FEATURE_COUNT), np.float32)
         ),
     }
+    return columns, problem.text if problem is not None else None
 
 
 @dataclass(frozen=True, slots=True)

@@ -216,6 +216,8 @@ class EvalReport:
     imbalance_tau: float
     emergency_auc: float
     """`ranking_auc` of the model's EMERGENCY probability; 0.5 is no skill."""
+    recording_problems: tuple[str, ...] = ()
+    """What was wrong with the recordings (cut short, malformed lines), one line each."""
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -232,6 +234,7 @@ class EvalReport:
                 "majority": {"class": self.majority_class.name, **self.majority.as_dict()},
                 "imbalance": {"tau": self.imbalance_tau, **self.imbalance.as_dict()},
             },
+            "recording_problems": list(self.recording_problems),
         }
 
     def format_table(self) -> str:
@@ -247,6 +250,7 @@ class EvalReport:
             f"{self.scope}: {self.frames} labelled frames of "
             + ", ".join(Path(path).name for path in self.recordings),
             f"model {self.model_path}",
+            *(f"recording: {problem}" for problem in self.recording_problems),
             "",
             header,
         ]
@@ -354,6 +358,7 @@ def evaluate_dataset(
         majority_class=majority,
         imbalance_tau=tau,
         emergency_auc=ranking_auc(probabilities[:, Verdict.EMERGENCY], labels == Verdict.EMERGENCY),
+        recording_problems=tuple(filter(None, dataset.recording_problems)),
     )
     return report, FramePredictions(frames, probabilities, predictions)
 

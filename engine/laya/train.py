@@ -463,6 +463,8 @@ class RecordingSummary:
     labelled: int
     minutes: float
     class_counts: dict[str, int]
+    problem: str | None = None
+    """What was wrong with the recording (cut short, malformed lines); None: nothing."""
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -562,6 +564,7 @@ def _summaries(dataset: Dataset, simulated_from: int) -> tuple[RecordingSummary,
                 labelled=int(part.labelled.sum()),
                 minutes=round(float(span) / 60_000, 2),
                 class_counts=part.class_counts(),
+                problem=dataset.recording_problems[index],
             )
         )
     return tuple(summaries)
@@ -1114,6 +1117,8 @@ def model_card(report: TrainReport) -> str:
         + " |"
         for item in report.recordings
     ]
+    problems = [f"- Reading: {item.problem}" for item in report.recordings if item.problem]
+    lines += ["", *problems] if problems else []
     lines += [""]
     if simulation.minutes > 0:
         lines += [
@@ -1226,6 +1231,7 @@ def format_report(report: TrainReport) -> str:
             f"(EMERGENCY F1 {holdout.model.f1[Verdict.EMERGENCY]:.3f}), majority "
             f"{holdout.majority.macro_f1:.3f}, imbalance rule {holdout.imbalance.macro_f1:.3f}",
             f"inference p50 {report.latency.p50_us:.1f} us ({report.latency.provider})",
+            *(f"recording: {item.problem}" for item in report.recordings if item.problem),
         ]
         + (
             [

@@ -97,6 +97,33 @@ def test_bench_of_a_missing_file_is_a_clear_error(tmp_path):
     assert "Traceback" not in result.stderr
 
 
+def test_bench_of_an_unreadable_recording_says_why(tmp_path):
+    path = tmp_path / "notgzip.gz"
+    path.write_bytes(b"not gzip at all\n")
+    result = hft_console("bench", "--replay", str(path))
+    assert result.returncode == 2
+    assert result.stderr == (
+        f"hft-console bench: {path}: unreadable recording: not gzip data, though its name ends "
+        "in .gz\n"
+    )
+
+
+def test_bench_of_a_truncated_recording_runs_what_it_holds_and_says_so(
+    recording, laya_model, tmp_path
+):
+    whole = recording.read_bytes()
+    cut = tmp_path / "cut.gz"
+    cut.write_bytes(whole[: len(whole) // 2])
+    light = ("--json", "--memory-frames", "0", "--risk-iterations", "1000", "--passes", "1")
+    result = hft_console("bench", "--replay", str(cut), "--model", str(laya_model), *light)
+    assert result.returncode == 0, result.stderr
+    figures = json.loads(result.stdout)
+    problem = figures["recording_problem"]
+    assert problem.startswith(f"{cut}: truncated at byte {len(whole) // 2:,} after ")
+    assert result.stderr == f"hft-console bench: {problem}\n"
+    assert 0 < figures["frames"] < 50
+
+
 def test_bad_speed_is_rejected_by_the_parser():
     result = hft_console("run", "--speed", "0")
     assert result.returncode == 2

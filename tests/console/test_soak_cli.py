@@ -38,6 +38,17 @@ def test_a_missing_recording_is_named(tmp_path, capsys):
     assert f"recording not found: {missing}" in capsys.readouterr().err
 
 
+def test_an_unreadable_recording_is_named_with_what_is_wrong(tmp_path, capsys):
+    path = tmp_path / "notgzip.gz"
+    path.write_bytes(b"not gzip at all\n")
+    code = run_soak(parse("--replay", str(path), "--frames", "10000"))
+    assert code == 2
+    assert capsys.readouterr().err == (
+        f"hft-console soak: {path}: unreadable recording: not gzip data, though its name ends "
+        "in .gz\n"
+    )
+
+
 def test_without_recordings_it_generates_one_and_says_so(tmp_path, monkeypatch, capsys, laya_model):
     empty = tmp_path / "recordings"
     empty.mkdir()

@@ -18,7 +18,7 @@ from engine.bench import (
 )
 from engine.feed.events import BookSnapshot
 from engine.feed.parse import FrameParser
-from engine.feed.recording import encode_line
+from engine.feed.recording import RecordingUnreadable, encode_line
 from engine.laya.classifier import LayaClassifierConfig
 
 
@@ -141,8 +141,9 @@ def test_extended_frames_continue_in_time_with_fresh_trade_ids(recording):
 def test_bench_of_an_empty_recording_is_an_error(tmp_path):
     empty = tmp_path / "empty.txt"
     empty.write_bytes(b"")
-    with pytest.raises(ValueError, match="no frames"):
+    with pytest.raises(RecordingUnreadable) as raised:
         run_bench(empty)
+    assert str(raised.value) == f"{empty}: unreadable recording: the file is empty"
 
 
 def test_timer_cost_is_measured():

@@ -11,7 +11,7 @@ import socket
 import pytest
 
 from engine.feed.parse import FrameParser
-from engine.feed.recording import iter_recording
+from engine.feed.recording import RecordingUnreadable, iter_recording
 from engine.laya.classifier import LayaClassifierConfig
 from engine.laya.dataset import simulate_recording
 from engine.soak import (
@@ -68,8 +68,23 @@ def test_recordings_follow_one_another_then_loop(market, tmp_path):
 def test_a_recording_without_frames_is_refused(tmp_path):
     empty = tmp_path / "empty.bitget"
     empty.write_bytes(b"not a frame\n")
-    with pytest.raises(ValueError, match="no frames"):
+    with pytest.raises(RecordingUnreadable) as raised:
         write_looped_recording([empty], tmp_path / "out.gz", 10)
+    assert str(raised.value) == (
+        f"{empty}: unreadable recording: none of its 1 lines is '<receive time ns> <frame>'"
+    )
+
+
+def test_a_recording_cut_short_is_looped_as_far_as_it_reads_and_noted(market, tmp_path):
+    whole = market.path.read_bytes()
+    cut = tmp_path / "cut.bitget.gz"
+    cut.write_bytes(whole[: len(whole) // 2])
+    looped = write_looped_recording([cut], tmp_path / "looped.gz", market.frames)
+    assert 0 < looped.source_frames < market.frames and looped.frames == market.frames
+    (problem,) = looped.problems
+    assert problem.startswith(f"{cut}: truncated at byte {len(whole) // 2:,} after ")
+    clean = write_looped_recording([market.path], tmp_path / "clean.gz", market.frames)
+    assert clean.problems == ()
 
 
 def test_config_refuses_what_cannot_run(market, tmp_path):

@@ -9,7 +9,7 @@ import pytest
 
 from engine.feed.events import BookSnapshot
 from engine.feed.parse import FrameParser
-from engine.feed.recording import iter_recording
+from engine.feed.recording import RecordingUnreadable, iter_recording
 from engine.laya.dataset import (
     DatasetConfig,
     TimeSplitConfig,
@@ -185,3 +185,26 @@ def test_split_config_is_validated(kwargs, message):
 def test_dataset_config_is_validated():
     with pytest.raises(ValueError, match="symbols"):
         DatasetConfig(symbols=("BTCUSDT", "BTCUSDT"))
+
+
+def test_a_recording_cut_short_gives_its_rows_and_says_so(recording, dataset, tmp_path):
+    whole = recording.path.read_bytes()
+    cut = tmp_path / "cut.gz"
+    cut.write_bytes(whole[: len(whole) // 2])
+    short = build_dataset([recording.path, cut], DatasetConfig(labels=QUICK_LABELS))
+    rows = short.subset(short.recording_index == 1)
+    assert 0 < len(rows) < len(dataset)
+    np.testing.assert_array_equal(rows.features, dataset.features[: len(rows)])
+    (problem,) = short.recording_problems[1:]
+    assert short.recording_problems[0] is None
+    assert problem.startswith(f"{cut}: truncated at byte {len(whole) // 2:,} after ")
+
+
+def test_an_unreadable_recording_is_refused_saying_why(tmp_path):
+    path = tmp_path / "notgzip.gz"
+    path.write_bytes(b"not gzip at all\n")
+    with pytest.raises(RecordingUnreadable) as raised:
+        build_dataset([path], DatasetConfig(labels=QUICK_LABELS))
+    assert str(raised.value) == (
+        f"{path}: unreadable recording: not gzip data, though its name ends in .gz"
+    )

@@ -168,6 +168,18 @@ def test_eval_command_prints_a_table_or_json(recording, model_path):
     assert everything["frames"] > holdout.frames
 
 
+def test_eval_says_what_was_wrong_with_a_recording(recording, model_path, tmp_path):
+    whole = recording.read_bytes()
+    cut = tmp_path / "cut.gz"
+    cut.write_bytes(whole[: len(whole) * 2 // 3])
+    table = eval_command([str(cut)], model_path).splitlines()
+    assert table[2].startswith(f"recording: {cut}: truncated at byte {len(whole) * 2 // 3:,}")
+    figures = json.loads(eval_command([str(cut)], model_path, json_output=True))
+    assert figures["recording_problems"] == [table[2].removeprefix("recording: ")]
+    clean = json.loads(eval_command([str(recording)], model_path, json_output=True))
+    assert clean["recording_problems"] == []
+
+
 def test_ranking_auc():
     positives = np.array([True, True, False, False, False])
     assert ranking_auc(np.array([0.9, 0.8, 0.1, 0.2, 0.3]), positives) == 1.0
