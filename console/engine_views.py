@@ -46,7 +46,7 @@ from engine.feed.events import (
     FeedStateChanged,
     RecordingEnded,
 )
-from engine.kev.hub import KevDecision, KevHub, KevStatus
+from engine.kev.hub import KevDecision, KevHub, KevStatus, KevWarmUpEnded
 from engine.kev.hub import KevOutcome as HubOutcome
 from engine.latency import LatencyHistogram
 from engine.pipeline import LayaFault, LayaReady, LayaStillWarmingUp, LayaWarmingUp
@@ -463,6 +463,8 @@ def _describe(event: object, now_ns: int) -> tuple[EventKind, Severity, str, int
         return EventKind.FEED, error if problem.unreadable else warning, problem.text, event.at_ns
     if isinstance(event, TradingFault):
         return EventKind.FAULT, error, event.reason, event.at_ns
+    if isinstance(event, KevWarmUpEnded):
+        return EventKind.KEV, info if event.ok else warning, f"Kev: {event.text}", event.at_ns
     if isinstance(event, VerdictActed):
         severity = warning if event.intent == "CANCEL_ALL" else info
         text = f"Laya {event.intent} on {event.symbol}: {event.action}"

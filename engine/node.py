@@ -14,7 +14,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import time
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -39,7 +39,6 @@ from engine.pipeline import (
     MarketPipeline,
     MarketPipelineConfig,
 )
-from engine.risk.commands import KevAction, KevCommandOutcome
 from engine.sim.market import MarketGeneratorConfig
 from engine.sim.private_ws import PRIVATE_WS_PATH
 from engine.sim.server import SimExchange, SimExchangeConfig
@@ -276,14 +275,25 @@ class EngineNode:
             await self._start_kev(self.config.kev_client, desk)
 
     async def _start_kev(self, client_config: KevClientConfig, desk: TradingDesk) -> None:
-        """Kev's hub on this loop: non-HOLD verdicts go to its queue, accepted quote skews to
-        the strategy. It starts offline and connects when llama-server answers."""
+        """Kev's hub on this loop, on the desk's clock: non-HOLD verdicts go to its queue, its
+        commands to the desk (which drains the gateway's events), its decisions to the journal,
+        its events to the event log, accepted quote skews to the strategy. It starts offline
+        and connects (warming the prompt cache first) when llama-server answers."""
         client = KevClient(client_config, KevCommandSpec().for_gateway(desk.gateway.config))
         await client.start()
         self._kev_client = client
         if len(self.config.symbols) >= 2:
             self.hedge_analytics = HedgeAnalytics()
-        hub = KevHub(self.config.kev_hub, client, desk.gateway, hedge=self.hedge_analytics)
+        hub = KevHub(
+            self.config.kev_hub,
+            client,
+            desk.gateway,
+            desk.clock,
+            hedge=self.hedge_analytics,
+            apply=desk.apply_kev_command,
+            journal=desk.journal,
+            on_event=self.events.append,
+        )
         await hub.start()
         self.kev = hub
         self.pipeline.on_verdict = self._offer_to_kev
@@ -447,19 +457,6 @@ class EngineNode:
         if desk is None:
             return _no_trading("apply_overrides")
         return await desk.apply_overrides(overrides)
-
-    async def apply_kev_command(
-        self,
-        action: KevAction | str,
-        risk_scale: float | None = None,
-        hedge_ratio: float | None = None,
-        details: Mapping[str, object] | None = None,
-    ) -> KevCommandOutcome | None:
-        """Kev's command (inside the operator's limits); None when trading is off."""
-        desk = self.desk
-        if desk is None:
-            return None
-        return await desk.apply_kev_command(action, risk_scale, hedge_ratio, details)
 
     @property
     def finished(self) -> bool:

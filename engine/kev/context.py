@@ -18,7 +18,7 @@ import numpy as np
 from engine.kev.command import KevCommandSpec
 from engine.kev.hedge import HedgeStats
 from engine.kev.queue import KevRequest, KevSnapshot
-from engine.laya.features import FEATURE_NAMES
+from engine.laya.features import FEATURE_COUNT, FEATURE_NAMES
 from engine.laya.verdict import Verdict
 from engine.risk.snapshot import RiskSnapshot
 
@@ -151,6 +151,21 @@ def format_context(
         f"vol {vol5:.1f} {vol60:.1f}",
     ]
     return "\n".join(lines)
+
+
+def warmup_context(symbol: str, risk: RiskSnapshot, hedge: HedgeStats | None, now_ns: int) -> str:
+    """A neutral context for the prompt cache's warm-up: the trading lines as they are now (the
+    first real context repeats them, so the cache covers them too) and a market where nothing
+    is flagged (a certain HOLD on flat features)."""
+    neutral = KevSnapshot(
+        symbol, now_ns // 1_000_000, int(Verdict.HOLD), (1.0, 0.0, 0.0, 0.0), 0.0, _FLAT_FEATURES
+    )
+    return format_context(
+        KevRequest(neutral, now_ns, now_ns, 0, (1, 0, 0, 0), False), risk, hedge, 0.0
+    )
+
+
+_FLAT_FEATURES = np.zeros((1, FEATURE_COUNT), np.float32)
 
 
 def displayed_percent(fraction: float) -> int:

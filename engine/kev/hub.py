@@ -15,11 +15,15 @@ analytics, ask llama-server through `KevClient`, and judge the answer:
 - ACCEPTED: the gateway applied it (clamps are noted); the quote skew is in force for the
   symbol until the command's ttl runs out.
 
-Every decision goes into a bounded log for the UI, with the reason. A request whose context
-waited longer than the longest ttl Kev may give is expired without asking (counted, not
-logged). While the server is offline or loading, requests wait in the queue (still coalesced
-and bounded); a health probe every `health_interval_s` brings the hub back online when the
-server appears. The hub runs on the engine loop, so it may read the gateway directly.
+Every decision, whatever its outcome, ends in one place (`_conclude`): it goes into a bounded
+log for the UI (the console's Kev pane and events) and, given a journal, into the journal as
+one `kev_decision` entry. A request whose context waited longer than the longest ttl Kev may
+give is expired without asking (counted, not logged). While the server is offline or loading,
+requests wait in the queue (still coalesced and bounded); a health probe every
+`health_interval_s` brings the hub back when the server appears, after one warm-up request
+that fills llama-server's prompt cache (a cold CPU server spends longer on the system prompt
+than a decision may take). The hub runs on the engine loop, so it may read the gateway
+directly; it changes it only through `apply` (the trading desk's, in the engine).
 """
 
 from __future__ import annotations
@@ -34,17 +38,27 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from engine.journal import EntryKind, Journal, JournalError, JournalFault
 from engine.kev.client import SERVER_DOWN, KevClient, KevFailure, KevReply, KevTimings
 from engine.kev.command import KevCommand, stale_reason
-from engine.kev.context import displayed_percent, format_context
+from engine.kev.context import displayed_percent, format_context, warmup_context
 from engine.kev.hedge import HedgeAnalytics
 from engine.kev.queue import KevQueue, KevQueueOverflow, KevRequest, KevSnapshot
 from engine.laya.verdict import Verdict
+from engine.risk.commands import KevAction, KevCommandOutcome
 from engine.risk.gateway import RiskGateway
+from engine.trading.events import TradingFault
 
 logger = logging.getLogger(__name__)
 
 _VERDICT_NAMES = tuple(verdict.name for verdict in Verdict)
+_JOURNALED_RAW_CHARS = 2_000
+"""The most of an answer without a command that its journal entry keeps (a well-behaved
+server sends at most `max_tokens`, a few hundred characters)."""
+
+KevApply = Callable[[KevAction, float | None, float | None, int], KevCommandOutcome]
+"""How an in-time command reaches the gateway: `(action, risk_scale, hedge_ratio, now_ns)`,
+the signature of `RiskGateway.apply_kev_command` and `TradingDesk.apply_kev_command`."""
 
 
 class KevOutcome(enum.Enum):
@@ -57,12 +71,15 @@ class KevOutcome(enum.Enum):
 class KevLink(enum.Enum):
     OFFLINE = "offline"
     LOADING = "loading"
+    WARMING = "warming"
     ONLINE = "online"
 
 
 class KevDecision(NamedTuple):
     """One consultation of Kev and what became of it. `queue_wait_ms` runs from when the
-    symbol started waiting to when the request was sent; `wall_ms` is the request itself."""
+    symbol started waiting to when the request was sent; `wall_ms` is the request itself;
+    `context_age_ms` is the context's age when the answer was judged (the hub's clock).
+    `gateway` is what the gateway did with the command (None: it never got that far)."""
 
     id: int
     at_ns: int
@@ -77,11 +94,24 @@ class KevDecision(NamedTuple):
     queue_wait_ms: float
     timings: KevTimings | None
     coalesced: int
+    context_age_ms: float = math.nan
+    gateway: KevCommandOutcome | None = None
+
+
+class KevWarmUpEnded(NamedTuple):
+    """The prompt cache's warm-up request came back (or failed): `ok` when the server
+    evaluated the prompt, `duration_ms` its round trip, `text` what happened, for the operator."""
+
+    ok: bool
+    duration_ms: float
+    text: str
+    at_ns: int
 
 
 class KevStatus(NamedTuple):
-    """The hub at a glance: `state` is offline, loading, online or busy (a request in flight);
-    `detail` says why when it is not online."""
+    """The hub at a glance: `state` is offline, loading, warming (the warm-up request in
+    flight), online or busy (a decision in flight); `detail` says why when it is not online.
+    `warmup` says what the last warm-up did, `warmup_ms` how long it took."""
 
     state: str
     detail: str
@@ -94,13 +124,18 @@ class KevStatus(NamedTuple):
     dropped: int
     expired: int
     outcomes: Mapping[str, int]
+    warmup: str = ""
+    warmup_ms: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class KevHubConfig:
     """`max_in_flight`: concurrent requests (1: one GPU, one slot). `queue_capacity` symbols
     may wait, `overflow` says who is dropped beyond that. A command is stale when the mid moved
-    more than `max_mid_move_bps` since its context. `decision_log_size` decisions are kept."""
+    more than `max_mid_move_bps` since its context. `decision_log_size` decisions are kept.
+    `warmup_timeout_s` bounds the warm-up request sent whenever the server comes (back) online
+    (a cold prompt cache on a CPU: about 20 s for the tiny model on one busy core, see
+    docs/kev.md); None sends none."""
 
     max_in_flight: int = 1
     queue_capacity: int = 8
@@ -108,6 +143,7 @@ class KevHubConfig:
     max_mid_move_bps: float = 5.0
     decision_log_size: int = 256
     health_interval_s: float = 2.0
+    warmup_timeout_s: float | None = 90.0
 
     def __post_init__(self) -> None:
         for name in ("max_in_flight", "queue_capacity", "decision_log_size"):
@@ -118,18 +154,24 @@ class KevHubConfig:
             raise ValueError(
                 f"KevHubConfig.overflow must be a KevQueueOverflow, got {self.overflow!r}"
             )
-        for name in ("max_mid_move_bps", "health_interval_s"):
+        for name in ("max_mid_move_bps", "health_interval_s", "warmup_timeout_s"):
             value = getattr(self, name)
+            if name == "warmup_timeout_s" and value is None:
+                continue
             if not (isinstance(value, int | float) and 0 < value < math.inf):
                 raise ValueError(f"KevHubConfig.{name} must be a positive number, got {value!r}")
 
 
 class KevHub:
-    """Consumes the queue, asks Kev, applies accepted commands through the gateway.
+    """Consumes the queue, asks Kev, applies in-time commands through `apply`.
 
-    `clock` is the engine's clock in epoch ns (the gateway's `now_ns`). `mid_of(symbol)` gives
-    the current mid for the staleness check; without it the gateway's marks are used. `hedge`
-    is the pair's analytics, fed by the engine; its statistics join every context.
+    `clock` is the engine's clock in epoch ns (the gateway's `now_ns`): contexts' ages, ttls,
+    skews and journal times all follow it. `mid_of(symbol)` gives the current mid for the
+    staleness check; without it the gateway's marks are used. `hedge` is the pair's analytics,
+    fed by the engine; its statistics join every context. `apply` takes a command to the
+    gateway (default: the gateway's own `apply_kev_command`). `journal` gets one `kev_decision`
+    entry per decision. `on_event` gets the hub's events (the warm-up's end, a decision the
+    journal refused) for the engine's event log.
     """
 
     def __init__(
@@ -141,6 +183,9 @@ class KevHub:
         *,
         hedge: HedgeAnalytics | None = None,
         mid_of: Callable[[str], float | None] | None = None,
+        apply: KevApply | None = None,
+        journal: Journal | None = None,
+        on_event: Callable[[object], None] | None = None,
     ) -> None:
         self.config = config
         self._client = client
@@ -148,6 +193,12 @@ class KevHub:
         self._clock = clock
         self._hedge = hedge
         self._mid_of = mid_of or self._gateway_mid
+        self._apply = apply or gateway.apply_kev_command
+        self._journal = journal
+        self._on_event = on_event
+        self._journal_fault_said = False
+        self._warmup = ""
+        self._warmup_ms: float | None = None
         self._queue = KevQueue(config.queue_capacity, config.overflow)
         self._max_context_age_ms = client.spec.ttl_ms[1]
         self._pending = asyncio.Event()
@@ -227,6 +278,8 @@ class KevHub:
             queue.dropped,
             self._expired,
             dict(self._outcomes),
+            self._warmup,
+            self._warmup_ms,
         )
 
     # Workers
@@ -248,12 +301,60 @@ class KevHub:
                     props = await client.props()
                     if props is not None and props.model:
                         self._model = props.model
-                self._set_link(KevLink.ONLINE, "")
+                    if self.config.warmup_timeout_s is None:
+                        self._set_link(KevLink.ONLINE, "")
+                    else:
+                        await self._warm_up_safely(self.config.warmup_timeout_s)
             elif health.state == "loading":
                 self._set_link(KevLink.LOADING, health.detail)
             else:
                 self._set_link(KevLink.OFFLINE, health.detail)
             await asyncio.sleep(self.config.health_interval_s)
+
+    async def _warm_up_safely(self, timeout_s: float) -> None:
+        try:
+            await self._warm_up(timeout_s)
+        except Exception as error:  # a bug here must not keep Kev offline for the session
+            logger.exception("Kev's warm-up failed")
+            text = f"warm-up failed: internal error: {error!r}"
+            self._warmup, self._warmup_ms = text, None
+            self._set_link(KevLink.ONLINE, "")
+            self._emit(KevWarmUpEnded(False, 0.0, text, self._clock()))
+
+    async def _warm_up(self, timeout_s: float) -> None:
+        """One request with the real system prompt and a neutral context before any decision,
+        so that the first decision after the server came (back) finds the prompt cached. Not a
+        decision: its answer is never applied nor journaled; its end is an event."""
+        self._set_link(KevLink.WARMING, f"warming the prompt cache (up to {timeout_s:g} s)")
+        self._warmup = "warming the prompt cache"
+        symbol = self._gateway.config.limits.symbols[0].symbol
+        hedge = self._hedge.stats() if self._hedge is not None else None
+        context = warmup_context(symbol, self._gateway.snapshot(), hedge, self._clock())
+        reply = await self._client.ask(context, timeout_s=timeout_s)
+        if reply.model:
+            self._model = reply.model
+        seconds = reply.wall_ms / 1e3
+        timings, failure = reply.timings, reply.failure
+        if failure is not None and timings is None:
+            warmed = False
+            text = f"warm-up failed after {seconds:.1f} s: {failure.value}: {reply.reason}"
+        else:  # the server evaluated the prompt, whatever its answer's own faults
+            warmed = True
+            tokens = (
+                f" ({timings.prompt_n} prompt tokens evaluated, {timings.cache_n} cached)"
+                if timings is not None
+                else ""
+            )
+            text = f"prompt cache warmed in {seconds:.1f} s{tokens}"
+            if failure is not None:
+                text += f"; its answer was {failure.value}: {reply.reason}"
+        self._warmup, self._warmup_ms = text, reply.wall_ms
+        if failure in SERVER_DOWN:
+            link = KevLink.LOADING if failure is KevFailure.LOADING else KevLink.OFFLINE
+            self._set_link(link, f"warm-up: {reply.reason}")
+        else:  # the server answered: decisions may go ahead (and say why if they fail)
+            self._set_link(KevLink.ONLINE, "")
+        self._emit(KevWarmUpEnded(warmed, reply.wall_ms, text, self._clock()))
 
     async def _work(self) -> None:
         queue = self._queue
@@ -272,7 +373,8 @@ class KevHub:
                 await self._consult(request)
             except Exception as error:  # a bug here must not stop Kev for the session
                 logger.exception("Kev consultation failed")
-                self._record(request, KevOutcome.REJECTED, f"internal error: {error!r}", None, 0.0)
+                reason = f"internal error: {error!r}"
+                self._conclude(request, KevOutcome.REJECTED, reason, None, 0.0, self._clock())
             finally:
                 self._in_flight -= 1
 
@@ -284,6 +386,7 @@ class KevHub:
         self._last_latency_ms = reply.wall_ms
         if reply.model:
             self._model = reply.model
+        now_ns = self._clock()
         command = reply.command
         if command is None:
             failure = reply.failure
@@ -291,9 +394,8 @@ class KevHub:
                 link = KevLink.LOADING if failure is KevFailure.LOADING else KevLink.OFFLINE
                 self._set_link(link, reply.reason)
             reason = f"{failure.value if failure else 'failed'}: {reply.reason}"
-            self._record(request, KevOutcome.REJECTED, reason, reply, waited_ms)
+            self._conclude(request, KevOutcome.REJECTED, reason, reply, waited_ms, now_ns)
             return
-        now_ns = self._clock()
         snapshot = request.snapshot
         stale = stale_reason(
             command.ttl_ms,
@@ -303,9 +405,9 @@ class KevHub:
             self.config.max_mid_move_bps,
         )
         if stale:
-            self._record(request, KevOutcome.STALE, stale, reply, waited_ms)
+            self._conclude(request, KevOutcome.STALE, stale, reply, waited_ms, now_ns)
             return
-        outcome = self._gateway.apply_kev_command(
+        outcome = self._apply(
             command.action,
             _changed(command.risk_scale, risk.risk_scale),
             _changed(command.hedge_ratio, risk.hedge_ratio),
@@ -313,7 +415,7 @@ class KevHub:
         )
         notes = "; ".join(outcome.notes)
         if not outcome.accepted:
-            self._record(request, KevOutcome.REFUSED, notes, reply, waited_ms)
+            self._conclude(request, KevOutcome.REFUSED, notes, reply, waited_ms, now_ns, outcome)
             return
         self._skews[snapshot.symbol] = (
             command.skew_bps,
@@ -324,13 +426,8 @@ class KevHub:
             f"hedge {outcome.hedge_ratio:g}, skew {command.skew_bps:+g} bps for "
             f"{command.ttl_ms} ms"
         )
-        self._record(
-            request,
-            KevOutcome.ACCEPTED,
-            f"{summary}; {notes}" if notes else summary,
-            reply,
-            waited_ms,
-        )
+        reason = f"{summary}; {notes}" if notes else summary
+        self._conclude(request, KevOutcome.ACCEPTED, reason, reply, waited_ms, now_ns, outcome)
 
     def _gateway_mid(self, symbol: str) -> float | None:
         for view in self._gateway.snapshot().positions:
@@ -338,34 +435,111 @@ class KevHub:
                 return view.mark_price
         return None
 
-    def _record(
+    def _conclude(
         self,
         request: KevRequest,
         outcome: KevOutcome,
         reason: str,
         reply: KevReply | None,
         waited_ms: float,
+        now_ns: int,
+        gateway: KevCommandOutcome | None = None,
     ) -> None:
+        """The one end of every decision: counted, logged for the console, journaled."""
         snapshot = request.snapshot
-        self._outcomes[outcome.value] += 1
-        self._log.append(
-            KevDecision(
-                self._next_id,
-                self._clock(),
-                snapshot.symbol,
-                _VERDICT_NAMES[snapshot.verdict],
-                outcome,
-                reason,
-                reply.command if reply is not None else None,
-                reply.raw if reply is not None else "",
-                reply.model if reply is not None else self._model,
-                reply.wall_ms if reply is not None else 0.0,
-                waited_ms,
-                reply.timings if reply is not None else None,
-                request.coalesced,
-            )
+        # A failed request names no model: the one the server last named answered for it.
+        model = (reply.model if reply is not None else "") or self._model
+        decision = KevDecision(
+            self._next_id,
+            now_ns,
+            snapshot.symbol,
+            _VERDICT_NAMES[snapshot.verdict],
+            outcome,
+            reason,
+            reply.command if reply is not None else None,
+            reply.raw if reply is not None else "",
+            model,
+            reply.wall_ms if reply is not None else 0.0,
+            waited_ms,
+            reply.timings if reply is not None else None,
+            request.coalesced,
+            (now_ns - request.context_ns) / 1e6,
+            gateway,
         )
         self._next_id += 1
+        self._outcomes[outcome.value] += 1
+        self._log.append(decision)
+        self._journal_decision(decision, snapshot)
+
+    def _journal_decision(self, decision: KevDecision, snapshot: KevSnapshot) -> None:
+        journal = self._journal
+        if journal is None:
+            return
+        entry = decision_entry(decision, snapshot)
+        unjournaled = f"Kev decision {decision.id} not journaled"
+        try:
+            journal.append(EntryKind.KEV_DECISION, entry, decision.at_ns)
+        except JournalFault as error:  # trading has halted and said why; say it here once
+            if not self._journal_fault_said:
+                self._journal_fault_said = True
+                self._emit(TradingFault(f"{unjournaled}: {error}", decision.at_ns))
+        except (JournalError, RuntimeError, TypeError, ValueError) as error:
+            # Backpressure, a journal not running, a time the journal cannot store.
+            self._emit(TradingFault(f"{unjournaled}: {error}", decision.at_ns))
+
+    def _emit(self, event: object) -> None:
+        if self._on_event is not None:
+            self._on_event(event)
+
+
+def gateway_result(outcome: KevCommandOutcome) -> str:
+    """`refused` when the gateway refused any part, `clamped` when it applied everything but
+    clamped a value, else `accepted`."""
+    if not outcome.accepted:
+        return "refused"
+    return "clamped" if outcome.notes else "accepted"
+
+
+def decision_entry(decision: KevDecision, snapshot: KevSnapshot) -> dict[str, object]:
+    """A decision as its journal entry (`kev_decision`): what triggered it, what Kev said,
+    what the gateway did and why."""
+    command = decision.command
+    gateway = decision.gateway
+    timings = decision.timings
+    return {
+        "decision": decision.id,
+        "symbol": decision.symbol,
+        "verdict": decision.verdict,
+        "probabilities": [round(float(p), 4) for p in snapshot.probabilities],
+        "coalesced": decision.coalesced,
+        "outcome": decision.outcome.value,
+        "reason": decision.reason,
+        "model": decision.model,
+        "context_age_ms": round(decision.context_age_ms, 3),
+        "queue_wait_ms": round(decision.queue_wait_ms, 3),
+        "latency_ms": round(decision.wall_ms, 3),
+        "command": None
+        if command is None
+        else {
+            "action": command.action.value,
+            "risk_scale": command.risk_scale,
+            "hedge_ratio": command.hedge_ratio,
+            "skew_bps": command.skew_bps,
+            "ttl_ms": command.ttl_ms,
+        },
+        "reasoning": command.reasoning if command is not None else "",
+        "raw": "" if command is not None else decision.raw[:_JOURNALED_RAW_CHARS],
+        "gateway": None
+        if gateway is None
+        else {
+            "result": gateway_result(gateway),
+            "notes": list(gateway.notes),
+            "state": gateway.state.name,
+            "risk_scale": gateway.risk_scale,
+            "hedge_ratio": gateway.hedge_ratio,
+        },
+        "timings": None if timings is None else timings._asdict(),
+    }
 
 
 def _changed(proposed: float, current: float) -> float | None:

@@ -7,10 +7,11 @@ bytes on the socket. Then the mark reaches the gateway and, for the quoted symbo
 are compared with what rests and replaced where they drifted. The hedge is looked at after
 every fill and every `hedge_interval_ms`.
 
-Operator commands (`kill`, `flatten`, `pause`, `resume`, `rearm`, `apply_overrides`) and Kev's
-(`apply_kev_command`) run on the engine loop, are journaled with their outcome, and each
-returns a `CommandResult`. The gateway's own state changes (a daily loss that halts, Kev's
-flatten) start the same cancel-and-close sequence the commands do.
+Operator commands (`kill`, `flatten`, `pause`, `resume`, `rearm`, `apply_overrides`) run on
+the engine loop, are journaled with their outcome, and each returns a `CommandResult`. Kev's
+(`apply_kev_command`) come from KevHub, which journals each of its decisions. The gateway's
+own state changes (a daily loss that halts, Kev's flatten) start the same cancel-and-close
+sequence the commands do.
 """
 
 from __future__ import annotations
@@ -612,30 +613,22 @@ class TradingDesk:
             CommandResult("apply_overrides", True, "; ".join(texts)), arguments
         )
 
-    async def apply_kev_command(
+    @property
+    def clock(self) -> Callable[[], int]:
+        """The desk's clock (epoch ns); Kev's hub runs on the same one."""
+        return self._clock
+
+    def apply_kev_command(
         self,
         action: KevAction | str,
-        risk_scale: float | None = None,
-        hedge_ratio: float | None = None,
-        details: Mapping[str, object] | None = None,
+        risk_scale: float | None,
+        hedge_ratio: float | None,
+        now_ns: int,
     ) -> KevCommandOutcome:
-        """Kev's portfolio command, inside the operator's limits (the gateway decides);
-        `details` (model, latency, raw answer...) are journaled with the decision."""
-        now = self._clock()
-        outcome = self.gateway.apply_kev_command(action, risk_scale, hedge_ratio, now)
-        payload: dict[str, object] = {
-            **(details or {}),
-            "action": str(action),
-            "risk_scale": risk_scale,
-            "hedge_ratio": hedge_ratio,
-            "accepted": outcome.accepted,
-            "notes": list(outcome.notes),
-            "state": outcome.state.name,
-        }
-        try:
-            self.journal.append(EntryKind.KEV_DECISION, payload, now)
-        except (JournalError, TypeError) as error:
-            self.events.append(TradingFault(f"Kev decision not journaled: {error}", now))
+        """Kev's portfolio command, inside the operator's limits (the gateway decides), from
+        KevHub, which journals each decision once with this outcome. The gateway's events are
+        drained at once, so a Kev flatten or pause acts now, not at the next frame."""
+        outcome = self.gateway.apply_kev_command(action, risk_scale, hedge_ratio, now_ns)
         self.executor.drain_risk_events()
         return outcome
 

@@ -1332,13 +1332,11 @@ class OrderExecutor:
             }
             self._journal(EntryKind.STATE_CHANGE, payload, event.at_ns)
         elif isinstance(event, CommandRejected):
-            kind = (
-                EntryKind.KEV_DECISION
-                if event.source is Source.KEV
-                else (EntryKind.OPERATOR_COMMAND)
-            )
-            payload = {"command": event.command, "accepted": False, "text": event.text}
-            self._journal(kind, payload, event.at_ns)
+            # Kev's refusals are in the hub's entry for the decision (its gateway notes): a
+            # decision is journaled once.
+            if event.source is not Source.KEV:
+                payload = {"command": event.command, "accepted": False, "text": event.text}
+                self._journal(EntryKind.OPERATOR_COMMAND, payload, event.at_ns)
         elif isinstance(event, PositionReconciled):
             payload = {
                 "event": "gateway_reconciled",

@@ -17,6 +17,7 @@ from engine_recordings import write_recording
 from console.engine_adapter import EngineAdapterConfig, EngineNodeHandle
 from console.engine_views import (
     PANE_STAGES,
+    console_event,
     imbalance_reading,
     kev_decision_view,
     kev_latency,
@@ -29,13 +30,14 @@ from console.view import (
     KevState,
     Mode,
     RiskOverrides,
+    Severity,
 )
 from engine.bench import BENCH_STAGES
 from engine.book import BookView
 from engine.feed.events import FeedState
 from engine.kev.client import KevTimings
 from engine.kev.command import KevCommand
-from engine.kev.hub import KevDecision, KevStatus
+from engine.kev.hub import KevDecision, KevStatus, KevWarmUpEnded
 from engine.kev.hub import KevOutcome as HubOutcome
 from engine.laya.classifier import LayaClassifierConfig
 from engine.laya.features import FEATURE_SET_VERSION
@@ -414,3 +416,19 @@ def test_kev_status_and_decisions_map_to_the_panes():
     assert latency.over_budget
     empty = kev_latency([], None)
     assert empty.count == 0 and math.isnan(empty.p50_us)
+
+
+def test_kev_warm_up_shows_in_the_status_and_the_events():
+    detail = "warming the prompt cache (up to 90 s)"
+    warming = kev_status_view(KevStatus("warming", detail, "tiny.gguf", None, 1, 0, 1, 0, 0, 0, {}))
+    assert (warming.state, warming.detail) == (KevState.OFFLINE, detail)  # no decision yet
+    text = "prompt cache warmed in 19.2 s (560 prompt tokens evaluated, 0 cached)"
+    warmed = console_event(KevWarmUpEnded(True, 19_200.0, text, 7), 0)
+    assert warmed == (EventKind.KEV, Severity.INFO, f"Kev: {text}", 7)
+    failed = "warm-up failed after 90.0 s: timeout: no answer within 90 s"
+    assert console_event(KevWarmUpEnded(False, 90_000.0, failed, 8), 0) == (
+        EventKind.KEV,
+        Severity.WARNING,
+        f"Kev: {failed}",
+        8,
+    )

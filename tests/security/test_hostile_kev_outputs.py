@@ -204,7 +204,10 @@ async def test_no_hostile_output_widens_a_limit_or_the_state(
     spec = KevCommandSpec().for_gateway(gateway.config)
     client = KevClient(KevClientConfig(base_url=hostile.url, request_timeout_s=10.0), spec)
     await client.start()
-    hub = KevHub(KevHubConfig(health_interval_s=0.02, decision_log_size=256), client, gateway)
+    # No warm-up request: every chat request here is a decision on one hostile body (the
+    # warm-up's own answer is never applied: tests/engine/kev/test_kev_hub.py).
+    hub_config = KevHubConfig(health_interval_s=0.02, decision_log_size=256, warmup_timeout_s=None)
+    hub = KevHub(hub_config, client, gateway)
     await hub.start()
     outcomes: dict[str, KevOutcome] = {}
     try:

@@ -1,5 +1,6 @@
 """KevHub with a scripted llama-server and the real risk gateway: what is accepted, refused,
-rejected or stale, and why; offline and recovery; queue order; the decision log."""
+rejected or stale, and why; offline and recovery; queue order; the decision log and the
+journal; the prompt cache's warm-up."""
 
 from __future__ import annotations
 
@@ -7,26 +8,32 @@ import asyncio
 import math
 
 import numpy as np
+import orjson
 import pytest
 from conftest import BTC, ETH, MIDS, MS, T0, make_gateway
-from scripted_llama import ScriptedLlama, command, completion, delayed
+from scripted_llama import TIMINGS, ScriptedLlama, command, completion, delayed
 
+from engine.journal import EntryKind, Journal, JournalConfig, read_journal
 from engine.kev.client import KevClient, KevClientConfig
 from engine.kev.command import KevCommandSpec
 from engine.kev.context import KEY_FEATURE_INDEX
 from engine.kev.hedge import HedgeAnalytics, HedgeAnalyticsConfig
-from engine.kev.hub import KevHub, KevHubConfig, KevOutcome
+from engine.kev.hub import KevHub, KevHubConfig, KevOutcome, KevWarmUpEnded
 from engine.kev.queue import KevQueueOverflow, KevSnapshot
 from engine.kev.server import free_port
 from engine.laya.features import FEATURE_COUNT
 from engine.laya.verdict import Verdict
-from engine.risk import RiskLimitChanged, Source, TradingState
+from engine.risk import KevAction, RiskLimitChanged, Source, TradingState
+from engine.trading.events import TradingFault
 
 CHAT = "/v1/chat/completions"
 KEY_VALUES = (0.4, 0.3, 0.1, 0.8, 0.2, 0.6, -0.5, -0.3, 3.1, 2.2)
 FEATURES = np.zeros((1, FEATURE_COUNT), np.float32)
 FEATURES[0, KEY_FEATURE_INDEX] = KEY_VALUES
-FAST = KevHubConfig(health_interval_s=0.05)
+DEFAULT_SPEC = KevCommandSpec()
+FAST = KevHubConfig(health_interval_s=0.05, warmup_timeout_s=None)
+"""Without the warm-up request (it has tests of its own), so a script's first reply is the
+first decision's."""
 
 
 class Clock:
@@ -71,13 +78,30 @@ def gateway():
 
 
 @pytest.fixture
+def journal(tmp_path):
+    journal = Journal(JournalConfig(tmp_path / "journal.sqlite"))
+    journal.start()
+    yield journal
+    journal.stop()
+
+
+def journaled(journal: Journal):
+    journal.flush()
+    return read_journal(journal.config.path, kinds=[EntryKind.KEV_DECISION])
+
+
+@pytest.fixture
 async def start_hub(scripted, clock, gateway):
     started = []
 
-    async def start(config: KevHubConfig = FAST, url: str | None = None, **kwargs) -> KevHub:
+    async def start(
+        config: KevHubConfig = FAST,
+        url: str | None = None,
+        spec: KevCommandSpec = DEFAULT_SPEC,
+        **kwargs,
+    ) -> KevHub:
         client = KevClient(
-            KevClientConfig(base_url=url or scripted.url, request_timeout_s=1.0),
-            KevCommandSpec(),
+            KevClientConfig(base_url=url or scripted.url, request_timeout_s=1.0), spec
         )
         await client.start()
         hub = KevHub(config, client, gateway, clock, **kwargs)
@@ -306,6 +330,7 @@ async def test_counters_and_a_bounded_log(scripted, start_hub):
     scripted.script(CHAT, command())
     config = KevHubConfig(
         health_interval_s=0.05,
+        warmup_timeout_s=None,
         decision_log_size=2,
         queue_capacity=1,
         overflow=KevQueueOverflow.DROP_NEWEST,
@@ -342,6 +367,221 @@ async def test_a_failing_callback_is_a_rejected_decision_not_a_dead_hub(scripted
     assert second.outcome is KevOutcome.ACCEPTED
 
 
+ENTRY_KEYS = {
+    "decision",
+    "symbol",
+    "verdict",
+    "probabilities",
+    "coalesced",
+    "outcome",
+    "reason",
+    "model",
+    "context_age_ms",
+    "queue_wait_ms",
+    "latency_ms",
+    "command",
+    "reasoning",
+    "raw",
+    "gateway",
+    "timings",
+}
+
+
+async def test_each_decision_is_journaled_once_with_what_became_of_it(
+    scripted, start_hub, gateway, clock, journal
+):
+    gateway.set_risk_scale(0.5, T0)
+    answers = [
+        command(act="hold", risk=100, why="calm"),  # raises the risk scale: refused
+        command(act="hold", risk=50, hedge=120),  # outside the gateway's hedge band: clamped
+        command(act="reduce", risk=40, hedge=60, skew=-12, ttl=3000, why="vpin high"),
+        delayed(0.01, command(act="flatten", ttl=3000), lambda: clock.advance_ms(3500)),
+        command(act="resume"),  # not in the schema
+        delayed(1.5, command()),  # past the client's 1 s
+    ]
+    # A hedge band wider than the gateway's, so that the gateway has something to clamp.
+    hub = await start_hub(spec=KevCommandSpec(hedge_pct=(0, 200)), journal=journal)
+    for count, answer in enumerate(answers, start=1):
+        scripted.script(CHAT, answer)
+        assert hub.offer(snap())
+        await decisions(hub, count)
+    logged = hub.decisions()
+    entries = journaled(journal)
+    assert [entry.payload["decision"] for entry in entries] == [d.id for d in logged]
+    assert [d.outcome for d in logged] == [
+        KevOutcome.REFUSED,
+        KevOutcome.ACCEPTED,
+        KevOutcome.ACCEPTED,
+        KevOutcome.STALE,
+        KevOutcome.REJECTED,
+        KevOutcome.REJECTED,
+    ]
+    for entry, decision in zip(entries, logged, strict=True):
+        payload = entry.payload
+        assert set(payload) == ENTRY_KEYS
+        assert entry.at_ns == decision.at_ns  # the hub's clock
+        assert (payload["outcome"], payload["reason"]) == (decision.outcome.value, decision.reason)
+        assert (payload["symbol"], payload["verdict"]) == (BTC, "EMERGENCY")
+        assert payload["probabilities"] == [0.05, 0.07, 0.05, 0.83]
+        assert payload["model"] == "scripted.gguf" and payload["latency_ms"] > 0
+    refused, clamped, accepted, stale, invalid, timed_out = (e.payload for e in entries)
+    assert refused["command"] == {
+        "action": "hold",
+        "risk_scale": 1.0,
+        "hedge_ratio": 0.5,
+        "skew_bps": 0.0,
+        "ttl_ms": 3000,
+    }
+    assert refused["reasoning"] == "calm" and refused["raw"] == ""
+    assert refused["gateway"] == {
+        "result": "refused",
+        "notes": ["Kev cannot raise the risk scale (0.5 -> 1)"],
+        "state": "ACTIVE",
+        "risk_scale": 0.5,
+        "hedge_ratio": 0.5,
+    }
+    assert refused["context_age_ms"] == 0.0 and refused["timings"] == TIMINGS
+    assert clamped["gateway"]["result"] == "clamped"
+    assert clamped["gateway"]["notes"] == ["hedge ratio 1.2 clamped to 1"]
+    assert clamped["reason"].endswith("; hedge ratio 1.2 clamped to 1")
+    assert accepted["gateway"] == {
+        "result": "accepted",
+        "notes": [],
+        "state": "REDUCING",
+        "risk_scale": 0.4,
+        "hedge_ratio": 0.6,
+    }
+    assert accepted["reasoning"] == "vpin high" and accepted["command"]["skew_bps"] == -1.2
+    assert stale["gateway"] is None and stale["command"]["action"] == "flatten"
+    assert stale["context_age_ms"] == 3500.0
+    assert stale["reason"] == "context is 3500 ms old, past its ttl of 3000 ms"
+    assert entries[3].at_ns == T0 + 3500 * MS
+    assert invalid["command"] is None and invalid["gateway"] is None
+    assert invalid["reason"].startswith("schema_violation: act must be one of")
+    assert orjson.loads(invalid["raw"])["act"] == "resume"
+    assert timed_out["reason"] == "timeout: no answer within 1 s"
+    assert timed_out["command"] is None and timed_out["timings"] is None
+    assert timed_out["latency_ms"] >= 1000
+    assert gateway.snapshot().state is TradingState.REDUCING  # only the accepted acted
+
+
+async def test_a_decision_the_journal_cannot_take_is_said_and_kev_goes_on(
+    scripted, start_hub, tmp_path
+):
+    events = []
+    never_started = Journal(JournalConfig(tmp_path / "journal.sqlite"))
+    scripted.script(CHAT, command())
+    hub = await start_hub(journal=never_started, on_event=events.append)
+    for count in (1, 2):
+        hub.offer(snap())
+        await decisions(hub, count)
+    assert events == [
+        TradingFault("Kev decision 0 not journaled: Journal is not started", T0),
+        TradingFault("Kev decision 1 not journaled: Journal is not started", T0),
+    ]
+    assert [d.outcome for d in hub.decisions()] == [KevOutcome.ACCEPTED] * 2
+
+
+WARMING = KevHubConfig(health_interval_s=0.05, warmup_timeout_s=5.0)
+
+
+def context_of(request: dict) -> str:
+    return request["messages"][1]["content"]
+
+
+async def test_the_warm_up_comes_before_the_first_decision_and_is_not_one(
+    scripted, start_hub, gateway, journal
+):
+    events = []
+    # Were the warm-up's answer applied, the gateway would be flattening.
+    scripted.script(CHAT, delayed(0.3, command(act="flatten")), command(act="hold"))
+    hub = await start_hub(WARMING, journal=journal, on_event=events.append)
+    assert hub.offer(snap())  # waits for the warm-up
+    async with asyncio.timeout(5):
+        while hub.status().state != "warming":
+            await asyncio.sleep(0.005)
+    assert hub.status().detail == "warming the prompt cache (up to 5 s)"
+    (decision,) = await decisions(hub, 1)
+    warm_up, asked = scripted.requests
+    system = warm_up["messages"][0]["content"]
+    assert system == asked["messages"][0]["content"] and system.startswith("You are Kev")
+    assert warm_up["response_format"] == asked["response_format"]
+    assert context_of(warm_up).splitlines() == [
+        "ACTIVE risk 100 hedge 50 limits 80000 -500 -1000",
+        "pos flat delta +0 pnl +0.0",
+        "BTCUSDT HOLD p 100 0 0 0; 0.0s: HOLD 1",
+        "imb 0 0 0 vpin 0 flow 0 0 micro 0.0 spread 0.0 vol 0.0 0.0",
+    ]
+    assert "BTCUSDT EMERGENCY" in context_of(asked)
+    (ended,) = events
+    text = "prompt cache warmed in 0.3 s (88 prompt tokens evaluated, 236 cached)"
+    assert isinstance(ended, KevWarmUpEnded) and (ended.ok, ended.text, ended.at_ns) == (
+        True,
+        text,
+        T0,
+    )
+    assert ended.duration_ms >= 300
+    status = hub.status()
+    assert (status.warmup, status.warmup_ms) == (text, ended.duration_ms)
+    assert decision.command.action is KevAction.HOLD
+    assert gateway.snapshot().state is TradingState.ACTIVE
+    assert [entry.payload["decision"] for entry in journaled(journal)] == [decision.id]
+    assert status.outcomes["accepted"] == 1 and status.last_latency_ms == decision.wall_ms
+
+
+async def test_a_server_coming_back_is_warmed_up_before_its_next_decision(start_hub):
+    events = []
+    port = free_port()
+    hub = await start_hub(WARMING, url=f"http://127.0.0.1:{port}", on_event=events.append)
+    first = ScriptedLlama(port)
+    first.script(CHAT, command())
+    await first.start()
+    try:
+        await online(hub)
+    finally:
+        await first.stop()
+    async with asyncio.timeout(5):
+        while hub.status().state != "offline":
+            await asyncio.sleep(0.01)
+    hub.offer(snap())
+    second = ScriptedLlama(port)
+    second.script(CHAT, command(act="reduce"))
+    await second.start()
+    try:
+        (decision,) = await decisions(hub, 1)
+    finally:
+        await second.stop()
+    assert [event.ok for event in events] == [True, True]
+    assert len(first.requests) == 1  # its warm-up only
+    warm_up, asked = (context_of(request) for request in second.requests)
+    assert "BTCUSDT HOLD" in warm_up and "BTCUSDT EMERGENCY" in asked
+    assert decision.outcome is KevOutcome.ACCEPTED
+
+
+async def test_a_warm_up_that_times_out_keeps_kev_offline_and_is_tried_again(scripted, start_hub):
+    seen = []
+    hubs = []
+
+    def on_event(event):
+        status = hubs[0].status()
+        seen.append((event.ok, event.text, status.state, status.detail))
+
+    scripted.script(CHAT, delayed(0.6, command()), command())
+    config = KevHubConfig(health_interval_s=0.05, warmup_timeout_s=0.2)
+    hubs.append(await start_hub(config, on_event=on_event))
+    hubs[0].offer(snap())
+    (decision,) = await decisions(hubs[0], 1)
+    failed, warmed = seen
+    assert failed == (
+        False,
+        "warm-up failed after 0.2 s: timeout: no answer within 0.2 s",
+        "offline",
+        "warm-up: no answer within 0.2 s",
+    )
+    assert warmed[0] and warmed[2] == "online"
+    assert len(scripted.requests) == 3 and decision.outcome is KevOutcome.ACCEPTED
+
+
 @pytest.mark.parametrize(
     "kwargs",
     [
@@ -350,6 +590,7 @@ async def test_a_failing_callback_is_a_rejected_decision_not_a_dead_hub(scripted
         {"decision_log_size": 0},
         {"max_mid_move_bps": 0},
         {"health_interval_s": math.inf},
+        {"warmup_timeout_s": 0},
         {"overflow": "drop_oldest"},
     ],
 )

@@ -1,6 +1,7 @@
 """Kev against a real llama-server with the tiny model (SmolLM2-135M-Instruct), started once
 for the session: structured commands, the prompt cache, truncation, a stopped and continued
-server, and the gateway refusing what Kev may not do."""
+server, the gateway refusing what Kev may not do; and a server of its own restarted, whose
+prompt cache the hub warms before the first decision."""
 
 from __future__ import annotations
 
@@ -12,14 +13,15 @@ import time
 import numpy as np
 import orjson
 import pytest
-from conftest import BTC, ETH, MIDS, T0, make_gateway
+from conftest import BTC, ETH, MIDS, T0, make_gateway, tiny_llama_server
 
 from engine.kev.client import KevClient, KevClientConfig, KevFailure
 from engine.kev.command import COMMAND_KEYS, KevCommandSpec
 from engine.kev.context import KEY_FEATURE_INDEX, format_context
-from engine.kev.hub import KevHub, KevHubConfig, KevOutcome
+from engine.kev.hub import KevHub, KevHubConfig, KevOutcome, KevWarmUpEnded
 from engine.kev.model_fetch import TINY_MODEL_FILE
 from engine.kev.queue import KevRequest, KevSnapshot
+from engine.kev.server import LlamaServerProcess
 from engine.laya.features import FEATURE_COUNT
 from engine.laya.verdict import Verdict
 from engine.risk.commands import KevAction
@@ -128,7 +130,8 @@ async def start_hub(llama_server):
         hub = KevHub(KevHubConfig(health_interval_s=0.2), client, gateway, clock)
         await hub.start()
         started.append((hub, client))
-        await wait_for_state(hub, ("online",))
+        # The warm-up first: a cold prompt cache takes ~20 s on one busy core.
+        await wait_for_state(hub, ("online",), timeout_s=120)
         return hub
 
     yield start
@@ -188,7 +191,7 @@ async def test_a_stopped_server_times_out_and_a_continued_one_recovers(llama_ser
         assert hub.status().detail.startswith("no answer within")
     finally:
         os.kill(llama_server.pid, signal.SIGCONT)
-    await wait_for_state(hub, ("online", "busy"))
+    await wait_for_state(hub, ("online", "busy"), timeout_s=120)
     # The server may first finish what it was doing when stopped; a command comes back within
     # a few attempts.
     async with asyncio.timeout(120):
@@ -197,3 +200,50 @@ async def test_a_stopped_server_times_out_and_a_continued_one_recovers(llama_ser
             if decision.command is not None:
                 break
     assert decision.outcome is not KevOutcome.REJECTED
+
+
+async def test_after_a_restart_the_warm_up_comes_before_the_first_decision(tmp_path):
+    server = tiny_llama_server(tmp_path)
+    await asyncio.to_thread(server.start)
+    restarted = LlamaServerProcess(server.config)
+    gateway = make_gateway()
+    warm_ups: list[tuple[KevWarmUpEnded, int]] = []
+    hubs: list[KevHub] = []
+    client = client_for(server, KevCommandSpec(ttl_ms=SLOW_TTL), probe_timeout_s=0.5)
+    await client.start()
+    # Each warm-up with the count of decisions made before it ended.
+    hub = KevHub(
+        KevHubConfig(health_interval_s=0.2),
+        client,
+        gateway,
+        frozen_clock,  # the context waits through the outage and the warm-up without expiring
+        on_event=lambda event: warm_ups.append((event, len(hubs[0].decisions()))),
+    )
+    hubs.append(hub)
+    await hub.start()
+    try:
+        await wait_for_state(hub, ("online",), timeout_s=120)
+        await asyncio.to_thread(server.stop)
+        await wait_for_state(hub, ("offline",))
+        assert hub.offer(snapshot(0))  # waits for the server and its warm-up
+        await asyncio.to_thread(restarted.start)
+        async with asyncio.timeout(180):
+            while not hub.decisions():
+                await asyncio.sleep(0.05)
+    finally:
+        await hub.stop()
+        await client.stop()
+        await asyncio.to_thread(restarted.stop)
+    (decision,) = hub.decisions()
+    (first, _), (after_restart, decided_before) = warm_ups
+    assert first.ok and after_restart.ok, (first.text, after_restart.text)
+    assert decided_before == 0
+    print(
+        f"warm-ups {first.duration_ms:,.0f} ms and {after_restart.duration_ms:,.0f} ms after "
+        f"the restart ({after_restart.text}); the first decision after it "
+        f"{decision.wall_ms:,.0f} ms, {decision.timings}"
+    )
+    # The decision found the system prompt (well over 200 tokens) in the cache.
+    assert decision.command is not None, decision.reason
+    assert decision.timings.cache_n > 200
+    assert hub.status().warmup == after_restart.text

@@ -289,15 +289,15 @@ async def test_overrides_apply_as_a_whole_or_not_at_all(paper_desk):
 
 async def test_kev_may_lower_the_risk_scale_but_not_raise_it(paper_desk):
     desk = paper_desk.desk
-    lowered = await desk.apply_kev_command(
-        KevAction.HOLD, risk_scale=0.5, details={"model": "test-llm", "latency_ms": 900}
-    )
+    lowered = desk.apply_kev_command(KevAction.HOLD, 0.5, None, desk.clock())
     assert lowered.accepted and lowered.risk_scale == 0.5
-    raised = await desk.apply_kev_command(KevAction.HOLD, risk_scale=0.9)
+    raised = desk.apply_kev_command(KevAction.HOLD, 0.9, None, desk.clock())
     assert not raised.accepted and raised.risk_scale == 0.5
-    decisions = paper_desk.entries(EntryKind.KEV_DECISION)
-    assert decisions[0]["model"] == "test-llm" and decisions[0]["accepted"] is True
-    assert any(d.get("accepted") is False for d in decisions[1:])
+    # The risk scale's change is journaled at once; the decisions themselves are KevHub's to
+    # journal (once each, tests/engine/kev), so the refusal adds no entry of its own here.
+    changes = paper_desk.entries(EntryKind.STATE_CHANGE)
+    assert {"limit": "risk_scale", "old": 1.0, "new": 0.5, "source": "kev"} in changes
+    assert paper_desk.entries(EntryKind.KEV_DECISION) == []
 
 
 async def test_kev_flatten_runs_the_close_sequence(paper_desk):
@@ -307,7 +307,7 @@ async def test_kev_flatten_runs_the_close_sequence(paper_desk):
     paper_desk.book(bids=[(63_990.0, 0.5)], asks=[(63_996.0, 0.5)])
     await eventually(lambda: desk.executor.stats().fills >= 2)
     paper_desk.book(bids=BTC_BIDS, asks=BTC_ASKS)
-    outcome = await desk.apply_kev_command(KevAction.FLATTEN)
+    outcome = desk.apply_kev_command(KevAction.FLATTEN, None, None, desk.clock())
     assert outcome.accepted
     await eventually(lambda: desk.gateway.state is TradingState.PAUSED)
     assert (await paper_desk.venue.snapshot()).positions == ()
