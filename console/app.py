@@ -24,14 +24,14 @@ from textual.binding import BindingType
 from textual.containers import Container
 from textual.widgets import Footer
 
-from console.handle import CommandResult, EngineHandle, ShutdownPolicy
+from console.handle import CommandResult, EngineHandle, EngineLost, ShutdownPolicy
 from console.keymap import CONSOLE_BINDINGS, checked_keymap, key_list
 from console.screens.confirm import ConfirmScreen
 from console.screens.help import HelpScreen
 from console.screens.overrides import OverridesScreen
 from console.screens.quit import QuitScreen
 from console.screens.rearm import RearmScreen
-from console.view import ConsoleSnapshot, RiskOverrides, TradingView
+from console.view import ConsoleSnapshot, EventKind, RiskOverrides, Severity, TradingView
 from console.widgets.depth import DepthPane
 from console.widgets.events import EventsPane
 from console.widgets.imbalance import ImbalancePane
@@ -95,6 +95,7 @@ class HftConsoleApp(App[None]):
         self._last_event_id = -1
         self._snapshot_moved_at = clock()
         self._poll_error = ""
+        self._lost: EngineLost | None = None
         self._symbol_index = 0
         self._pane_index = 0
         self._compact = False
@@ -162,6 +163,7 @@ class HftConsoleApp(App[None]):
         try:
             snapshot = self.handle.snapshot()
             events_read, missed = self.handle.events_since(self._last_event_id)
+            lost = self.handle.lost()
         except Exception as error:  # a broken engine must not take the console down with it
             self._set_problem(f"engine not answering: {type(error).__name__}: {error}", alert=True)
             return
@@ -170,7 +172,7 @@ class HftConsoleApp(App[None]):
         if previous is None or snapshot.at_ns != previous.at_ns:
             self._snapshot_moved_at = now
         still = now - self._snapshot_moved_at
-        stale = still > self.config.stale_after_s
+        stale = still > self.config.stale_after_s and self._lost is None  # dead, not stale
         self._set_problem(f"no new snapshot for {still:.0f} s" if stale else "")
         if snapshot is not previous:
             self._snapshot = snapshot
@@ -180,6 +182,16 @@ class HftConsoleApp(App[None]):
             self._events.add(events_read, missed)
             if events_read:
                 self._last_event_id = events_read[-1].event_id
+        if lost is not None and self._lost is None:
+            self._engine_lost(lost, snapshot.at_ns)
+
+    def _engine_lost(self, lost: EngineLost, last_at_ns: int) -> None:
+        """Said at once, everywhere it is seen: the status rows, the events (after the last
+        the engine sent, at its last picture's time) and a notification."""
+        self._lost = lost
+        self._status.lost = lost
+        self._events.note(last_at_ns, EventKind.SYSTEM, Severity.ERROR, str(lost))
+        self.notify(str(lost), title="The engine died", severity="error", timeout=30)
 
     def _set_problem(self, problem: str, alert: bool = False) -> None:
         if alert and problem != self._poll_error:
@@ -297,6 +309,9 @@ class HftConsoleApp(App[None]):
 
     async def action_quit(self) -> None:
         if self._dialog_open():
+            return
+        if self._lost is not None:  # nothing to stop or flatten; the launcher says why
+            self.exit(return_code=1)
             return
         trading = self._snapshot.status.trading if self._snapshot is not None else None
         if trading is None or not trading.exposed:

@@ -29,7 +29,7 @@ from concurrent.futures import Future
 from pathlib import Path
 
 from console.engine_process import EngineAdapterConfig, EngineSetup
-from console.handle import CommandResult, ShutdownPolicy
+from console.handle import CommandResult, EngineLost, ShutdownPolicy
 from console.view import ConsoleEvent, ConsoleSnapshot, RiskOverrides
 from engine.exchange.bitget_rest import Credentials
 from engine.exchange.credentials import mask_api_key
@@ -92,6 +92,7 @@ class EngineNodeHandle:
         self._shutdown_result: CommandResult | None = None
         self._final_stats: dict[str, object] | None = None
         self._refused_once = False
+        self._lost: EngineLost | None = None
 
     # Lifecycle
 
@@ -193,6 +194,9 @@ class EngineNodeHandle:
         # Ids are consecutive: what is missing before and between them was dropped.
         return newer, newer[-1].event_id - last_id - len(newer)
 
+    def lost(self) -> EngineLost | None:
+        return self._lost if self._shutdown_result is None else None
+
     # EngineHandle: commands
 
     def pause(self) -> CommandResult:
@@ -226,20 +230,16 @@ class EngineNodeHandle:
         flat; journaled with `reason`, by default the operator's quit), then stop; if the venue
         does not confirm, the engine keeps running and the result says so. KEEP: stop (resting
         orders are cancelled, positions kept). Once done, later calls return the same result.
-        An engine that died or is stuck is not ok the first time (nothing was flattened: the
-        operator must know); asked again, the handle lets it go (a stuck process is killed)."""
+        An engine that died is never ok (nothing was stopped or flattened: the message is
+        `lost()`); a stuck one is not ok the first time, and asked again its process is
+        killed."""
         with self._shutdown_lock:
             if self._shutdown_result is not None:
                 return self._shutdown_result
+            if self._lost is not None:
+                return CommandResult(False, str(self._lost))
             if self._refused_once:
                 return self._give_up()
-            if self._gone is not None:
-                self._refused_once = True
-                return CommandResult(
-                    False,
-                    f"{self._gone}: nothing was flattened; check the exchange for open orders "
-                    "and positions (quit again to leave)",
-                )
             limit = self._sequence_limit_s("kill_timeout_s") + self.config.stop_timeout_s
             why = reason or f"the operator quit the console ({policy.value} and quit)"
             try:
@@ -252,7 +252,8 @@ class EngineNodeHandle:
                     "process (orders may still rest at the exchange: check it)",
                 )
             except EngineProcessError as error:
-                self._refused_once = True
+                if self._lost is not None:  # it died meanwhile
+                    return CommandResult(False, str(self._lost))
                 return CommandResult(False, f"{error}; nothing was flattened: check the exchange")
             if not ok or not isinstance(payload, tuple):
                 return CommandResult(False, f"shutdown failed in the engine: {payload}")
@@ -265,12 +266,11 @@ class EngineNodeHandle:
             return self._shutdown_result
 
     def _give_up(self) -> CommandResult:
-        if self._gone is None:
-            self._kill_process()
-            message = "the engine process was killed: check the exchange for open orders"
-        else:
-            message = f"{self._gone}: check the exchange for open orders and positions"
-        self._shutdown_result = CommandResult(True, message)
+        # Set first: the process ending now is this kill, not a death to report.
+        self._shutdown_result = CommandResult(
+            True, "the engine process was killed: check the exchange for open orders"
+        )
+        self._kill_process()
         return self._shutdown_result
 
     def _sequence_limit_s(self, name: str) -> float:
@@ -372,7 +372,9 @@ class EngineNodeHandle:
         process = self._process
         status = process.wait() if process is not None else None
         if self._shutdown_result is None and self._final_stats is None:
-            self._gone = f"the engine process exited (status {status})"
+            self._gone = self._death(status)
+            if self._latest is not None:  # it ran: what it may have left is unknown
+                self._lost = EngineLost(self._gone, self._left_behind())
         with self._waiting_lock:
             waiting = list(self._waiting.values())
         for future in waiting:
@@ -381,6 +383,25 @@ class EngineNodeHandle:
         self._started.set()  # a start still waiting learns it failed
         if self._start_failure is None and self._latest is None:
             self._start_failure = self._gone
+
+    def _death(self, status: int | None) -> str:
+        if status is not None and status < 0:
+            return f"the engine process was killed by {signal.Signals(-status).name}"
+        log = f" (its log: {self._log_path})" if self._log_path is not None else ""
+        return f"the engine process exited with status {status} without being asked to stop{log}"
+
+    def _left_behind(self) -> str:
+        """What a dead engine may have left at the exchange, from its last picture."""
+        if self.engine_config.trading is None:
+            return "it traded nothing (watch only)"
+        latest = self._latest
+        trading = latest.status.trading if latest is not None else None
+        if trading is not None and trading.exposed:
+            return f"the exchange may still hold {trading.exposure}: check it"
+        return (
+            "its last picture showed no orders and no position: check the exchange for any "
+            "sent since"
+        )
 
     def _wait_for_exit(self) -> None:
         process = self._process

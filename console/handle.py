@@ -23,6 +23,18 @@ class CommandResult(NamedTuple):
     message: str
 
 
+class EngineLost(NamedTuple):
+    """The engine ended without being asked: `cause` says how its process ended ("the engine
+    process was killed by SIGKILL"), `unknown` what that leaves the operator to check at the
+    exchange ("the exchange may still hold 2 orders and a position of +0.002 BTC: check it")."""
+
+    cause: str
+    unknown: str
+
+    def __str__(self) -> str:
+        return f"{self.cause}; {self.unknown}"
+
+
 class ShutdownPolicy(enum.StrEnum):
     """What stopping the engine does with open positions and resting orders.
 
@@ -44,6 +56,11 @@ class EngineHandle(Protocol):
         held (dropped by the bounded log before the console read them). Pass -1 first."""
         ...
 
+    def lost(self) -> EngineLost | None:
+        """Set, at once, when the engine died without being asked to stop (None while it runs
+        and after a shutdown); without waiting."""
+        ...
+
     def pause(self) -> CommandResult: ...
 
     def resume(self) -> CommandResult: ...
@@ -63,5 +80,6 @@ class EngineHandle(Protocol):
         ...
 
     def shutdown(self, policy: ShutdownPolicy) -> CommandResult:
-        """Stop the engine as `policy` says; ok only once it is done."""
+        """Stop the engine as `policy` says; ok only once it is done (never for a lost one:
+        nothing was stopped or flattened)."""
         ...

@@ -171,10 +171,11 @@ class RunEnding:
             result: CommandResult = handle.shutdown(policy, why)
             status = 0
             if not result.ok:
-                stopped = handle.shutdown(ShutdownPolicy.KEEP, f"{why}: not confirmed flat")
-                self._lines.append(f"hft-console: {result.message}")
-                self._lines.append(f"hft-console: stopped the engine anyway: {stopped.message}")
                 status = 1
+                if handle.lost() is None:  # a dead engine has nothing left to stop
+                    stopped = handle.shutdown(ShutdownPolicy.KEEP, f"{why}: not confirmed flat")
+                    self._lines.append(f"hft-console: {result.message}")
+                    self._lines.append(f"hft-console: stopped the engine anyway: {stopped.message}")
             stats_out = self._options.stats_out
             if stats_out is not None:
                 try:
@@ -370,6 +371,9 @@ def _run_headless(
             now = time.monotonic()
             if received:
                 reason = received[0]
+                break
+            if handle.lost() is not None:
+                reason = "the engine died"
                 break
             if handle.finished:  # nothing to look at once a replay is over
                 reason = "end of the recording"

@@ -13,7 +13,7 @@ from rich.measure import Measurement
 from rich.text import Text
 from textual.widgets import RichLog
 
-from console.view import ConsoleEvent, Severity
+from console.view import ConsoleEvent, EventKind, Severity
 from console.widgets import format as fmt
 
 _SEVERITY_STYLE = {
@@ -85,11 +85,19 @@ class EventsPane(RichLog):
         if missed:
             gap = f"… {missed} events were dropped before the console read them"
             entries.append(EventLine(Text(), Text(gap, self._style("events--gap"))))
-        for event in events:
-            head = Text(f"{fmt.clock_ns(event.at_ns)} ")
-            head.append(f"{event.kind.value:<8}", self._style("events--kind"))
-            body = Text(event.text, self._style(_SEVERITY_STYLE[event.severity]))
-            entries.append(EventLine(head, body))
+        entries += [self._entry(e.at_ns, e.kind, e.severity, e.text) for e in events]
+        self._append(entries)
+
+    def note(self, at_ns: int, kind: EventKind, severity: Severity, text: str) -> None:
+        """A line of the console's own (the engine cannot say it died), after the engine's."""
+        self._append([self._entry(at_ns, kind, severity, text)])
+
+    def _entry(self, at_ns: int, kind: EventKind, severity: Severity, text: str) -> EventLine:
+        head = Text(f"{fmt.clock_ns(at_ns)} ")
+        head.append(f"{kind.value:<8}", self._style("events--kind"))
+        return EventLine(head, Text(text, self._style(_SEVERITY_STYLE[severity])))
+
+    def _append(self, entries: list[EventLine]) -> None:
         self._entries.extend(entries)
         width = self._drawn_width
         if width and self._width() == width:

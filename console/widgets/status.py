@@ -7,6 +7,7 @@ from typing import ClassVar
 from rich.text import Text
 from textual.reactive import var
 
+from console.handle import EngineLost
 from console.view import FeedView, KevState, Mode, StatusView
 from console.widgets import format as fmt
 from console.widgets.lines import LinePane, fit
@@ -38,7 +39,8 @@ _KEV_STYLE = {
 class StatusPane(LinePane[StatusView]):
     """Three rows: mode, state and money; feeds and the two AIs; positions. On a narrow
     terminal the details go first, the mode, state, PnL and feeds last. `problem` is set by the
-    App when the engine stopped answering or publishing: what is on screen is stale."""
+    App when the engine stopped answering or publishing: what is on screen is stale. `lost`,
+    when the engine died: the rows say so and what is unknown instead."""
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {
         "status--mode",
@@ -53,16 +55,40 @@ class StatusPane(LinePane[StatusView]):
     }
 
     problem: var[str] = var("")
+    lost: var[EngineLost | None] = var(None)
 
     def watch_problem(self) -> None:
         self.redraw()
 
+    def watch_lost(self) -> None:
+        self.redraw()
+
     def rows(self, view: StatusView, width: int, height: int) -> list[Text]:
+        if self.lost is not None:
+            return self._lost_rows(view, self.lost, width)
         return [
             fit(self._state_parts(view), width, " │ "),
             fit(self._systems_parts(view), width, " │ "),
             fit(self._position_parts(view, width), width, " │ "),
         ]
+
+    def _lost_rows(self, view: StatusView, lost: EngineLost, width: int) -> list[Text]:
+        first = self._mode_badge(view)
+        first.append("ENGINE DIED", self.style("status--bad"))
+        first.append(f"  {lost.cause}")
+        rest = Text(
+            f"{lost.unknown}. q quits (exit status 1); the panes below are its last picture.",
+            self.style("status--warning"),
+        )
+        return [first, *rest.wrap(self.app.console, width)]
+
+    def _mode_badge(self, view: StatusView) -> Text:
+        badge = Text(
+            f" {view.mode.value} ",
+            self.style("status--live" if view.mode is Mode.LIVE else "status--mode"),
+        )
+        badge.append(" ")
+        return badge
 
     def _label(self, text: str) -> Text:
         return Text(text, self.style("status--label"))
@@ -80,11 +106,7 @@ class StatusPane(LinePane[StatusView]):
         parts: list[tuple[int, Text]] = []
         if self.problem:
             parts.append((0, Text(f" STALE: {self.problem} ", self.style("status--problem"))))
-        badge = Text(
-            f" {view.mode.value} ",
-            self.style("status--live" if view.mode is Mode.LIVE else "status--mode"),
-        )
-        badge.append(" ")
+        badge = self._mode_badge(view)
         badge.append(trading.state.name, self.style(_STATE_STYLE[trading.state]))
         if trading.flattening:
             badge.append(" flattening", self.style("status--warning"))
@@ -117,6 +139,8 @@ class StatusPane(LinePane[StatusView]):
         provider = view.laya.provider.removesuffix("ExecutionProvider")
         laya.append(provider, self.style("status--good" if provider == "CUDA" else "status--label"))
         parts.append((2, laya))
+        if view.laya.warming:  # why no verdicts come yet
+            parts.append((1, Text(view.laya.warming, self.style("status--warning"))))
         parts.append((5, self._label(view.laya.model_version)))
         kev = view.kev
         status = self._label("Kev ")

@@ -15,7 +15,7 @@ from pathlib import Path
 from textual.app import App, ComposeResult
 from textual.widget import Widget
 
-from console.handle import CommandResult, ShutdownPolicy
+from console.handle import CommandResult, EngineLost, ShutdownPolicy
 from console.view import (
     ConsoleEvent,
     ConsoleSnapshot,
@@ -412,6 +412,7 @@ class FakeEngineHandle:
     gates: dict[str, threading.Event] = field(default_factory=dict)
     fail_snapshot: Exception | None = None
     commands: list[tuple[object, ...]] = field(default_factory=list)
+    gone: EngineLost | None = None
 
     def snapshot(self) -> ConsoleSnapshot:
         if self.fail_snapshot is not None:
@@ -422,6 +423,9 @@ class FakeEngineHandle:
         newer = [event for event in self.events if event.event_id > last_id]
         missed = self.missed_before if last_id < 0 else 0
         return newer, missed
+
+    def lost(self) -> EngineLost | None:
+        return self.gone
 
     def set_state(self, state: TradingState, exposed: bool = True) -> None:
         status = self.current.status

@@ -24,6 +24,7 @@ from console_scenarios import (
 from textual.widgets import Input
 
 from console.app import ConsoleConfig, HftConsoleApp
+from console.handle import EngineLost
 from console.view import Mode
 from console.widgets.depth import DepthPane
 from console.widgets.events import EventsPane
@@ -37,8 +38,10 @@ from console.widgets.vram import VramPane
 from engine.risk.events import TradingState
 
 
-def console(state: TradingState = TradingState.ACTIVE, mode: Mode = Mode.SIM) -> HftConsoleApp:
-    handle = FakeEngineHandle(fixed_snapshot(state, mode), list(fixed_events()))
+def console(
+    state: TradingState = TradingState.ACTIVE, mode: Mode = Mode.SIM, gone: EngineLost | None = None
+) -> HftConsoleApp:
+    handle = FakeEngineHandle(fixed_snapshot(state, mode), list(fixed_events()), gone=gone)
     return HftConsoleApp(handle, ConsoleConfig(), clock=lambda: 0.0)
 
 
@@ -93,6 +96,15 @@ def test_console(snap_compare, size):
 
 def test_console_live_and_halted_80x24(snap_compare):
     assert snap_compare(console(TradingState.HALTED, Mode.LIVE), terminal_size=(80, 24))
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 48)], ids=["80x24", "160x48"])
+def test_console_after_the_engine_died(snap_compare, size):
+    died = EngineLost(
+        "the engine process was killed by SIGKILL",
+        "the exchange may still hold 4 orders and positions of +0.014 BTC, -0.2 ETH: check it",
+    )
+    assert snap_compare(console(gone=died), terminal_size=size)
 
 
 @pytest.mark.parametrize("keys", [("r",), ("q",), ("question_mark",)], ids=["risk", "quit", "help"])
