@@ -80,6 +80,7 @@ from console.view import (
     VramView,
 )
 from engine.bench import BENCH_STAGES, timer_cost_ns
+from engine.clock import EngineClock
 from engine.exchange.bitget_rest import Credentials
 from engine.exchange.private_events import FillUpdate, OrderUpdate
 from engine.feed.replay import ReplayFeed
@@ -89,7 +90,14 @@ from engine.kev.server import llama_server_pid_path
 from engine.latency import LatencyHistogram
 from engine.laya.classifier import CPU_PROVIDER
 from engine.laya.decide import VerdictStreamView
-from engine.node import EngineConfig, EngineNode, EngineStatus, format_status
+from engine.node import (
+    EngineConfig,
+    EngineNode,
+    EngineStatus,
+    engine_clock,
+    format_status,
+    format_warm_up,
+)
 from engine.trading.commands import CommandResult, RiskOverrides
 from engine.trading.config import default_risk_config
 from engine.trading.desk import TradingStatus
@@ -405,7 +413,10 @@ class SnapshotPublisher:
             assert self._watch_only is not None
             trading = self._watch_only
         kev = kev_status_view(hub.status() if hub is not None else None)
-        return StatusView(self._mode, tuple(feeds), trading, self._laya, kev)
+        laya = self._laya
+        if status.laya_warming:
+            laya = dataclasses.replace(laya, warming=format_warm_up(status.laya_warming))
+        return StatusView(self._mode, tuple(feeds), trading, laya, kev)
 
     def _depth_views(
         self, own: dict[str, tuple[OwnOrder, ...]], now: float
@@ -722,9 +733,10 @@ class EngineServer:
     pictures at the publish rate, answers commands, and ends on `shutdown` or when the console
     goes away."""
 
-    def __init__(self, connection: Connection, setup: EngineSetup) -> None:
+    def __init__(self, connection: Connection, setup: EngineSetup, clock: EngineClock) -> None:
         self._connection = connection
         self._setup = setup
+        self._clock = clock
         adapter = setup.adapter
         if adapter.gpu is not None:  # Laya runs in this process
             adapter = dataclasses.replace(
@@ -748,7 +760,7 @@ class EngineServer:
         credentials = Credentials(*setup.key) if setup.key is not None else None
         self._outbox.start()
         try:
-            node = EngineNode(setup.engine, credentials)
+            node = EngineNode(setup.engine, credentials, self._clock)
             publisher = SnapshotPublisher(node, self._adapter, setup.key_note)
             self._publisher = publisher
             await publisher.start()
@@ -778,12 +790,19 @@ class EngineServer:
         publisher = self._publisher
         assert publisher is not None
         interval = 1.0 / self._adapter.publish_hz
+        built_s = time.perf_counter()
         while True:
-            await asyncio.sleep(interval)
+            await asyncio.sleep(interval)  # engine clock: market time in a replay
             if publisher.stopping:
                 # The stop's own last picture (fresh status: HALTED after a kill) goes last;
                 # one built here from the node's older published status would follow it.
                 return
+            # A fast replay's market time outruns the screen: a picture at most about as
+            # often in real time as the publish rate says.
+            now_s = time.perf_counter()
+            if now_s - built_s < interval / 2:
+                continue
+            built_s = now_s
             try:
                 publisher.publish()
             except Exception as error:  # a mapping bug must not freeze the console's picture
@@ -979,7 +998,15 @@ def main(argv: Sequence[str]) -> int:
     if not isinstance(setup, EngineSetup):
         raise TypeError(f"expected an EngineSetup first, got {type(setup).__name__}")
     _configure_logging(setup.log_path)
-    return asyncio.run(EngineServer(connection, setup).serve())
+    try:
+        clock = engine_clock(setup.engine)  # a replay's: its loop runs in the recording's time
+    except (OSError, ValueError) as error:
+        outbox = Outbox(connection, 1)
+        outbox.start()
+        outbox.put(("failed", f"{type(error).__name__}: {error}"))
+        outbox.close(5.0)
+        return 1
+    return clock.run(EngineServer(connection, setup, clock).serve())
 
 
 if __name__ == "__main__":

@@ -7,7 +7,6 @@ The engine is imported only when the command runs, like the rest of the command 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import sys
 import tempfile
@@ -115,6 +114,6 @@ def _soak(args: argparse.Namespace) -> int:
             journal_path=Path(args.journal) if args.journal else None,
             kev_url=args.kev_url,
         )
-        result = asyncio.run(soak(config, notes=notes, progress=progress))
+        result = soak(config, notes=notes, progress=progress)
     print(json.dumps(result.as_dict()) if args.json else format_table(result))
     return 0 if result.passed else 1

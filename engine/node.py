@@ -2,6 +2,10 @@
 lifecycle, takes the operator's commands and publishes frozen status snapshots. It runs
 headless here and under the console.
 
+Time. The node's `clock` is the one every component reads and waits on: the system clock live
+and on the simulator, the recording's time in a replay (`engine/clock.py`), where the node must
+run on the clock's own loop (`node.clock.run(main)`).
+
 Threads. Everything runs on the engine's own event loop. Another thread (the console) reads
 `latest_status` (a frozen snapshot republished every `status_interval_s`) and `events`, and
 sends commands with `call_threadsafe(node.kill())`, which schedules the coroutine on the
@@ -20,12 +24,13 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from engine.clock import EngineClock, MarketClock, WallClock
 from engine.exchange.bitget_rest import BitgetRestConfig, Credentials
 from engine.feed.bitget_ws import BitgetPublicFeed, BitgetPublicFeedConfig
 from engine.feed.events import BookSnapshot, FeedState
 from engine.feed.parse import FrameParser
 from engine.feed.record import RecordProgress, record
-from engine.feed.replay import ReplayFeed
+from engine.feed.replay import ReplayFeed, replay_clock
 from engine.journal import Journal, JournalConfig
 from engine.kev.client import KevClient, KevClientConfig
 from engine.kev.command import KevCommandSpec
@@ -176,12 +181,28 @@ class EngineStatus:
     """Market seconds each symbol Laya still stands aside on has to wait."""
 
 
+def engine_clock(config: EngineConfig) -> EngineClock:
+    """The clock `config`'s engine runs on: a replay's starts at the recording's first frame."""
+    if config.replay_path is None:
+        return WallClock()
+    return replay_clock(config.replay_path, config.replay_speed)
+
+
 class EngineNode:
     """Assembles source -> parser -> pipeline -> trading desk and starts and stops them in
-    order. `credentials` are needed for demo and live trading (never for sim or paper)."""
+    order. `credentials` are needed for demo and live trading (never for sim or paper).
+    `clock` defaults to `engine_clock(config)`."""
 
-    def __init__(self, config: EngineConfig, credentials: Credentials | None = None) -> None:
+    def __init__(
+        self,
+        config: EngineConfig,
+        credentials: Credentials | None = None,
+        clock: EngineClock | None = None,
+    ) -> None:
         self.config = config
+        self.clock = clock if clock is not None else engine_clock(config)
+        if config.replay_path is not None and not isinstance(self.clock, MarketClock):
+            raise ValueError("a replay runs on a MarketClock (the recording's time)")
         self.events = EventLog(MarketPipelineConfig().event_log_size)
         self.parser = FrameParser(config.symbols)
         self.classifier = LayaClassifier(config.laya)
@@ -200,7 +221,11 @@ class EngineNode:
             raise ValueError(f"{trading.mode.value} trading needs Bitget API credentials")
         self._credentials = credentials
         self.journal = (
-            Journal(JournalConfig(trading.resolved_journal_path()), on_fault=self._journal_fault)
+            Journal(
+                JournalConfig(trading.resolved_journal_path(), fsync=trading.journal_fsync),
+                on_fault=self._journal_fault,
+                clock=self.clock,
+            )
             if trading is not None
             else None
         )
@@ -220,10 +245,16 @@ class EngineNode:
         """Loads Laya first (ONNX Runtime may print while it loads), then the venue and the
         trading desk (reconciled before the first frame), then the market."""
         config = self.config
+        clock = self.clock
+        if isinstance(clock, MarketClock):
+            clock.require_loop()
         self._loop = asyncio.get_running_loop()
         self.classifier.start()
-        # Off the loop: after an install numba needs ~a minute to compile the kernels once.
-        self.fast_path_compile_s = await asyncio.to_thread(compile_fast_path, config.symbols)
+        # Off the loop: after an install numba needs ~a minute to compile the kernels once;
+        # in a replay market time waits for it.
+        self.fast_path_compile_s = await clock.real_wait(
+            asyncio.to_thread(compile_fast_path, config.symbols), None
+        )
         try:
             if config.replay_path is None and config.live_url is None:
                 self.sim = SimExchange(_sim_config(config.sim_seed))
@@ -231,9 +262,8 @@ class EngineNode:
             if config.trading is not None:
                 await self._start_trading(config.trading)
             if config.replay_path is not None:
-                self.feed = ReplayFeed(
-                    config.replay_path, self.parser, self.pipeline, config.replay_speed
-                )
+                assert isinstance(clock, MarketClock)
+                self.feed = ReplayFeed(config.replay_path, self.parser, self.pipeline, clock)
             else:
                 url = config.live_url if self.sim is None else self.sim.ws_url
                 assert url is not None
@@ -244,7 +274,8 @@ class EngineNode:
                     self.parser,
                     self.pipeline,
                 )
-            if config.laya_keep_warm_ms is not None:
+            # The warmer keeps CPU caches warm over real idle time; a replay has none to keep.
+            if config.laya_keep_warm_ms is not None and not clock.market:
                 self.warmer = InferenceWarmer(
                     self.classifier, FEATURE_COUNT, config.laya_keep_warm_ms / 1e3
                 )
@@ -264,7 +295,9 @@ class EngineNode:
                 journal.register_secret(secret)
         journal.start()
         venue = self._build_venue(trading)
-        desk = TradingDesk(trading, venue, journal, self.events, self.pipeline.books)
+        desk = TradingDesk(
+            trading, venue, journal, self.events, self.pipeline.books, clock=self.clock
+        )
         self.desk = desk
         await desk.start()
         self.pipeline.on_decided = desk.on_book
@@ -320,7 +353,7 @@ class EngineNode:
     def _build_venue(self, trading: TradingConfig) -> Venue:
         instruments = trading.instruments
         if trading.mode is TradingMode.PAPER:
-            return PaperVenue(trading.paper, instruments)
+            return PaperVenue(trading.paper, instruments, clock=self.clock.time_ns)
         if trading.mode is TradingMode.SIM:
             if self.sim is not None:
                 sim = self.sim
@@ -387,10 +420,17 @@ class EngineNode:
         self.classifier.stop()
 
     async def _publish(self) -> None:
+        interval_s = self.config.status_interval_s
+        built_s = time.perf_counter()
         while True:
-            await asyncio.sleep(self.config.status_interval_s)
+            await asyncio.sleep(interval_s)
             self._sample_hedge_pair()
-            self.latest_status = self.status()
+            # A fast replay's market time outruns any reader: a new picture at most about as
+            # often in real time (a picture costs ~0.3 ms; at max speed most wakes skip it).
+            now_s = time.perf_counter()
+            if now_s - built_s >= interval_s / 2:
+                built_s = now_s
+                self.latest_status = self.status()
 
     def _sample_hedge_pair(self) -> None:
         """Feeds the pair's hedge analytics (Kev's context) off the fast path."""
@@ -403,7 +443,7 @@ class EngineNode:
         traded_bid, _, traded_ask, _ = traded.best()
         hedge_bid, _, hedge_ask, _ = hedge.best()
         analytics.on_mids(
-            time.time_ns() // 1_000_000,
+            self.clock.time_ns() // 1_000_000,
             0.5 * (traded_bid + traded_ask),
             0.5 * (hedge_bid + hedge_ask),
         )
@@ -476,12 +516,12 @@ class EngineNode:
             return FeedState.CONNECTING
 
     def status(self) -> EngineStatus:
-        now_ns = time.time_ns()
+        now_ns = self.clock.time_ns()
         symbols = []
         for symbol, book in self.pipeline.books.items():
             bid, _, ask, _ = book.best()
             age = None
-            if book.snapshot is not None and self.config.replay_path is None:
+            if book.snapshot is not None:
                 age = (now_ns - book.snapshot.recv_ns) / 1e6
             symbols.append(
                 SymbolStatus(
@@ -528,12 +568,18 @@ def format_status(status: EngineStatus) -> str:
     verdicts = " ".join(f"{name} {count}" for name, count in status.verdict_counts.items())
     laya = f"Laya ({status.laya_provider}) {verdicts}"
     if status.laya_warming:
-        left = ", ".join(f"{symbol} {wait:,.1f} s" for symbol, wait in status.laya_warming.items())
-        laya += f" warming up: {left} of market data to go"
+        laya += f" {format_warm_up(status.laya_warming)}"
     parts.append(laya)
     if status.trading is not None:
         parts.append(format_trading(status.trading))
     return " | ".join(parts)
+
+
+def format_warm_up(waits: dict[str, float]) -> str:
+    """`warming up: BTCUSDT 20.1 s, ETHUSDT 20.1 s of market data to go`, from
+    `EngineStatus.laya_warming`."""
+    left = ", ".join(f"{symbol} {wait:,.1f} s" for symbol, wait in waits.items())
+    return f"warming up: {left} of market data to go"
 
 
 def format_trading(trading: TradingStatus) -> str:

@@ -305,7 +305,16 @@ class ExecutorSettings:
 class PaperSettings:
     """Paper trading: real market data matched in-process."""
 
-    latency_ms: float = _key(_PAPER.latency_ms, "delay of every request to the matching, ms")
+    round_trip_ms: float = _key(
+        _PAPER.round_trip_ms, "network round trip to Bitget: half out, half back, ms"
+    )
+    reaction_us: float = _key(
+        _PAPER.reaction_us, "our CPU from the frame to the request leaving, us"
+    )
+    latency_jitter: float = _key(
+        _PAPER.latency_jitter, "lognormal sigma of each network leg (0: constant)"
+    )
+    latency_seed: int = _key(_PAPER.latency_seed, "seed of the jitter, so runs repeat")
     maker_fee_rate: float = _key(_PAPER.maker_fee_rate, "maker fee, a fraction of the notional")
     taker_fee_rate: float = _key(_PAPER.taker_fee_rate, "taker fee, a fraction of the notional")
     initial_balance_usdt: float = _key(
@@ -319,7 +328,10 @@ class PaperSettings:
 
     def config(self) -> PaperVenueConfig:
         return PaperVenueConfig(
-            latency_ms=self.latency_ms,
+            round_trip_ms=self.round_trip_ms,
+            reaction_us=self.reaction_us,
+            latency_jitter=self.latency_jitter,
+            latency_seed=self.latency_seed,
             maker_fee_rate=self.maker_fee_rate,
             taker_fee_rate=self.taker_fee_rate,
             initial_balance=self.initial_balance_usdt,

@@ -112,7 +112,8 @@ class SoakConfig:
     journal_path: Path | None = None
     kev_url: str | None = None
     targets: SoakTargets = field(default_factory=SoakTargets)
-    sample_interval_s: float = 0.001
+    sample_interval_s: float = 0.1
+    """How often the sampler wakes, in market seconds (the replay's clock)."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "recordings", tuple(Path(path) for path in self.recordings))
@@ -489,7 +490,7 @@ def _queue_watches(node: EngineNode) -> list[_QueueWatch]:
             "finished orders kept",
             executor.config.closed_orders_kept,
             "drop oldest",
-            lambda: len(executor.recent_orders()),
+            lambda: executor.finished_kept,
             lambda: None,
         ),
         _QueueWatch(
@@ -577,21 +578,19 @@ class _Sampler:
             )
 
 
-async def soak(
+def soak(
     config: SoakConfig,
     *,
     notes: Iterable[str] = (),
     progress: Callable[[str], None] | None = None,
 ) -> SoakResult:
     """Loop the recordings to `config.frames`, replay them through a paper-trading engine at
-    maximum speed, and return the figures with each target checked."""
+    maximum speed (on the recording's market clock), and return the figures with each target
+    checked."""
     with tempfile.TemporaryDirectory(prefix="hft-soak-") as scratch:
         started = time.perf_counter()
-        looped = await asyncio.to_thread(
-            write_looped_recording,
-            config.recordings,
-            Path(scratch) / "looped.bitget.gz",
-            config.frames,
+        looped = write_looped_recording(
+            config.recordings, Path(scratch) / "looped.bitget.gz", config.frames
         )
         prepare_s = time.perf_counter() - started
         if progress is not None:
@@ -602,7 +601,7 @@ async def soak(
             )
         journal = config.journal_path or Path(scratch) / "journal.sqlite"
         node = EngineNode(_engine_config(config, looped.path, journal))
-        figures = await _run(node, config, progress)
+        figures = node.clock.run(_run(node, config, progress))
     notes = (*looped.problems, *notes)
     if not config.model_verdicts:
         notes = (*notes, "Laya ran on every books15 frame with its verdicts held at HOLD")

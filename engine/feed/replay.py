@@ -1,9 +1,11 @@
 """Replays a recording through the live feed's pipeline: the same parser, the same sink.
 
 Frames are parsed with their *recorded* receive time, so every event carries the recv_ns it
-had live. Pacing follows the recorded receive-time deltas divided by `speed`, measured from
-one anchor so that sleep overshoot never accumulates; `speed=None` replays as fast as the
-parser goes, yielding to the event loop every `yield_every` frames.
+had live, and each is played when the engine's `MarketClock` reaches that time: the clock's
+loop jumps from frame to frame and to every timer in between, paced at the replay's speed (or
+at once at max speed), so the whole engine lives in the recording's time. A frame that nothing
+can come before is played without a trip through the loop; the replay still yields to the loop
+every `yield_every` frames.
 """
 
 from __future__ import annotations
@@ -11,13 +13,13 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import errno
-import math
 import os
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
+from engine.clock import MarketClock
 from engine.feed.events import (
     BookSnapshot,
     BookUpdate,
@@ -32,10 +34,7 @@ from engine.feed.recording import RecordingProblem, RecordingReadStats, iter_rec
 from engine.feed.sink import FeedNotice, FeedSink
 from engine.latency import FrameTimings
 
-__all__ = ["ReplayFeed", "ReplayStats", "iter_recording"]
-
-_MIN_SLEEP_S = 0.001
-"""Ahead of schedule by less than this, a frame goes out at once: sleeping costs more."""
+__all__ = ["ReplayFeed", "ReplayStats", "iter_recording", "replay_clock"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,11 +52,24 @@ class ReplayStats:
     parser: Mapping[str, object]
 
 
+START_LEAD_NS = 1_000_000_000
+"""The engine starts this long before the recording's first frame: its start-up (reconciling
+with the venue takes a few round trips of market time) is over before the market begins."""
+
+
+def replay_clock(path: str | os.PathLike[str], speed: float | None = None) -> MarketClock:
+    """The clock a replay of `path` runs on: market time starts `START_LEAD_NS` before its
+    first frame."""
+    for recv_ns, _ in iter_recording(path):
+        return MarketClock(recv_ns - START_LEAD_NS, speed)
+    raise ValueError(f"{os.fspath(path)}: the recording holds no frame to replay")
+
+
 class ReplayFeed:
-    """Feeds a recording into a `FeedSink`, paced by the recorded receive times.
+    """Feeds a recording into a `FeedSink` at the recorded receive times, on `clock`.
 
     Each symbol goes LIVE at its first market frame and STOPPED at the end (or at `stop()`).
-    `clock_ns` and `sleep` drive the pacing and can be replaced in tests.
+    Runs on the clock's own loop (`clock.run`); at the end the clock follows the wall clock.
     """
 
     def __init__(
@@ -65,25 +77,19 @@ class ReplayFeed:
         path: str | os.PathLike[str],
         parser: FrameParser,
         sink: FeedSink,
-        speed: float | None = None,
+        clock: MarketClock,
         *,
         yield_every: int = 256,
-        clock_ns: Callable[[], int] = time.monotonic_ns,
-        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
-        if speed is not None and not (math.isfinite(speed) and speed > 0):
-            raise ValueError(f"speed must be None (as fast as possible) or > 0, got {speed}")
         if yield_every < 1:
             raise ValueError(f"yield_every must be >= 1, got {yield_every}")
         if not os.path.isfile(path):
             raise FileNotFoundError(errno.ENOENT, "recording not found", os.fspath(path))
         self.path = os.fspath(path)
-        self.speed = speed
+        self.clock = clock
         self._parser = parser
         self._sink = sink
         self._yield_every = yield_every
-        self._clock_ns = clock_ns
-        self._sleep = sleep
         self._read_stats = RecordingReadStats()
         self.timings = FrameTimings()
         self._states: dict[str, FeedState] = {}
@@ -146,6 +152,7 @@ class ReplayFeed:
         """Replay in a background task; `wait()` returns its stats."""
         if self._task is not None:
             raise RuntimeError("a ReplayFeed can be started only once")
+        self.clock.require_loop()
         self._task = asyncio.create_task(self.run(), name="replay-feed")
 
     async def wait(self) -> ReplayStats:
@@ -165,6 +172,7 @@ class ReplayFeed:
         """Replay the whole file; returns when it ends (or raises CancelledError if stopped)."""
         if self._ran:
             raise RuntimeError("a ReplayFeed runs only once")
+        self.clock.require_loop()
         self._ran = True
         reason = "replay stopped"
         try:
@@ -174,6 +182,7 @@ class ReplayFeed:
         finally:
             for symbol in self._states:
                 self._set_state(symbol, FeedState.STOPPED, reason, self._last_recv_ns)
+            self.clock.follow_wall()  # the engine lives on past the recording at real pace
         span_s = (self._last_recv_ns - self._first_recv_ns) / 1e9
         ended = RecordingEnded(
             self.path, self._frames, self._market_frames, span_s, self.problem(), self._last_recv_ns
@@ -185,10 +194,8 @@ class ReplayFeed:
         parse = self._parser.parse
         on_market = self._sink.on_market
         states = self._states
-        speed = self.speed
-        clock_ns = self._clock_ns
+        clock = self.clock
         yield_every = self._yield_every
-        start_clock_ns = 0
         # The bench's three clock reads a frame (start, parsed, done), so the figures compare.
         timer = time.perf_counter_ns
         parse_times, totals, trade_times = (
@@ -199,19 +206,16 @@ class ReplayFeed:
         for recv_ns, raw in iter_recording(self.path, self._read_stats):
             if not self._frames:
                 self._first_recv_ns = recv_ns
-                start_clock_ns = clock_ns()
             self._frames += 1
             self._bytes += len(raw)
             self._last_recv_ns = recv_ns
-            if speed is not None:
-                due_ns = start_clock_ns + (recv_ns - self._first_recv_ns) / speed
-                ahead_s = (due_ns - clock_ns()) / 1e9
-                if ahead_s >= _MIN_SLEEP_S:
-                    await self._sleep(ahead_s)
-            if self._frames % yield_every == 0:
+            if not clock.advance_to(recv_ns):
+                await clock.sleep_until(recv_ns)  # timers due first run first, in order
+            elif self._frames % yield_every == 0:
                 await asyncio.sleep(0)  # let stop() and the rest of the loop run
             try:
                 started = timer()
+                clock.frame_started(started)
                 frame = parse(raw, recv_ns)
                 parsed = timer()
                 kind = type(frame)

@@ -154,10 +154,20 @@ class OrderExecutorConfig:
 
 @dataclass(frozen=True, slots=True)
 class PaperVenueConfig:
-    """In-process matching on real market data: `latency_ms` delays every request on its way
-    to the matching engine (and a cancel races the fills that come meanwhile)."""
+    """In-process matching on real market data, with the order-entry latency of the real
+    thing: a request reaches the matching engine `reaction_us` (our CPU from the frame to the
+    request leaving) plus half of `round_trip_ms` after it is made, and its answer and every
+    private push come back half a round trip later; so a cancel can lose its race against a
+    fill, as live. `latency_jitter` > 0 draws each network leg from a lognormal around its mean
+    (that sigma), seeded by `latency_seed` so a run repeats exactly. On a recording all of it
+    runs in market time."""
 
-    latency_ms: float = 5.0
+    round_trip_ms: float = 5.0
+    """To Bitget and back (a colocated box sees ~1-2 ms, a home line 20-60)."""
+    reaction_us: float = 140.0
+    """The cancel lane's measured reaction p50 (`hft-console bench --reaction`)."""
+    latency_jitter: float = 0.0
+    latency_seed: int = 0
     maker_fee_rate: float = 0.0002
     taker_fee_rate: float = 0.0006
     initial_balance: float = 10_000.0
@@ -165,7 +175,11 @@ class PaperVenueConfig:
 
     def __post_init__(self) -> None:
         owner = "PaperVenueConfig"
-        _require(owner, "latency_ms", self.latency_ms, low=0.0, high=10_000.0)
+        _require(owner, "round_trip_ms", self.round_trip_ms, low=0.0, high=10_000.0)
+        _require(owner, "reaction_us", self.reaction_us, low=0.0, high=1_000_000.0)
+        _require(owner, "latency_jitter", self.latency_jitter, low=0.0, high=2.0)
+        if not isinstance(self.latency_seed, int) or isinstance(self.latency_seed, bool):
+            raise ValueError(f"{owner}.latency_seed must be an integer, got {self.latency_seed!r}")
         _require(owner, "maker_fee_rate", self.maker_fee_rate, low=-0.01, high=0.01)
         _require(owner, "taker_fee_rate", self.taker_fee_rate, low=-0.01, high=0.01)
         _require_positive(owner, "initial_balance", self.initial_balance)
@@ -225,6 +239,8 @@ class TradingConfig:
     cancel_lane: bool = True
     rest_timeout_s: float = 3.0
     """How long a REST answer may take before its outcome counts as unknown."""
+    journal_fsync: bool = True
+    """False for backtests (JournalConfig.fsync)."""
     live_confirmed: bool = False
 
     def __post_init__(self) -> None:

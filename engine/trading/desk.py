@@ -22,13 +22,13 @@ import dataclasses
 import logging
 import secrets
 import sqlite3
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from engine.bitget.orders import OrderSide, OrderType, TimeInForce
 from engine.book import OrderBook
+from engine.clock import EngineClock, WallClock
 from engine.exchange.private_events import FillUpdate
 from engine.feed.events import BookResyncNeeded, BookSnapshot, FeedState, FeedStateChanged, Trades
 from engine.feed.sink import FeedNotice
@@ -165,14 +165,15 @@ class TradingDesk:
         events: EventLog,
         books: Mapping[str, OrderBook],
         *,
-        clock: Callable[[], int] = time.time_ns,
+        clock: EngineClock | None = None,
     ) -> None:
         self.config = config
         self.venue = venue
         self.journal = journal
         self.events = events
         self._books = books
-        self._clock = clock
+        self._engine_clock = clock if clock is not None else WallClock()
+        self._clock = self._engine_clock.time_ns
         self.quote_skew_bps: Callable[[str], float] = _no_skew
         """Kev's quote skew per symbol; the node points it at KevHub.quote_skew_bps."""
         self.session = secrets.token_hex(3)
@@ -194,7 +195,7 @@ class TradingDesk:
             journal,
             events,
             session=self.session,
-            clock=clock,
+            clock=self._clock,
             on_fill=self._on_fill,
             on_risk_event=self._on_risk_event,
         )
@@ -287,23 +288,32 @@ class TradingDesk:
     def _on_emergency(self, snapshot: BookSnapshot) -> None:
         executor = self.executor
         ticket = None
+        reaction_ns = None
         if executor.has_uncancelled_orders():
             ticket = executor.cancel_all_now(
                 Source.STRATEGY, f"Laya EMERGENCY on {snapshot.symbol}"
             )
-            ticket.result.add_done_callback(
-                lambda _done, recv_ns=snapshot.recv_ns: self._record_reaction(ticket, recv_ns)
-            )
+            if ticket.sent_ns is not None:  # sent on this stack (the lane, the paper venue)
+                reaction_ns = self._reaction(ticket, snapshot.recv_ns)
+            else:  # the REST client stamps its send later, from the socket's write
+                ticket.result.add_done_callback(
+                    lambda _done, recv_ns=snapshot.recv_ns: self._reaction(ticket, recv_ns)
+                )
         now = self._clock()
         first = not self.strategy.in_cooldown(now)
         self.strategy.on_emergency(now)
         if ticket is not None or first:
             action = f"cancel all ({ticket.path})" if ticket is not None else "cool down"
-            self._verdict_acted(snapshot.symbol, _CANCEL_ALL, action, now, snapshot, ticket)
+            self._verdict_acted(snapshot.symbol, _CANCEL_ALL, action, now, snapshot, reaction_ns)
 
-    def _record_reaction(self, ticket: CancelAllTicket | None, recv_ns: int) -> None:
-        if ticket is not None and ticket.sent_ns is not None:
-            self.reaction.record(max(0, ticket.sent_ns - recv_ns))
+    def _reaction(self, ticket: CancelAllTicket, recv_ns: int) -> int | None:
+        """The frame's receive to the cancel's bytes leaving, recorded; on the engine clock's
+        terms (CPU time in a replay, where market time stands still during the frame)."""
+        if ticket.sent_ns is None:
+            return None
+        reaction_ns = max(0, self._engine_clock.reaction_ns(recv_ns, ticket.sent_ns))
+        self.reaction.record(reaction_ns)
+        return reaction_ns
 
     def _verdict_acted(
         self,
@@ -312,14 +322,14 @@ class TradingDesk:
         action: str,
         now: int,
         snapshot: BookSnapshot | None = None,
-        ticket: CancelAllTicket | None = None,
+        reaction_ns: int | None = None,
     ) -> None:
         payload: dict[str, object] = {"symbol": symbol, "intent": intent.name, "action": action}
         if snapshot is not None:
             payload["exchange_ts_ms"] = snapshot.exchange_ts_ms
             payload["recv_ns"] = snapshot.recv_ns
-        if ticket is not None and ticket.sent_ns is not None and snapshot is not None:
-            payload["reaction_us"] = (ticket.sent_ns - snapshot.recv_ns) / 1e3
+        if reaction_ns is not None:
+            payload["reaction_us"] = reaction_ns / 1e3
         with contextlib.suppress(JournalError):
             self.journal.append(EntryKind.VERDICT_ACTION, payload, now)
         self.events.append(VerdictActed(symbol, intent.name, action, now))
@@ -531,13 +541,13 @@ class TradingDesk:
     async def kill(self, reason: str = OPERATOR_KILL_REASON) -> CommandResult:
         """HALTED, then cancel all and close all until the venue confirms flat; `reason` (the
         operator's kill switch, or why the run is ending) goes with every journaled step."""
-        started = time.perf_counter()
+        started = asyncio.get_running_loop().time()  # the engine clock's
         now = self._clock()
         self.gateway.kill(now, reason)
         task = self._start_sequence("kill", reason, Source.OPERATOR)
         self.executor.drain_risk_events()
         result = await asyncio.shield(task)
-        elapsed = (time.perf_counter() - started) * 1000
+        elapsed = (asyncio.get_running_loop().time() - started) * 1000
         result = dataclasses.replace(result, elapsed_ms=elapsed)
         self.last_kill = result
         return self._command_done(result, {"reason": reason})
@@ -545,14 +555,14 @@ class TradingDesk:
     async def flatten(self) -> CommandResult:
         """Cancel all, close all; REDUCING until flat, then PAUSED. With nothing open here and
         at the venue it only pauses: nothing is cancelled or closed."""
-        started = time.perf_counter()
+        started = asyncio.get_running_loop().time()  # the engine clock's
         # Checked again after the venue's answer: an order or a fill may have come meanwhile.
         nothing = await self.executor.holds_nothing() and not self.executor.has_open_orders()
         now = self._clock()
         outcome = self.gateway.flatten(now)
         if nothing and self.gateway.state is not TradingState.REDUCING:
             self.executor.drain_risk_events()
-            elapsed = (time.perf_counter() - started) * 1000
+            elapsed = (asyncio.get_running_loop().time() - started) * 1000
             message = f"nothing to flatten: no orders, no positions; now {self.gateway.state.name}"
             return self._command_done(CommandResult("flatten", True, message, elapsed), {})
         task = self._start_sequence(
@@ -560,7 +570,7 @@ class TradingDesk:
         )
         self.executor.drain_risk_events()
         result = await asyncio.shield(task)
-        elapsed = (time.perf_counter() - started) * 1000
+        elapsed = (asyncio.get_running_loop().time() - started) * 1000
         state = self.gateway.state.name
         message = f"{result.message}; now {state}" if result.ok else result.message
         return self._command_done(CommandResult("flatten", result.ok, message, elapsed), {})

@@ -395,6 +395,11 @@ class OrderExecutor:
         """The last `closed_orders_kept` finished orders, oldest first."""
         return tuple(_view(order) for order in self._closed.values())
 
+    @property
+    def finished_kept(self) -> int:
+        """How many finished orders `recent_orders` holds."""
+        return len(self._closed)
+
     # Market inputs (hot path)
 
     def on_mark(
@@ -933,8 +938,9 @@ class OrderExecutor:
         self, source: Source, reason: str, timeout_s: float
     ) -> SequenceOutcome:
         """Cancel all and close all, repeated until the venue reports no open order and no
-        position, or `timeout_s` has passed."""
-        started = time.perf_counter()
+        position, or `timeout_s` has passed (on the engine clock: market time in a replay)."""
+        loop = asyncio.get_running_loop()
+        started = loop.time()
         deadline = started + timeout_s
         retry_s = self.config.kill_retry_interval_ms / 1000.0
         attempts = 0
@@ -958,7 +964,7 @@ class OrderExecutor:
                 open_positions = [p for p in snapshot.positions if p.size]
                 if not snapshot.orders and not open_positions:
                     self._sync_positions(snapshot, self._clock(), reason)
-                    elapsed = (time.perf_counter() - started) * 1000
+                    elapsed = (loop.time() - started) * 1000
                     return SequenceOutcome(
                         True,
                         f"venue confirms no open orders and flat after {elapsed:.1f} ms "
@@ -969,8 +975,8 @@ class OrderExecutor:
                 last_error = f"{len(snapshot.orders)} orders open, positions " + (
                     ", ".join(coin(p.symbol, p.size, signed=True) for p in open_positions) or "flat"
                 )
-            if time.perf_counter() >= deadline:
-                elapsed = (time.perf_counter() - started) * 1000
+            if loop.time() >= deadline:
+                elapsed = (loop.time() - started) * 1000
                 return SequenceOutcome(
                     False,
                     f"not confirmed flat after {elapsed:,.0f} ms and {attempts} attempts; "

@@ -2,17 +2,21 @@
 
 The pipeline's books and trades drive one simulator `MatchingEngine` per symbol (queue
 position behind the displayed size, partial fills, maker and taker fees) and a `SimAccount`;
-our orders never touch the real exchange. Every request reaches the matching engine
-`latency_ms` after it is made, so a cancel can lose the race against a fill, as it would live.
+our orders never touch the real exchange. Every request reaches the matching engine our
+reaction plus half a round trip after it is made, and answers and pushes come back half a round
+trip later (`PaperVenueConfig`), so a cancel can lose the race against a fill, as it would live.
 What happens is reported as `OrderUpdate`, `FillUpdate` and `PositionsUpdate`, exactly the
-events a private websocket delivers.
+events a private websocket delivers, in the order it would deliver them. All of it waits on
+the engine's loop, so on a recording it runs in market time.
 """
 
 from __future__ import annotations
 
 import asyncio
+import math
+import random
 import time
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable, Iterable
 
 from engine.bitget.orders import OrderSide, OrderType
@@ -67,7 +71,7 @@ class PaperVenue:
         self,
         config: PaperVenueConfig,
         instruments: Iterable[Instrument],
-        wall_clock_ns: Callable[[], int] = time.time_ns,
+        clock: Callable[[], int] = time.time_ns,
     ) -> None:
         self.config = config
         self.account = SimAccount(
@@ -84,11 +88,16 @@ class PaperVenue:
             )
             for instrument in instruments
         }
-        self._latency_s = config.latency_ms / 1000.0
-        self._clock = wall_clock_ns
+        self._reaction_s = config.reaction_us / 1e6
+        self._leg_s = config.round_trip_ms / 2000.0
+        self._rng = random.Random(config.latency_seed)
+        self._clock = clock
         self._sink: PrivateSink | None = None
         self._state = PrivateStreamState.STOPPED
         self._pending: set[asyncio.TimerHandle] = set()
+        self._pushes: deque[tuple[float, PrivateEvent]] = deque()
+        """Private pushes on their way to us: (loop time due, event), in the order sent."""
+        self._push_timer: asyncio.TimerHandle | None = None
         self._requests: Counter[str] = Counter()
         self._fills = 0
 
@@ -102,6 +111,10 @@ class PaperVenue:
         for handle in self._pending:
             handle.cancel()
         self._pending.clear()
+        if self._push_timer is not None:
+            self._push_timer.cancel()
+            self._push_timer = None
+        self._pushes.clear()
         self._set_state(PrivateStreamState.STOPPED, "paper venue stopped")
         self._sink = None
 
@@ -148,7 +161,7 @@ class PaperVenue:
     async def place(self, intent: OrderIntent) -> PlaceAck:
         engine = self._engine(intent.symbol)
         self._requests["place"] += 1
-        await asyncio.sleep(self._latency_s)
+        await asyncio.sleep(self._to_venue_s())
         request = OrderRequest(
             _SIDE[intent.side],
             intent.order_type,
@@ -165,17 +178,20 @@ class PaperVenue:
         self._emit(_order_update(result.order, self._clock()))
         if result.fills:
             self._report_fills(engine, result.fills)
+        await asyncio.sleep(self._leg())
         return PlaceAck(intent.client_oid, result.order.order_id, False)
 
     async def cancel(self, symbol: str, client_oid: str) -> None:
         engine = self._engine(symbol)
         self._requests["cancel"] += 1
-        await asyncio.sleep(self._latency_s)
+        await asyncio.sleep(self._to_venue_s())
         try:
             order = engine.cancel(self._now_ms(), client_oid=client_oid)
         except OrderRejected as rejection:
+            await asyncio.sleep(self._leg())
             raise VenueRejected(rejection.code, rejection.message) from None
         self._emit(_order_update(order, self._clock()))
+        await asyncio.sleep(self._leg())
 
     def cancel_all_now(self) -> CancelAllTicket:
         self._requests["cancel_all"] += 1
@@ -195,21 +211,38 @@ class PaperVenue:
         recv_ns = self._clock()
         for order in cancelled:
             self._emit(_order_update(order, recv_ns))
-        ticket.result.set_result(tuple(order.client_oid for order in cancelled))
+        answer = tuple(order.client_oid for order in cancelled)
+        self._after(self._leg(), lambda: _answer(ticket, answer))
 
     def _later(self, callback: Callable[[CancelAllTicket], None], ticket: CancelAllTicket) -> None:
-        """Run `callback` when the request reaches the matching engine (after the latency)."""
+        """Run `callback` when the request reaches the matching engine."""
+        self._after(self._to_venue_s(), lambda: callback(ticket))
 
-        def arrive() -> None:
+    def _after(self, delay_s: float, callback: Callable[[], None]) -> None:
+        def due() -> None:
             self._pending.discard(handle)
-            callback(ticket)
+            callback()
 
-        handle = asyncio.get_running_loop().call_later(self._latency_s, arrive)
+        handle = asyncio.get_running_loop().call_later(delay_s, due)
         self._pending.add(handle)
+
+    # Latency
+
+    def _leg(self) -> float:
+        """One trip across the network, seconds: half the round trip, drawn around that mean
+        (mean-preserving lognormal) when there is jitter."""
+        sigma = self.config.latency_jitter
+        if not sigma:
+            return self._leg_s
+        return self._leg_s * math.exp(self._rng.gauss(0.0, sigma) - 0.5 * sigma * sigma)
+
+    def _to_venue_s(self) -> float:
+        """From the decision to the request reaching the matching engine."""
+        return self._reaction_s + self._leg()
 
     async def close_positions(self, symbol: str | None = None) -> None:
         self._requests["close_positions"] += 1
-        await asyncio.sleep(self._latency_s)
+        await asyncio.sleep(self._to_venue_s())
         targets = [self._engine(symbol)] if symbol is not None else list(self.engines.values())
         for engine in targets:
             size = self.account.position(engine.symbol).size
@@ -228,26 +261,30 @@ class PaperVenue:
             self._emit(_order_update(result.order, self._clock()))
             if result.fills:
                 self._report_fills(engine, result.fills)
+        await asyncio.sleep(self._leg())
 
     async def snapshot(self) -> VenueSnapshot:
         if self._sink is None:
             raise VenueUnavailable("paper venue is not started")
         self._requests["snapshot"] += 1
-        await asyncio.sleep(self._latency_s)
+        await asyncio.sleep(self._to_venue_s())
         orders = tuple(
             _venue_order(order)
             for engine in self.engines.values()
             for order in engine.open_orders()
         )
-        return VenueSnapshot(orders, self._positions(), self._now_ms())
+        snapshot = VenueSnapshot(orders, self._positions(), self._now_ms())
+        await asyncio.sleep(self._leg())
+        return snapshot
 
     async def order_record(
         self, symbol: str, client_oid: str, order_id: str | None
     ) -> VenueOrderRecord | None:
         engine = self._engine(symbol)
         self._requests["order_record"] += 1
-        await asyncio.sleep(self._latency_s)
+        await asyncio.sleep(self._to_venue_s())
         order = engine.order(order_id) if order_id else engine.order_by_client_oid(client_oid)
+        await asyncio.sleep(self._leg())
         if order is None:
             return None
         recv_ns = self._clock()
@@ -305,15 +342,45 @@ class PaperVenue:
         )
 
     def _emit(self, event: PrivateEvent) -> None:
-        if self._sink is not None:
-            self._sink(event)
+        """Push `event` to us over the private stream: it arrives a network leg later, never
+        before a push sent earlier (one ordered connection)."""
+        if self._sink is None:
+            return
+        loop = asyncio.get_running_loop()
+        pushes = self._pushes
+        due = loop.time() + self._leg()
+        if pushes:
+            due = max(due, pushes[-1][0])
+        elif due <= loop.time():
+            self._sink(event)  # no latency: delivered on the spot, as sent
+            return
+        pushes.append((due, event))
+        if self._push_timer is None:
+            self._push_timer = loop.call_at(due, self._deliver_pushes)
+
+    def _deliver_pushes(self) -> None:
+        self._push_timer = None
+        loop = asyncio.get_running_loop()
+        pushes, now = self._pushes, loop.time()
+        while pushes and pushes[0][0] <= now:
+            event = pushes.popleft()[1]
+            if self._sink is not None:
+                self._sink(event)
+        if pushes:
+            self._push_timer = loop.call_at(pushes[0][0], self._deliver_pushes)
 
     def _set_state(self, state: PrivateStreamState, reason: str) -> None:
         self._state = state
-        self._emit(PrivateStreamChanged(state, reason, self._clock()))
+        if self._sink is not None:  # our own connection's state: known at once
+            self._sink(PrivateStreamChanged(state, reason, self._clock()))
 
     def _now_ms(self) -> int:
         return self._clock() // 1_000_000
+
+
+def _answer(ticket: CancelAllTicket, cancelled: tuple[str, ...]) -> None:
+    if not ticket.result.done():
+        ticket.result.set_result(cancelled)
 
 
 def _order_update(order: Order, recv_ns: int) -> OrderUpdate:

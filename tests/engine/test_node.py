@@ -10,6 +10,8 @@ import orjson
 import pytest
 
 from engine.feed.recording import encode_line
+from engine.feed.replay import START_LEAD_NS
+from engine.journal import read_journal
 from engine.laya.classifier import LayaClassifierConfig
 from engine.node import EngineConfig, EngineNode, format_status
 from engine.trading.bench import NEVER_EMERGENCY
@@ -104,7 +106,7 @@ def recording(tmp_path):
     return path
 
 
-async def test_a_recording_trades_on_paper(recording, laya_model, tmp_path):
+def test_a_recording_trades_on_paper_in_its_own_time(recording, laya_model, tmp_path):
     config = EngineConfig(
         replay_path=str(recording),
         replay_speed=None,
@@ -112,13 +114,27 @@ async def test_a_recording_trades_on_paper(recording, laya_model, tmp_path):
         trading=TradingConfig(mode=TradingMode.PAPER, journal_path=tmp_path / "j.sqlite"),
     )
     node = EngineNode(config)
-    await node.start()
-    try:
-        deadline = asyncio.get_running_loop().time() + 30
-        while not node.finished:
-            assert asyncio.get_running_loop().time() < deadline, "the replay did not finish"
-            await asyncio.sleep(0.05)
-        status_line = format_status(node.status())
-    finally:
-        await node.stop()
+    start_ns = 1_726_000_000_000 * 1_000_000 - START_LEAD_NS  # up before the first frame
+    assert node.clock.market and node.clock.time_ns() == start_ns
+
+    async def main() -> str:
+        await node.start()
+        try:
+            while not node.finished:
+                await asyncio.sleep(0.05)  # market time: the replay ends within 4 s of it
+            return format_status(node.status())
+        finally:
+            await node.stop()
+
+    status_line = node.clock.run(main())
     assert status_line.startswith("REPLAY") and "PAPER ACTIVE" in status_line
+    # The recording's 40 books span 3.9 s of market time; the engine lived in that time.
+    assert node.clock.time_ns() >= (1_726_000_000_000 + 3_900) * 1_000_000
+    journal = read_journal(tmp_path / "j.sqlite")
+    assert journal and all(start_ns <= entry.at_ns <= node.clock.time_ns() for entry in journal)
+
+
+async def test_a_replay_refuses_to_start_on_a_loop_that_is_not_its_clocks(recording, laya_model):
+    node = EngineNode(EngineConfig(replay_path=str(recording), laya=laya(laya_model)))
+    with pytest.raises(RuntimeError, match="MarketClock's loop"):
+        await node.start()

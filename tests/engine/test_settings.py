@@ -124,14 +124,14 @@ def test_file_overrides_defaults_and_environment_overrides_the_file(tmp_path):
     )
     environ = {
         "HFT_CONSOLE_RISK__MAX_NET_DELTA_USDT": "2000",
-        "HFT_CONSOLE_TRADING__PAPER__LATENCY_MS": "12.5",
+        "HFT_CONSOLE_TRADING__PAPER__ROUND_TRIP_MS": "12.5",
         "UNRELATED": "x",
     }
     settings = load_settings(path=path, environ=environ)
     assert settings.risk.max_net_delta_usdt == 2000.0  # env over file
     assert settings.risk.daily_loss_soft_usdt == 100.0  # file over default
     assert settings.trading.strategy.half_spread_bps == 0.8
-    assert settings.trading.paper.latency_ms == 12.5  # env over default
+    assert settings.trading.paper.round_trip_ms == 12.5  # env over default
     assert settings.risk.daily_loss_hard_usdt == default_risk_config().limits.daily_loss_hard
     assert settings.source_of("risk.max_net_delta_usdt") == SettingSource(
         SourceKind.ENV, "HFT_CONSOLE_RISK__MAX_NET_DELTA_USDT"
@@ -145,7 +145,7 @@ def test_file_overrides_defaults_and_environment_overrides_the_file(tmp_path):
     assert settings.source_of("risk.daily_loss_hard_usdt").kind is SourceKind.DEFAULT
     limits = settings.risk_config().limits
     assert (limits.max_net_delta, limits.daily_loss_soft) == (2000.0, 100.0)
-    assert settings.trading_config().paper.latency_ms == 12.5
+    assert settings.trading_config().paper.round_trip_ms == 12.5
 
 
 def test_flags_override_the_environment(tmp_path):
@@ -471,7 +471,7 @@ def every_section_changed() -> Settings:
             "trading.strategy.post_only": False,
             "trading.executor.kill_timeout_s": 4.0,
             "trading.executor.client_oid_prefix": "hx",
-            "trading.paper.latency_ms": 1.0,
+            "trading.paper.round_trip_ms": 1.0,
             "risk.max_net_delta_usdt": 1200.0,
             "risk.hedge_ratio_band": [0.6, 1.0],
             "risk.bounds.max_slippage_bps": 15.0,
@@ -522,8 +522,8 @@ def test_the_written_file_has_every_key_with_a_comment_above_it():
         if re.match(r'^(# )?("[^"]+"|[a-z_]+) = ', line) and not line.startswith("# e.g"):
             keys += 1
             assert lines[index - 1].startswith("# "), f"no comment above {line!r}"
-    # The 94 keys (the 6 optional ones commented out) and the keymap's commented example.
-    assert keys == 95
+    # The 97 keys (the 6 optional ones commented out) and the keymap's commented example.
+    assert keys == 98
     assert set(document) == {"engine", "laya", "trading", "risk", "kev", "gpu", "console"}
     assert set(document["trading"]) >= {"strategy", "executor", "paper"}
     assert set(document["risk"]["symbols"]) == {"BTCUSDT", "ETHUSDT"}

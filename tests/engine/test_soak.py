@@ -175,9 +175,7 @@ def _closed_port() -> int:
         return probe.getsockname()[1]
 
 
-async def test_a_ci_sized_soak_trades_on_paper_and_reports_every_figure(
-    market, laya_model, tmp_path
-):
+def test_a_ci_sized_soak_trades_on_paper_and_reports_every_figure(market, laya_model, tmp_path):
     journal = tmp_path / "journal.sqlite"
     lines: list[str] = []
     config = SoakConfig(
@@ -187,7 +185,7 @@ async def test_a_ci_sized_soak_trades_on_paper_and_reports_every_figure(
         journal_path=journal,
         kev_url=f"http://127.0.0.1:{_closed_port()}",
     )
-    result = await soak(config, notes=("a test run",), progress=lines.append)
+    result = soak(config, notes=("a test run",), progress=lines.append)
     figures = result.figures
     assert figures.frames == 20_000 and figures.book_frames > 5_000
     assert figures.frames_per_s > 0 and figures.wall_s > 0

@@ -9,7 +9,7 @@ import time
 from engine.feed.events import BookSnapshot, Trades
 from engine.feed.parse import FrameParser
 from engine.feed.recording import encode_line
-from engine.feed.replay import ReplayFeed
+from engine.feed.replay import ReplayFeed, replay_clock
 from engine.feed.sink import FeedNotice, MarketFrame
 
 SINK_BOOK_S = 0.005
@@ -64,7 +64,7 @@ async def test_the_live_feed_times_parse_and_the_whole_frame(
     check(feed.timings, books=3, trades=2)
 
 
-async def test_a_replay_times_parse_and_the_whole_frame(tmp_path, frames):
+def test_a_replay_times_parse_and_the_whole_frame(tmp_path, frames):
     warm_the_parser(frames)
     path = tmp_path / "timed.bitget.gz"
     with gzip.open(path, "wb") as out:
@@ -73,7 +73,8 @@ async def test_a_replay_times_parse_and_the_whole_frame(tmp_path, frames):
             out.write(encode_line(ts * 1_000_000, frames.books15("BTCUSDT", ts, seq=index)))
             out.write(encode_line(ts * 1_000_000 + 1, frames.trade("BTCUSDT", ts, str(index))))
     sink = SlowBookSink()
-    feed = ReplayFeed(path, FrameParser(("BTCUSDT",)), sink, speed=None)
-    stats = await feed.run()
+    clock = replay_clock(path)
+    feed = ReplayFeed(path, FrameParser(("BTCUSDT",)), sink, clock)
+    stats = clock.run(feed.run())
     assert stats.market_frames == 8
     check(feed.timings, books=4, trades=4)

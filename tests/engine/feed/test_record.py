@@ -12,7 +12,7 @@ from engine.feed.parse import FrameParser
 from engine.feed.record import RecordProgress, record
 from engine.feed.recorder import FrameRecorder
 from engine.feed.recording import RecordingReadStats, iter_recording
-from engine.feed.replay import ReplayFeed
+from engine.feed.replay import ReplayFeed, replay_clock
 
 
 async def test_live_recording_replays_to_byte_identical_frames_and_identical_events(
@@ -45,7 +45,9 @@ async def test_live_recording_replays_to_byte_identical_frames_and_identical_eve
     assert read_stats.malformed_lines == 0
 
     replayed = make_sink()
-    stats = await ReplayFeed(path, FrameParser(config.symbols), replayed, speed=None).run()
+    clock = replay_clock(path)
+    replay = ReplayFeed(path, FrameParser(config.symbols), replayed, clock)
+    stats = await asyncio.to_thread(clock.run, replay.run())  # its own loop, on market time
     assert replayed.market == live.market  # same values, same recorded recv_ns
     assert [e for e in replayed.events if isinstance(e, ChannelError)] == [
         e for e in live.events if isinstance(e, ChannelError)

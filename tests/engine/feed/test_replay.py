@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import gzip
+import time
 from pathlib import Path
 
 import pytest
 
+from engine.clock import MarketClock, MarketTimeLoop
 from engine.feed.events import BookSnapshot, ChannelError, FeedState, FeedStateChanged, Trades
 from engine.feed.parse import FrameParser
 from engine.feed.recording import RecordingReadStats, encode_line
-from engine.feed.replay import ReplayFeed, iter_recording
+from engine.feed.replay import ReplayFeed, iter_recording, replay_clock
 
 SHARED_RECORDING = (
     Path(__file__).resolve().parents[3]
@@ -56,31 +58,24 @@ def session_frames(frames) -> list[tuple[int, bytes]]:
     ]
 
 
-class VirtualClock:
-    """A clock that only moves when the replay sleeps on it."""
-
-    def __init__(self) -> None:
-        self.now_ns = 0
-        self.sleeps: list[float] = []
-
-    def clock_ns(self) -> int:
-        return self.now_ns
-
-    async def sleep(self, delay_s: float) -> None:
-        self.sleeps.append(delay_s)
-        self.now_ns += round(delay_s * 1e9)
-        await asyncio.sleep(0)
+def replay(path: Path, sink, speed: float | None = None, parser: FrameParser | None = None):
+    """Play `path` into `sink` on its market clock; the final stats and the clock."""
+    clock = replay_clock(path, speed)
+    feed = ReplayFeed(path, parser or FrameParser(), sink, clock)
+    return clock.run(feed.run()), clock
 
 
 class ClockedSink:
-    """Notes the virtual time at which each market frame arrived."""
+    """Notes, for each market frame, the market time and the real time at which it arrived."""
 
-    def __init__(self, clock: VirtualClock) -> None:
-        self.clock = clock
-        self.arrivals: list[tuple[int, int]] = []  # (recorded recv_ns, virtual ns)
+    def __init__(self) -> None:
+        self.clock: MarketClock | None = None
+        self.arrivals: list[tuple[int, int, float]] = []  # (recorded recv_ns, market ns, real s)
 
     def on_market(self, frame) -> None:
-        self.arrivals.append((frame.recv_ns, self.clock.now_ns))
+        loop = asyncio.get_running_loop()
+        assert isinstance(loop, MarketTimeLoop)
+        self.arrivals.append((frame.recv_ns, loop.clock.time_ns(), time.perf_counter()))
 
     def on_feed_event(self, event) -> None:
         return
@@ -116,7 +111,7 @@ def test_a_missing_recording_is_a_clear_error_at_once(tmp_path):
         iter_recording(missing)  # not only when iterated
     assert raised.value.filename == str(missing)
     with pytest.raises(FileNotFoundError, match="recording not found"):
-        ReplayFeed(missing, FrameParser(), ClockedSink(VirtualClock()))
+        ReplayFeed(missing, FrameParser(), ClockedSink(), MarketClock(T0))
 
 
 def test_concatenated_gzip_members_are_read_as_one_recording(tmp_path):
@@ -148,7 +143,7 @@ def test_corrupt_gzip_data_stops_reading_with_a_recorded_error(tmp_path):
 # Replaying
 
 
-async def test_replay_delivers_what_parsing_the_file_directly_gives(tmp_path, frames, make_sink):
+def test_replay_delivers_what_parsing_the_file_directly_gives(tmp_path, frames, make_sink):
     path = write_recording(tmp_path / "session.gz", session_frames(frames))
     direct = make_sink()
     parser = FrameParser()
@@ -158,8 +153,9 @@ async def test_replay_delivers_what_parsing_the_file_directly_gives(tmp_path, fr
             direct.on_market(frame)
 
     replayed = make_sink()
-    replay = ReplayFeed(path, FrameParser(), replayed, speed=None)
-    stats = await replay.run()
+    clock = replay_clock(path)
+    replay = ReplayFeed(path, FrameParser(), replayed, clock)
+    stats = clock.run(replay.run())
 
     assert replayed.market == direct.market
     assert [type(frame) for frame in replayed.market] == [
@@ -198,89 +194,103 @@ async def test_replay_delivers_what_parsing_the_file_directly_gives(tmp_path, fr
     assert stats.recording.malformed_lines == 0
 
 
-@pytest.mark.parametrize("speed", [1.0, 10.0, 0.5])
-async def test_pacing_follows_the_recorded_gaps_divided_by_speed(tmp_path, frames, speed):
+@pytest.mark.parametrize("speed", [None, 10.0, 40.0])
+def test_each_frame_plays_at_its_recorded_time_on_the_market_clock(tmp_path, frames, speed):
     path = write_recording(tmp_path / "session.gz", session_frames(frames))
-    clock = VirtualClock()
-    sink = ClockedSink(clock)
-    await ReplayFeed(
-        path, FrameParser(), sink, speed=speed, clock_ns=clock.clock_ns, sleep=clock.sleep
-    ).run()
-    first_recv_ns = session_frames(frames)[0][0]
-    for recv_ns, arrived_ns in sink.arrivals:
-        expected_ns = (recv_ns - first_recv_ns) / speed
-        assert abs(arrived_ns - expected_ns) <= 1 * MS  # frames due within 1 ms go at once
-    assert clock.now_ns == pytest.approx(3e9 / speed, abs=1 * MS)
+    sink = ClockedSink()
+    started_s = time.perf_counter()
+    stats, clock = replay(path, sink, speed)
+    assert [market for _, market, _ in sink.arrivals] == [recv for recv, _, _ in sink.arrivals]
+    assert stats.finished
+    if speed is None:
+        assert clock.paced_waits == 0  # max speed never waits on the real clock
+        return
+    for recv_ns, _, real_s in sink.arrivals:
+        # Paced from the start: never before its time divided by the speed (a replay that
+        # fell behind catches up, as a live engine works off a backlog, but never runs ahead).
+        assert real_s - started_s >= (recv_ns - T0) / 1e9 / speed - 0.001
+    assert clock.paced_waits > 0
 
 
-async def test_as_fast_as_possible_never_sleeps(tmp_path, frames):
-    path = write_recording(tmp_path / "session.gz", session_frames(frames))
-    clock = VirtualClock()
-    sink = ClockedSink(clock)
-    await ReplayFeed(
-        path, FrameParser(), sink, speed=None, clock_ns=clock.clock_ns, sleep=clock.sleep
-    ).run()
-    assert clock.sleeps == []
-    assert len(sink.arrivals) == 6
-
-
-async def test_receive_times_that_go_backwards_do_not_stall_the_replay(tmp_path, frames):
+def test_receive_times_that_go_backwards_do_not_stall_the_replay(tmp_path, frames):
     lines = [
         (T0, frames.books15("BTCUSDT", 1_726_000_000_100, seq=1)),
         (T0 - 5_000 * MS, frames.books15("BTCUSDT", 1_726_000_000_200, seq=2)),
         (T0 + 10 * MS, frames.books15("BTCUSDT", 1_726_000_000_300, seq=3)),
     ]
-    clock = VirtualClock()
-    sink = ClockedSink(clock)
-    path = write_recording(tmp_path / "backwards.txt", lines)
-    await ReplayFeed(
-        path, FrameParser(), sink, speed=1.0, clock_ns=clock.clock_ns, sleep=clock.sleep
-    ).run()
-    assert [arrived for _, arrived in sink.arrivals] == [0, 0, 10 * MS]
+    sink = ClockedSink()
+    replay(write_recording(tmp_path / "backwards.txt", lines), sink, 1.0)
+    # Market time never runs backwards: the late frame plays at once, at the time reached.
+    assert [market for _, market, _ in sink.arrivals] == [T0, T0, T0 + 10 * MS]
 
 
-async def test_stop_ends_a_paced_replay_and_stops_every_symbol_seen(
+def test_stop_ends_a_paced_replay_and_stops_every_symbol_seen(
     tmp_path, frames, make_sink, eventually
 ):
     lines = [
         (T0, frames.books15("BTCUSDT", 1_726_000_000_100)),
         (T0 + 60_000 * MS, frames.books15("BTCUSDT", 1_726_000_060_100)),
     ]
+    path = write_recording(tmp_path / "slow.gz", lines)
     sink = make_sink()
-    replay = ReplayFeed(write_recording(tmp_path / "slow.gz", lines), FrameParser(), sink, 1.0)
-    await replay.start()
-    await eventually(lambda: len(sink.market) == 1, what="the first frame")
-    await replay.stop()
-    assert [t for t in asyncio.all_tasks() if t.get_name() == "replay-feed"] == []
+    clock = replay_clock(path, 1.0)
+    replay = ReplayFeed(path, FrameParser(), sink, clock)
+
+    async def main() -> None:
+        await replay.start()
+        await eventually(lambda: len(sink.market) == 1, what="the first frame")
+        await replay.stop()
+        assert [t for t in asyncio.all_tasks() if t.get_name() == "replay-feed"] == []
+        assert not (await replay.wait()).finished
+        with pytest.raises(RuntimeError, match="only once"):
+            await replay.start()
+
+    clock.run(main())
     assert sink.states("BTCUSDT") == [FeedState.LIVE, FeedState.STOPPED]
     assert sink.last_state_event("BTCUSDT").reason == "replay stopped"
-    assert not (await replay.wait()).finished
-    with pytest.raises(RuntimeError, match="only once"):
+    assert clock.time_ns() < T0 + 60_000 * MS  # stopped before the second frame was due
+
+
+def test_start_then_wait_returns_the_final_stats(tmp_path, frames, make_sink):
+    path = write_recording(tmp_path / "session.txt", session_frames(frames))
+    clock = replay_clock(path)
+    replay = ReplayFeed(path, FrameParser(), make_sink(), clock)
+
+    async def main():
+        await replay.start()
+        stats = await replay.wait()
+        with pytest.raises(RuntimeError, match="only once"):
+            await replay.run()
+        return stats
+
+    stats = clock.run(main())
+    assert stats.finished
+    assert stats.frames == 11
+
+
+async def test_a_replay_refuses_a_loop_that_does_not_run_on_its_clock(tmp_path, frames, make_sink):
+    path = write_recording(tmp_path / "session.txt", session_frames(frames))
+    replay = ReplayFeed(path, FrameParser(), make_sink(), replay_clock(path))
+    with pytest.raises(RuntimeError, match="MarketClock's loop"):
         await replay.start()
 
 
-async def test_start_then_wait_returns_the_final_stats(tmp_path, frames, make_sink):
-    path = write_recording(tmp_path / "session.txt", session_frames(frames))
-    replay = ReplayFeed(path, FrameParser(), make_sink())
-    await replay.start()
-    stats = await replay.wait()
-    assert stats.finished
-    assert stats.frames == 11
-    with pytest.raises(RuntimeError, match="only once"):
-        await replay.run()
-
-
 @pytest.mark.parametrize("speed", [0.0, -1.0, float("inf"), float("nan")])
-def test_speed_must_be_positive_and_finite(tmp_path, speed, make_sink):
+def test_speed_must_be_positive_and_finite(tmp_path, speed):
     path = write_recording(tmp_path / "x.txt", [(1, b"pong")])
     with pytest.raises(ValueError, match="speed"):
-        ReplayFeed(path, FrameParser(), make_sink(), speed=speed)
+        replay_clock(path, speed)
+
+
+def test_a_recording_without_frames_has_no_clock_to_start(tmp_path):
+    with pytest.raises(ValueError, match="no frame to replay"):
+        replay_clock(write_recording(tmp_path / "empty.txt", []))
 
 
 @pytest.mark.skipif(
     not SHARED_RECORDING.exists(), reason="shared recording not present beside the project"
 )
-async def test_the_shared_recording_replays_with_its_documented_counts():
+def test_the_shared_recording_replays_with_its_documented_counts():
     class CountingSink:
         def __init__(self) -> None:
             self.books = 0
@@ -299,7 +309,7 @@ async def test_the_shared_recording_replays_with_its_documented_counts():
             self.states.append((event.symbol, event.state))
 
     sink = CountingSink()
-    stats = await ReplayFeed(SHARED_RECORDING, FrameParser(), sink, speed=None).run()
+    stats, _ = replay(SHARED_RECORDING, sink)
     assert stats.frames == 47_380
     assert (sink.books, sink.trade_frames, sink.trades) == (12_961, 34_419, 34_419)
     assert stats.recording.malformed_lines == 0

@@ -45,7 +45,7 @@ class Desk:
             mode=TradingMode.PAPER,
             strategy=QuotingStrategyConfig(**settings),
             risk=dataclasses.replace(default_risk_config(), max_mark_age_ms=60_000),
-            paper=PaperVenueConfig(latency_ms=0.5),
+            paper=PaperVenueConfig(round_trip_ms=1.0, reaction_us=0.0),
             journal_path=tmp_path / "journal.sqlite",
         )
         self.journal = Journal(JournalConfig(self.config.resolved_journal_path()))

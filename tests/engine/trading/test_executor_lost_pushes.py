@@ -89,7 +89,8 @@ class Rig:
     async def place_filled_unheard(self) -> str:
         """A buy that takes the ask at once while the fill's pushes are dropped."""
         self.sim.faults.silence(30)
-        return await self.place(self.sim.market.book(SYMBOL, 1).best_ask, GTC)
+        # Through the ask by 10 USDT: the simulator's market may move before it arrives.
+        return await self.place(round(self.sim.market.book(SYMBOL, 1).best_ask + 10, 1), GTC)
 
 
 GTC = TimeInForce.GTC
@@ -219,7 +220,8 @@ async def _foreign_fill_unheard(rig: Rig) -> FillUpdate:
             SYMBOL,
             OrderSide.BUY,
             Decimal("0.003"),
-            price=Decimal(str(rig.sim.market.book(SYMBOL, 1).best_ask)),
+            # Through the ask by 10 USDT: the simulator's market may move before it arrives.
+            price=Decimal(str(round(rig.sim.market.book(SYMBOL, 1).best_ask + 10, 1))),
             client_oid="by-hand-1",
         )
     finally:

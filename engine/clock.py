@@ -1,0 +1,333 @@
+"""The engine's clock: what time it is, and how the engine waits.
+
+Live and on the simulator the clock is the system's (`WallClock`) and waiting is asyncio's own.
+A replay runs the whole engine in the recording's time (`MarketClock`): the event loop's
+`time()` is market time, it stands still while callbacks run, and when nothing is ready the
+loop jumps to its next timer (the next frame of the recording is one), paced at the replay's
+speed or at once at max speed. Every `asyncio.sleep`, timeout and `call_later` of every
+component, and every timestamp taken from `time_ns()`, is then market time, so a recording
+plays out the same at `--speed 1`, `20` and `max` (prior art: PyPI's `looptime` for tests,
+NautilusTrader's live and test clocks).
+
+Waiting on the real world (an fsync, Kev's llama-server) must not let market time run ahead:
+`real_wait` holds the clock still while it waits, with a time limit on the real clock. CPU cost
+(stage latencies, the reaction) is always measured on the real clock (`time.perf_counter_ns`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import heapq
+import itertools
+import math
+import selectors
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from typing import Any, TypeVar
+
+_T = TypeVar("_T")
+
+_MIN_PACING_WAIT_S = 0.0005
+"""Ahead of the pace by less than this, a timer runs at once: a shorter sleep costs more."""
+
+
+class WallClock:
+    """The system clock, for live trading and the simulator."""
+
+    market = False
+    time_ns = staticmethod(time.time_ns)
+
+    def run(self, main: Coroutine[Any, Any, _T]) -> _T:
+        """Run the engine's coroutine on a fresh event loop."""
+        return asyncio.run(main)
+
+    def hold(self) -> contextlib.AbstractAsyncContextManager[None]:
+        return contextlib.nullcontext()
+
+    async def real_wait(self, awaitable: Awaitable[_T], timeout_s: float | None) -> _T:
+        """Await with a time limit, None for none (raises TimeoutError)."""
+        return await asyncio.wait_for(awaitable, timeout_s)
+
+    def reaction_ns(self, recv_ns: int, sent_ns: int) -> int:
+        """Receive stamp to the bytes leaving: both are read from this clock."""
+        return sent_ns - recv_ns
+
+
+class MarketClock:
+    """A recording's time, through a `MarketTimeLoop` (`new_loop`); one loop per clock.
+
+    `start_ns` is the market time the engine starts at (the recording's first receive time);
+    `speed` is how many market seconds pass per real second, None for as fast as the engine
+    goes. `follow_wall()` switches to real-time pacing once the recording has ended, so the
+    engine's periodic timers do not spin while it waits for the operator.
+    """
+
+    market = True
+
+    def __init__(self, start_ns: int, speed: float | None = None) -> None:
+        if speed is not None and not (math.isfinite(speed) and speed > 0):
+            raise ValueError(f"speed must be None (as fast as possible) or > 0, got {speed}")
+        self._origin_ns = start_ns
+        self._now_ns = start_ns
+        self._speed = speed
+        self._holds = 0
+        self._loop: MarketTimeLoop | None = None
+        self._pace_market_ns = start_ns
+        self._pace_real_s = time.perf_counter()
+        self._real_timers: list[tuple[float, int, asyncio.Handle]] = []
+        self._real_timer_ids = itertools.count()
+        self._frame_perf_ns = 0
+        self.jumps = 0
+        """How many times the loop jumped ahead to its next timer (for the benchmarks)."""
+        self.paced_waits = 0
+        """How many times the loop waited on the real clock to keep the pace."""
+
+    # Reading the time
+
+    def time_ns(self) -> int:
+        """Market epoch nanoseconds."""
+        return self._now_ns
+
+    def loop_time(self) -> float:
+        """The loop's `time()`: market seconds since the start (small, so a float is exact)."""
+        return (self._now_ns - self._origin_ns) / 1e9
+
+    @property
+    def speed(self) -> float | None:
+        return self._speed
+
+    def new_loop(self) -> MarketTimeLoop:
+        if self._loop is not None:
+            raise RuntimeError("a MarketClock drives one event loop")
+        self._loop = MarketTimeLoop(self)
+        return self._loop
+
+    def run(self, main: Coroutine[Any, Any, _T]) -> _T:
+        """Run the engine's coroutine on this clock's loop."""
+        with asyncio.Runner(loop_factory=self.new_loop) as runner:
+            return runner.run(main)
+
+    def require_loop(self) -> None:
+        """Refuse to run a replay on a loop whose time is not this clock's."""
+        if self._loop is None or asyncio.get_running_loop() is not self._loop:
+            raise RuntimeError("a replay runs on its MarketClock's loop: use clock.run(main)")
+
+    # Moving it
+
+    def advance_to(self, at_ns: int) -> bool:
+        """Move market time to `at_ns` at once, when nothing can happen in between: no callback
+        ready, no timer due before it, nothing held, and no pacing wait owed. The replay uses
+        it to play a frame without a trip through the loop; False means: await `sleep_until`."""
+        if at_ns <= self._now_ns:
+            return True
+        loop = self._loop
+        if (
+            self._holds
+            or loop is None
+            or loop.has_ready()
+            or loop.next_timer_s() <= (at_ns - self._origin_ns) / 1e9
+        ):
+            return False
+        if self._speed is not None and self._real_wait_s(at_ns) >= _MIN_PACING_WAIT_S:
+            return False
+        self._now_ns = at_ns
+        return True
+
+    async def sleep_until(self, at_ns: int) -> None:
+        """Wait, through the loop, until market time reaches `at_ns`."""
+        delay_s = (at_ns - self._now_ns) / 1e9
+        if delay_s > 0:
+            await asyncio.sleep(delay_s)
+        if at_ns > self._now_ns:  # the float round trip may land a nanosecond short
+            self._now_ns = at_ns
+
+    def follow_wall(self) -> None:
+        """From now on market time runs with real time (after the end of a recording)."""
+        self._speed = 1.0
+        self._reset_pace()
+
+    # Waiting on the real world
+
+    @contextlib.asynccontextmanager
+    async def hold(self) -> AsyncIterator[None]:
+        """Market time stands still inside (an fsync, a request to a server): only real waits
+        may be awaited in it, never a market-time sleep."""
+        self._holds += 1
+        try:
+            yield
+        finally:
+            self._holds -= 1
+            if not self._holds:
+                self._reset_pace()  # the time held is not owed to the pace
+
+    async def real_wait(self, awaitable: Awaitable[_T], timeout_s: float | None) -> _T:
+        """Await with market time held, within `timeout_s` of real time (TimeoutError; None
+        waits as long as it takes). Only for waits on the real world: a market-time sleep
+        inside would never end."""
+        loop = asyncio.get_running_loop()
+        task = asyncio.ensure_future(awaitable)
+        expired = False
+
+        def expire() -> None:
+            nonlocal expired
+            if not task.done():
+                expired = True
+                task.cancel()
+
+        timer = None if timeout_s is None else self._call_after_real(timeout_s, expire, loop)
+        try:
+            async with self.hold():
+                try:
+                    return await task
+                except asyncio.CancelledError:
+                    if expired:
+                        raise TimeoutError(f"no answer within {timeout_s:g} s") from None
+                    raise
+        finally:
+            if timer is not None:
+                timer.cancel()
+            if not task.done():
+                task.cancel()
+
+    # The reaction, on the real clock
+
+    def frame_started(self, perf_ns: int) -> None:
+        """The replay calls this as it hands a frame to the parser (`perf_ns` from
+        `time.perf_counter_ns`): the reaction to it is the CPU time from here, market time
+        standing still while the frame is processed."""
+        self._frame_perf_ns = perf_ns
+
+    def reaction_ns(self, recv_ns: int, sent_ns: int) -> int:
+        """For a request sent on the frame's own stack: the CPU time since the frame started."""
+        del recv_ns, sent_ns  # both are the frame's market time
+        return time.perf_counter_ns() - self._frame_perf_ns
+
+    # For the loop
+
+    def held(self) -> bool:
+        return self._holds > 0
+
+    def _real_wait_s(self, at_ns: int) -> float:
+        speed = self._speed
+        if speed is None:
+            return 0.0
+        due_s = self._pace_real_s + (at_ns - self._pace_market_ns) / 1e9 / speed
+        return due_s - time.perf_counter()
+
+    def _reset_pace(self) -> None:
+        self._pace_market_ns = self._now_ns
+        self._pace_real_s = time.perf_counter()
+
+    def _paced_now_ns(self, target_ns: int) -> int:
+        """Where market time has got to by the real clock, at most `target_ns` (a wake-up by
+        real I/O before the next timer, at a finite speed)."""
+        speed = self._speed
+        assert speed is not None
+        elapsed_ns = (time.perf_counter() - self._pace_real_s) * speed * 1e9
+        return max(self._now_ns, min(target_ns, self._pace_market_ns + int(elapsed_ns)))
+
+    def _call_after_real(
+        self, delay_s: float, callback: Callable[[], None], loop: asyncio.AbstractEventLoop
+    ) -> asyncio.Handle:
+        handle = asyncio.Handle(callback, (), loop)
+        heapq.heappush(
+            self._real_timers, (time.perf_counter() + delay_s, next(self._real_timer_ids), handle)
+        )
+        return handle
+
+    def _real_timeout_s(self) -> float | None:
+        timers = self._real_timers
+        while timers and timers[0][2].cancelled():
+            heapq.heappop(timers)
+        if not timers:
+            return None
+        return max(0.0, timers[0][0] - time.perf_counter())
+
+    def _due_real_timers(self) -> list[asyncio.Handle]:
+        due, now, timers = [], time.perf_counter(), self._real_timers
+        while timers and (timers[0][2].cancelled() or timers[0][0] <= now):
+            handle = heapq.heappop(timers)[2]
+            if not handle.cancelled():
+                due.append(handle)
+        return due
+
+    def _select_timeout(self, timeout: float | None) -> tuple[float | None, int | None]:
+        """For the loop's wait: (real seconds to block in select, market ns to move to after it
+        when nothing woke it early; None stays)."""
+        if timeout is not None and timeout <= 0:
+            return 0.0, None  # callbacks are ready or timers due: run them now
+        real_timeout = self._real_timeout_s()
+        if timeout is None or self._holds:
+            return real_timeout, None  # no timer, or held: wait for the real world
+        # Nearest whole ns keeps a frame's own timer exact; a timer due less than half a ns
+        # ahead (float rounding) still moves the clock, or its owner would wait forever.
+        target_ns = self._now_ns + max(1, round(timeout * 1e9))
+        wait_s = max(0.0, self._real_wait_s(target_ns))
+        if wait_s < _MIN_PACING_WAIT_S:
+            wait_s = 0.0
+        if real_timeout is not None:
+            wait_s = min(wait_s, real_timeout)
+        return wait_s, target_ns
+
+
+class _MarketSelector(selectors.DefaultSelector):  # type: ignore[misc, valid-type]
+    """The loop's selector: blocks on the real clock as the clock's pacing says, and moves
+    market time to the next timer when nothing real happened meanwhile."""
+
+    def __init__(self, clock: MarketClock) -> None:
+        super().__init__()
+        self._clock = clock
+        self.loop: MarketTimeLoop | None = None
+
+    def select(self, timeout: float | None = None) -> list[tuple[selectors.SelectorKey, int]]:
+        clock = self._clock
+        wait_s, target_ns = clock._select_timeout(timeout)
+        if target_ns is not None and wait_s:
+            clock.paced_waits += 1
+        events = super().select(wait_s)
+        loop = self.loop
+        assert loop is not None
+        for handle in clock._due_real_timers():
+            loop._add_ready(handle)
+        if target_ns is not None:
+            if events and clock.speed is not None:
+                clock._now_ns = clock._paced_now_ns(target_ns)
+            elif not events and not loop.has_ready():
+                clock._now_ns = target_ns
+                clock.jumps += 1
+        return events
+
+
+class MarketTimeLoop(asyncio.SelectorEventLoop):
+    """An event loop whose `time()` is its `MarketClock`'s market time."""
+
+    def __init__(self, clock: MarketClock) -> None:
+        selector = _MarketSelector(clock)
+        super().__init__(selector)
+        selector.loop = self
+        self.clock = clock
+        # asyncio runs timers due within the clock's resolution; market time is in whole ns.
+        self._clock_resolution = 1e-9
+
+    def time(self) -> float:
+        return self.clock.loop_time()
+
+    def has_ready(self) -> bool:
+        return bool(self._ready)  # type: ignore[attr-defined]
+
+    def next_timer_s(self) -> float:
+        """The loop time of the earliest live timer, inf when there is none."""
+        scheduled = self._scheduled  # type: ignore[attr-defined]
+        while scheduled and scheduled[0]._cancelled:
+            # asyncio drops cancelled timers lazily (as its _run_once does); the head must be live.
+            self._timer_cancelled_count -= 1  # type: ignore[attr-defined]
+            heapq.heappop(scheduled)._scheduled = False
+        return scheduled[0]._when if scheduled else math.inf
+
+    def _add_ready(self, handle: asyncio.Handle) -> None:
+        self._ready.append(handle)  # type: ignore[attr-defined]
+
+
+EngineClock = WallClock | MarketClock
+"""What every component is given: `time_ns()`, `hold()`, `real_wait()`, `reaction_ns()`."""

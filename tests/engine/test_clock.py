@@ -1,0 +1,201 @@
+"""MarketClock: a recording's time for everything on the loop, the same at every speed."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import threading
+import time
+
+import pytest
+
+from engine.clock import MarketClock, WallClock
+
+START_NS = 1_700_000_000_123_456_789
+
+
+def run(clock: MarketClock, main):
+    with asyncio.Runner(loop_factory=clock.new_loop) as runner:
+        return runner.run(main())
+
+
+async def _workers(clock: MarketClock, seed: int) -> list[tuple[int, str]]:
+    """Tasks that sleep, time out and call later at random market intervals."""
+    rng = random.Random(seed)
+    happened: list[tuple[int, str]] = []
+    loop = asyncio.get_running_loop()
+
+    async def sleeper(name: str) -> None:
+        for _ in range(40):
+            await asyncio.sleep(rng.choice((0.0, 0.001, 0.05, 0.3, 2.0)))
+            happened.append((clock.time_ns(), name))
+
+    async def timing_out() -> None:
+        for _ in range(10):
+            with pytest.raises(TimeoutError):
+                await asyncio.wait_for(asyncio.Event().wait(), 0.7)
+            happened.append((clock.time_ns(), "timeout"))
+
+    def note(name: str) -> None:
+        happened.append((clock.time_ns(), name))
+
+    for index in range(5):
+        loop.call_later(index * 0.25, note, f"later{index}")
+    await asyncio.gather(*(sleeper(f"s{i}") for i in range(4)), timing_out())
+    return happened
+
+
+def test_timers_run_in_market_order_and_the_same_at_every_speed():
+    results = []
+    for speed in (None, 400.0):
+        clock = MarketClock(START_NS, speed)
+        results.append(run(clock, lambda clock=clock: _workers(clock, 3)))
+    at_max, paced = results
+    assert at_max == paced
+    times = [at for at, _ in at_max]
+    assert times == sorted(times)
+    assert times[0] >= START_NS and times[-1] - START_NS > 10 * 1_000_000_000
+
+
+def test_hours_of_market_time_pass_at_once_at_max_speed():
+    clock = MarketClock(START_NS)
+
+    async def main() -> float:
+        started = time.perf_counter()
+        await asyncio.sleep(3 * 3600)
+        return time.perf_counter() - started
+
+    real_s = run(clock, main)
+    assert clock.time_ns() == START_NS + 3 * 3600 * 1_000_000_000
+    assert real_s < 5  # it did not wait three hours
+
+
+def test_a_finite_speed_paces_market_time_on_the_real_clock():
+    clock = MarketClock(START_NS, speed=10.0)
+
+    async def main() -> float:
+        started = time.perf_counter()
+        await asyncio.sleep(1.0)
+        return time.perf_counter() - started
+
+    assert run(clock, main) >= 0.095  # one market second at 10x is a tenth of a real one
+
+
+def test_a_held_clock_does_not_move_while_the_real_world_answers():
+    clock = MarketClock(START_NS)
+
+    async def main() -> tuple[int, int, list[str]]:
+        order: list[str] = []
+
+        async def market_timer() -> None:
+            await asyncio.sleep(5.0)
+            order.append("market timer")
+
+        timer = asyncio.create_task(market_timer())
+        await asyncio.sleep(0)
+        before = clock.time_ns()
+        answer = await clock.real_wait(asyncio.to_thread(time.sleep, 0.05), timeout_s=10)
+        order.append("real answer")
+        during = clock.time_ns()
+        await timer
+        assert answer is None
+        return before, during, order
+
+    before, during, order = run(clock, main)
+    assert before == during == START_NS
+    assert order == ["real answer", "market timer"]
+    assert clock.time_ns() == START_NS + 5_000_000_000
+
+
+def test_a_real_wait_times_out_on_the_real_clock_with_market_time_held():
+    clock = MarketClock(START_NS)
+
+    async def main() -> float:
+        started = time.perf_counter()
+        with pytest.raises(TimeoutError, match=r"within 0\.05 s"):
+            await clock.real_wait(asyncio.Event().wait(), timeout_s=0.05)
+        return time.perf_counter() - started
+
+    assert run(clock, main) >= 0.045
+    assert clock.time_ns() == START_NS
+
+
+def test_advance_to_refuses_to_skip_a_timer_or_a_ready_callback():
+    clock = MarketClock(START_NS)
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        handle = loop.call_later(1.0, lambda: None)
+        assert not clock.advance_to(START_NS + 2_000_000_000)  # the timer comes first
+        assert clock.advance_to(START_NS + 500_000_000)  # nothing before this
+        assert clock.time_ns() == START_NS + 500_000_000
+        handle.cancel()
+        loop.call_soon(lambda: None)
+        assert not clock.advance_to(START_NS + 600_000_000)  # a callback is ready
+        await asyncio.sleep(0)
+        assert clock.advance_to(START_NS + 3_000_000_000)  # the cancelled timer is no bar
+        async with clock.hold():
+            assert not clock.advance_to(START_NS + 4_000_000_000)
+
+    run(clock, main)
+
+
+def test_sleep_until_lands_on_the_exact_nanosecond():
+    clock = MarketClock(START_NS)
+    target = START_NS + 1_234_567_891
+
+    async def main() -> None:
+        asyncio.get_running_loop().call_later(0.5, lambda: None)  # forces a trip through the loop
+        await clock.sleep_until(target)
+
+    run(clock, main)
+    assert clock.time_ns() == target
+
+
+def test_another_thread_wakes_a_loop_that_has_no_timer():
+    clock = MarketClock(START_NS)
+
+    async def main() -> int:
+        loop = asyncio.get_running_loop()
+        woken = loop.create_future()
+        threading.Timer(0.05, lambda: loop.call_soon_threadsafe(woken.set_result, 7)).start()
+        return await woken
+
+    assert run(clock, main) == 7
+    assert clock.time_ns() == START_NS
+
+
+def test_after_follow_wall_a_periodic_timer_runs_at_real_pace_not_in_a_spin():
+    clock = MarketClock(START_NS)
+
+    async def main() -> int:
+        ticks = 0
+
+        async def tick() -> None:
+            nonlocal ticks
+            while True:
+                await asyncio.sleep(0.05)
+                ticks += 1
+
+        clock.follow_wall()
+        task = asyncio.create_task(tick())
+        await clock.real_wait(asyncio.to_thread(time.sleep, 0.3), timeout_s=5)
+        await asyncio.sleep(0.25)
+        task.cancel()
+        return ticks
+
+    assert run(clock, main) <= 8  # 0.25 s at 0.05 s a tick: ~5, not thousands
+
+
+def test_the_reaction_is_cpu_time_from_the_frame_in_a_replay_and_the_stamps_live():
+    clock = MarketClock(START_NS)
+    clock.frame_started(time.perf_counter_ns())
+    spent = clock.reaction_ns(START_NS, START_NS)
+    assert 0 <= spent < 1_000_000_000
+    assert WallClock().reaction_ns(1_000, 4_000) == 3_000
+
+
+@pytest.mark.parametrize("speed", [0.0, -1.0, float("inf"), float("nan")])
+def test_a_speed_must_be_finite_and_positive(speed):
+    with pytest.raises(ValueError, match="speed"):
+        MarketClock(START_NS, speed)
