@@ -177,10 +177,12 @@ class TradingView:
 
 @dataclass(frozen=True, slots=True)
 class LayaView:
-    """The execution provider that really runs (CUDA or CPU) and the model's version."""
+    """The execution provider that really runs (CUDA or CPU) and the model's version;
+    `warming`, while Laya stands aside on a symbol, what each still waits for."""
 
     provider: str
     model_version: str
+    warming: str = ""
 
 
 class KevState(enum.StrEnum):

@@ -139,6 +139,8 @@ class StatusPane(LinePane[StatusView]):
         provider = view.laya.provider.removesuffix("ExecutionProvider")
         laya.append(provider, self.style("status--good" if provider == "CUDA" else "status--label"))
         parts.append((2, laya))
+        if view.laya.warming:  # why no verdicts come yet
+            parts.append((1, Text(view.laya.warming, self.style("status--warning"))))
         parts.append((5, self._label(view.laya.model_version)))
         kev = view.kev
         status = self._label("Kev ")

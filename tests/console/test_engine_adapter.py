@@ -303,6 +303,28 @@ def test_a_replay_ends_with_the_bench_figures_and_trades_nothing(replay_handle):
     assert handle.stats() == stats  # the figures stay readable once stopped
 
 
+def test_the_status_says_while_laya_stands_aside_warming_up(tmp_path, laya_model):
+    engine = EngineConfig(
+        replay_path=str(write_recording(tmp_path / "two-symbols.bitget.gz")),
+        laya=LayaClassifierConfig(model_path=laya_model, prefer_gpu=False),
+        status_interval_s=0.05,
+        laya_warmup_s=30,
+    )
+    handle = EngineNodeHandle(engine, FAST)
+    handle.start()
+    try:
+        deadline = time.monotonic() + 20
+        while not handle.snapshot().status.laya.warming:
+            assert time.monotonic() < deadline, "no warm-up shown"
+            time.sleep(0.05)
+        warming = handle.snapshot().status.laya.warming
+    finally:
+        handle.shutdown(ShutdownPolicy.KEEP)
+    assert warming.startswith("warming up: BTCUSDT ") and warming.endswith(
+        " s of market data to go"
+    )
+
+
 def test_a_stuck_engine_answers_not_ok_in_time_and_keeps_its_last_picture(replay_handle):
     handle = replay_handle(speed=1.0, command_timeout_s=0.5)
     before = handle.snapshot()

@@ -115,6 +115,17 @@ async def test_status_gives_money_in_usdt_sizes_in_the_coin_and_fees_paid_as_neg
     )
 
 
+async def test_status_says_laya_is_still_warming_up():
+    pane = StatusPane("status", classes="pane")
+    view = status_view()
+    warming = "warming up: BTCUSDT 20.1 s, ETHUSDT 20.1 s of market data to go"
+    async with PaneHost(pane).run_test(size=(160, 5)) as pilot:
+        pane.view = replace(view, laya=replace(view.laya, warming=warming))
+        await pilot.pause()
+        lines = rows(pane)
+    assert f"Laya CUDA │ {warming} │ Kev online" in lines[1]
+
+
 @pytest.mark.parametrize(
     ("width", "order", "fill"),
     [
