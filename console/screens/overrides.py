@@ -16,6 +16,7 @@ from textual.widgets import Input, Label, Static
 from console.screens.dialog import DialogScreen
 from console.view import RiskOverrides
 from engine.risk.limits import OverrideBounds
+from engine.units import coin
 
 
 def _number(text: str) -> float:
@@ -53,7 +54,7 @@ class OverridesScreen(DialogScreen[RiskOverrides | None]):
             (
                 f"max-position-{symbol}",
                 f"max position {symbol}",
-                f"<= {bounds.max_position.get(symbol, math.inf):g}",
+                f"<= {coin(symbol, bounds.max_position.get(symbol, math.inf))}",
                 _number,
                 size,
             )

@@ -245,6 +245,15 @@ BAD_OVERRIDES = (
 )
 
 
+async def test_r_gives_each_position_ceiling_in_its_coin():
+    app = console(FakeEngineHandle())
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("r")
+        await pilot.pause()
+        bounds = [str(label.render()) for label in app.screen.query(".override-bound")]
+    assert bounds[:3] == ["<= 0.05 BTC", "<= 1 ETH", "<= 5000"]
+
+
 async def test_r_refuses_each_bad_value_and_sends_nothing():
     handle = FakeEngineHandle()
     app = console(handle)
