@@ -66,6 +66,7 @@ from console.view import (
     ConsoleEvent,
     ConsoleSnapshot,
     DepthView,
+    EventClock,
     EventKind,
     FeedView,
     ImbalanceReading,
@@ -345,7 +346,7 @@ class SnapshotPublisher:
         self.stopping = True
         node = self.node
         if not node.finished:  # a replay read to its end has said so already
-            node.pipeline.report_warm_up("the run stopped", time.time_ns())
+            node.pipeline.report_warm_up("the run stopped", node.clock.time_ns())
         try:
             await node.stop()
             # A last picture with the stop's own events (the kill, cancels, the last fills);
@@ -511,7 +512,12 @@ class SnapshotPublisher:
     # Events
 
     def _take_events(self, now_ns: int, kev_decisions: Sequence[KevDecision]) -> None:
-        events, missed = self.node.events.since(self._engine_cursor)
+        node = self.node
+        # The engine stamps its events on its clock (feed events with their receive time,
+        # which a replay takes from the recording): in a replay, market time.
+        engine_clock = EventClock.MARKET if node.clock.market else EventClock.WALL
+        engine_now_ns = node.clock.time_ns()  # for the events that carry no time of their own
+        events, missed = node.events.since(self._engine_cursor)
         added = False
         if missed:
             self._add_event(
@@ -527,23 +533,31 @@ class SnapshotPublisher:
             if isinstance(event, OrderFilled):
                 self._fills.append(fill_update(event))
                 new_fills = True
-            shown = console_event(event, now_ns)
+            shown = console_event(event, engine_now_ns)
             if shown is not None:
-                self._add_event(*shown)
+                self._add_event(*shown, engine_clock)
                 added = True
         for decision in kev_decisions:
             if decision.id > self._last_kev_id:
                 self._last_kev_id = decision.id
                 severity, text = kev_event(decision)
-                self._add_event(EventKind.KEV, severity, text, decision.at_ns)
+                self._add_event(EventKind.KEV, severity, text, decision.at_ns, engine_clock)
                 added = True
         if new_fills:
             self._fill_view = tuple(self._fills)
         if added:
             self.events = tuple(self._event_buffer)
 
-    def _add_event(self, kind: EventKind, severity: Severity, text: str, at_ns: int) -> None:
-        self._event_buffer.append(ConsoleEvent(self._next_event_id, at_ns, kind, severity, text))
+    def _add_event(
+        self,
+        kind: EventKind,
+        severity: Severity,
+        text: str,
+        at_ns: int,
+        clock: EventClock = EventClock.WALL,
+    ) -> None:
+        event = ConsoleEvent(self._next_event_id, at_ns, kind, severity, text, clock)
+        self._event_buffer.append(event)
         self._next_event_id += 1
 
     def kept_text(self) -> str:

@@ -403,7 +403,8 @@ def _print_events(handle: EngineNodeHandle, last_id: int, out: TextIO) -> int:
     if missed:
         _say(out, f"({missed} events dropped before they were printed)")
     for event in events:
-        _say(out, f"{fmt.clock_ns(event.at_ns)} {event.kind.value:<8}{event.text}")
+        clock = event.clock.value  # market (a replay's recording) or wall time
+        _say(out, f"{fmt.clock_ns(event.at_ns)} {clock:<6} {event.kind.value:<8}{event.text}")
         last_id = event.event_id
     return last_id
 

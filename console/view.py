@@ -369,15 +369,25 @@ class Severity(enum.StrEnum):
     ERROR = "error"
 
 
+class EventClock(enum.StrEnum):
+    """Which clock an event's time is on: MARKET, the recording's time in a replay (the engine
+    runs on it); WALL, the system clock (live, the simulator, and the console's own notes)."""
+
+    MARKET = "market"
+    WALL = "wall"
+
+
 @dataclass(frozen=True, slots=True)
 class ConsoleEvent:
-    """One discrete event; `event_id` increases by one per event, so gaps are countable."""
+    """One discrete event; `event_id` increases by one per event, so gaps are countable;
+    `at_ns` is on `clock`."""
 
     event_id: int
     at_ns: int
     kind: EventKind
     severity: Severity
     text: str
+    clock: EventClock = EventClock.WALL
 
 
 # The whole picture

@@ -198,7 +198,7 @@ def test_headless_replay_runs_to_the_end(recording, laya_model):
 def test_headless_run_on_the_simulator(laya_model):
     result = hft_console("run", "--headless", "--duration", "3", "--model", str(laya_model))
     assert result.returncode == 0, result.stderr
-    assert "BTCUSDT live (first book frame)" in result.stdout
+    assert " wall   feed    BTCUSDT live (first book frame)" in result.stdout
     status_lines = [line for line in result.stdout.splitlines() if line.startswith("SIM frames")]
     assert any("BTCUSDT live" in line and "ETHUSDT live" in line for line in status_lines)
     assert "SIM HALTED pos flat" in status_lines[-1]  # the end flattens (--exit-policy)

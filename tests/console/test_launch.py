@@ -374,3 +374,16 @@ def test_a_headless_run_stopped_while_warming_up_says_so(tmp_path, laya_model):
     assert result.returncode == 0, result.stderr
     assert "Laya was still warming up on BTCUSDT when the run stopped: " in result.stdout
     assert " of 30 s of market data, so no verdicts ([laya] warmup_s sets it)" in result.stdout
+
+
+def test_headless_lines_say_which_clock_each_time_is_on(tmp_path, recording, laya_model):
+    replay = ("--replay", str(recording), "--speed", "max", "--mode", "paper")
+    result = headless(tmp_path, *replay, "--model", str(laya_model))
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    # The recording starts at 2024-09-10 20:26:40 UTC: the engine lives in its time.
+    assert "20:26:40.000 market feed    BTCUSDT live (replay reached the symbol)" in lines
+    (halted,) = [line for line in lines if "ACTIVE -> HALTED" in line]
+    assert halted.startswith("20:26:5") and halted[12:].startswith(" market state   ")
+    (started,) = [line for line in lines if "engine started" in line]
+    assert started[12:].startswith(" wall   system  engine started")  # the console's own note
