@@ -140,15 +140,21 @@ def test_the_console_replays_to_the_end_and_closes_with_the_figures(
     assert log.is_file()  # what the engine logged went there, not over the screen
 
 
-def headless(tmp_path: Path, *arguments: str) -> subprocess.CompletedProcess[str]:
+def headless(
+    tmp_path: Path, *arguments: str, settings: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """`hft-console run --headless`; `settings`: HFT_CONSOLE_* variables on top."""
     return subprocess.run(
         [sys.executable, "-m", "console.cli", "run", "--headless", *arguments],
         capture_output=True,
         text=True,
         timeout=120,
         cwd=REPO,
-        env=environment(tmp_path),
+        env={**environment(tmp_path), **(settings or {})},
     )
+
+
+WARM_UP_30_S = {"HFT_CONSOLE_LAYA__WARMUP_S": "30"}
 
 
 def log_file(tmp_path: Path) -> Path:
@@ -340,15 +346,8 @@ def test_a_recording_of_other_symbols_is_unreadable_and_the_run_fails(
 def test_a_replay_shorter_than_the_warm_up_says_why_there_are_no_verdicts(
     tmp_path, recording, laya_model
 ):
-    replay = ("--replay", str(recording), "--speed", "max")
-    result = subprocess.run(
-        [sys.executable, "-m", "console.cli", "run", "--headless", *replay],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=REPO,
-        env={**environment(tmp_path), "HFT_CONSOLE_LAYA__WARMUP_S": "30"},
-    )
+    replay = ("--replay", str(recording), "--speed", "max", "--model", str(laya_model))
+    result = headless(tmp_path, *replay, settings=WARM_UP_30_S)
     assert result.returncode == 0, result.stderr
     for symbol in ("BTCUSDT", "ETHUSDT"):
         assert (
@@ -363,14 +362,8 @@ def test_a_replay_shorter_than_the_warm_up_says_why_there_are_no_verdicts(
 
 
 def test_a_headless_run_stopped_while_warming_up_says_so(tmp_path, laya_model):
-    result = subprocess.run(
-        [sys.executable, "-m", "console.cli", "run", "--headless", "--duration", "2"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=REPO,
-        env={**environment(tmp_path), "HFT_CONSOLE_LAYA__WARMUP_S": "30"},
-    )
+    arguments = ("--duration", "2", "--model", str(laya_model))
+    result = headless(tmp_path, *arguments, settings=WARM_UP_30_S)
     assert result.returncode == 0, result.stderr
     assert "Laya was still warming up on BTCUSDT when the run stopped: " in result.stdout
     assert " of 30 s of market data, so no verdicts ([laya] warmup_s sets it)" in result.stdout
