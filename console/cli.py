@@ -11,6 +11,7 @@ import sys
 from collections.abc import Sequence
 
 from console.arguments import count, non_negative_number, positive_number, replay_speed
+from console.backtest_cli import add_backtest_parser, run_backtest_command
 from console.chaos_cli import add_chaos_parser, run_chaos
 from console.config_cli import add_config_parser, run_config
 from console.kev_cli import add_kev_parser, run_kev
@@ -264,6 +265,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_config_parser(commands)
     add_chaos_parser(commands)
     add_soak_parser(commands)
+    add_backtest_parser(commands)
     return parser
 
 
@@ -320,6 +322,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run_chaos(args)
         if command == "soak":
             return run_soak(args)
+        if command == "backtest":
+            return run_backtest_command(args)
         return _run(args)
     except KeyboardInterrupt:
         return 130

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import copyreg
 import dataclasses
 import logging
 import math
@@ -110,14 +109,6 @@ logger = logging.getLogger(__name__)
 SNAPSHOT_PARTS = tuple(item.name for item in fields(ConsoleSnapshot) if item.name != "at_ns")
 STATUS_LINE_INTERVAL_S = 0.25
 """How often the one-line status (headless output) travels with a picture."""
-
-
-def _read_only(mapping: dict[object, object]) -> MappingProxyType[object, object]:
-    return MappingProxyType(mapping)
-
-
-# Frozen configs and views hold read-only mappings, which pickle cannot take on its own.
-copyreg.pickle(MappingProxyType, lambda proxy: (_read_only, (dict(proxy),)))
 
 
 @dataclass(frozen=True, slots=True)

@@ -31,6 +31,11 @@ _T = TypeVar("_T")
 _MIN_PACING_WAIT_S = 0.0005
 """Ahead of the pace by less than this, a timer runs at once: a shorter sleep costs more."""
 
+_POLL_INTERVAL_S = 0.001
+"""When the loop need not wait, it still polls its sockets at least this often in real time
+(a poll is a system call; at max speed the loop turns tens of thousands of times a second,
+and other threads' callbacks reach it without one)."""
+
 
 class WallClock:
     """The system clock, for live trading and the simulator."""
@@ -78,6 +83,7 @@ class MarketClock:
         self._real_timers: list[tuple[float, int, asyncio.Handle]] = []
         self._real_timer_ids = itertools.count()
         self._frame_perf_ns = 0
+        self._polled_s = 0.0
         self.jumps = 0
         """How many times the loop jumped ahead to its next timer (for the benchmarks)."""
         self.paced_waits = 0
@@ -285,7 +291,11 @@ class _MarketSelector(selectors.DefaultSelector):  # type: ignore[misc, valid-ty
         wait_s, target_ns = clock._select_timeout(timeout)
         if target_ns is not None and wait_s:
             clock.paced_waits += 1
-        events = super().select(wait_s)
+        if wait_s == 0 and time.perf_counter() - clock._polled_s < _POLL_INTERVAL_S:
+            events = []  # polled a moment ago: nothing to wait for, so no system call
+        else:
+            events = super().select(wait_s)
+            clock._polled_s = time.perf_counter()
         loop = self.loop
         assert loop is not None
         for handle in clock._due_real_timers():

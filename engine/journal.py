@@ -86,6 +86,10 @@ class JournalBackpressure(JournalError):
     that the caller was told had been accepted."""
 
 
+_GATHER_S = 0.05
+"""How long a journal that is not durable lets entries gather before it commits them."""
+
+
 class JournalFault(JournalError):
     """The journal cannot write; trading must halt. Permanent until a new journal starts."""
 
@@ -104,9 +108,10 @@ class JournalConfig:
     """Most entries committed in one transaction."""
     durable_timeout_s: float = 5.0
     """How long `append_durable` and `flush` wait for the commit before giving up."""
-    fsync: bool = True
-    """False commits without fsyncing (`synchronous=OFF`): for backtests, where a crash loses
-    nothing worth keeping and an fsync per order would be most of the run time."""
+    durable: bool = True
+    """False for backtests, where a crash loses nothing worth keeping: commits are not fsynced
+    (`synchronous=OFF`) and `append_durable_async` only queues its entry, in order with the
+    rest, instead of waiting for the commit (a wait per order was most of a backtest's time)."""
     max_bytes: int | None = None
 
     def __post_init__(self) -> None:
@@ -355,8 +360,12 @@ class Journal:
     ) -> int:
         """`append_durable` for the event loop: awaits the commit instead of blocking.
 
-        Never blocks the loop: a full queue raises `JournalBackpressure` at once.
+        Never blocks the loop: a full queue raises `JournalBackpressure` at once. A journal
+        that is not `durable` returns once the entry is queued, with seq -1.
         """
+        if not self.config.durable:
+            self.append(kind, payload, at_ns)
+            return -1
         started = time.perf_counter()
         ticket = _AsyncTicket(asyncio.get_running_loop())
         record = self._record(kind, payload, at_ns, ticket)
@@ -481,7 +490,7 @@ class Journal:
             mode = connection.execute("PRAGMA journal_mode=WAL").fetchone()[0]
             if str(mode).lower() != "wal":
                 raise sqlite3.OperationalError(f"WAL mode refused (journal_mode is {mode})")
-            connection.execute(f"PRAGMA synchronous={'FULL' if config.fsync else 'OFF'}")
+            connection.execute(f"PRAGMA synchronous={'FULL' if config.durable else 'OFF'}")
             if config.max_bytes is not None:
                 page_size = connection.execute("PRAGMA page_size").fetchone()[0]
                 connection.execute(f"PRAGMA max_page_count={config.max_bytes // page_size}")
@@ -495,6 +504,10 @@ class Journal:
 
     def _write_until_stopped(self, connection: sqlite3.Connection) -> None:
         while True:
+            if not self.config.durable:
+                # Nobody waits on a commit: gather a while first, so appends do not wake this
+                # thread one by one (each wake takes the GIL from the engine's loop).
+                time.sleep(_GATHER_S)
             batch = [self._queue.get()]
             while len(batch) < self.config.batch_max:
                 try:

@@ -38,6 +38,7 @@ from engine.kev.context import snapshot_of
 from engine.kev.hedge import HedgeAnalytics
 from engine.kev.hub import KevHub, KevHubConfig
 from engine.laya.classifier import LayaClassifier, LayaClassifierConfig
+from engine.laya.decide import QuoteGate
 from engine.laya.features import FEATURE_COUNT
 from engine.pipeline import (
     EventLog,
@@ -100,6 +101,9 @@ class EngineConfig:
     """Market seconds per symbol, from its first book and after a gap as long, in which Laya
     stands aside (no verdict, no quotes) while its feature windows fill; 0 (tests, short
     recordings) acts on the first book. The settings' default is 30 s."""
+    quote_gate: QuoteGate = QuoteGate.LAYA
+    """What pulls quotes (MarketPipelineConfig.gate); `imbalance_gate` its threshold."""
+    imbalance_gate: float = 0.5
 
     def __post_init__(self) -> None:
         if not self.symbols:
@@ -208,7 +212,10 @@ class EngineNode:
         self.classifier = LayaClassifier(config.laya)
         self.pipeline = MarketPipeline(
             MarketPipelineConfig(
-                symbols=config.symbols, warmup_ms=round(config.laya_warmup_s * 1000)
+                symbols=config.symbols,
+                warmup_ms=round(config.laya_warmup_s * 1000),
+                gate=config.quote_gate,
+                imbalance_gate=config.imbalance_gate,
             ),
             self.parser.tape,
             self.classifier,
@@ -222,7 +229,7 @@ class EngineNode:
         self._credentials = credentials
         self.journal = (
             Journal(
-                JournalConfig(trading.resolved_journal_path(), fsync=trading.journal_fsync),
+                JournalConfig(trading.resolved_journal_path(), durable=trading.journal_durable),
                 on_fault=self._journal_fault,
                 clock=self.clock,
             )
@@ -296,7 +303,13 @@ class EngineNode:
         journal.start()
         venue = self._build_venue(trading)
         desk = TradingDesk(
-            trading, venue, journal, self.events, self.pipeline.books, clock=self.clock
+            trading,
+            venue,
+            journal,
+            self.events,
+            self.pipeline.books,
+            clock=self.clock,
+            gate=self.config.quote_gate,
         )
         self.desk = desk
         await desk.start()

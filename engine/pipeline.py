@@ -29,11 +29,12 @@ from engine.feed.sink import FeedNotice
 from engine.feed.tape import MarketTape
 from engine.latency import LatencyHistogram
 from engine.laya.classifier import LayaClassifier, choose_verdict
-from engine.laya.decide import DecisionStage, QuoteIntent
-from engine.laya.features import FeatureExtractor, FeatureExtractorConfig
+from engine.laya.decide import DecisionStage, QuoteGate, QuoteIntent
+from engine.laya.features import FEATURE_NAMES, FeatureExtractor, FeatureExtractorConfig
 
 STAGES = ("book", "features", "infer", "decide")
 _STAND_ASIDE = QuoteIntent.STAND_ASIDE
+_OBI5 = FEATURE_NAMES.index("obi_5")
 
 
 class LayaFault(NamedTuple):
@@ -84,10 +85,19 @@ class MarketPipelineConfig:
     event_log_size: int = 4096
     verdict_stream_size: int = 512
     warmup_ms: int = 0
+    gate: QuoteGate = QuoteGate.LAYA
+    imbalance_gate: float = 0.5
+    """With `gate` IMBALANCE: |top-5 imbalance| beyond this pulls a side (0..1)."""
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "gate", QuoteGate(self.gate))
         if not self.symbols:
             raise ValueError("MarketPipelineConfig.symbols must name at least one symbol")
+        if not 0 < self.imbalance_gate < 1:
+            raise ValueError(
+                f"MarketPipelineConfig.imbalance_gate must be within (0, 1), "
+                f"got {self.imbalance_gate!r}"
+            )
         if not (isinstance(self.warmup_ms, int) and 0 <= self.warmup_ms <= 3_600_000):
             raise ValueError(
                 f"MarketPipelineConfig.warmup_ms must be an integer within [0, 3600000] ms, "
@@ -164,7 +174,9 @@ class MarketPipeline:
         )
         self.latency = {stage: LatencyHistogram() for stage in STAGES}
         self.laya_faults = 0
-        self._warmup_ms = config.warmup_ms
+        # Only Laya warms up; the other gates act on the book from the first frame.
+        self._warmup_ms = config.warmup_ms if config.gate is QuoteGate.LAYA else 0
+        self._gated = config.gate is not QuoteGate.LAYA
         self._last_book_ms: dict[str, int] = {}
         self.warming: dict[str, int] = {}
         """Symbols Laya stands aside on, with the exchange ms their verdicts count from."""
@@ -224,6 +236,8 @@ class MarketPipeline:
         intent = self.decisions.decide(
             snapshot.symbol, snapshot.exchange_ts_ms, verdict, row[verdict]
         )
+        if self._gated:
+            intent = self._gate_intent(features)
         self.intents[snapshot.symbol] = intent
         decided = clock()
         # The trading hook runs before the histograms: on EMERGENCY its cancel leaves first.
@@ -234,6 +248,17 @@ class MarketPipeline:
             self.on_verdict(snapshot, verdict, row, features)
         latency["infer"].record(inferred - extracted)
         latency["decide"].record(decided - inferred)
+
+    def _gate_intent(self, features: np.ndarray) -> QuoteIntent:
+        if self.config.gate is QuoteGate.NONE:
+            return QuoteIntent.KEEP_QUOTING
+        imbalance = float(features[0, _OBI5])
+        threshold = self.config.imbalance_gate
+        if imbalance > threshold:
+            return QuoteIntent.PULL_ASKS
+        if imbalance < -threshold:
+            return QuoteIntent.PULL_BIDS
+        return QuoteIntent.KEEP_QUOTING
 
     def _warming_up(self, snapshot: BookSnapshot) -> bool:
         symbol = snapshot.symbol

@@ -43,10 +43,13 @@ from engine.kev.hub import KevHubConfig
 from engine.kev.queue import KevQueueOverflow
 from engine.kev.server import LlamaServerConfig
 from engine.laya.classifier import LayaClassifierConfig
+from engine.laya.decide import QuoteGate
 from engine.laya.model import DEFAULT_MODEL_PATH
 from engine.node import EngineConfig
+from engine.pipeline import MarketPipelineConfig
 from engine.risk.commands import KevAction
 from engine.risk.limits import OverrideBounds, RiskGatewayConfig, RiskLimits, SymbolLimits
+from engine.sim.instruments import BTCUSDT, ETHUSDT, Instrument, built_in_twin, instrument_for
 from engine.sim.market import MarketGeneratorConfig
 from engine.trading.config import (
     OrderExecutorConfig,
@@ -70,6 +73,7 @@ PathText = NewType("PathText", str)
 # The engine's defaults, read once: a default lives in the engine config, never here.
 _ENGINE = EngineConfig()
 _LAYA = LayaClassifierConfig()
+_PIPELINE = MarketPipelineConfig()
 _TRADING = TradingConfig()
 _STRATEGY = _TRADING.strategy
 _EXECUTOR = _TRADING.executor
@@ -187,12 +191,23 @@ class LayaSettings:
         'on the CPU: "native" (the MLP as one compiled kernel, checked against ONNX Runtime '
         'at start) or "onnxruntime"',
     )
+    gate: str = _key(
+        _PIPELINE.gate.value,
+        'what pulls quotes: "laya" (its verdicts), "none" (quote on every frame) or '
+        '"imbalance" (the top-5 book imbalance beyond imbalance_gate); backtests compare them',
+    )
+    imbalance_gate: float = _key(
+        _PIPELINE.imbalance_gate,
+        "with gate imbalance: |top-5 imbalance| (0..1) beyond which the side it points "
+        "against is pulled",
+    )
 
     def __post_init__(self) -> None:
         _whole_numbers_as_floats(self)
         self.classifier_config()
         if not 0 <= self.warmup_s <= 3_600:
             raise ValueError(f"warmup_s must be within [0, 3600] s, got {self.warmup_s}")
+        MarketPipelineConfig(gate=QuoteGate(self.gate), imbalance_gate=self.imbalance_gate)
 
     def classifier_config(self) -> LayaClassifierConfig:
         return LayaClassifierConfig(
@@ -374,6 +389,7 @@ class TradingSettings:
         strategy: QuotingStrategyConfig,
         risk: RiskGatewayConfig,
         *,
+        instruments: tuple[Instrument, ...] = (BTCUSDT, ETHUSDT),
         rest_url: str | None = None,
         private_ws_url: str | None = None,
         live_confirmed: bool = False,
@@ -382,6 +398,7 @@ class TradingSettings:
             mode=self.mode,
             strategy=strategy,
             risk=risk,
+            instruments=instruments,
             executor=self.executor.config(),
             paper=self.paper.config(),
             journal_path=Path(self.journal_path) if self.journal_path else None,
@@ -498,10 +515,19 @@ class RiskSettings:
         object.__setattr__(self, "symbols", types.MappingProxyType(dict(self.symbols)))
         self.gateway_config(None)
 
-    def gateway_config(self, hedge_symbol: str | None) -> RiskGatewayConfig:
+    def gateway_config(
+        self, hedge_symbol: str | None, traded: tuple[str, ...] = ()
+    ) -> RiskGatewayConfig:
+        """The gateway's config; a `traded` symbol without a table of its own takes the caps of
+        the built-in one with its base coin (BTCUSD those of BTCUSDT), which hold in coin."""
+        entries = dict(self.symbols)
+        for symbol in traded:
+            twin = built_in_twin(symbol)
+            if symbol not in entries and twin in entries:
+                entries[symbol] = entries[twin]
         bounds = self.bounds
         limits = RiskLimits(
-            symbols=tuple(entry.limits(symbol) for symbol, entry in self.symbols.items()),
+            symbols=tuple(entry.limits(symbol) for symbol, entry in entries.items()),
             max_net_delta=self.max_net_delta_usdt,
             daily_loss_soft=self.daily_loss_soft_usdt,
             daily_loss_hard=self.daily_loss_hard_usdt,
@@ -512,9 +538,7 @@ class RiskSettings:
             max_open_orders=self.max_open_orders,
         )
         override_bounds = OverrideBounds(
-            max_position={
-                symbol: entry.max_position_ceiling for symbol, entry in self.symbols.items()
-            },
+            max_position={symbol: entry.max_position_ceiling for symbol, entry in entries.items()},
             max_net_delta=bounds.max_net_delta_usdt,
             max_slippage_bps=bounds.max_slippage_bps,
             max_orders_per_second=bounds.max_orders_per_second,
@@ -824,8 +848,9 @@ class Settings:
         )
 
     def risk_config(self) -> RiskGatewayConfig:
+        engine = self.engine
         return self._built(
-            lambda: self.risk.gateway_config(self.engine.hedge_symbol), "engine", "risk"
+            lambda: self.risk.gateway_config(engine.hedge_symbol, engine.symbols), "engine", "risk"
         )
 
     def trading_config(
@@ -842,6 +867,11 @@ class Settings:
             lambda: self.trading.config(
                 strategy,
                 risk,
+                instruments=tuple(
+                    spec
+                    for limits in risk.limits.symbols
+                    if (spec := instrument_for(limits.symbol)) is not None
+                ),
                 rest_url=rest_url,
                 private_ws_url=private_ws_url,
                 live_confirmed=live_confirmed,
@@ -873,6 +903,8 @@ class Settings:
                 sim_seed=engine.sim_seed,
                 laya=self.laya_config(),
                 laya_warmup_s=self.laya.warmup_s,
+                quote_gate=QuoteGate(self.laya.gate),
+                imbalance_gate=self.laya.imbalance_gate,
                 trading=trading,
                 status_interval_s=status_interval_s or engine.status_interval_s,
                 kev_client=self.kev_client_config(),

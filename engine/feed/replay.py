@@ -50,6 +50,9 @@ class ReplayStats:
     finished: bool
     recording: RecordingReadStats
     parser: Mapping[str, object]
+    first_recv_ns: int = 0
+    """The first and last frames' recorded receive times (0 before the first frame)."""
+    last_recv_ns: int = 0
 
 
 START_LEAD_NS = 1_000_000_000
@@ -116,6 +119,8 @@ class ReplayFeed:
             finished=self._finished,
             recording=dataclasses.replace(self._read_stats),
             parser=MappingProxyType(self._parser.stats.as_dict()),
+            first_recv_ns=self._first_recv_ns,
+            last_recv_ns=self._last_recv_ns,
         )
 
     def problem(self) -> RecordingProblem | None:

@@ -27,6 +27,25 @@ class QuoteIntent(enum.IntEnum):
     """Laya is warming up (its feature windows are not filled): no quotes, and no verdict."""
 
 
+class QuoteGate(enum.StrEnum):
+    """What decides which of our quotes to pull. Laya runs on every frame whatever the gate,
+    so its verdicts are counted (and Kev hears them) either way; the backtest's `--compare`
+    plays one recording under each."""
+
+    LAYA = "laya"
+    """Laya's verdicts act (the default)."""
+    NONE = "none"
+    """Quote on every frame: no verdict and no warm-up pulls anything."""
+    IMBALANCE = "imbalance"
+    """A one-line rule: the top-5 book imbalance beyond `imbalance_gate` pulls the side it
+    points against (bids heavy: the ask is about to be run over), else keep quoting."""
+
+    @property
+    def actor(self) -> str:
+        """Who acted, in the reasons the journal gives."""
+        return {"laya": "Laya", "none": "no gate", "imbalance": "the imbalance gate"}[self.value]
+
+
 INTENT_OF_VERDICT: tuple[QuoteIntent, ...] = (
     QuoteIntent.KEEP_QUOTING,  # HOLD
     QuoteIntent.PULL_ASKS,  # LEAN_BUY

@@ -92,3 +92,29 @@ def _decimals(value: float) -> int:
 
 BTCUSDT = Instrument("BTCUSDT", tick_size=0.1, size_step=0.001)
 ETHUSDT = Instrument("ETHUSDT", tick_size=0.01, size_step=0.01)
+
+_BUILT_IN = {"BTC": BTCUSDT, "ETH": ETHUSDT}
+_QUOTES = ("USDT", "USDC", "USD")
+
+
+def base_coin(symbol: str) -> str:
+    """BTC for BTCUSDT, BTCUSD or BTCUSDC; the symbol itself when it has no known quote."""
+    for quote in _QUOTES:
+        if symbol.endswith(quote) and len(symbol) > len(quote):
+            return symbol[: -len(quote)]
+    return symbol
+
+
+def built_in_twin(symbol: str) -> str | None:
+    """The built-in symbol with the same base coin (BTCUSDT for BTCUSD), None if none."""
+    instrument = _BUILT_IN.get(base_coin(symbol))
+    return instrument.symbol if instrument is not None else None
+
+
+def instrument_for(symbol: str) -> Instrument | None:
+    """The contract spec of `symbol`: a built-in one's, or its base coin's twin's (BTCUSD
+    trades in BTCUSDT's ticks and lots); None when there is none."""
+    spec = _BUILT_IN.get(base_coin(symbol))
+    if spec is None:
+        return None
+    return Instrument(symbol, spec.tick_size, spec.size_step, spec.min_notional)

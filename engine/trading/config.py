@@ -239,8 +239,8 @@ class TradingConfig:
     cancel_lane: bool = True
     rest_timeout_s: float = 3.0
     """How long a REST answer may take before its outcome counts as unknown."""
-    journal_fsync: bool = True
-    """False for backtests (JournalConfig.fsync)."""
+    journal_durable: bool = True
+    """False for backtests (JournalConfig.durable)."""
     live_confirmed: bool = False
 
     def __post_init__(self) -> None:

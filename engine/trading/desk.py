@@ -34,7 +34,7 @@ from engine.feed.events import BookResyncNeeded, BookSnapshot, FeedState, FeedSt
 from engine.feed.sink import FeedNotice
 from engine.journal import EntryKind, Journal, JournalEntry, JournalError, read_journal
 from engine.latency import LatencyHistogram
-from engine.laya.decide import QuoteIntent
+from engine.laya.decide import QuoteGate, QuoteIntent
 from engine.pipeline import EventLog
 from engine.risk.commands import KevAction, KevCommandOutcome
 from engine.risk.events import RiskEvent, TradingState, TradingStateChanged
@@ -166,12 +166,14 @@ class TradingDesk:
         books: Mapping[str, OrderBook],
         *,
         clock: EngineClock | None = None,
+        gate: QuoteGate = QuoteGate.LAYA,
     ) -> None:
         self.config = config
         self.venue = venue
         self.journal = journal
         self.events = events
         self._books = books
+        self._actor = gate.actor  # who pulls quotes, named in the journaled reasons
         self._engine_clock = clock if clock is not None else WallClock()
         self._clock = self._engine_clock.time_ns
         self.quote_skew_bps: Callable[[str], float] = _no_skew
@@ -291,7 +293,7 @@ class TradingDesk:
         reaction_ns = None
         if executor.has_uncancelled_orders():
             ticket = executor.cancel_all_now(
-                Source.STRATEGY, f"Laya EMERGENCY on {snapshot.symbol}"
+                Source.STRATEGY, f"{self._actor} EMERGENCY on {snapshot.symbol}"
             )
             if ticket.sent_ns is not None:  # sent on this stack (the lane, the paper venue)
                 reaction_ns = self._reaction(ticket, snapshot.recv_ns)
@@ -403,7 +405,7 @@ class TradingDesk:
             intent is _PULL_BIDS and side is OrderSide.BUY
         )
         if wanted is None:
-            reason = f"Laya {intent.name}" if pulled else "not quoted now"
+            reason = f"{self._actor} {intent.name}" if pulled else "not quoted now"
             executor.cancel(order.intent.client_oid, Source.STRATEGY, reason)
             if pulled and previous is not intent:
                 self._verdict_acted(self._symbol, intent, f"pull {role.value}", now)

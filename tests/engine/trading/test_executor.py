@@ -83,7 +83,9 @@ async def make_rig(tmp_path, *, max_bytes=None) -> Rig:
     journal = Journal(JournalConfig(tmp_path / "journal.sqlite", max_bytes=max_bytes))
     journal.start()
     venue = JournalCheckingVenue(
-        journal.config.path, PaperVenueConfig(round_trip_ms=1.0, reaction_us=0.0), (BTCUSDT, ETHUSDT)
+        journal.config.path,
+        PaperVenueConfig(round_trip_ms=1.0, reaction_us=0.0),
+        (BTCUSDT, ETHUSDT),
     )
     gateway = RiskGateway(dataclasses.replace(default_risk_config(), max_mark_age_ms=60_000))
     events = EventLog(10_000)

@@ -1,0 +1,191 @@
+"""What a `hft-console backtest` runs: each recording, under each point of the `--set` grid,
+under each quote gate asked for (`--compare`: Laya, none, the imbalance rule), as independent
+deterministic runs; one at a time, or in worker processes, one per core."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import dataclasses
+import itertools
+import os
+import tomllib
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import orjson
+
+from engine.backtest.metrics import SessionMetrics, session_metrics
+from engine.backtest.session import BacktestProgress, BacktestSpec, run_backtest
+from engine.feed.recording import iter_recording
+from engine.laya.decide import QuoteGate
+from engine.settings import Settings
+
+COMPARED_GATES = (QuoteGate.LAYA, QuoteGate.NONE, QuoteGate.IMBALANCE)
+SYMBOL_SCAN_LINES = 200_000
+"""How far into a recording its symbols are looked for."""
+_MARKET_CHANNELS = (b"books", b"trade")
+
+
+@dataclass(frozen=True, slots=True)
+class GridPoint:
+    """One combination of `--set` values (key -> value); empty for a run without a grid."""
+
+    values: tuple[tuple[str, object], ...] = ()
+
+    @property
+    def label(self) -> str:
+        return ", ".join(f"{key}={_show(value)}" for key, value in self.values)
+
+
+def parse_set(text: str) -> tuple[str, tuple[object, ...]]:
+    """`KEY=VALUE[,VALUE...]` -> (key, values): each value a TOML literal (a bare word is a
+    string), commas inside brackets or quotes belong to the value (`[0.6, 1.0]`)."""
+    key, separator, rest = text.partition("=")
+    key = key.strip()
+    if not separator or not key or not rest.strip():
+        raise ValueError(f"--set {text!r}: expected KEY=VALUE, e.g. trading.strategy.quote_size=2")
+    return key, tuple(_literal(key, part) for part in _split_top_level(rest))
+
+
+def grid(sets: Iterable[tuple[str, tuple[object, ...]]]) -> list[GridPoint]:
+    """Every combination, in the order given (the last key varies fastest)."""
+    keys: dict[str, tuple[object, ...]] = {}
+    for key, values in sets:
+        if key in keys:
+            raise ValueError(f"--set {key} is given twice: put its values in one list")
+        keys[key] = values
+    combos = itertools.product(*keys.values())
+    return [GridPoint(tuple(zip(keys, combo, strict=True))) for combo in combos]
+
+
+def recording_symbols(path: str | os.PathLike[str], max_lines: int = SYMBOL_SCAN_LINES):
+    """The symbols a recording has books or trades for, by how many book frames each has
+    (most first; a tie by first appearance), from its first `max_lines` frames."""
+    books: Counter[str] = Counter()
+    for index, (_, raw) in enumerate(iter_recording(path)):
+        if index >= max_lines:
+            break
+        if b'"instId"' not in raw or not any(channel in raw for channel in _MARKET_CHANNELS):
+            continue
+        try:
+            frame = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            continue
+        arg = frame.get("arg") if isinstance(frame, dict) else None
+        if not isinstance(arg, dict) or "data" not in frame:
+            continue
+        symbol, channel = arg.get("instId"), str(arg.get("channel", ""))
+        if isinstance(symbol, str) and symbol:
+            books[symbol] += channel.startswith("books")
+    return tuple(symbol for symbol, _ in books.most_common())
+
+
+def backtest_specs(
+    settings: Settings,
+    recordings: Sequence[Path],
+    symbols: tuple[str, ...] | None,
+    points: Sequence[GridPoint],
+    gates: Sequence[QuoteGate],
+    *,
+    kev: bool = False,
+    sources: Mapping[str, str] | None = None,
+) -> list[BacktestSpec]:
+    """One spec a run; raises ValueError naming a symbol a recording does not have, or a
+    setting that is not valid (SettingsError)."""
+    specs = []
+    for recording in recordings:
+        found = recording_symbols(recording)
+        chosen = symbols or found[:2]
+        if not chosen:
+            raise ValueError(f"{recording}: no books or trades in its first frames")
+        missing = [symbol for symbol in chosen if symbol not in found]
+        if missing:
+            raise ValueError(
+                f"{recording} has no {', '.join(missing)}: it has {', '.join(found) or 'none'}"
+            )
+        for point in points:
+            values: dict[str, object] = {"engine.symbols": list(chosen), "trading.mode": "paper"}
+            values.update(dict(point.values))
+            for gate in gates:
+                values["laya.gate"] = gate.value
+                configured = settings.with_overrides(values, sources)
+                engine = configured.engine_config(
+                    replay_path=str(recording),
+                    replay_speed=None,
+                    trading=configured.trading_config(),
+                    status_interval_s=10.0,  # nobody watches: a status every 10 market seconds
+                )
+                if not kev:
+                    engine = dataclasses.replace(engine, kev_client=None)
+                label = gate.value if not point.values else f"{gate.value} {point.label}"
+                specs.append(BacktestSpec(recording, engine, label))
+    return specs
+
+
+def run_specs(
+    specs: Sequence[BacktestSpec],
+    jobs: int,
+    progress: Callable[[BacktestProgress], None] | None = None,
+    done: Callable[[int, SessionMetrics], None] | None = None,
+) -> list[SessionMetrics]:
+    """The metrics of each spec, in order: in this process when there is one run or one job
+    (with `progress`), else in up to `jobs` worker processes (`done` hears each as it ends)."""
+    if len(specs) == 1 or jobs == 1:
+        results = []
+        for index, spec in enumerate(specs):
+            metrics = session_metrics(run_backtest(spec, progress))
+            results.append(metrics)
+            if done is not None:
+                done(index, metrics)
+        return results
+    found: dict[int, SessionMetrics] = {}
+    with concurrent.futures.ProcessPoolExecutor(max_workers=min(jobs, len(specs))) as pool:
+        futures = {pool.submit(_metrics_of, spec): index for index, spec in enumerate(specs)}
+        for future in concurrent.futures.as_completed(futures):
+            index = futures[future]
+            found[index] = future.result()
+            if done is not None:
+                done(index, found[index])
+    return [found[index] for index in range(len(specs))]
+
+
+def _metrics_of(spec: BacktestSpec) -> SessionMetrics:
+    return session_metrics(run_backtest(spec))
+
+
+def _split_top_level(text: str) -> list[str]:
+    parts, depth, quote, start = [], 0, "", 0
+    for index, char in enumerate(text):
+        if quote:
+            quote = "" if char == quote else quote
+        elif char in "\"'":
+            quote = char
+        elif char in "[{":
+            depth += 1
+        elif char in "]}":
+            depth -= 1
+        elif char == "," and depth == 0:
+            parts.append(text[start:index])
+            start = index + 1
+    parts.append(text[start:])
+    return [part.strip() for part in parts]
+
+
+def _literal(key: str, text: str) -> object:
+    if not text:
+        raise ValueError(f"--set {key}: an empty value")
+    try:
+        return tomllib.loads(f"value = {text}")["value"]
+    except tomllib.TOMLDecodeError:
+        if text.replace("_", "").replace("-", "").isalnum():
+            return text  # a bare word: a string (gate=none, mode=paper)
+        raise ValueError(
+            f"--set {key}: {text!r} is not a value (a number, true/false, "
+            f'a word, a "string" or a [list])'
+        ) from None
+
+
+def _show(value: object) -> str:
+    return str(value).lower() if isinstance(value, bool) else str(value)
