@@ -65,7 +65,6 @@ def run_backtest_command(args: argparse.Namespace) -> int:
     from engine.backtest.plan import COMPARED_GATES, backtest_specs, grid, parse_set, run_specs
     from engine.backtest.report import compare_text, metrics_json, ranking_text, session_text
     from engine.feed.recording import check_recording
-    from engine.laya.decide import QuoteGate
     from engine.settings import SettingsError
 
     name = "hft-console backtest"
@@ -77,7 +76,7 @@ def run_backtest_command(args: argparse.Namespace) -> int:
         sets = [parse_set(text) for text in args.set]
         sources = {key: f"--set {key}" for key, _ in sets}
         settings = load_console_settings(args.config)
-        gates = COMPARED_GATES if args.compare else (QuoteGate(settings.laya.gate),)
+        gates = COMPARED_GATES if args.compare else (None,)
         specs = backtest_specs(
             settings, recordings, args.symbols, grid(sets), gates, sources=sources
         )

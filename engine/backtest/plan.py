@@ -87,13 +87,18 @@ def backtest_specs(
     recordings: Sequence[Path],
     symbols: tuple[str, ...] | None,
     points: Sequence[GridPoint],
-    gates: Sequence[QuoteGate],
+    gates: Sequence[QuoteGate | None],
     *,
     kev: bool = False,
     sources: Mapping[str, str] | None = None,
 ) -> list[BacktestSpec]:
-    """One spec a run; raises ValueError naming a symbol a recording does not have, or a
-    setting that is not valid (SettingsError)."""
+    """One spec a run; a gate of None is the one the settings (and `--set`) name. Raises
+    ValueError naming a symbol a recording does not have, or a setting that is not valid
+    (SettingsError)."""
+    if any(gate is not None for gate in gates) and any(
+        key == "laya.gate" for point in points for key, _ in point.values
+    ):
+        raise ValueError("--compare runs every gate: --set laya.gate would undo it")
     specs = []
     for recording in recordings:
         found = recording_symbols(recording)
@@ -109,7 +114,8 @@ def backtest_specs(
             values: dict[str, object] = {"engine.symbols": list(chosen), "trading.mode": "paper"}
             values.update(dict(point.values))
             for gate in gates:
-                values["laya.gate"] = gate.value
+                if gate is not None:
+                    values["laya.gate"] = gate.value
                 configured = settings.with_overrides(values, sources)
                 engine = configured.engine_config(
                     replay_path=str(recording),
@@ -119,7 +125,10 @@ def backtest_specs(
                 )
                 if not kev:
                     engine = dataclasses.replace(engine, kev_client=None)
-                label = gate.value if not point.values else f"{gate.value} {point.label}"
+                if gate is not None:
+                    label = gate.value if not point.values else f"{gate.value} {point.label}"
+                else:
+                    label = point.label or configured.laya.gate
                 specs.append(BacktestSpec(recording, engine, label))
     return specs
 

@@ -100,6 +100,8 @@ class SessionRecord:
     verdicts: dict[str, int]
     recording_problem: str | None
     rss_kb_end: int
+    venue: dict[str, object]
+    """The paper venue's own figures at the end (requests, fills, balance, equity)."""
 
     @property
     def span_s(self) -> float:
@@ -222,4 +224,5 @@ async def _play(
         verdicts=pipeline.decisions.counts(),
         recording_problem=problem.text if problem is not None else None,
         rss_kb_end=rss_kb(),
+        venue=node.desk.venue.stats(),
     )

@@ -178,7 +178,14 @@ class TradingDesk:
         self._clock = self._engine_clock.time_ns
         self.quote_skew_bps: Callable[[str], float] = _no_skew
         """Kev's quote skew per symbol; the node points it at KevHub.quote_skew_bps."""
-        self.session = secrets.token_hex(3)
+        # Live, a fresh session per start keeps clientOids unique at the exchange across
+        # restarts; in a replay the recording's start names it, so a rerun is identical.
+        engine_clock = self._engine_clock
+        self.session = (
+            f"{engine_clock.time_ns() // 1_000_000 % 0xFFFFFF:06x}"
+            if engine_clock.market
+            else secrets.token_hex(3)
+        )
         prefix = config.executor.client_oid_prefix
         self.gateway = RiskGateway(
             dataclasses.replace(config.risk, closing_client_oid_prefix=f"{prefix}{self.session}x")

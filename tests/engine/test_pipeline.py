@@ -8,7 +8,7 @@ import pytest
 from engine.feed.events import BookResyncNeeded, FeedState, FeedStateChanged, RecordingEnded
 from engine.feed.parse import FrameParser
 from engine.laya.classifier import LayaClassifier, LayaClassifierConfig
-from engine.laya.decide import QuoteIntent
+from engine.laya.decide import QuoteGate, QuoteIntent
 from engine.pipeline import (
     STAGES,
     EventLog,
@@ -19,6 +19,7 @@ from engine.pipeline import (
     MarketPipeline,
     MarketPipelineConfig,
 )
+from engine.trading.bench import ALWAYS_EMERGENCY
 
 
 def depth(symbol, ts, bid="99", ask="101"):
@@ -191,3 +192,56 @@ def test_the_end_of_the_market_data_says_who_was_still_warming_up(classifier):
         "the run stopped",
         "the run stopped",
     ]
+
+
+def imbalanced(symbol, ts, bid_size, ask_size):
+    arg = {"instType": "USDT-FUTURES", "channel": "books15", "instId": symbol}
+    data = {"asks": [["101", str(ask_size)]], "bids": [["99", str(bid_size)]], "ts": str(ts)}
+    return orjson.dumps({"action": "snapshot", "arg": arg, "data": [data], "ts": ts})
+
+
+def gated_pipeline(laya_model, gate, warmup_ms=0):
+    """Laya forced to EMERGENCY on every book: what acts is the gate."""
+    laya = LayaClassifier(
+        LayaClassifierConfig(model_path=laya_model, prefer_gpu=False, thresholds=ALWAYS_EMERGENCY)
+    )
+    laya.start()
+    parser = FrameParser()
+    config = MarketPipelineConfig(gate=gate, imbalance_gate=0.5, warmup_ms=warmup_ms)
+    return parser, MarketPipeline(config, parser.tape, laya)
+
+
+@pytest.mark.parametrize("gate", [QuoteGate.LAYA, QuoteGate.NONE, QuoteGate.IMBALANCE])
+def test_the_gate_decides_what_is_pulled_while_laya_still_gives_its_verdicts(laya_model, gate):
+    parser, pipeline = gated_pipeline(laya_model, gate)
+    decided = []
+    pipeline.on_decided = lambda snapshot, intent: decided.append(intent)
+    for ts, (bid_size, ask_size) in enumerate([(9, 1), (1, 9), (5, 5)], start=1000):
+        pipeline.on_market(parser.parse(imbalanced("BTCUSDT", ts, bid_size, ask_size), 0))
+    assert pipeline.decisions.counts()["EMERGENCY"] == 3  # Laya's verdicts, whatever the gate
+    expected = {
+        QuoteGate.LAYA: [QuoteIntent.CANCEL_ALL] * 3,
+        QuoteGate.NONE: [QuoteIntent.KEEP_QUOTING] * 3,
+        # Bids heavy (imbalance +0.8): the ask is about to be run over; asks heavy: the bid.
+        QuoteGate.IMBALANCE: [
+            QuoteIntent.PULL_ASKS,
+            QuoteIntent.PULL_BIDS,
+            QuoteIntent.KEEP_QUOTING,
+        ],
+    }[gate]
+    assert decided == expected
+
+
+def test_only_laya_stands_aside_while_warming_up(laya_model):
+    for gate, first in ((QuoteGate.LAYA, QuoteIntent.STAND_ASIDE), (QuoteGate.NONE, None)):
+        parser, pipeline = gated_pipeline(laya_model, gate, warmup_ms=30_000)
+        decided = []
+        pipeline.on_decided = lambda snapshot, intent, decided=decided: decided.append(intent)
+        pipeline.on_market(parser.parse(imbalanced("BTCUSDT", 1000, 5, 5), 0))
+        assert decided == [first or QuoteIntent.KEEP_QUOTING]
+
+
+def test_the_imbalance_gate_needs_a_threshold_inside_0_and_1():
+    for threshold in (0.0, 1.0, -0.2):
+        with pytest.raises(ValueError, match="imbalance_gate"):
+            MarketPipelineConfig(gate=QuoteGate.IMBALANCE, imbalance_gate=threshold)
