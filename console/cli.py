@@ -14,6 +14,7 @@ from console.arguments import count, non_negative_number, positive_number, repla
 from console.backtest_cli import add_backtest_parser, run_backtest_command
 from console.chaos_cli import add_chaos_parser, run_chaos
 from console.config_cli import add_config_parser, run_config
+from console.import_cli import add_import_parser, run_import
 from console.kev_cli import add_kev_parser, run_kev
 from console.soak_cli import add_soak_parser, run_soak
 
@@ -266,6 +267,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_chaos_parser(commands)
     add_soak_parser(commands)
     add_backtest_parser(commands)
+    add_import_parser(commands)
     return parser
 
 
@@ -324,6 +326,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run_soak(args)
         if command == "backtest":
             return run_backtest_command(args)
+        if command == "import":
+            return run_import(args)
         return _run(args)
     except KeyboardInterrupt:
         return 130
