@@ -124,14 +124,7 @@ class MarketTape:
 
         Raises LookupError when the ring has already overwritten some of them.
         """
-        total = self.trade_total(row)
-        capacity = self.trade_capacity
-        if first < total - capacity or first + count > total:
-            raise LookupError(
-                f"trades {first}..{first + count - 1} of {self.symbols[row]} are no longer in "
-                f"the ring ({capacity} trades, {total} written)"
-            )
-        slots = [(first + k) % capacity for k in range(count)]
+        slots = self._slots(row, first, count)
         prices, sizes, sides, stamps = self.trades[row][:, slots].tolist()
         ids = self.trade_ids[row, slots].tolist()
         symbol = self.symbols[row]
@@ -147,3 +140,19 @@ class MarketTape:
             )
             for k in range(count)
         )
+
+    def read_prices(self, row: int, first: int, count: int) -> list[tuple[float, float, float]]:
+        """(price, size, aggressor: +1 buy, -1 sell) of those trades: what matching needs,
+        without building `TradePrint`s."""
+        prices, sizes, sides = self.trades[row][:3, self._slots(row, first, count)].tolist()
+        return list(zip(prices, sizes, sides, strict=True))
+
+    def _slots(self, row: int, first: int, count: int) -> list[int]:
+        total = self.trade_total(row)
+        capacity = self.trade_capacity
+        if first < total - capacity or first + count > total:
+            raise LookupError(
+                f"trades {first}..{first + count - 1} of {self.symbols[row]} are no longer in "
+                f"the ring ({capacity} trades, {total} written)"
+            )
+        return [(first + k) % capacity for k in range(count)]

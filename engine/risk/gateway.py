@@ -780,6 +780,11 @@ class RiskGateway:
     def drain_events(self) -> tuple[RiskEvent, ...]:
         return self._outbox.drain()
 
+    @property
+    def pending_events(self) -> int:
+        """Events waiting for `drain_events`."""
+        return len(self._outbox)
+
     # Operator commands
 
     def pause(self, now_ns: int, reason: str = "operator pause") -> CommandOutcome:

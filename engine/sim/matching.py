@@ -33,7 +33,7 @@ from __future__ import annotations
 import enum
 import itertools
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -256,7 +256,10 @@ class SimAccount:
 
     def mark(self, symbol: str, price: float) -> None:
         """Set the mark price used for unrealized PnL."""
-        self._positions.setdefault(symbol, _PositionState()).mark_price = price
+        state = self._positions.get(symbol)
+        if state is None:  # not setdefault: that builds a state on every book
+            state = self._positions[symbol] = _PositionState()
+        state.mark_price = price
 
     def position(self, symbol: str) -> Position:
         state = self._positions.get(symbol) or _PositionState()
@@ -331,32 +334,63 @@ class _WorkingOrder:
 
 
 class _DisplayedSide:
-    """One side of the last external book in ticks and lots, with what we took from it."""
+    """One side of the last external book (prices and sizes, best first), with what we took
+    from it. Levels become ticks and lots only when an order needs them: most books meet no
+    order of ours (the paper venue sees every book of a backtest)."""
 
-    __slots__ = ("lots", "taken", "ticks")
+    __slots__ = ("_lots", "_prices", "_sizes", "_step", "_tick", "_ticks", "taken")
 
-    def __init__(self, ticks: np.ndarray, lots: np.ndarray) -> None:
-        self.ticks = ticks
-        self.lots = lots
+    def __init__(self, prices: list[float], sizes: list[float], tick: float, step: float):
+        self._prices = prices
+        self._sizes = sizes
+        self._tick = tick
+        self._step = step
+        self._ticks: list[int] | None = None
+        self._lots: list[float] | None = None
         self.taken: dict[int, float] = {}
 
+    @property
+    def ticks(self) -> list[int]:
+        if self._ticks is None:
+            tick = self._tick
+            self._ticks = [round(price / tick) for price in self._prices]
+        return self._ticks
+
+    @property
+    def lots(self) -> list[float]:
+        if self._lots is None:
+            step = self._step
+            self._lots = [size / step for size in self._sizes]
+        return self._lots
+
     def best(self) -> int | None:
-        return int(self.ticks[0]) if len(self.ticks) else None
+        prices = self._prices
+        return round(prices[0] / self._tick) if prices else None
 
     def available(self, index: int) -> float:
-        tick = int(self.ticks[index])
-        return float(self.lots[index]) - self.taken.get(tick, 0.0)
+        tick = self.ticks[index]
+        return self.lots[index] - self.taken.get(tick, 0.0)
 
     def size_at(self, tick: int, *, descending: bool) -> float | None:
         """Displayed lots at `tick` on this side: 0 when inside the visible range but empty or
         better than the best; None when deeper than the visible depth."""
-        if len(self.ticks) == 0:
+        prices = self._prices
+        if not prices:
             return None
-        worst = int(self.ticks[-1])
+        tick_size = self._tick
+        worst = round(prices[-1] / tick_size)
         if (descending and tick < worst) or (not descending and tick > worst):
             return None
-        matches = np.flatnonzero(self.ticks == tick)
-        return float(self.lots[matches[0]]) if len(matches) else 0.0
+        for index, price in enumerate(prices):  # our quotes sit near the touch: a few steps
+            level = round(price / tick_size)
+            if level == tick:
+                return self._sizes[index] / self._step
+            if (level < tick) if descending else (level > tick):
+                return 0.0
+        return 0.0
+
+
+_NO_LEVELS: list[float] = []
 
 
 class MatchingEngine:
@@ -386,28 +420,32 @@ class MatchingEngine:
     def symbol(self) -> str:
         return self.instrument.symbol
 
+    @property
+    def has_resting(self) -> bool:
+        return bool(self._resting)
+
     # Market data
 
     def on_book(
         self,
-        bid_prices: np.ndarray,
-        bid_sizes: np.ndarray,
-        ask_prices: np.ndarray,
-        ask_sizes: np.ndarray,
+        bid_prices: Sequence[float],
+        bid_sizes: Sequence[float],
+        ask_prices: Sequence[float],
+        ask_sizes: Sequence[float],
         ts_ms: int,
     ) -> list[Fill]:
-        """A new displayed book, best first; fills for resting orders it crosses."""
+        """A new displayed book, best first (lists or arrays of floats); fills for resting
+        orders it crosses."""
+        if isinstance(bid_prices, np.ndarray):
+            bid_prices, bid_sizes = bid_prices.tolist(), np.asarray(bid_sizes).tolist()
+            ask_prices, ask_sizes = np.asarray(ask_prices).tolist(), np.asarray(ask_sizes).tolist()
         tick = self.instrument.tick_size
         step = self.instrument.size_step
-        self._bids = _DisplayedSide(
-            np.rint(np.asarray(bid_prices, dtype=np.float64) / tick).astype(np.int64),
-            np.asarray(bid_sizes, dtype=np.float64) / step,
-        )
-        self._asks = _DisplayedSide(
-            np.rint(np.asarray(ask_prices, dtype=np.float64) / tick).astype(np.int64),
-            np.asarray(ask_sizes, dtype=np.float64) / step,
-        )
+        self._bids = _DisplayedSide(bid_prices, bid_sizes, tick, step)
+        self._asks = _DisplayedSide(ask_prices, ask_sizes, tick, step)
         fills: list[Fill] = []
+        if not self._resting:
+            return fills
         for order in list(self._resting):
             assert order.price_ticks is not None  # only limit orders rest
             own, opposite = self._sides(order.side)
@@ -584,8 +622,10 @@ class MatchingEngine:
 
     def _sides(self, side: Side) -> tuple[_DisplayedSide, _DisplayedSide]:
         """(own side, opposite side) of the last book for an order of `side`."""
-        bids = self._bids or _DisplayedSide(np.empty(0, np.int64), np.empty(0))
-        asks = self._asks or _DisplayedSide(np.empty(0, np.int64), np.empty(0))
+        instrument = self.instrument
+        empty = (_NO_LEVELS, _NO_LEVELS, instrument.tick_size, instrument.size_step)
+        bids = self._bids or _DisplayedSide(*empty)
+        asks = self._asks or _DisplayedSide(*empty)
         return (bids, asks) if side is Side.BUY else (asks, bids)
 
     def _match_new(self, order: _WorkingOrder, ts_ms: int) -> None:
@@ -601,7 +641,7 @@ class MatchingEngine:
                 self._close(order, OrderStatus.CANCELED, ts_ms, "fok order could not fill entirely")
                 return
         for index in crossing:
-            tick = int(opposite.ticks[index])
+            tick = opposite.ticks[index]
             lots = min(order.remaining_lots, math.floor(opposite.available(index) + _LOT_EPSILON))
             filled_before = order.filled_lots
             self._fill(order, lots, tick, Liquidity.TAKER, ts_ms)
@@ -638,7 +678,7 @@ class MatchingEngine:
     ) -> list[int]:
         """Indexes of opposite levels an order may take, best first."""
         levels: list[int] = []
-        for index, tick in enumerate(opposite.ticks.tolist()):
+        for index, tick in enumerate(opposite.ticks):
             if limit is not None and not _reaches(side, tick, limit):
                 break
             if opposite.available(index) + _LOT_EPSILON >= 1:

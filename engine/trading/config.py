@@ -111,7 +111,9 @@ class OrderExecutorConfig:
     """
 
     client_oid_prefix: str = "hc"
-    maintenance_interval_ms: int = 50
+    maintenance_interval_ms: int = 250
+    """The housekeeping tick (clock watch, periodic checks, and a last drain of the gateway's
+    events: every path that moves the gateway drains them at once)."""
     hedge_interval_ms: int = 200
     kill_timeout_s: float = 10.0
     kill_retry_interval_ms: int = 5

@@ -336,6 +336,7 @@ class OrderExecutor:
         decision = self.gateway.check(intent, now)
         if not decision.approved:
             self._counts["denied"] += 1
+            self.drain_risk_events()  # the denial is an event: journaled and shown now
             return decision
         order = TrackedOrder(intent, role, now)
         self._orders[intent.client_oid] = order
@@ -414,7 +415,10 @@ class OrderExecutor:
         total = bid_size + ask_size
         mid = 0.5 * (best_bid + best_ask)
         microprice = (best_bid * ask_size + best_ask * bid_size) / total if total > 0 else mid
-        self.gateway.on_mark(symbol, mid, microprice, best_bid, best_ask, now_ns)
+        gateway = self.gateway
+        gateway.on_mark(symbol, mid, microprice, best_bid, best_ask, now_ns)
+        if gateway.pending_events:  # a mark can halt (the daily loss): said at once
+            self.drain_risk_events()
 
     def on_feed_health(self, symbol: str, healthy: bool, reason: str) -> None:
         self.gateway.on_feed_health(symbol, healthy, reason)
@@ -470,6 +474,8 @@ class OrderExecutor:
                 self._on_stream_changed(event)
             else:
                 self._counts["foreign_updates"] += 1
+            if self.gateway.pending_events:  # fills and rejects move the gateway: say it now
+                self.drain_risk_events()
         except Exception as error:  # a malformed update must not stop the stream
             logger.exception("private event %r could not be applied", event)
             self._fault(f"private event not applied: {type(error).__name__}: {error}")

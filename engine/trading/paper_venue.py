@@ -130,29 +130,32 @@ class PaperVenue:
 
     def on_book(self, snapshot: BookSnapshot) -> None:
         engine = self.engines.get(snapshot.symbol)
-        if engine is None or not snapshot.n_bids or not snapshot.n_asks:
+        n_bids, n_asks = snapshot.n_bids, snapshot.n_asks
+        if engine is None or not n_bids or not n_asks:
             return
+        bid_prices, bid_sizes, ask_prices, ask_sizes = snapshot.levels.tolist()  # one numpy call
         fills = engine.on_book(
-            snapshot.bid_prices,
-            snapshot.bid_sizes,
-            snapshot.ask_prices,
-            snapshot.ask_sizes,
+            bid_prices[:n_bids],
+            bid_sizes[:n_bids],
+            ask_prices[:n_asks],
+            ask_sizes[:n_asks],
             self._now_ms(),
         )
-        levels = snapshot.levels
-        self.account.mark(snapshot.symbol, 0.5 * (float(levels[0, 0]) + float(levels[2, 0])))
+        self.account.mark(snapshot.symbol, 0.5 * (bid_prices[0] + ask_prices[0]))
         if fills:
             self._report_fills(engine, fills)
 
     def on_trades(self, trades: Trades) -> None:
         engine = self.engines.get(trades.symbol)
-        if engine is None:
+        if engine is None or not engine.has_resting:  # a trade reaches only orders that rest
             return
         fills: list[Fill] = []
         now_ms = self._now_ms()
-        for trade in trades.prints:
-            side = Side.BUY if trade.aggressor > 0 else Side.SELL
-            fills.extend(engine.on_trade(trade.price, trade.size, side, now_ms))
+        for price, size, aggressor in trades.tape.read_prices(
+            trades.symbol_row, trades.first, trades.count
+        ):
+            side = Side.BUY if aggressor > 0 else Side.SELL
+            fills.extend(engine.on_trade(price, size, side, now_ms))
         if fills:
             self._report_fills(engine, fills)
 
