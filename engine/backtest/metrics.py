@@ -12,6 +12,8 @@
   (+1 buy, -1 sell), s * (mid(t + h) - p) / p in bps at h = 100 ms, 1 s, 5 s, 30 s: positive
   when the market moved our way after the fill. The same for every quote a gate pulled
   (EMERGENCY's cancel-all, a pulled side): what it would have made or lost had it filled then.
+- Series for the charts, on a fixed market-time grid: the net PnL marked to the mid (equity),
+  the quoted symbol's position and its mid.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ from engine.journal import JournalEntry
 from engine.sim.instruments import base_coin
 
 HORIZONS_MS = (100, 1_000, 5_000, 30_000)
+SERIES_MAX_POINTS = 1_200
+"""A session's series have at most this many points (and the end): 1 s apart up to 20 min."""
 _SIZE_EPSILON = 1e-12
 _STATES = ("ACTIVE", "PAUSED", "REDUCING", "HALTED")
 
@@ -91,6 +95,22 @@ class SymbolResult:
     mean_abs_position: float
 
 
+@dataclass(frozen=True, slots=True, eq=False)
+class SessionSeries:
+    """The session sampled every `step_s` of market time from its first frame, and at its end
+    (the last frame, or a later fill)."""
+
+    at_ns: np.ndarray
+    equity: np.ndarray
+    """Net PnL so far over every symbol, in the quote coin: realized, fees, and what is open
+    marked to the mid in force."""
+    position: np.ndarray
+    """The quoted symbol's, in its base coin."""
+    mid: np.ndarray
+    """The quoted symbol's; NaN before its first book."""
+    step_s: float
+
+
 @dataclass(frozen=True, slots=True)
 class SessionMetrics:
     label: str
@@ -116,6 +136,7 @@ class SessionMetrics:
     wall_s: float
     fills: tuple[FillRow, ...] = field(repr=False)
     pulled: tuple[PulledQuote, ...] = field(repr=False)
+    series: SessionSeries = field(repr=False)
     recording_problem: str | None = None
 
     @property
@@ -164,7 +185,10 @@ def session_metrics(record: SessionRecord) -> SessionMetrics:
     entries = record.entries
     orders = _orders(entries)
     fills = _fill_rows(entries, orders, record.mids)
-    symbols = tuple(_symbol_result(symbol, fills, record) for symbol in record.symbols)
+    paths = {symbol: _PositionPath.of(symbol, fills) for symbol in record.symbols}
+    symbols = tuple(
+        _symbol_result(symbol, fills, paths[symbol], record) for symbol in record.symbols
+    )
     quoted_maker = [f for f in fills if f.symbol == record.quoted and f.maker]
     hedge = [f for f in fills if f.symbol != record.quoted]
     pulled = _pulled_quotes(entries, orders, record)
@@ -207,6 +231,7 @@ def session_metrics(record: SessionRecord) -> SessionMetrics:
         wall_s=record.wall_s,
         fills=tuple(fills),
         pulled=tuple(pulled),
+        series=_series(record, paths),
         recording_problem=record.recording_problem,
     )
 
@@ -324,56 +349,111 @@ def _fill_rows(
     return rows
 
 
-def _symbol_result(symbol: str, fills: Sequence[FillRow], record: SessionRecord) -> SymbolResult:
-    position = average = realized = fees = volume = 0.0
-    path: list[tuple[int, float]] = [(record.start_ns, 0.0)]
-    maker = taker = 0
-    max_abs = 0.0
-    for fill in fills:
-        if fill.symbol != symbol:
-            continue
-        maker += fill.maker
-        taker += not fill.maker
-        fees += fill.fee
-        volume += fill.price * fill.size
-        signed = fill.size if fill.side == "buy" else -fill.size
-        if not position or (position > 0) == (signed > 0):
-            average = (average * abs(position) + fill.price * abs(signed)) / (
-                abs(position) + abs(signed)
-            )
-            position += signed
-        else:
-            closing = min(abs(signed), abs(position))
-            realized += closing * (fill.price - average) * (1.0 if position > 0 else -1.0)
-            position += signed
-            if abs(position) < _SIZE_EPSILON:
-                position = average = 0.0
-            elif (position > 0) == (signed > 0):  # crossed through zero: the rest opens anew
-                average = fill.price
-        max_abs = max(max_abs, abs(position))
-        path.append((fill.at_ns, position))
+@dataclass(frozen=True, slots=True)
+class _PositionPath:
+    """A symbol's position with average-cost accounting (as the exchange keeps a position's
+    entry price): flat before the first fill (row 0), then as it stood after each fill."""
+
+    at_ns: np.ndarray
+    position: np.ndarray
+    average: np.ndarray
+    """The open position's entry price (0 when flat)."""
+    realized: np.ndarray
+    fees: np.ndarray
+
+    @classmethod
+    def of(cls, symbol: str, fills: Sequence[FillRow]) -> _PositionPath:
+        position = average = realized = fees = 0.0
+        at_ns = [np.iinfo(np.int64).min]
+        rows = [(position, average, realized, fees)]
+        for fill in fills:
+            if fill.symbol != symbol:
+                continue
+            fees += fill.fee
+            signed = fill.size if fill.side == "buy" else -fill.size
+            if not position or (position > 0) == (signed > 0):
+                average = (average * abs(position) + fill.price * abs(signed)) / (
+                    abs(position) + abs(signed)
+                )
+                position += signed
+            else:
+                closing = min(abs(signed), abs(position))
+                realized += closing * (fill.price - average) * (1.0 if position > 0 else -1.0)
+                position += signed
+                if abs(position) < _SIZE_EPSILON:
+                    position = average = 0.0
+                elif (position > 0) == (signed > 0):  # crossed through zero: the rest opens anew
+                    average = fill.price
+            at_ns.append(fill.at_ns)
+            rows.append((position, average, realized, fees))
+        table = np.asarray(rows)
+        return cls(np.asarray(at_ns, np.int64), *table.T)
+
+    def index(self, times_ns: np.ndarray) -> np.ndarray:
+        """The row in force at each time: after every fill at or before it."""
+        return np.searchsorted(self.at_ns, times_ns, side="right") - 1
+
+    def unrealized(self, index: np.ndarray | int, mid: np.ndarray | float) -> np.ndarray:
+        """The open position of row `index` against its entry at `mid` (0 when flat)."""
+        position = self.position[index]
+        return np.where(position != 0, position * (mid - self.average[index]), 0.0)
+
+
+def _symbol_result(
+    symbol: str, fills: Sequence[FillRow], path: _PositionPath, record: SessionRecord
+) -> SymbolResult:
+    mine = [fill for fill in fills if fill.symbol == symbol]
+    maker = sum(fill.maker for fill in mine)
     mids = record.mids.get(symbol)
     last_mid = float(mids.mid[-1]) if mids is not None and len(mids.mid) else math.nan
-    unrealized = position * (last_mid - average) if position else 0.0
-    mean, mean_abs = _time_weighted(path, record.end_ns)
+    realized, fees = float(path.realized[-1]), float(path.fees[-1])
+    unrealized = float(path.unrealized(-1, last_mid))
+    changes = zip(path.at_ns[1:].tolist(), path.position[1:].tolist(), strict=True)
+    mean, mean_abs = _time_weighted([(record.start_ns, 0.0), *changes], record.end_ns)
     quote = symbol[len(base_coin(symbol)) :] or "USDT"
     return SymbolResult(
         symbol,
         quote,
         base_coin(symbol),
-        maker + taker,
+        len(mine),
         maker,
-        taker,
-        volume,
+        len(mine) - maker,
+        sum(fill.price * fill.size for fill in mine),
         realized,
         unrealized,
         fees,
         realized + unrealized + fees,
-        position,
-        max_abs,
+        float(path.position[-1]),
+        float(np.abs(path.position).max()),
         mean,
         mean_abs,
     )
+
+
+def _series(record: SessionRecord, paths: dict[str, _PositionPath]) -> SessionSeries:
+    end_ns = max([record.end_ns, *(int(path.at_ns[-1]) for path in paths.values())])
+    span_s = max(0, end_ns - record.start_ns) / 1e9
+    step_ns = max(1, math.ceil(span_s / SERIES_MAX_POINTS)) * 1_000_000_000
+    grid = np.append(np.arange(record.start_ns, end_ns, step_ns, dtype=np.int64), end_ns)
+    equity = np.zeros(len(grid))
+    position = np.zeros(len(grid))
+    mid = np.full(len(grid), np.nan)
+    for symbol, path in paths.items():
+        index = path.index(grid)
+        symbol_mid = _in_force(record.mids.get(symbol), grid)
+        equity += path.realized[index] + path.fees[index] + path.unrealized(index, symbol_mid)
+        if symbol == record.quoted:
+            position, mid = path.position[index], symbol_mid
+    return SessionSeries(grid, equity, position, mid, step_ns / 1e9)
+
+
+def _in_force(mids: MidSeries | None, times_ns: np.ndarray) -> np.ndarray:
+    """The mid of the last book at or before each time, held after the last book; NaN before
+    the first (unlike `MidSeries.at`, for marking a position, not for a markout)."""
+    if mids is None or not len(mids.at_ns):
+        return np.full(len(times_ns), np.nan)
+    index = np.searchsorted(mids.at_ns, times_ns, side="right") - 1
+    return np.where(index >= 0, mids.mid[np.clip(index, 0, None)], np.nan)
 
 
 def _time_weighted(path: list[tuple[int, float]], end_ns: int) -> tuple[float, float]:

@@ -2,14 +2,19 @@
 
 Money is in the quote coin (USDT for the USDT-M perpetuals), signed by its effect on PnL (a fee
 paid is negative); markouts in bps, positive when the market moved our way after the fill.
+Each report is a list of parts, lines of text and tables, so the terminal and the HTML report
+show the same figures.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+
+import numpy as np
 
 from engine.backtest.metrics import HORIZONS_MS, MarkoutStats, SessionMetrics
 from engine.laya.decide import QuoteGate
@@ -23,16 +28,73 @@ def _signed(value: float, digits: int = 2) -> str:
     return "n/a" if math.isnan(value) else f"{value:+,.{digits}f}"
 
 
-def _table(rows: Sequence[Sequence[str]], right_from: int = 1) -> list[str]:
-    widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
-    lines = []
-    for row in rows:
-        cells = [
-            cell.rjust(width) if column >= right_from else cell.ljust(width)
-            for column, (cell, width) in enumerate(zip(row, widths, strict=True))
+@dataclass(frozen=True, slots=True)
+class Table:
+    """Rows of cells, the first the header; the columns from `right_from` on hold figures."""
+
+    rows: tuple[tuple[str, ...], ...]
+    right_from: int = 1
+
+    def lines(self) -> list[str]:
+        rows = self.rows
+        widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
+        lines = []
+        for row in rows:
+            cells = [
+                cell.rjust(width) if column >= self.right_from else cell.ljust(width)
+                for column, (cell, width) in enumerate(zip(row, widths, strict=True))
+            ]
+            lines.append("  ".join(cells).rstrip())
+        return lines
+
+
+Part = str | Table
+"""A line of text ("" separates blocks) or a table."""
+
+
+def parts_text(parts: Sequence[Part]) -> str:
+    lines: list[str] = []
+    for part in parts:
+        lines += part.lines() if isinstance(part, Table) else [part]
+    return "\n".join(lines)
+
+
+def _table(rows: Sequence[Sequence[str]], right_from: int = 1) -> Table:
+    return Table(tuple(tuple(row) for row in rows), right_from)
+
+
+@dataclass(frozen=True, slots=True)
+class RunGroup:
+    """Runs shown together: the gates compared on one recording and grid point (`compared`),
+    or, with one gate, every run on one recording."""
+
+    runs: tuple[SessionMetrics, ...]
+    compared: bool
+
+    @property
+    def title(self) -> str:
+        first = self.runs[0]
+        name = Path(first.recording).name
+        if self.compared:
+            point = first.label.partition(" ")[2]
+            return f"compare on {name}" + (f" ({point})" if point else "")
+        if len(self.runs) == 1:
+            return f"{name} [{first.label}]"
+        return f"{name}: {len(self.runs)} runs"
+
+
+def run_groups(runs: Sequence[SessionMetrics], gates: int) -> list[RunGroup]:
+    """`runs` in the plan's order (recording, grid point, gate) in groups: `gates` in a row when
+    several were compared, else by recording."""
+    if gates > 1:
+        return [
+            RunGroup(tuple(runs[start : start + gates]), True)
+            for start in range(0, len(runs), gates)
         ]
-        lines.append("  ".join(cells).rstrip())
-    return lines
+    by_recording: dict[str, list[SessionMetrics]] = {}
+    for run in runs:
+        by_recording.setdefault(run.recording, []).append(run)
+    return [RunGroup(tuple(group), False) for group in by_recording.values()]
 
 
 def _span_text(metrics: SessionMetrics, start_ns: int | None = None) -> str:
@@ -49,9 +111,13 @@ def _span_text(metrics: SessionMetrics, start_ns: int | None = None) -> str:
 
 def session_text(metrics: SessionMetrics) -> str:
     """The whole report of one run."""
+    return parts_text(session_parts(metrics))
+
+
+def session_parts(metrics: SessionMetrics) -> list[Part]:
     name = Path(metrics.recording).name
     quote = metrics.symbols[0].quote_coin if metrics.symbols else "USDT"
-    lines = [
+    lines: list[Part] = [
         f"backtest {name} [{metrics.label}]: {_span_text(metrics)}, {metrics.frames:,} frames "
         f"in {metrics.wall_s:,.1f} s ({metrics.frames_per_s:,.0f} frames/s)"
     ]
@@ -94,7 +160,7 @@ def session_text(metrics: SessionMetrics) -> str:
             "",
         ]
     )
-    lines += ["", *_table(rows)]
+    lines += ["", _table(rows)]
     per_hour = metrics.net / metrics.hours if metrics.hours else math.nan
     lines.append(f"net per hour: {_signed(per_hour)} {quote}")
     states = ", ".join(
@@ -110,16 +176,16 @@ def session_text(metrics: SessionMetrics) -> str:
         f"quotes resting on {metrics.quoted}: bid {metrics.uptime['bid']:.1%} of the time, "
         f"ask {metrics.uptime['ask']:.1%}; trading state: {states}",
         "",
-        *markout_lines(metrics),
+        _markout_table(metrics),
         "",
         _verdict_line(metrics),
     ]
     if metrics.kev:
         lines.append("Kev: " + ", ".join(f"{k} {v:,}" for k, v in sorted(metrics.kev.items())))
-    return "\n".join(lines)
+    return lines
 
 
-def markout_lines(metrics: SessionMetrics) -> list[str]:
+def _markout_table(metrics: SessionMetrics) -> Table:
     header = ["markouts, mean bps (median)", *(horizon_label(h) for h in HORIZONS_MS)]
     rows = [header]
     for title, stats in (
@@ -146,6 +212,10 @@ def _verdict_line(metrics: SessionMetrics) -> str:
 
 def compare_text(runs: Sequence[SessionMetrics]) -> str:
     """Variants of one recording side by side, each against quoting with no gate."""
+    return parts_text(compare_parts(runs))
+
+
+def compare_parts(runs: Sequence[SessionMetrics]) -> list[Part]:
     base = next((m for m in runs if m.label.split(" ", 1)[0] == QuoteGate.NONE.value), None)
     quote = runs[0].symbols[0].quote_coin if runs and runs[0].symbols else "USDT"
     rows = [
@@ -188,13 +258,15 @@ def compare_text(runs: Sequence[SessionMetrics]) -> str:
             ]
         )
     name = Path(runs[0].recording).name if runs else ""
-    return "\n".join(
-        [f"compare on {name} (maker fills of the quoted symbol; mo = markout)", *_table(rows)]
-    )
+    return [f"compare on {name} (maker fills of the quoted symbol; mo = markout)", _table(rows)]
 
 
 def ranking_text(runs: Sequence[SessionMetrics]) -> str:
     """A sweep's runs ranked by net PnL."""
+    return parts_text(ranking_parts(runs))
+
+
+def ranking_parts(runs: Sequence[SessionMetrics]) -> list[Part]:
     quote = runs[0].symbols[0].quote_coin if runs and runs[0].symbols else "USDT"
     ranked = sorted(runs, key=lambda m: m.net, reverse=True)
     rows = [["rank", "run", "recording", f"net {quote}", "net/h", "fills", "1 s mo", "5 s mo"]]
@@ -211,11 +283,11 @@ def ranking_text(runs: Sequence[SessionMetrics]) -> str:
                 _signed(metrics.markout(5_000).mean_bps),
             ]
         )
-    return "\n".join(_table(rows, right_from=3))
+    return [_table(rows, right_from=3)]
 
 
 def metrics_json(metrics: SessionMetrics) -> dict[str, object]:
-    """Everything but the per-fill rows (those go to the CSV)."""
+    """Everything but the per-fill rows (those go to the CSV); NaN as null."""
 
     def markouts(stats: Sequence[MarkoutStats]) -> list[dict[str, object]]:
         return [
@@ -280,8 +352,19 @@ def metrics_json(metrics: SessionMetrics) -> dict[str, object]:
         "verdicts": metrics.verdicts,
         "actions": metrics.actions,
         "kev": metrics.kev,
+        "series": {
+            "step_s": metrics.series.step_s,
+            "at_ns": metrics.series.at_ns.tolist(),
+            "equity": _finite_list(metrics.series.equity),
+            "position": _finite_list(metrics.series.position),
+            "mid": _finite_list(metrics.series.mid),
+        },
     }
 
 
 def _finite(value: float) -> float | None:
     return None if math.isnan(value) else value
+
+
+def _finite_list(values: np.ndarray) -> list[float | None]:
+    return [_finite(value) for value in values.tolist()]

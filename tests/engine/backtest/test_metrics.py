@@ -1,4 +1,5 @@
-"""The metrics, from a journal written by hand: average-cost PnL, markouts, uptime, pulls."""
+"""The metrics, from a journal written by hand: average-cost PnL, markouts, uptime, pulls, and
+the series the charts draw."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from engine.backtest.metrics import HORIZONS_MS, session_metrics
+from engine.backtest.metrics import HORIZONS_MS, SERIES_MAX_POINTS, session_metrics
+from engine.backtest.report import metrics_json
 from engine.backtest.session import MidSeries, SessionRecord
 from engine.journal import JournalEntry
 
@@ -147,3 +149,41 @@ def test_time_in_each_trading_state():
     entries = [entry(25, "state_change", old="ACTIVE", new="PAUSED", reason="operator pause")]
     seconds = session_metrics(record(entries)).state_seconds
     assert seconds["ACTIVE"] == pytest.approx(25.0) and seconds["PAUSED"] == pytest.approx(75.0)
+
+
+def test_the_series_mark_the_position_to_the_mid_and_end_at_the_net_pnl():
+    mids = [100.0] * 11 + [101.0] * 80 + [103.0] * 10  # 101 from 11 s, 103 from 91 s
+    entries = [
+        *order(1, "b1", "buy", 100.0, 1.0),
+        fill(2, "b1", "buy", 100.0, 1.0, 0.02),
+        *order(40, "a1", "sell", 102.0, 1.0, "ask"),
+        fill(50, "a1", "sell", 102.0, 1.0, 0.01),
+        *order(55, "b2", "buy", 101.0, 0.5),
+        fill(60, "b2", "buy", 101.0, 0.5, 0.005),
+    ]
+    metrics = session_metrics(record(entries, mids))
+    series = metrics.series
+    assert series.step_s == 1.0 and len(series.at_ns) == 101  # every second, 0 s to 100 s
+    assert series.at_ns[0] == T0 and series.at_ns[-1] == T0 + 100 * S
+    at = {second: float(series.equity[second]) for second in (1, 2, 10, 11, 49, 50, 60, 95)}
+    assert at[1] == 0.0
+    assert at[2] == pytest.approx(-0.02) and at[10] == pytest.approx(-0.02)  # long 1 at 100
+    assert at[11] == pytest.approx(0.98) and at[49] == pytest.approx(0.98)  # the mid at 101
+    assert at[50] == pytest.approx(1.97)  # flat: 2 realized, 0.03 fees
+    assert at[60] == pytest.approx(1.965)  # long 0.5 at 101, the mid at 101
+    assert at[95] == pytest.approx(2.965)  # the mid at 103: +1 open
+    assert series.equity[-1] == pytest.approx(metrics.net) and metrics.net == pytest.approx(2.965)
+    assert list(series.position[[1, 2, 50, 60, 100]]) == [0.0, 1.0, 0.0, 0.5, 0.5]
+    assert series.position[-1] == metrics.result("BTCUSDT").end_position
+    assert series.mid[10] == 100.0 and series.mid[11] == 101.0 and series.mid[-1] == 103.0
+
+
+def test_a_long_session_is_sampled_coarser_and_the_last_mid_is_held():
+    entries = [*order(1, "b1", "buy", 100.0, 1.0), fill(2, "b1", "buy", 100.0, 1.0, 0.0)]
+    metrics = session_metrics(record(entries, end_s=36_000))  # books for the first 100 s only
+    series = metrics.series
+    assert series.step_s == 30.0 and len(series.at_ns) == SERIES_MAX_POINTS + 1
+    assert series.at_ns[-1] == T0 + 36_000 * S
+    assert series.mid[-1] == 100.0 and series.equity[-1] == pytest.approx(metrics.net)
+    shown = metrics_json(metrics)["series"]
+    assert len(shown["at_ns"]) == len(shown["equity"]) == len(shown["mid"]) == 1_201
