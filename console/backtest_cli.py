@@ -7,9 +7,14 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from console.arguments import count
+
+if TYPE_CHECKING:
+    from engine.backtest.report import RunGroup
 
 
 def add_backtest_parser(commands: argparse._SubParsersAction) -> None:
@@ -40,9 +45,17 @@ def add_backtest_parser(commands: argparse._SubParsersAction) -> None:
         action="store_true",
         help="each run three times: Laya's gate, no gate, and the top-5 imbalance gate",
     )
-    parser.add_argument("--json", action="store_true", help="JSON on stdout instead of tables")
     parser.add_argument(
-        "--report", metavar="DIR", help="also write report.html, report.json and fills.csv there"
+        "--json", action="store_true", help="JSON on stdout instead of tables and charts"
+    )
+    parser.add_argument(
+        "--no-charts", action="store_true", help="the tables only, no charts in the terminal"
+    )
+    parser.add_argument(
+        "--report",
+        metavar="DIR",
+        help="also write there report.html (the tables and charts in one file), the charts as "
+        "PNG, report.json and fills.csv (needs matplotlib: pip install '.[report]')",
     )
     parser.add_argument(
         "--jobs",
@@ -63,7 +76,13 @@ def _symbols(text: str) -> tuple[str, ...]:
 def run_backtest_command(args: argparse.Namespace) -> int:
     from console.config_cli import load_console_settings
     from engine.backtest.plan import COMPARED_GATES, backtest_specs, grid, parse_set, run_specs
-    from engine.backtest.report import compare_text, metrics_json, ranking_text, session_text
+    from engine.backtest.report import (
+        compare_text,
+        metrics_json,
+        ranking_text,
+        run_groups,
+        session_text,
+    )
     from engine.feed.recording import check_recording
     from engine.settings import SettingsError
 
@@ -101,25 +120,38 @@ def run_backtest_command(args: argparse.Namespace) -> int:
     finally:
         if progress is not None:
             progress.close()
-    if report_dir is not None:
-        from engine.backtest.files import write_report
-
-        write_report(report_dir, runs)
+    groups = run_groups(runs, len(gates))
     if args.json:
         print(json.dumps({"runs": [metrics_json(run) for run in runs]}, indent=2))
+    else:
+        blocks = [session_text(run) for run in runs]
+        blocks += [compare_text(group.runs) for group in groups if group.compared]
+        if len(runs) > 1:
+            blocks.append(ranking_text(runs))
+        if not args.no_charts:
+            blocks.append(_charts(groups))
+        print("\n\n".join(blocks), flush=True)
+    if report_dir is None:
         return 0
-    blocks = [session_text(run) for run in runs]
-    if args.compare:
-        for recording in recordings:
-            of_it = [run for run in runs if Path(run.recording) == recording]
-            for start in range(0, len(of_it), len(gates)):
-                blocks.append(compare_text(of_it[start : start + len(gates)]))
-    if len(runs) > 1:
-        blocks.append(ranking_text(runs))
-    if report_dir is not None:
-        blocks.append(f"report: {report_dir / 'report.html'}")
-    print("\n\n".join(blocks))
+    from engine.backtest.files import write_report
+
+    try:
+        write_report(report_dir, groups)
+    except OSError as error:
+        print(f"{name}: --report {report_dir}: not written: {error}", file=sys.stderr)
+        return 1
+    print(f"report: {report_dir / 'report.html'}", file=sys.stderr if args.json else sys.stdout)
     return 0
+
+
+def _charts(groups: Sequence[RunGroup]) -> str:
+    """The charts sized to the terminal, in colour on a terminal without NO_COLOR."""
+    import shutil
+
+    from engine.backtest.charts import chart_size, figures_text, report_figures, wants_colour
+
+    width, height = chart_size(*shutil.get_terminal_size((100, 45)))
+    return figures_text(report_figures(groups), width, height, wants_colour(sys.stdout))
 
 
 class _ProgressLine:

@@ -1,4 +1,5 @@
-"""A simulated session the backtest tests share (written once: the simulator is deterministic)."""
+"""A simulated session the backtest tests share (written once: the simulator is deterministic),
+and its runs under each compared gate."""
 
 from __future__ import annotations
 
@@ -6,7 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from engine.backtest.metrics import SessionMetrics
+from engine.backtest.plan import COMPARED_GATES, backtest_specs, grid, run_specs
 from engine.laya.dataset import simulate_recording
+from engine.settings import load_settings
 
 SHARED_REPLAY = Path(__file__).resolve().parents[3] / ".." / "shared" / "data" / "replay"
 
@@ -17,3 +21,11 @@ def simulated_session(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("backtest") / "simulated.bitget.gz"
     simulate_recording(path, 4.0, seed=11)
     return path
+
+
+@pytest.fixture(scope="session")
+def compared_runs(simulated_session) -> list[SessionMetrics]:
+    """The simulated session under each compared gate (laya, none, imbalance), in this process."""
+    settings = load_settings(environ={"HFT_CONSOLE_LAYA__PREFER_GPU": "false"})
+    specs = backtest_specs(settings, [simulated_session], None, grid([]), COMPARED_GATES)
+    return run_specs(specs, jobs=1)
