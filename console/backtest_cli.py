@@ -7,6 +7,7 @@ import argparse
 import json
 import os
 import sys
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -64,6 +65,24 @@ def add_backtest_parser(commands: argparse._SubParsersAction) -> None:
         help="worker processes for several runs (default: one per core)",
     )
     parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    kev = parser.add_mutually_exclusive_group()
+    kev.add_argument(
+        "--kev",
+        metavar="FILE",
+        help="Kev takes part ([kev] url's llama-server): its answers take effect their latency "
+        "after each request, in market time, and are recorded to FILE for --kev-answers",
+    )
+    kev.add_argument(
+        "--kev-answers",
+        metavar="FILE",
+        help="Kev's answers played back from a --kev run's FILE: the rerun is exact, no server",
+    )
+    parser.add_argument(
+        "--frames",
+        type=count,
+        help="play each recording looped to this many frames (time and trade ids moved on "
+        "each pass, as the soak does): long runs, memory checks",
+    )
 
 
 def _symbols(text: str) -> tuple[str, ...]:
@@ -74,8 +93,20 @@ def _symbols(text: str) -> tuple[str, ...]:
 
 
 def run_backtest_command(args: argparse.Namespace) -> int:
+    with tempfile.TemporaryDirectory(prefix="hft-backtest-loops-") as scratch:
+        return _backtest(args, Path(scratch))
+
+
+def _backtest(args: argparse.Namespace, scratch: Path) -> int:
     from console.config_cli import load_console_settings
-    from engine.backtest.plan import COMPARED_GATES, backtest_specs, grid, parse_set, run_specs
+    from engine.backtest.plan import (
+        COMPARED_GATES,
+        backtest_specs,
+        grid,
+        looped_recordings,
+        parse_set,
+        run_specs,
+    )
     from engine.backtest.report import (
         compare_text,
         metrics_json,
@@ -84,6 +115,7 @@ def run_backtest_command(args: argparse.Namespace) -> int:
         session_text,
     )
     from engine.feed.recording import check_recording
+    from engine.kev.command import KevCommandSpec
     from engine.settings import SettingsError
 
     name = "hft-console backtest"
@@ -92,13 +124,26 @@ def run_backtest_command(args: argparse.Namespace) -> int:
         recordings = [Path(path) for path in args.replay]
         for recording in recordings:
             check_recording(recording)
+        if args.frames:
+            recordings = looped_recordings(recordings, args.frames, scratch)
         sets = [parse_set(text) for text in args.set]
         sources = {key: f"--set {key}" for key, _ in sets}
         settings = load_console_settings(args.config)
         gates = COMPARED_GATES if args.compare else (None,)
         specs = backtest_specs(
-            settings, recordings, args.symbols, grid(sets), gates, sources=sources
+            settings,
+            recordings,
+            args.symbols,
+            grid(sets),
+            gates,
+            kev_record=Path(args.kev) if args.kev else None,
+            kev_answers=Path(args.kev_answers) if args.kev_answers else None,
+            sources=sources,
         )
+        if args.kev_answers:
+            from engine.kev.answers import RecordedKevClient
+
+            RecordedKevClient(args.kev_answers, KevCommandSpec())  # refused now, not mid-run
         if report_dir is not None:
             from engine.backtest.files import check_report_dir
 

@@ -32,6 +32,7 @@ from engine.feed.parse import FrameParser
 from engine.feed.record import RecordProgress, record
 from engine.feed.replay import ReplayFeed, replay_clock
 from engine.journal import Journal, JournalConfig
+from engine.kev.answers import KevAnswerRecorder, RecordedKevClient
 from engine.kev.client import KevClient, KevClientConfig
 from engine.kev.command import KevCommandSpec
 from engine.kev.context import snapshot_of
@@ -94,6 +95,10 @@ class EngineConfig:
     """Where Kev's llama-server answers; None runs without Kev. Kev acts only through the
     trading desk's risk gateway, so it runs only when `trading` is set."""
     kev_hub: KevHubConfig = field(default_factory=KevHubConfig)
+    kev_answers_out: str | None = None
+    """A replay with Kev writes each of Kev's answers here (engine/kev/answers.py)..."""
+    kev_answers_in: str | None = None
+    """... and a rerun plays them back from here instead of asking llama-server."""
     laya_keep_warm_ms: float | None = 5.0
     """A throwaway inference this often while idle keeps Laya's first run after a quiet spell
     fast (see InferenceWarmer); None switches it off."""
@@ -126,6 +131,10 @@ class EngineConfig:
             raise ValueError(f"laya_keep_warm_ms must be within [0.5, 1000] or None, got {warm_ms}")
         if not 0 <= self.laya_warmup_s <= 3_600:
             raise ValueError(f"laya_warmup_s must be within [0, 3600] s, got {self.laya_warmup_s}")
+        if (self.kev_answers_in or self.kev_answers_out) and self.replay_path is None:
+            raise ValueError("Kev's answers are recorded and replayed only with a recording")
+        if self.kev_answers_in and self.kev_answers_out:
+            raise ValueError("Kev's answers are either recorded or replayed, not both")
         trading = self.trading
         if trading is None:
             return
@@ -244,7 +253,8 @@ class EngineNode:
         self.warmer: InferenceWarmer | None = None
         self.kev: KevHub | None = None
         self.hedge_analytics: HedgeAnalytics | None = None
-        self._kev_client: KevClient | None = None
+        self._kev_client: KevClient | RecordedKevClient | None = None
+        self._kev_answers: KevAnswerRecorder | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._publisher: asyncio.Task[None] | None = None
 
@@ -325,9 +335,20 @@ class EngineNode:
         commands to the desk (which drains the gateway's events), its decisions to the journal,
         its events to the event log, accepted quote skews to the strategy. It starts offline
         and connects (warming the prompt cache first) when llama-server answers."""
-        client = KevClient(client_config, KevCommandSpec().for_gateway(desk.gateway.config))
+        spec = KevCommandSpec().for_gateway(desk.gateway.config)
+        config = self.config
+        client: KevClient | RecordedKevClient = (
+            RecordedKevClient(config.kev_answers_in, spec)
+            if config.kev_answers_in
+            else KevClient(client_config, spec)
+        )
         await client.start()
         self._kev_client = client
+        recorder = None
+        if config.kev_answers_out:
+            recorder = KevAnswerRecorder(config.kev_answers_out)
+            recorder.open()
+        self._kev_answers = recorder
         if len(self.config.symbols) >= 2:
             self.hedge_analytics = HedgeAnalytics()
         hub = KevHub(
@@ -339,6 +360,8 @@ class EngineNode:
             apply=desk.apply_kev_command,
             journal=desk.journal,
             on_event=self.events.append,
+            engine_clock=self.clock,
+            recorder=recorder,
         )
         await hub.start()
         self.kev = hub
@@ -424,6 +447,8 @@ class EngineNode:
             await self.kev.stop()
         if self._kev_client is not None:
             await self._kev_client.stop()
+        if self._kev_answers is not None:
+            self._kev_answers.close()
         if self.desk is not None:
             await self.desk.stop()
         if self.sim is not None:

@@ -605,6 +605,11 @@ class KevSettings:
         _KEV_HUB.max_mid_move_bps, "an answer is stale once the mid moved this far, bps"
     )
     health_interval_s: float = _key(_KEV_HUB.health_interval_s, "period of the /health probe, s")
+    latency_scale: float = _key(
+        _KEV_HUB.latency_scale,
+        "in a replay, an answer takes effect this many times its latency after its request "
+        "(0.2: a server five times faster)",
+    )
     ttl_ms: tuple[int, int] = _key(_KEV_SPEC.ttl_ms, "[shortest, longest] validity Kev may give")
     actions: tuple[KevAction, ...] = _key(
         _KEV_SPEC.actions, "actions Kev may ask for: hold, reduce, flatten, pause_quoting"
@@ -639,6 +644,7 @@ class KevSettings:
             max_in_flight=self.max_in_flight,
             max_mid_move_bps=self.max_mid_move_bps,
             health_interval_s=self.health_interval_s,
+            latency_scale=self.latency_scale,
         )
 
     def command_spec(self) -> KevCommandSpec:

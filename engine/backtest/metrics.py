@@ -138,6 +138,8 @@ class SessionMetrics:
     pulled: tuple[PulledQuote, ...] = field(repr=False)
     series: SessionSeries = field(repr=False)
     recording_problem: str | None = None
+    rss_kb_at_100k: int | None = None
+    rss_kb_end: int = 0
 
     @property
     def hours(self) -> float:
@@ -233,6 +235,8 @@ def session_metrics(record: SessionRecord) -> SessionMetrics:
         pulled=tuple(pulled),
         series=_series(record, paths),
         recording_problem=record.recording_problem,
+        rss_kb_at_100k=record.rss_kb_at_100k,
+        rss_kb_end=record.rss_kb_end,
     )
 
 

@@ -82,6 +82,19 @@ def recording_symbols(path: str | os.PathLike[str], max_lines: int = SYMBOL_SCAN
     return tuple(symbol for symbol, _ in books.most_common())
 
 
+def looped_recordings(recordings: Sequence[Path], frames: int, folder: Path) -> list[Path]:
+    """Each recording played on and on to `frames` frames (market time and trade ids moved on
+    each pass, as the soak loops), written into `folder`: for long runs and memory checks."""
+    from engine.soak import write_looped_recording
+
+    looped = []
+    for recording in recordings:
+        name = recording.name.split(".", 1)[0]
+        out = folder / f"{name}-looped-{frames}.bitget.gz"
+        looped.append(write_looped_recording((recording,), out, frames).path)
+    return looped
+
+
 def backtest_specs(
     settings: Settings,
     recordings: Sequence[Path],
@@ -89,16 +102,24 @@ def backtest_specs(
     points: Sequence[GridPoint],
     gates: Sequence[QuoteGate | None],
     *,
-    kev: bool = False,
+    kev_record: Path | None = None,
+    kev_answers: Path | None = None,
     sources: Mapping[str, str] | None = None,
 ) -> list[BacktestSpec]:
-    """One spec a run; a gate of None is the one the settings (and `--set`) name. Raises
-    ValueError naming a symbol a recording does not have, or a setting that is not valid
-    (SettingsError)."""
+    """One spec a run; a gate of None is the one the settings (and `--set`) name. Kev runs only
+    when asked: against the [kev] server with its answers recorded to `kev_record`, or from
+    the answers in `kev_answers` (one run: one server). Raises ValueError naming a symbol a
+    recording does not have, or a setting that is not valid (SettingsError)."""
     if any(gate is not None for gate in gates) and any(
         key == "laya.gate" for point in points for key, _ in point.values
     ):
         raise ValueError("--compare runs every gate: --set laya.gate would undo it")
+    kev = kev_record is not None or kev_answers is not None
+    if kev and len(recordings) * len(points) * len(gates) > 1:
+        raise ValueError(
+            "Kev takes part in one run at a time (one llama-server): one recording, "
+            "no grid, no --compare"
+        )
     specs = []
     for recording in recordings:
         found = recording_symbols(recording)
@@ -123,8 +144,12 @@ def backtest_specs(
                     trading=configured.trading_config(),
                     status_interval_s=10.0,  # nobody watches: a status every 10 market seconds
                 )
-                if not kev:
-                    engine = dataclasses.replace(engine, kev_client=None)
+                engine = dataclasses.replace(
+                    engine,
+                    kev_client=engine.kev_client if kev else None,
+                    kev_answers_out=str(kev_record) if kev_record is not None else None,
+                    kev_answers_in=str(kev_answers) if kev_answers is not None else None,
+                )
                 if gate is not None:
                     label = gate.value if not point.values else f"{gate.value} {point.label}"
                 else:

@@ -311,6 +311,13 @@ def metrics_json(metrics: SessionMetrics) -> dict[str, object]:
         "frames": metrics.frames,
         "wall_s": metrics.wall_s,
         "frames_per_s": metrics.frames_per_s,
+        "rss_kb": {
+            "at_100k_frames": metrics.rss_kb_at_100k,
+            "end": metrics.rss_kb_end,
+            "growth": (
+                metrics.rss_kb_end / metrics.rss_kb_at_100k - 1 if metrics.rss_kb_at_100k else None
+            ),
+        },
         "pnl": {
             "realized": metrics.realized,
             "unrealized": metrics.unrealized,

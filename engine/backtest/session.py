@@ -13,6 +13,7 @@ import dataclasses
 import os
 import tempfile
 import time
+from array import array
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +31,8 @@ from engine.trading.config import TradingMode
 
 _PROGRESS_EVERY_BOOKS = 512
 """The progress callback is considered every this many books (a clock read each time)."""
+RSS_MARK_FRAMES = 100_000
+"""Memory is read once this many frames have played, and at the end: growth in between."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +102,8 @@ class SessionRecord:
     wall_s: float
     verdicts: dict[str, int]
     recording_problem: str | None
+    rss_kb_at_100k: int | None
+    """The resident set once 100,000 frames had played (None for a shorter run), in kB."""
     rss_kb_end: int
     venue: dict[str, object]
     """The paper venue's own figures at the end (requests, fills, balance, equity)."""
@@ -116,12 +121,16 @@ class _MidRecorder:
         symbols: tuple[str, ...],
         desk_on_book: Callable[[BookSnapshot, QuoteIntent], None],
         progress: Callable[[], None] | None,
+        frames: Callable[[], int],
     ) -> None:
-        self.times: dict[str, list[int]] = {symbol: [] for symbol in symbols}
-        self.mids: dict[str, list[float]] = {symbol: [] for symbol in symbols}
+        # Compact arrays, 16 bytes a book: a million-frame run keeps every mid in a few MB.
+        self.times: dict[str, array[int]] = {symbol: array("q") for symbol in symbols}
+        self.mids: dict[str, array[float]] = {symbol: array("d") for symbol in symbols}
         self._desk_on_book = desk_on_book
         self._progress = progress
+        self._frames = frames
         self._books = 0
+        self.rss_kb_at_100k: int | None = None
 
     def on_decided(self, snapshot: BookSnapshot, intent: QuoteIntent) -> None:
         levels = snapshot.levels
@@ -131,12 +140,17 @@ class _MidRecorder:
             self.mids[snapshot.symbol].append(0.5 * (float(levels[0, 0]) + float(levels[2, 0])))
         self._desk_on_book(snapshot, intent)
         self._books += 1
-        if self._progress is not None and not self._books % _PROGRESS_EVERY_BOOKS:
-            self._progress()
+        if not self._books % _PROGRESS_EVERY_BOOKS:
+            if self.rss_kb_at_100k is None and self._frames() >= RSS_MARK_FRAMES:
+                self.rss_kb_at_100k = rss_kb()
+            if self._progress is not None:
+                self._progress()
 
     def series(self) -> dict[str, MidSeries]:
         return {
-            symbol: MidSeries(np.asarray(times, np.int64), np.asarray(self.mids[symbol]))
+            symbol: MidSeries(
+                np.frombuffer(times, np.int64).copy(), np.frombuffer(self.mids[symbol]).copy()
+            )
             for symbol, times in self.times.items()
             if times
         }
@@ -201,7 +215,10 @@ async def _play(
 
     pipeline = node.pipeline
     assert pipeline.on_decided is not None
-    recorder = _MidRecorder(node.config.symbols, pipeline.on_decided, report)
+    parser_stats = node.parser.stats
+    recorder = _MidRecorder(
+        node.config.symbols, pipeline.on_decided, report, lambda: parser_stats.frames
+    )
     pipeline.on_decided = recorder.on_decided
     try:
         stats = await feed.wait()
@@ -223,6 +240,7 @@ async def _play(
         wall_s=wall_s,
         verdicts=pipeline.decisions.counts(),
         recording_problem=problem.text if problem is not None else None,
+        rss_kb_at_100k=recorder.rss_kb_at_100k,
         rss_kb_end=rss_kb(),
         venue=node.desk.venue.stats(),
     )

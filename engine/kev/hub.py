@@ -34,12 +34,21 @@ import logging
 import math
 import time
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
 
+from engine.clock import EngineClock, WallClock
 from engine.journal import EntryKind, Journal, JournalError, JournalFault
-from engine.kev.client import SERVER_DOWN, KevClient, KevFailure, KevReply, KevTimings
+from engine.kev.answers import KevAnswerRecorder, RecordedKevClient
+from engine.kev.client import (
+    SERVER_DOWN,
+    KevClient,
+    KevFailure,
+    KevHealth,
+    KevReply,
+    KevTimings,
+)
 from engine.kev.command import KevCommand, stale_reason
 from engine.kev.context import displayed_percent, format_context, warmup_context
 from engine.kev.hedge import HedgeAnalytics
@@ -52,6 +61,9 @@ from engine.trading.events import TradingFault
 logger = logging.getLogger(__name__)
 
 _VERDICT_NAMES = tuple(verdict.name for verdict in Verdict)
+_T = TypeVar("_T")
+_REAL_LIMIT_MARGIN_S = 0.5
+"""In a replay, how long after the client's own limit a request is given up on the real clock."""
 _JOURNALED_RAW_CHARS = 2_000
 """The most of an answer without a command that its journal entry keeps (a well-behaved
 server sends at most `max_tokens`, a few hundred characters)."""
@@ -144,6 +156,9 @@ class KevHubConfig:
     decision_log_size: int = 256
     health_interval_s: float = 2.0
     warmup_timeout_s: float | None = 90.0
+    latency_scale: float = 1.0
+    """In a replay, an answer takes effect its measured latency times this after its request,
+    in market time (0.2 models a server five times faster)."""
 
     def __post_init__(self) -> None:
         for name in ("max_in_flight", "queue_capacity", "decision_log_size"):
@@ -154,7 +169,7 @@ class KevHubConfig:
             raise ValueError(
                 f"KevHubConfig.overflow must be a KevQueueOverflow, got {self.overflow!r}"
             )
-        for name in ("max_mid_move_bps", "health_interval_s", "warmup_timeout_s"):
+        for name in ("max_mid_move_bps", "health_interval_s", "warmup_timeout_s", "latency_scale"):
             value = getattr(self, name)
             if name == "warmup_timeout_s" and value is None:
                 continue
@@ -172,6 +187,11 @@ class KevHub:
     gateway (default: the gateway's own `apply_kev_command`). `journal` gets one `kev_decision`
     entry per decision. `on_event` gets the hub's events (the warm-up's end, a decision the
     journal refused) for the engine's event log.
+
+    In a replay (`engine_clock` a MarketClock) market time stands still while a request is out
+    to llama-server (its time limits then run on the real clock) and an answer takes effect
+    `latency_scale` times its latency after its request, never earlier; `recorder` writes each
+    answer for a rerun, which `client` (a RecordedKevClient) plays back.
     """
 
     def __init__(
@@ -186,9 +206,13 @@ class KevHub:
         apply: KevApply | None = None,
         journal: Journal | None = None,
         on_event: Callable[[object], None] | None = None,
+        engine_clock: EngineClock | None = None,
+        recorder: KevAnswerRecorder | None = None,
     ) -> None:
         self.config = config
         self._client = client
+        self._engine_clock = engine_clock if engine_clock is not None else WallClock()
+        self._recorder = recorder
         self._gateway = gateway
         self._clock = clock
         self._hedge = hedge
@@ -294,14 +318,20 @@ class KevHub:
 
     async def _watch_health(self) -> None:
         client = self._client
+        probe_s = _probe_timeout_s(client)
         while True:
-            health = await client.health()
+            health = await self._on_real_clock(
+                client.health(), probe_s, KevHealth("unreachable", f"no answer in {probe_s:g} s")
+            )
             if health.state == "ok":
                 if self._link is not KevLink.ONLINE:
-                    props = await client.props()
+                    props = await self._on_real_clock(client.props(), probe_s, None)
                     if props is not None and props.model:
                         self._model = props.model
-                    if self.config.warmup_timeout_s is None:
+                    # Recorded answers have no server behind them: no prompt cache to warm.
+                    if self.config.warmup_timeout_s is None or isinstance(
+                        client, RecordedKevClient
+                    ):
                         self._set_link(KevLink.ONLINE, "")
                     else:
                         await self._warm_up_safely(self.config.warmup_timeout_s)
@@ -330,7 +360,11 @@ class KevHub:
         symbol = self._gateway.config.limits.symbols[0].symbol
         hedge = self._hedge.stats() if self._hedge is not None else None
         context = warmup_context(symbol, self._gateway.snapshot(), hedge, self._clock())
-        reply = await self._client.ask(context, timeout_s=timeout_s)
+        client = self._client
+        assert isinstance(client, KevClient)
+        reply = await self._on_real_clock(
+            client.ask(context, timeout_s=timeout_s), timeout_s, _timed_out(timeout_s)
+        )
         if reply.model:
             self._model = reply.model
         seconds = reply.wall_ms / 1e3
@@ -382,7 +416,7 @@ class KevHub:
         risk = self._gateway.snapshot()
         hedge = self._hedge.stats() if self._hedge is not None else None
         waited_ms = (self._clock() - request.first_queued_ns) / 1e6
-        reply = await self._client.ask(format_context(request, risk, hedge, waited_ms))
+        reply = await self._answer(request, format_context(request, risk, hedge, waited_ms))
         self._last_latency_ms = reply.wall_ms
         if reply.model:
             self._model = reply.model
@@ -428,6 +462,34 @@ class KevHub:
         )
         reason = f"{summary}; {notes}" if notes else summary
         self._conclude(request, KevOutcome.ACCEPTED, reason, reply, waited_ms, now_ns, outcome)
+
+    async def _answer(self, request: KevRequest, context: str) -> KevReply:
+        """Kev's reply to `request`, in force from now: live, once it arrived; in a replay,
+        its latency (scaled) of market time after the request."""
+        snapshot = request.snapshot
+        verdict = Verdict(snapshot.verdict).name
+        client = self._client
+        if isinstance(client, RecordedKevClient):
+            reply = client.answer(snapshot.symbol, verdict, request.context_ns)
+        else:
+            limit_s = client.config.request_timeout_s
+            reply = await self._on_real_clock(client.ask(context), limit_s, _timed_out(limit_s))
+            if self._recorder is not None:
+                self._recorder.record(snapshot.symbol, verdict, request.context_ns, reply)
+        if self._engine_clock.market:
+            await asyncio.sleep(reply.wall_ms / 1e3 * self.config.latency_scale)
+        return reply
+
+    async def _on_real_clock(self, call: Awaitable[_T], limit_s: float, timed_out: _T) -> _T:
+        """A request to llama-server. In a replay market time stands still while it is out,
+        and the client's own time limits (on the loop's market time) with it: this one runs on
+        the real clock, a little after the client's."""
+        if not self._engine_clock.market:
+            return await call
+        try:
+            return await self._engine_clock.real_wait(call, limit_s + _REAL_LIMIT_MARGIN_S)
+        except TimeoutError:
+            return timed_out
 
     def _gateway_mid(self, symbol: str) -> float | None:
         for view in self._gateway.snapshot().positions:
@@ -548,3 +610,13 @@ def _changed(proposed: float, current: float) -> float | None:
     if round(proposed * 100) == displayed_percent(current):
         return None
     return proposed
+
+
+def _timed_out(limit_s: float) -> KevReply:
+    return KevReply(
+        None, KevFailure.TIMEOUT, f"no answer within {limit_s:g} s", "", "", limit_s * 1e3, None, ""
+    )
+
+
+def _probe_timeout_s(client: KevClient | RecordedKevClient) -> float:
+    return client.config.probe_timeout_s if isinstance(client, KevClient) else 1.0

@@ -67,9 +67,10 @@ def record(entries, mids=None, end_s=100.0) -> SessionRecord:
         900,
         0.5,
         {"HOLD": 10},
-        None,
-        0,
-        {},
+        recording_problem=None,
+        rss_kb_at_100k=None,
+        rss_kb_end=0,
+        venue={},
     )
 
 
