@@ -57,3 +57,11 @@ def count(text: str) -> int:
     if value > MAX_COUNT:
         raise argparse.ArgumentTypeError(f"expected a number up to {MAX_COUNT:,}, got {value}")
     return value
+
+
+def symbol_list(text: str) -> tuple[str, ...]:
+    """`BTCUSDT,ETHUSDT` -> ("BTCUSDT", "ETHUSDT"), upper-cased; at least one."""
+    symbols = tuple(part.strip().upper() for part in text.split(",") if part.strip())
+    if not symbols:
+        raise argparse.ArgumentTypeError("give at least one symbol, e.g. BTCUSDT,ETHUSDT")
+    return symbols

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from console.arguments import count
+from console.arguments import count, symbol_list
 
 if TYPE_CHECKING:
     from engine.backtest.report import RunGroup
@@ -29,7 +29,7 @@ def add_backtest_parser(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("--replay", metavar="FILE", nargs="+", required=True, help="recordings")
     parser.add_argument(
         "--symbols",
-        type=_symbols,
+        type=symbol_list,
         help="traded symbol first, then the hedge (default: the recording's two busiest)",
     )
     parser.add_argument("--config", metavar="FILE", help="settings file (default: the user's)")
@@ -83,13 +83,6 @@ def add_backtest_parser(commands: argparse._SubParsersAction) -> None:
         help="play each recording looped to this many frames (time and trade ids moved on "
         "each pass, as the soak does): long runs, memory checks",
     )
-
-
-def _symbols(text: str) -> tuple[str, ...]:
-    symbols = tuple(part.strip().upper() for part in text.split(",") if part.strip())
-    if not 1 <= len(symbols) <= 2:
-        raise argparse.ArgumentTypeError("give the traded symbol and at most one hedge")
-    return symbols
 
 
 def run_backtest_command(args: argparse.Namespace) -> int:

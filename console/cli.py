@@ -10,7 +10,13 @@ import os
 import sys
 from collections.abc import Sequence
 
-from console.arguments import count, non_negative_number, positive_number, replay_speed
+from console.arguments import (
+    count,
+    non_negative_number,
+    positive_number,
+    replay_speed,
+    symbol_list,
+)
 from console.backtest_cli import add_backtest_parser, run_backtest_command
 from console.chaos_cli import add_chaos_parser, run_chaos
 from console.config_cli import add_config_parser, run_config
@@ -22,17 +28,10 @@ BITGET_PUBLIC_URL = "wss://ws.bitget.com/v2/ws/public"
 DEFAULT_SYMBOLS = "BTCUSDT,ETHUSDT"
 
 
-def _symbols(text: str) -> tuple[str, ...]:
-    symbols = tuple(part.strip().upper() for part in text.split(",") if part.strip())
-    if not symbols:
-        raise argparse.ArgumentTypeError("give at least one symbol, e.g. BTCUSDT,ETHUSDT")
-    return symbols
-
-
 def _add_market_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--symbols",
-        type=_symbols,
+        type=symbol_list,
         help="traded symbol first, then the hedge (default: [engine] symbols, BTCUSDT,ETHUSDT)",
     )
     source = parser.add_mutually_exclusive_group()
@@ -157,7 +156,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     record = commands.add_parser("record", help="record raw public frames to a file")
     record.add_argument("--out", required=True, metavar="FILE", help="output (.gz compresses)")
-    record.add_argument("--symbols", type=_symbols, default=_symbols(DEFAULT_SYMBOLS))
+    record.add_argument("--symbols", type=symbol_list, default=symbol_list(DEFAULT_SYMBOLS))
     record.add_argument(
         "--duration", type=positive_number, help="seconds to record (default: until Ctrl+C)"
     )
