@@ -1066,6 +1066,9 @@ class OrderExecutor:
                 order.reason = str(error)
                 order.updated_ns = now
             return
+        finally:
+            # A 40008 makes the REST client re-measure the venue's clock: say so at once.
+            self._watch_clock()
         now = self._clock()
         self._acknowledge(order, ack.order_id, now)
         if order.cancel_requested and not order.state.terminal:
