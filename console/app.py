@@ -1,9 +1,11 @@
 """The Textual console: composes the panes, polls the engine handle, sends the operator's keys.
 
 It polls `EngineHandle.snapshot()` and `events_since()` at `refresh_hz` on the UI loop (both
-return at once) and hands each pane its part of the snapshot; panes redraw only what changed.
-Commands run off the UI loop, one at a time in the order given, except the kill switch, which
-has a lane of its own so it never waits behind another command.
+return at once) and offers each pane its part of the snapshot; panes redraw only what changed,
+ordinary changes no more often than the `[console] bandwidth` budget allows (console.bandwidth),
+and what the terminal is sent is compacted and counted (console.terminal_output). Commands run
+off the UI loop, one at a time in the order given, except the kill switch, which has a lane of
+its own so it never waits behind another command.
 """
 
 from __future__ import annotations
@@ -22,8 +24,10 @@ from textual import events
 from textual.app import App, ComposeResult
 from textual.binding import BindingType
 from textual.containers import Container
+from textual.driver import Driver
 from textual.widgets import Footer
 
+from console.bandwidth import BUDGETS, Bandwidth
 from console.handle import CommandResult, EngineHandle, EngineLost, ShutdownPolicy
 from console.keymap import CONSOLE_BINDINGS, checked_keymap, key_list
 from console.screens.confirm import ConfirmScreen
@@ -31,14 +35,24 @@ from console.screens.help import HelpScreen
 from console.screens.overrides import OverridesScreen
 from console.screens.quit import QuitScreen
 from console.screens.rearm import RearmScreen
-from console.view import ConsoleSnapshot, EventKind, RiskOverrides, Severity, TradingView
+from console.terminal_output import OutputMeter, metered_driver
+from console.view import (
+    ConsoleSnapshot,
+    DepthView,
+    EventKind,
+    ImbalanceView,
+    RiskOverrides,
+    Severity,
+    TradingView,
+)
+from console.widgets import format as fmt
 from console.widgets.depth import DepthPane
 from console.widgets.events import EventsPane
 from console.widgets.imbalance import ImbalancePane
 from console.widgets.kev import KevPane
 from console.widgets.latency import LatencyPane
 from console.widgets.orders import OrdersPane
-from console.widgets.status import StatusPane
+from console.widgets.status import CommandNote, StatusPane
 from console.widgets.verdicts import VerdictsPane
 from console.widgets.vram import VramPane
 from engine.risk.events import TradingState
@@ -48,17 +62,23 @@ from engine.risk.events import TradingState
 class ConsoleConfig:
     """`refresh_hz`: snapshot polls a second. `stale_after_s`: a snapshot time that has not
     moved for this long marks the screen stale. `keymap`: binding id -> keys (comma-separated),
-    e.g. {"console.kill": "K"}. Below `full_layout_size` (columns, rows) the layout is compact."""
+    e.g. {"console.kill": "K"}. Below `full_layout_size` (columns, rows) the layout is compact.
+    `bandwidth`: the redraw budget (`full`, or `low` for links under about 256 kbit/s)."""
 
     refresh_hz: float = 20.0
     stale_after_s: float = 3.0
     event_log_lines: int = 2_000
     keymap: Mapping[str, str] = field(default_factory=dict)
     full_layout_size: tuple[int, int] = (120, 40)
+    bandwidth: Bandwidth = Bandwidth.FULL
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.refresh_hz) and 1 <= self.refresh_hz <= 60):
             raise ValueError(f"refresh_hz must be within [1, 60], got {self.refresh_hz!r}")
+        if self.bandwidth not in tuple(Bandwidth):
+            choices = ", ".join(repr(item.value) for item in Bandwidth)
+            raise ValueError(f"bandwidth must be one of {choices}, got {self.bandwidth!r}")
+        object.__setattr__(self, "bandwidth", Bandwidth(self.bandwidth))
         if not self.stale_after_s > 0:
             raise ValueError(f"stale_after_s must be > 0, got {self.stale_after_s!r}")
         if self.event_log_lines < 1:
@@ -74,6 +94,11 @@ class ConsoleConfig:
         object.__setattr__(self, "keymap", MappingProxyType(checked))
 
 
+COMMAND_NOTE_S = 10.0
+"""How long a safety key's answer stays on the status bar when it went well; a failure stays
+until the next safety key."""
+
+
 class HftConsoleApp(App[None]):
     CSS_PATH: ClassVar[list[str | PurePath]] = ["../styles/console.tcss", "../styles/dialogs.tcss"]
     TITLE = "hft-console"
@@ -87,9 +112,14 @@ class HftConsoleApp(App[None]):
         *,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        self.output = OutputMeter()
+        """What the terminal was sent (set first: Textual picks its driver as it starts)."""
         super().__init__()
         self.handle = handle
         self.config = config or ConsoleConfig()
+        self._budget = BUDGETS[self.config.bandwidth]
+        self._output_shown_at = -math.inf
+        self._note_until = math.inf
         self._clock = clock
         self._snapshot: ConsoleSnapshot | None = None
         self._last_event_id = -1
@@ -128,6 +158,18 @@ class HftConsoleApp(App[None]):
             "orders": self._orders,
             "events": self._events,
         }
+        budget = self._budget
+        for pane, interval_s in (
+            (self._status, budget.status_s),
+            (self._depth, budget.ladder_s),
+            (self._imbalance, budget.imbalance_s),
+            (self._latency, budget.latency_s),
+            (self._vram, budget.vram_s),
+            (self._verdicts, budget.lists_s),
+            (self._orders, budget.lists_s),
+        ):
+            pane.interval_s = interval_s
+        self._events.interval_s = budget.lists_s
 
     def compose(self) -> ComposeResult:
         yield self._status
@@ -142,7 +184,13 @@ class HftConsoleApp(App[None]):
             yield self._events
         yield self._footer
 
+    def get_driver_class(self) -> type[Driver]:
+        """Textual's driver for this terminal, sending compacted output and counting it."""
+        return metered_driver(super().get_driver_class(), self.output)
+
     def on_mount(self) -> None:
+        if self._budget.terminal_colours:
+            self.theme = "ansi-dark"
         if self.config.keymap:
             self.set_keymap(dict(self.config.keymap))
         self._apply_layout(self.size.width, self.size.height)
@@ -174,14 +222,18 @@ class HftConsoleApp(App[None]):
         still = now - self._snapshot_moved_at
         stale = still > self.config.stale_after_s and self._lost is None  # dead, not stale
         self._set_problem(f"no new snapshot for {still:.0f} s" if stale else "")
-        if snapshot is not previous:
-            self._snapshot = snapshot
-            with self.batch_update():
-                self._show(snapshot)
-        if events_read or missed:
-            self._events.add(events_read, missed)
-            if events_read:
-                self._last_event_id = events_read[-1].event_id
+        self._snapshot = snapshot
+        # Every poll: a change a pane's budget held back is taken once the budget allows.
+        with self.batch_update():
+            self._show(snapshot, now)
+            if now - self._output_shown_at >= self._budget.output_rate_s:
+                self._output_shown_at = now
+                self._status.output = self._output_rate()
+            if now >= self._note_until:
+                self._status.command = None
+        self._events.add(events_read, missed, now)
+        if events_read:
+            self._last_event_id = events_read[-1].event_id
         if lost is not None and self._lost is None:
             self._engine_lost(lost, snapshot.at_ns)
 
@@ -199,24 +251,36 @@ class HftConsoleApp(App[None]):
         self._poll_error = problem
         self._status.problem = problem
 
-    def _show(self, snapshot: ConsoleSnapshot) -> None:
-        self._status.view = snapshot.status
-        symbol = self._symbol(snapshot)
-        self._depth.view = next((view for view in snapshot.depth if view.symbol == symbol), None)
-        self._imbalance.view = next(
-            (view for view in snapshot.imbalance if view.symbol == symbol), None
-        )
-        self._verdicts.view = snapshot.verdicts
-        self._latency.view = snapshot.latency
-        self._vram.view = snapshot.vram
-        self._kev.view = snapshot.kev_decisions
-        self._orders.view = (snapshot.orders, snapshot.fills)
+    def _show(self, snapshot: ConsoleSnapshot, now: float) -> None:
+        self._status.offer(snapshot.status, now)
+        depth, imbalance = self._symbol_views(snapshot)
+        self._depth.offer(depth, now)
+        self._imbalance.offer(imbalance, now)
+        self._verdicts.offer(snapshot.verdicts, now)
+        self._latency.offer(snapshot.latency, now)
+        self._vram.offer(snapshot.vram, now)
+        self._kev.offer(snapshot.kev_decisions, now)
+        self._orders.offer((snapshot.orders, snapshot.fills), now)
 
-    def _symbol(self, snapshot: ConsoleSnapshot) -> str | None:
+    def _output_rate(self) -> str:
+        """What the terminal is sent a second, for the status bar ("" before any output)."""
+        if not self.output.started:
+            return ""
+        mode = " (low)" if self.config.bandwidth is Bandwidth.LOW else ""
+        return f"screen {fmt.byte_rate(self.output.rate())}{mode}"
+
+    def _symbol_views(
+        self, snapshot: ConsoleSnapshot
+    ) -> tuple[DepthView | None, ImbalanceView | None]:
+        """The depth and imbalance of the symbol `s` has chosen."""
         symbols = [view.symbol for view in snapshot.depth]
         if not symbols:
-            return None
-        return symbols[self._symbol_index % len(symbols)]
+            return None, None
+        symbol = symbols[self._symbol_index % len(symbols)]
+        return (
+            next((view for view in snapshot.depth if view.symbol == symbol), None),
+            next((view for view in snapshot.imbalance if view.symbol == symbol), None),
+        )
 
     # Layout
 
@@ -258,9 +322,9 @@ class HftConsoleApp(App[None]):
         if trading.state is TradingState.HALTED:
             self.notify("Halted: the kill switch is latched. Re-arm with a.", severity="warning")
         elif trading.state is TradingState.PAUSED:
-            self._send("resume", self.handle.resume)
+            self._send("resume", self.handle.resume, safety=True)
         else:
-            self._send("pause", self.handle.pause)
+            self._send("pause", self.handle.pause, safety=True)
 
     def action_flatten(self) -> None:
         trading = self._trading()
@@ -269,7 +333,7 @@ class HftConsoleApp(App[None]):
 
         def answered(confirmed: bool | None) -> None:
             if confirmed:
-                self._send("flatten", self.handle.flatten)
+                self._send("flatten", self.handle.flatten, safety=True)
 
         self.push_screen(
             ConfirmScreen(
@@ -280,7 +344,7 @@ class HftConsoleApp(App[None]):
         )
 
     def action_kill(self) -> None:
-        self._send("KILL", self.handle.kill, urgent=True)
+        self._send("KILL", self.handle.kill, urgent=True, safety=True)
 
     def action_rearm(self) -> None:
         trading = self._trading()
@@ -355,8 +419,8 @@ class HftConsoleApp(App[None]):
 
     def action_next_symbol(self) -> None:
         self._symbol_index += 1
-        if self._snapshot is not None:
-            self._show(self._snapshot)
+        if self._snapshot is not None:  # the other symbol at once, whatever the budget
+            self._depth.view, self._imbalance.view = self._symbol_views(self._snapshot)
 
     # Commands
 
@@ -375,11 +439,17 @@ class HftConsoleApp(App[None]):
         command: Callable[[], CommandResult],
         *,
         urgent: bool = False,
+        safety: bool = False,
         then: Callable[[CommandResult], None] | None = None,
     ) -> None:
+        """`urgent`: the kill switch's own lane. `safety`: the status bar says the command
+        was sent, then its answer."""
         lane = self._kill_lane if urgent else self._commands
+        sent_at = self._clock()
+        if safety:
+            self._note(CommandNote(f"{label} sent…", "sent"), math.inf)
         self.run_worker(
-            self._finish(label, lane.submit(command), then),
+            self._finish(label, lane.submit(command), then, sent_at if safety else None),
             group="commands",
             exit_on_error=False,
         )
@@ -389,11 +459,17 @@ class HftConsoleApp(App[None]):
         label: str,
         future: Future[CommandResult],
         then: Callable[[CommandResult], None] | None,
+        sent_at: float | None,
     ) -> None:
         try:
             result = await asyncio.wrap_future(future)
         except Exception as error:  # the engine side failed: say so, keep the console
             result = CommandResult(False, f"failed: {type(error).__name__}: {error}")
+        if sent_at is not None:
+            # The engine sends the picture it left ahead of the answer: the state (HALTED
+            # after a kill) shows now, not at the next poll.
+            self.poll()
+            self._note(*_answer_note(label, result, self._clock() - sent_at))
         self.notify(
             f"{label}: {result.message}",
             severity="information" if result.ok else "error",
@@ -401,3 +477,18 @@ class HftConsoleApp(App[None]):
         )
         if then is not None:
             then(result)
+
+    def _note(self, note: CommandNote, shown_s: float) -> None:
+        self._status.command = note
+        self._note_until = self._clock() + shown_s
+
+
+def _answer_note(label: str, result: CommandResult, answered_s: float) -> tuple[CommandNote, float]:
+    """What the status bar says of a safety key's answer, and for how long."""
+    if not result.ok:
+        return CommandNote(f"{label.upper()} FAILED: {result.message}", "failed"), math.inf
+    if result.elapsed_ms is not None:  # kill and flatten: until the venue confirmed flat
+        text = f"{label} done: flat after {fmt.duration_ms(result.elapsed_ms)}"
+    else:
+        text = f"{label} done in {fmt.duration_ms(answered_s * 1e3)}"
+    return CommandNote(text, "done"), COMMAND_NOTE_S

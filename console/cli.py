@@ -100,6 +100,14 @@ def _add_launch_options(parser: argparse.ArgumentParser) -> None:
         help="console snapshots a second (default 20)",
     )
     parser.add_argument(
+        "--low-bandwidth",
+        action="store_const",
+        const="low",
+        dest="bandwidth",
+        help="for links under about 256 kbit/s: fewer redraws, the terminal's own 16 colours "
+        '([console] bandwidth = "low")',
+    )
+    parser.add_argument(
         "--config",
         metavar="FILE",
         help="settings file (default: hft-console config path); flags override it",
@@ -515,6 +523,7 @@ def _run(args: argparse.Namespace) -> int:
     )
     from pathlib import Path
 
+    from console.bandwidth import Bandwidth
     from console.handle import ShutdownPolicy
     from console.launch import LaunchOptions, launch
 
@@ -526,6 +535,7 @@ def _run(args: argparse.Namespace) -> int:
         stats_out=Path(args.stats_out) if args.stats_out else None,
         refresh_hz=refresh_hz,
         keymap=console_keymap(settings),
+        bandwidth=Bandwidth(settings.console.bandwidth),
     )
     return launch(config, options, credentials, adapter=adapter_config(settings))
 

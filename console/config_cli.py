@@ -1,8 +1,9 @@
 """`hft-console config show | path | init`, and the settings `hft-console run` starts from.
 
 The settings themselves are `engine.settings`; this adds the command line on top and the
-console's own checks (the keymap's binding ids, the refresh rate), which the engine cannot make
-without importing the UI. Each subcommand imports what it needs when it runs.
+console's own checks (the keymap's binding ids, the refresh rate, the bandwidth), which the
+engine cannot make without importing the UI. Each subcommand imports what it needs when it
+runs.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ RUN_FLAGS = {
     "--mode": ("mode", "trading.mode"),
     "--journal": ("journal", "trading.journal_path"),
     "--refresh-hz": ("refresh_hz", "console.refresh_hz"),
+    "--low-bandwidth": ("bandwidth", "console.bandwidth"),
     "--exit-policy": ("exit_policy", "console.shutdown_policy"),
 }
 """The `run` flags that override a setting; a flag not given (None) leaves the setting."""
@@ -206,7 +208,11 @@ def check_console_settings(settings: Settings) -> None:
     from console.app import ConsoleConfig
 
     try:
-        ConsoleConfig(refresh_hz=settings.console.refresh_hz, keymap=console_keymap(settings))
+        ConsoleConfig(
+            refresh_hz=settings.console.refresh_hz,
+            keymap=console_keymap(settings),
+            bandwidth=settings.console.bandwidth,  # type: ignore[arg-type]
+        )
     except ValueError as error:
         raise settings.invalid(error, "console") from error
 

@@ -295,7 +295,7 @@ class EngineNodeHandle:
             return CommandResult(False, f"{name}: {error}")
         if not ok or not isinstance(payload, engine_commands.CommandResult):
             return CommandResult(False, f"{name} failed in the engine: {payload}")
-        return CommandResult(payload.ok, payload.message)
+        return CommandResult(payload.ok, payload.message, payload.elapsed_ms or None)
 
     # The wire
 

@@ -17,10 +17,13 @@ from console.view import ConsoleEvent, ConsoleSnapshot, RiskOverrides
 
 
 class CommandResult(NamedTuple):
-    """`ok` False when the engine refused; `message` says what happened or why not."""
+    """`ok` False when the engine refused; `message` says what happened or why not;
+    `elapsed_ms` how long the engine took, kill and flatten from the command to the venue
+    confirming flat (None: not measured)."""
 
     ok: bool
     message: str
+    elapsed_ms: float | None = None
 
 
 class EngineLost(NamedTuple):

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, TextIO
 
 import platformdirs
 
+from console.bandwidth import Bandwidth
 from console.engine_adapter import EngineAdapterConfig, EngineNodeHandle, EngineProcessError
 from console.handle import CommandResult, ShutdownPolicy
 from console.widgets import format as fmt
@@ -63,7 +64,8 @@ class LaunchOptions:
     `exit_at_end`: the console closes when the replay reaches the end of its recording
     (headless always stops there). `duration_s`: the run ends after that long. `stats_out`: the
     fast path's figures as JSON (bench's shape) when the run ends. `status_interval_s` paces
-    the headless status line, `refresh_hz` the console's snapshots; `keymap` remaps keys.
+    the headless status line, `refresh_hz` the console's snapshots; `keymap` remaps keys;
+    `bandwidth` sets the console's redraw budget.
     `console_niceness` lowers the console process's CPU priority (not the engine's): on a
     busy machine the screen updates less often rather than the engine waiting for a core.
     """
@@ -76,6 +78,7 @@ class LaunchOptions:
     status_interval_s: float = 1.0
     refresh_hz: float = 20.0
     keymap: dict[str, str] = field(default_factory=dict)
+    bandwidth: Bandwidth = Bandwidth.FULL
     console_niceness: int = 10
 
     def __post_init__(self) -> None:
@@ -285,7 +288,10 @@ class _SignalStop:
 def _run_console(handle: EngineNodeHandle, options: LaunchOptions, ending: RunEnding) -> str:
     from console.app import ConsoleConfig, HftConsoleApp
 
-    app = HftConsoleApp(handle, ConsoleConfig(refresh_hz=options.refresh_hz, keymap=options.keymap))
+    config = ConsoleConfig(
+        refresh_hz=options.refresh_hz, keymap=options.keymap, bandwidth=options.bandwidth
+    )
+    app = HftConsoleApp(handle, config)
     ui_closed = threading.Event()
     signals = _SignalStop(app, ending, ui_closed)
     previous = {

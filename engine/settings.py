@@ -715,6 +715,11 @@ class ConsoleSettings:
     """The terminal console. The console checks these values (the engine does not know it)."""
 
     refresh_hz: float = _key(20.0, "snapshots drawn a second (1..60)")
+    bandwidth: Literal["full", "low"] = _key(
+        "full",
+        'what the console draws: "full", or "low" for links under about 256 kbit/s (fewer '
+        "redraws, the terminal's own 16 colours); run --low-bandwidth sets low",
+    )
     shutdown_policy: Literal["flatten", "keep"] = _key(
         "flatten",
         "on SIGHUP (SSH dropped), SIGTERM or --duration: flatten (halt, cancel, close) or keep",

@@ -1,6 +1,8 @@
 """The event log: fills, denials, faults, Kev decisions and state changes, one entry each, in
 the order they happened, never merged. Appending draws only the new lines; a line too long for
-the pane wraps under its own text, so nothing is cut at the edge."""
+the pane wraps under its own text, so nothing is cut at the edge. Routine entries (Laya's
+actions, the console's information notes) may wait up to the pane's budget and go with the
+next: each append scrolls, and so sends, the whole pane."""
 
 from __future__ import annotations
 
@@ -63,6 +65,8 @@ class EventsPane(RichLog):
         "events--kind",
         "events--gap",
     }
+    interval_s = 0.0
+    """How long routine entries may wait to go with others (the App sets the budget)."""
 
     def __init__(
         self, title: str, max_lines: int, *, id: str | None = None, classes: str | None = None
@@ -79,14 +83,27 @@ class EventsPane(RichLog):
         self.border_title = title
         self._entries: deque[EventLine] = deque(maxlen=max_lines)
         self._drawn_width = 0
+        self._held: list[EventLine] = []
+        self._held_since = 0.0
 
-    def add(self, events: Sequence[ConsoleEvent], missed: int) -> None:
+    def add(self, events: Sequence[ConsoleEvent], missed: int, now: float) -> None:
+        """Append `events` (and a line for the `missed` ones), in order, at `now` (monotonic
+        seconds): at once unless all of them, and those held before, are routine and held
+        for less than `interval_s`. The App calls it every poll, with nothing new too."""
         entries = []
+        urgent = bool(missed)
         if missed:
             gap = f"… {missed} events were dropped before the console read them"
             entries.append(EventLine(Text(), Text(gap, self._style("events--gap"))))
-        entries += [self._entry(e.at_ns, e.kind, e.severity, e.text) for e in events]
-        self._append(entries)
+        for event in events:
+            entries.append(self._entry(event.at_ns, event.kind, event.severity, event.text))
+            urgent = urgent or event.kind is not EventKind.SYSTEM
+            urgent = urgent or event.severity is not Severity.INFO
+        if entries and not self._held:
+            self._held_since = now
+        self._held += entries
+        if self._held and (urgent or now - self._held_since >= self.interval_s):
+            self._append([])
 
     def note(self, at_ns: int, kind: EventKind, severity: Severity, text: str) -> None:
         """A line of the console's own (the engine cannot say it died), after the engine's."""
@@ -98,6 +115,8 @@ class EventsPane(RichLog):
         return EventLine(head, Text(text, self._style(_SEVERITY_STYLE[severity])))
 
     def _append(self, entries: list[EventLine]) -> None:
+        entries = [*self._held, *entries]  # in order: the held ones first
+        self._held.clear()
         self._entries.extend(entries)
         width = self._drawn_width
         if width and self._width() == width:

@@ -35,8 +35,12 @@ def duration_ms(value: float) -> str:
 
 
 def age_ms(value: float | None) -> str:
+    """How long ago the last frame came: "<1 s" while frames flow (milliseconds that change
+    with every redraw would be noise), then how long the feed has been quiet."""
     if value is None:
         return "no frame"
+    if value < 1_000:
+        return "<1 s"
     return duration_ms(value)
 
 
@@ -69,3 +73,13 @@ def gib_of(used: int, limit: int) -> str:
 
 def count(value: int) -> str:
     return f"{value:,}"
+
+
+def byte_rate(value: float) -> str:
+    """Bytes a second to two significant digits, so it changes only when it moves:
+    "850 B/s", "9.8 kB/s", "12 kB/s"."""
+    for unit, scale in (("MB/s", 1e6), ("kB/s", 1e3)):
+        if value >= scale * 0.995:
+            scaled = value / scale
+            return f"{scaled:.1f} {unit}" if scaled < 9.95 else f"{scaled:.0f} {unit}"
+    return f"{value:.2g} B/s" if value < 100 else f"{round(value, -1):.0f} B/s"

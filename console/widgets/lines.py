@@ -1,8 +1,11 @@
-"""`LinePane`: a pane drawn as rows of text that redraws only the rows that changed.
+"""`LinePane`: a pane drawn as rows of text that redraws only the rows that changed, no more
+often than its budget allows.
 
-The console runs over SSH, often a slow link, at 20 snapshots a second. A pane receives a
-frozen view through its `view` var; an equal view does nothing, a different one is turned
-into rows, and only rows whose rendering differs from what is on screen are sent again.
+The console runs over SSH, often a slow link. A pane receives a frozen view through its `view`
+var; an equal view does nothing, a different one is turned into rows, and only rows whose
+rendering differs from what is on screen are sent again. The App offers each poll's view with
+`offer`: an ordinary change is taken at most once every `interval_s` (the redraw budget), one
+the operator must see at once (`urgent`) at once.
 """
 
 from __future__ import annotations
@@ -39,14 +42,36 @@ class LinePane(Widget, Generic[ViewT]):
 
     view: var[ViewT | None] = var(None)
     waiting_text = "waiting for the engine"
+    interval_s = 0.0
+    """The least time between two ordinary changes of the view `offer` takes, seconds."""
 
     def __init__(self, title: str, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
         self.border_title = title
         self._strips: list[Strip] = []
+        self._taken_at = -float("inf")
 
     def rows(self, view: ViewT, width: int, height: int) -> list[Text]:
         raise NotImplementedError
+
+    def urgent(self, shown: ViewT, view: ViewT) -> bool:
+        """Whether going from `shown` to `view` must be drawn at once, whatever the budget."""
+        return False
+
+    def offer(self, view: ViewT | None, now: float) -> None:
+        """Take `view` if it differs and the budget allows it at `now` (monotonic seconds),
+        else keep the one shown: the App offers the latest again at its next poll."""
+        shown = self.view
+        if view is shown or view == shown:
+            return
+        if (
+            shown is None
+            or view is None
+            or now - self._taken_at >= self.interval_s
+            or self.urgent(shown, view)
+        ):
+            self._taken_at = now
+            self.view = view
 
     def title(self, view: ViewT) -> str | None:
         """A border title that follows the view (e.g. its symbol); None keeps the fixed one."""

@@ -26,6 +26,10 @@ class OrdersPane(LinePane[OrdersView]):
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {"orders--buy", "orders--sell", "orders--label"}
 
+    def urgent(self, shown: OrdersView, view: OrdersView) -> bool:
+        """A fill at once; the open orders (requoted often) wait for the budget."""
+        return shown[1] != view[1]
+
     def rows(self, view: OrdersView, width: int, height: int) -> list[Text]:
         orders, fills = view
         wide = width >= _WIDE

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import ClassVar, Literal, NamedTuple
 
 from rich.text import Text
 from textual.reactive import var
@@ -36,11 +36,24 @@ _KEV_STYLE = {
 }
 
 
+class CommandNote(NamedTuple):
+    """A safety key's command on the status bar: `sent` (no answer yet), `done` or `failed`,
+    and what its answer said."""
+
+    text: str
+    outcome: Literal["sent", "done", "failed"]
+
+
+_NOTE_STYLE = {"sent": "status--warning", "done": "status--good", "failed": "status--bad"}
+
+
 class StatusPane(LinePane[StatusView]):
     """Three rows: mode, state and money; feeds and the two AIs; positions. On a narrow
     terminal the details go first, the mode, state, PnL and feeds last. `problem` is set by the
     App when the engine stopped answering or publishing: what is on screen is stale. `lost`,
-    when the engine died: the rows say so and what is unknown instead."""
+    when the engine died: the rows say so and what is unknown instead. `output`: what the
+    terminal is sent a second ("screen 9.8 kB/s"). `command`: the last safety key's command,
+    beside the trading state."""
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {
         "status--mode",
@@ -56,12 +69,25 @@ class StatusPane(LinePane[StatusView]):
 
     problem: var[str] = var("")
     lost: var[EngineLost | None] = var(None)
+    output: var[str] = var("")
+    command: var[CommandNote | None] = var(None)
 
     def watch_problem(self) -> None:
         self.redraw()
 
     def watch_lost(self) -> None:
         self.redraw()
+
+    def watch_output(self) -> None:
+        self.redraw()
+
+    def watch_command(self) -> None:
+        self.redraw()
+
+    def urgent(self, shown: StatusView, view: StatusView) -> bool:
+        """The mode, the trading state and why, a flatten, a position's size (a fill), a feed
+        or Kev changing state: at once. Money, rates and ages wait for the budget."""
+        return _at_once(shown) != _at_once(view)
 
     def rows(self, view: StatusView, width: int, height: int) -> list[Text]:
         if self.lost is not None:
@@ -111,6 +137,9 @@ class StatusPane(LinePane[StatusView]):
         if trading.flattening:
             badge.append(" flattening", self.style("status--warning"))
         parts.append((0, badge))
+        note = self.command
+        if note is not None:
+            parts.append((0, Text(note.text, self.style(_NOTE_STYLE[note.outcome]))))
         if trading.reason:
             parts.append((3, self._label(trading.reason)))
         pnl = trading.pnl
@@ -151,6 +180,8 @@ class StatusPane(LinePane[StatusView]):
         parts.append((4, self._label(kev.model)))
         if kev.detail:
             parts.append((3, self._label(kev.detail)))
+        if self.output:  # before Kev's model and why it is offline, which can be long
+            parts.append((2, self._label(self.output)))
         return parts
 
     def _feed(self, feed: FeedView) -> Text:
@@ -181,3 +212,16 @@ class StatusPane(LinePane[StatusView]):
             if shown <= width:
                 break
         return parts
+
+
+def _at_once(view: StatusView) -> tuple[object, ...]:
+    trading = view.trading
+    return (
+        view.mode,
+        trading.state,
+        trading.reason,
+        trading.flattening,
+        tuple((position.symbol, position.size) for position in trading.positions),
+        tuple((feed.symbol, feed.state) for feed in view.feeds),
+        view.kev.state,
+    )

@@ -44,6 +44,11 @@ class VramPane(LinePane[VramView]):
         "vram--label",
     }
 
+    def urgent(self, shown: VramView, view: VramView) -> bool:
+        """The GPU appearing or going, and the headroom alert, at once."""
+        before, after = shown.sample, view.sample
+        return (before.available, before.headroom_low) != (after.available, after.headroom_low)
+
     def rows(self, view: VramView, width: int, height: int) -> list[Text]:
         sample, budget = view.sample, view.budget
         if not sample.available:

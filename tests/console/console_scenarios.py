@@ -479,6 +479,6 @@ class PaneHost(App[None]):
         if self.view is None:
             return
         if isinstance(self.pane, EventsPane):
-            self.pane.add(self.view, 2)
+            self.pane.add(self.view, 2, 0.0)
         else:
             self.pane.view = self.view

@@ -10,7 +10,7 @@ import pytest
 from console_scenarios import OVERRIDES, FakeEngineHandle
 from textual.widgets import Input, Static
 
-from console.app import ConsoleConfig, HftConsoleApp
+from console.app import COMMAND_NOTE_S, ConsoleConfig, HftConsoleApp
 from console.handle import CommandResult, ShutdownPolicy
 from console.screens.confirm import ConfirmScreen
 from console.screens.help import HelpScreen
@@ -18,6 +18,7 @@ from console.screens.overrides import OverridesScreen
 from console.screens.quit import QuitScreen
 from console.screens.rearm import RearmScreen
 from console.view import RiskOverrides
+from console.widgets.status import StatusPane
 from engine.risk.events import TradingState
 
 SIZE = (80, 24)
@@ -496,3 +497,60 @@ async def test_each_help_line_fits_on_one_row(size):
         for text in texts:
             assert text.region.height == 1, str(text.render())
             assert dialog.contains_region(text.region), str(text.render())
+
+
+def status_row(app: HftConsoleApp) -> str:
+    return app.query_one(StatusPane).render_line(0).text
+
+
+async def test_k_says_it_was_sent_then_shows_halted_and_the_answer_without_waiting_for_a_poll():
+    """The engine sends the picture a command left ahead of its answer; the console draws it
+    with the answer, though its next poll is a second away (refresh_hz 1)."""
+    gate = threading.Event()
+    handle = FakeEngineHandle()
+
+    def kill() -> CommandResult:
+        gate.wait(10)
+        handle.set_state(TradingState.HALTED)  # the picture that comes with the answer
+        return CommandResult(True, "venue confirms no open orders and flat", 5.3)
+
+    handle.kill = kill
+    app = console(handle, refresh_hz=1)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press("k")
+        await pilot.pause()
+        sent = status_row(app)
+        gate.set()
+        await settle(app, pilot)
+        answered = status_row(app)
+    assert "KILL sent…" in sent and "ACTIVE" in sent
+    assert "HALTED" in answered and "KILL done: flat after 5.3 ms" in answered
+
+
+async def test_a_done_note_leaves_after_its_time_and_a_failure_stays_until_the_next_key():
+    clock = [100.0]
+    handle = FakeEngineHandle(
+        results={"kill": CommandResult(False, "not confirmed flat after 15,000 ms")}
+    )
+    app = HftConsoleApp(handle, ConsoleConfig(), clock=lambda: clock[0])
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.press("p")
+        await settle(app, pilot)
+        assert "pause done in" in status_row(app)
+        clock[0] += COMMAND_NOTE_S
+        app.poll()
+        await pilot.pause()
+        assert "pause done" not in status_row(app)
+        await pilot.press("k")
+        await settle(app, pilot)
+        clock[0] += 10 * COMMAND_NOTE_S
+        app.poll()
+        await pilot.pause()
+        assert "KILL FAILED: not confirmed flat after 15,000 ms" in status_row(app)
+        handle.set_state(TradingState.PAUSED)
+        app.poll()
+        await pilot.press("p")
+        await settle(app, pilot)
+        assert "KILL FAILED" not in status_row(app)
+        assert "resume done in" in status_row(app)

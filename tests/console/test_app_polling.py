@@ -10,12 +10,14 @@ from console_scenarios import AT_NS, FakeEngineHandle, fixed_events
 from textual.widgets import Footer
 
 from console.app import ConsoleConfig, HftConsoleApp
+from console.bandwidth import BUDGETS, Bandwidth
 from console.view import ConsoleEvent, EventKind, Severity
 from console.widgets.depth import DepthPane
 from console.widgets.events import EventsPane
 from console.widgets.imbalance import ImbalancePane
 from console.widgets.latency import LatencyPane
 from console.widgets.status import StatusPane
+from engine.risk.events import TradingState
 
 
 class ManualClock:
@@ -173,8 +175,100 @@ async def test_s_shows_the_next_symbol_in_depth_and_imbalance():
         ({"stale_after_s": 0}, "stale_after_s"),
         ({"event_log_lines": 0}, "event_log_lines"),
         ({"keymap": {"console.kill": " "}}, "no key"),
+        ({"bandwidth": "dialup"}, "bandwidth must be one of 'full', 'low'"),
     ],
 )
 def test_config_is_validated(config, message):
     with pytest.raises(ValueError, match=message):
         ConsoleConfig(**config)
+
+
+def moved(snapshot, *, size: float = 9.999, daily: float = 1.0, state=None):
+    """`snapshot` with the ladder's best bid resized and the day's PnL moved; `state` set."""
+    depth = snapshot.depth[0]
+    best = depth.bids[0]._replace(size=size)
+    trading = snapshot.status.trading
+    trading = replace(trading, pnl=replace(trading.pnl, daily=daily), state=state or trading.state)
+    return replace(
+        snapshot,
+        depth=(replace(depth, bids=(best, *depth.bids[1:])), *snapshot.depth[1:]),
+        status=replace(snapshot.status, trading=trading),
+    )
+
+
+async def test_ordinary_changes_wait_for_the_budget_and_a_state_change_does_not():
+    clock = ManualClock()
+    handle = FakeEngineHandle()
+    app = console(handle, clock=clock)
+    budget = BUDGETS[Bandwidth.FULL]
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause()
+        depth, status = app.query_one(DepthPane), app.query_one(StatusPane)
+        first = handle.current
+        assert depth.view is first.depth[0] and status.view is first.status
+
+        handle.current = moved(first)
+        clock.now += budget.ladder_s / 2
+        app.poll()
+        assert depth.view is first.depth[0] and status.view is first.status  # held back
+
+        clock.now += budget.ladder_s / 2
+        app.poll()
+        assert depth.view is handle.current.depth[0]  # its budget has passed
+        assert status.view is first.status  # the status's has not (status_s > ladder_s)
+        clock.now += budget.status_s
+        app.poll()
+        assert status.view is handle.current.status
+
+        handle.current = moved(handle.current, daily=2.0, state=TradingState.HALTED)
+        clock.now += 0.01
+        app.poll()
+        await pilot.pause()
+        assert status.view is handle.current.status  # at once: the state changed
+        assert "HALTED" in status.render_line(0).text
+
+
+async def test_low_bandwidth_draws_in_the_terminals_colours_and_holds_changes_longer():
+    clock = ManualClock()
+    handle = FakeEngineHandle()
+    app = console(handle, clock=clock, bandwidth="low")
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause()
+        assert app.current_theme.ansi
+        depth = app.query_one(DepthPane)
+        handle.current = moved(handle.current)
+        clock.now += BUDGETS[Bandwidth.FULL].ladder_s
+        app.poll()
+        assert depth.view is not handle.current.depth[0]
+        clock.now += BUDGETS[Bandwidth.LOW].ladder_s
+        app.poll()
+        assert depth.view is handle.current.depth[0]
+
+
+def event(event_id: int, kind: EventKind, text: str) -> ConsoleEvent:
+    return ConsoleEvent(event_id, AT_NS, kind, Severity.INFO, text)
+
+
+async def test_routine_events_wait_for_the_next_and_a_fill_takes_them_along_in_order():
+    clock = ManualClock()
+    handle = FakeEngineHandle()
+    app = console(handle, clock=clock)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause()
+        handle.events.append(event(0, EventKind.SYSTEM, "Laya CANCEL_ALL on BTCUSDT: cool down"))
+        app.poll()
+        await pilot.pause()
+        assert log_text(app) == []  # routine: held for the budget
+        handle.events.append(event(1, EventKind.FILL, "BTCUSDT buy 0.002 @ 60,000.0"))
+        app.poll()
+        await pilot.pause()
+        assert [line.split(maxsplit=2)[2] for line in log_text(app)] == [
+            "Laya CANCEL_ALL on BTCUSDT: cool down",
+            "BTCUSDT buy 0.002 @ 60,000.0",
+        ]
+        handle.events.append(event(2, EventKind.SYSTEM, "Laya CANCEL_ALL on ETHUSDT: cool down"))
+        app.poll()
+        clock.now += BUDGETS[Bandwidth.FULL].lists_s
+        app.poll()
+        await pilot.pause()
+        assert log_text(app)[-1].endswith("Laya CANCEL_ALL on ETHUSDT: cool down")

@@ -96,7 +96,7 @@ async def test_status_puts_live_in_its_own_badge_and_keeps_the_essentials_when_n
     assert lines[0].startswith(" LIVE  HALTED")
     assert "day +14.07 USDT" in lines[0]
     assert "fees" not in lines[0]  # dropped first when narrow
-    assert lines[1].startswith("BTCUSDT live 10.2/s 12.0 ms")
+    assert lines[1].startswith("BTCUSDT live 10.2/s <1 s")
     # Every position stays; its entry price goes first, then the order count.
     assert lines[2] == "+0.014 BTC +0.14 USDT │ -0.2 ETH +0.22 USDT"
     assert live_style.reverse
