@@ -298,6 +298,7 @@ class SnapshotPublisher:
         self._depth: dict[str, tuple[int, DepthView]] = {}
         self._fills: deque[FillUpdate] = deque(maxlen=config.fills_shown)
         self._fill_view: tuple[FillUpdate, ...] = ()
+        self._older_than_shown: EngineStatus | None = None
         self._event_buffer: deque[ConsoleEvent] = deque(maxlen=config.events_kept)
         self._next_event_id = 0
         self._engine_cursor = -1
@@ -360,11 +361,16 @@ class SnapshotPublisher:
 
     def publish(self, fresh: bool = False) -> None:
         """Build and hand over a snapshot; `fresh` builds the engine's status now instead of
-        taking the one the node last published."""
+        taking the one the node last published (and so do the next ones until the node
+        publishes a newer one: a picture never goes back to a state before a command's)."""
         node = self.node
         now_ns = time.time_ns()
         now = time.monotonic()
-        status = node.status() if fresh or node.latest_status is None else node.latest_status
+        published = node.latest_status
+        fresh = fresh or published is None or published is self._older_than_shown
+        if fresh:
+            self._older_than_shown = published
+        status = node.status() if fresh else published
         self.engine_status = status
         trading = status.trading
         hub = self.kev
@@ -898,7 +904,24 @@ class EngineServer:
             logger.exception("command %s failed", name)
             self._outbox.put(("answer", request_id, False, f"{type(error).__name__}: {error}"))
             return
+        if name != "stats":
+            self._send_fresh_picture()
         self._outbox.put(("answer", request_id, True, result))
+
+    def _send_fresh_picture(self) -> None:
+        """A picture of the engine as a command left it, sent just ahead of the command's
+        answer: the console shows the outcome (HALTED after a kill) without waiting for the
+        next picture, up to a publish interval and the node's status interval later."""
+        publisher = self._publisher
+        assert publisher is not None
+        if publisher.stopping:  # the stop sends its own last picture
+            return
+        try:
+            publisher.publish(fresh=True)
+        except Exception:  # the answer still goes; the next picture has the state
+            logger.exception("the picture after a command failed")
+            return
+        self._send_picture(final=True)
 
     async def _answer_shutdown(
         self, request_id: object, policy: ShutdownPolicy, reason: str

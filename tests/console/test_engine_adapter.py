@@ -181,12 +181,17 @@ async def test_events_arrive_in_order_each_once(sim, running, tmp_path):
 
 
 async def test_commands_act_on_the_engine_and_kill_leaves_the_exchange_flat(sim, running):
+    """Each answer comes after the picture the command left: the state it set is in the
+    snapshot as soon as the answer is, not a picture or two later."""
     handle = running
     await eventually(lambda: len(ours(sim)) == 2)
 
+    def state() -> TradingState:
+        return handle.snapshot().status.trading.state
+
     paused = await asyncio.to_thread(handle.pause)
     assert paused.ok, paused.message
-    await eventually(lambda: handle.snapshot().status.trading.state is TradingState.PAUSED, 5)
+    assert state() is TradingState.PAUSED
     await eventually(lambda: not ours(sim), 5)
     resumed = await asyncio.to_thread(handle.resume)
     assert resumed.ok, resumed.message
@@ -202,22 +207,27 @@ async def test_commands_act_on_the_engine_and_kill_leaves_the_exchange_flat(sim,
     await eventually(lambda: handle.snapshot().status.trading.overrides == wanted, 5)
 
     await eventually(lambda: len(ours(sim)) == 2)
+
+    def shown(kind: EventKind) -> list[str]:
+        return [event.text for event in handle.events_since(-1)[0] if event.kind is kind]
+
     killed = await asyncio.to_thread(handle.kill)
     assert killed.ok, killed.message
+    assert killed.elapsed_ms is not None and killed.elapsed_ms > 0
+    assert state() is TradingState.HALTED
+    assert handle.snapshot().status.trading.open_orders == 0
+    assert any("-> HALTED" in text for text in shown(EventKind.STATE))
     assert not sim.open_orders()
     assert all(position.size == 0 for position in sim.positions())
-    await eventually(lambda: handle.snapshot().status.trading.state is TradingState.HALTED, 5)
+    for _ in range(5):  # the pictures after it never go back to the state before the kill
+        await asyncio.sleep(0.05)
+        assert state() is TradingState.HALTED
 
     wrong = await asyncio.to_thread(handle.rearm, "rearm please")
     assert not wrong.ok
     rearmed = await asyncio.to_thread(handle.rearm, "REARM")
     assert rearmed.ok, rearmed.message
-    await eventually(lambda: handle.snapshot().status.trading.state is TradingState.PAUSED, 5)
-
-    def shown(kind: EventKind) -> list[str]:
-        return [event.text for event in handle.events_since(-1)[0] if event.kind is kind]
-
-    await eventually(lambda: any("-> HALTED" in text for text in shown(EventKind.STATE)), 5)
+    assert state() is TradingState.PAUSED
     commands = shown(EventKind.COMMAND)
     assert [text.split()[0] for text in commands] == [
         "pause",
