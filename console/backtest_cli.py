@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from console.arguments import count, symbol_list
+from console.progress import progress_bar
 
 if TYPE_CHECKING:
     from engine.backtest.report import RunGroup
@@ -204,11 +205,10 @@ class _ProgressLine:
     def show(self, progress) -> None:
         if not self._tty:
             return
-        filled = int(progress.fraction * 24)
         minutes, seconds = divmod(int(progress.market_s), 60)
         sys.stderr.write(
             f"\r{Path(progress.recording).name} [{progress.label}] "
-            f"[{'#' * filled}{'.' * (24 - filled)}] {progress.fraction:4.0%} "
+            f"{progress_bar(progress.fraction)} "
             f"{progress.frames:,} frames, {progress.frames_per_s:,.0f}/s, "
             f"market {minutes}:{seconds:02d}\x1b[K"
         )

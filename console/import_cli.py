@@ -7,6 +7,8 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
+from console.progress import progress_bar
+
 if TYPE_CHECKING:
     from engine.feed.binance_raw import ImportNotice, ImportProgress, ImportResult
 
@@ -102,10 +104,9 @@ class _ProgressLine:
     def show(self, progress: ImportProgress) -> None:
         from engine.feed.binance_raw import utc_text
 
-        filled = int(progress.fraction * 24)
         sys.stderr.write(
-            f"\r[{'#' * filled}{'.' * (24 - filled)}] {progress.fraction:4.0%} "
-            f"{progress.frames:,} frames, at {utc_text(progress.market_ns)}\x1b[K"
+            f"\r{progress_bar(progress.fraction)} {progress.frames:,} frames, at "
+            f"{utc_text(progress.market_ns)}\x1b[K"
         )
         sys.stderr.flush()
         self._drawn = True

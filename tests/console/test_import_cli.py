@@ -93,3 +93,10 @@ def test_files_out_of_order_a_missing_file_and_an_existing_output_are_refused(tm
     assert code == 2 and "exists (overwrite it with --force)" in err
     assert out.read_bytes() == b"someone's"
     assert run(capsys, first, second, "--out", str(out), "--force")[0] == 0
+
+
+def test_the_progress_bar_fills_with_the_fraction_read():
+    from console.progress import progress_bar
+
+    assert progress_bar(0.5) == "[############............]  50%"
+    assert progress_bar(1.0) == "[########################] 100%"
