@@ -32,6 +32,7 @@ import contextlib
 import enum
 import gzip
 import heapq
+import math
 import os
 from collections import Counter, deque
 from collections.abc import Callable, Iterator, Sequence
@@ -329,6 +330,22 @@ def _trim(number: str) -> str:
     return number.rstrip("0").rstrip(".") or "0"
 
 
+def _levels(levels: object) -> list[tuple[str, float, str, float]]:
+    """A message's `[[price, quantity], ...]` as (price text, price, quantity text, quantity);
+    ValueError or TypeError when it is not decimal strings, prices > 0, quantities >= 0."""
+    if not isinstance(levels, list):
+        raise TypeError("levels are a list")
+    parsed = []
+    for price_text, quantity_text in levels:
+        if not (isinstance(price_text, str) and isinstance(quantity_text, str)):
+            raise TypeError("prices and quantities are strings")
+        price, quantity = float(price_text), float(quantity_text)
+        if not (math.isfinite(price) and price > 0 and math.isfinite(quantity) and quantity >= 0):
+            raise ValueError(f"not a level: {price_text} {quantity_text}")
+        parsed.append((price_text, price, quantity_text, quantity))
+    return parsed
+
+
 # The book
 
 
@@ -346,8 +363,8 @@ class _BookSide:
         self._keys.clear()
         self._levels.clear()
 
-    def set(self, price: str, quantity: float, size_text: str) -> None:
-        key = self._sign * float(price)
+    def set(self, price_text: str, price: float, quantity: float, size_text: str) -> None:
+        key = self._sign * price
         levels = self._levels
         if quantity == 0.0:
             if levels.pop(key, None) is not None:
@@ -355,7 +372,7 @@ class _BookSide:
             return
         if key not in levels:
             bisect.insort(self._keys, key)
-        levels[key] = [_trim(price), size_text]
+        levels[key] = [_trim(price_text), size_text]
 
     def top(self) -> list[list[str]]:
         levels = self._levels
@@ -455,6 +472,12 @@ class _SymbolStream:
             )
 
     def _on_snapshot(self, message: dict, recv_ns: int) -> Iterator[tuple[int, bytes]]:
+        try:
+            last_update_id = int(message["lastUpdateId"])
+            bids, asks = _levels(message["bids"]), _levels(message["asks"])
+        except (KeyError, TypeError, ValueError):
+            self.result.skipped["malformed snapshot"] += 1
+            return
         if self._held is not None:
             waiting, self._held = self._held, None
         elif self._last_u is None:
@@ -463,11 +486,10 @@ class _SymbolStream:
         else:
             self.result.skipped["snapshot (the book was in sync)"] += 1
             return
-        for side, levels in ((self._bids, message["bids"]), (self._asks, message["asks"])):
+        for side, levels in ((self._bids, bids), (self._asks, asks)):
             side.clear()
-            for price, quantity in levels:
-                self._set(side, price, quantity)
-        self._snapshot_id = self._last_u = int(message["lastUpdateId"])
+            self._set(side, levels)
+        self._snapshot_id = self._last_u = last_update_id
         self._applied_since_snapshot = False
         if self.result.gaps:
             self._say(recv_ns, f"resynced from the snapshot at {utc_text(recv_ns)}")
@@ -487,18 +509,23 @@ class _SymbolStream:
                     self.result.dropped_updates += 1
                 self._resync.append((recv_ns, data))
             return None
-        if data["e"] == "trade":
-            return self._trade(recv_ns, data)
-        return self._apply(recv_ns, data)
+        try:
+            if data["e"] == "trade":
+                return self._trade(recv_ns, data)
+            return self._apply(recv_ns, data)
+        except (KeyError, TypeError, ValueError):
+            # Left out whole; a malformed update then breaks the chain, which is said.
+            self.result.skipped[f"malformed {data['e']}"] += 1
+            return None
 
-    def _set(self, side: _BookSide, price: str, quantity_text: str) -> None:
-        quantity = float(quantity_text)
-        side.set(price, quantity, self._size_text(price, quantity_text, quantity))
+    def _set(self, side: _BookSide, levels: list[tuple[str, float, str, float]]) -> None:
+        for price_text, price, quantity_text, quantity in levels:
+            side.set(price_text, price, quantity, self._size_text(price, quantity_text, quantity))
 
-    def _size_text(self, price: str, quantity_text: str, quantity: float) -> str:
+    def _size_text(self, price: float, quantity_text: str, quantity: float) -> str:
         if not self._coin_margined:
             return _trim(quantity_text)
-        coin = quantity * self._face_value / float(price)
+        coin = quantity * self._face_value / price
         return _trim(f"{coin:.{_COIN_SIZE_DECIMALS}f}")
 
     def _apply(self, recv_ns: int, data: dict) -> tuple[int, bytes] | None:
@@ -506,6 +533,9 @@ class _SymbolStream:
         last_u = self._last_u
         assert last_u is not None
         first_id, final_id = int(data["U"]), int(data["u"])
+        bid_levels, ask_levels = _levels(data["b"]), _levels(data["a"])
+        event_ms = int(data["E"])
+        transaction_ms = int(data.get("T", event_ms))  # spot updates have no T
         if not self._applied_since_snapshot:
             if final_id <= self._snapshot_id:
                 result.stale_updates += 1
@@ -531,15 +561,12 @@ class _SymbolStream:
             )
             return None
         bids, asks = self._bids, self._asks
-        for price, quantity in data["b"]:
-            self._set(bids, price, quantity)
-        for price, quantity in data["a"]:
-            self._set(asks, price, quantity)
+        self._set(bids, bid_levels)
+        self._set(asks, ask_levels)
         self._last_u = final_id
         self._applied_since_snapshot = True
         result.books += 1
         self._seen(recv_ns)
-        event_ms = int(data["E"])
         frame = {
             "action": "snapshot",
             "arg": self._book_arg,
@@ -550,7 +577,7 @@ class _SymbolStream:
                     "checksum": 0,
                     "seq": final_id,
                     "pseq": 0,
-                    "ts": str(data.get("T", event_ms)),  # spot updates have no T
+                    "ts": str(transaction_ms),
                 }
             ],
             "ts": event_ms,
@@ -558,23 +585,20 @@ class _SymbolStream:
         return recv_ns, orjson.dumps(frame)
 
     def _trade(self, recv_ns: int, data: dict) -> tuple[int, bytes]:
+        ((price_text, price, quantity_text, quantity),) = _levels([[data["p"], data["q"]]])
+        seller_aggressor = data["m"]
+        if not isinstance(seller_aggressor, bool) or not quantity:
+            raise ValueError("not a trade")
+        trade = {
+            "ts": str(int(data["T"])),
+            "price": _trim(price_text),
+            "size": self._size_text(price, quantity_text, quantity),
+            "side": "sell" if seller_aggressor else "buy",
+            "tradeId": str(int(data["t"])),
+        }
+        frame = {"action": "update", "arg": self._trade_arg, "data": [trade], "ts": int(data["E"])}
         self.result.trades += 1
         self._seen(recv_ns)
-        price, quantity = data["p"], data["q"]
-        frame = {
-            "action": "update",
-            "arg": self._trade_arg,
-            "data": [
-                {
-                    "ts": str(data["T"]),
-                    "price": _trim(price),
-                    "size": self._size_text(price, quantity, float(quantity)),
-                    "side": "sell" if data["m"] else "buy",
-                    "tradeId": str(data["t"]),
-                }
-            ],
-            "ts": int(data["E"]),
-        }
         return recv_ns, orjson.dumps(frame)
 
     def _seen(self, recv_ns: int) -> None:

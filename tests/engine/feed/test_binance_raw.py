@@ -196,6 +196,38 @@ def test_a_gap_without_a_later_snapshot_stops_the_symbol_there_and_says_so(tmp_p
     assert result.symbols[0].dropped_updates == 2
 
 
+def test_a_malformed_message_is_left_out_whole_and_a_broken_chain_said(tmp_path):
+    bad_levels = depth("btcusdt", 13, 14, 12)
+    bad_levels["data"]["b"] = [["99.8", 1]]  # a number where Binance sends a string
+    path = capture(
+        tmp_path / "btcusdt.gz",
+        [
+            (T0_US, snapshot(10, [["100.0", "1"]], [["100.1", "1"]])),
+            (T0_US + 1, depth("btcusdt", 11, 12, 10, [("99.9", "1")])),
+            (T0_US + 2, bad_levels),
+            (T0_US + 3, trade("btcusdt", 1, "100.1", "-0.5", False)),
+            (T0_US + 4, depth("btcusdt", 15, 16, 14, [("99.7", "1")])),
+        ],
+    )
+    notices = []
+    out = tmp_path / "out.gz"
+    result = import_captures([path], out, on_notice=notices.append)
+    ((_, frame),) = frames(out)
+    assert book_of(frame)[0] == [["100", "1"], ["99.9", "1"]]
+    assert result.symbols[0].skipped == {"malformed depthUpdate": 1, "malformed trade": 1}
+    assert "update 15..16 does not follow the previous update's 12" in notices[0].text
+
+
+def test_a_capture_cut_short_is_used_as_far_as_it_reads_and_said(futures_session, tmp_path):
+    cut = tmp_path / "cut.dat.gz"
+    cut.write_bytes(futures_session.read_bytes()[:-30])
+    out = tmp_path / "out.gz"
+    result = import_captures([cut], out)
+    (problem,) = result.symbols[0].problems
+    assert "truncated" in problem and str(cut) in problem
+    assert 0 < len(frames(out)) < 4
+
+
 def test_spot_updates_chain_by_first_id(tmp_path):
     path = capture(
         tmp_path / "btcusdt_spot.gz",
