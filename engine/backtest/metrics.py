@@ -134,6 +134,7 @@ class SessionMetrics:
     kev: dict[str, int]
     frames: int
     wall_s: float
+    cpu_s: float
     fills: tuple[FillRow, ...] = field(repr=False)
     pulled: tuple[PulledQuote, ...] = field(repr=False)
     series: SessionSeries = field(repr=False)
@@ -168,6 +169,10 @@ class SessionMetrics:
     @property
     def frames_per_s(self) -> float:
         return self.frames / self.wall_s if self.wall_s > 0 else 0.0
+
+    @property
+    def frames_per_cpu_s(self) -> float:
+        return self.frames / self.cpu_s if self.cpu_s > 0 else 0.0
 
     @property
     def fill_ratio(self) -> float:
@@ -231,6 +236,7 @@ def session_metrics(record: SessionRecord) -> SessionMetrics:
         ),
         frames=record.frames,
         wall_s=record.wall_s,
+        cpu_s=record.cpu_s,
         fills=tuple(fills),
         pulled=tuple(pulled),
         series=_series(record, paths),

@@ -119,7 +119,8 @@ def session_parts(metrics: SessionMetrics) -> list[Part]:
     quote = metrics.symbols[0].quote_coin if metrics.symbols else "USDT"
     lines: list[Part] = [
         f"backtest {name} [{metrics.label}]: {_span_text(metrics)}, {metrics.frames:,} frames "
-        f"in {metrics.wall_s:,.1f} s ({metrics.frames_per_s:,.0f} frames/s)"
+        f"in {metrics.wall_s:,.1f} s ({metrics.frames_per_s:,.0f} frames/s, "
+        f"{metrics.frames_per_cpu_s:,.0f} a CPU second)"
     ]
     if metrics.recording_problem:
         lines.append(f"  recording: {metrics.recording_problem}")
@@ -311,6 +312,8 @@ def metrics_json(metrics: SessionMetrics) -> dict[str, object]:
         "frames": metrics.frames,
         "wall_s": metrics.wall_s,
         "frames_per_s": metrics.frames_per_s,
+        "cpu_s": metrics.cpu_s,
+        "frames_per_cpu_s": metrics.frames_per_cpu_s,
         "rss_kb": {
             "at_100k_frames": metrics.rss_kb_at_100k,
             "end": metrics.rss_kb_end,

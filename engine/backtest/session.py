@@ -100,6 +100,9 @@ class SessionRecord:
     frames: int
     market_frames: int
     wall_s: float
+    cpu_s: float
+    """The process's CPU time while the recording played (all its threads): on a shared
+    machine frames per CPU second moves less than frames per real second."""
     verdicts: dict[str, int]
     recording_problem: str | None
     rss_kb_at_100k: int | None
@@ -193,6 +196,7 @@ async def _play(
     assert isinstance(feed, ReplayFeed) and node.desk is not None
     size = max(1, os.path.getsize(spec.recording))
     started = time.perf_counter()
+    cpu_started = time.process_time()
     shown = started
 
     def report() -> None:
@@ -223,6 +227,7 @@ async def _play(
     try:
         stats = await feed.wait()
         wall_s = time.perf_counter() - started
+        cpu_s = time.process_time() - cpu_started
     finally:
         await node.stop()
     problem = feed.problem()
@@ -238,6 +243,7 @@ async def _play(
         frames=stats.frames,
         market_frames=stats.market_frames,
         wall_s=wall_s,
+        cpu_s=cpu_s,
         verdicts=pipeline.decisions.counts(),
         recording_problem=problem.text if problem is not None else None,
         rss_kb_at_100k=recorder.rss_kb_at_100k,

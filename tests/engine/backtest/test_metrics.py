@@ -66,6 +66,7 @@ def record(entries, mids=None, end_s=100.0) -> SessionRecord:
         1000,
         900,
         0.5,
+        0.4,
         {"HOLD": 10},
         recording_problem=None,
         rss_kb_at_100k=None,
