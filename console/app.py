@@ -216,13 +216,10 @@ class HftConsoleApp(App[None]):
             self._set_problem(f"engine not answering: {type(error).__name__}: {error}", alert=True)
             return
         now = self._clock()
-        previous = self._snapshot
-        if previous is None or snapshot.at_ns != previous.at_ns:
-            self._snapshot_moved_at = now
+        self._take(snapshot, now)
         still = now - self._snapshot_moved_at
         stale = still > self.config.stale_after_s and self._lost is None  # dead, not stale
         self._set_problem(f"no new snapshot for {still:.0f} s" if stale else "")
-        self._snapshot = snapshot
         # Every poll: a change a pane's budget held back is taken once the budget allows.
         with self.batch_update():
             self._show(snapshot, now)
@@ -236,6 +233,13 @@ class HftConsoleApp(App[None]):
             self._last_event_id = events_read[-1].event_id
         if lost is not None and self._lost is None:
             self._engine_lost(lost, snapshot.at_ns)
+
+    def _take(self, snapshot: ConsoleSnapshot, now: float) -> None:
+        """The latest snapshot, what the keys act on; when it moved last, for STALE."""
+        previous = self._snapshot
+        if previous is None or snapshot.at_ns != previous.at_ns:
+            self._snapshot_moved_at = now
+        self._snapshot = snapshot
 
     def _engine_lost(self, lost: EngineLost, last_at_ns: int) -> None:
         """Said at once, everywhere it is seen: the status rows, the events (after the last
@@ -466,10 +470,7 @@ class HftConsoleApp(App[None]):
         except Exception as error:  # the engine side failed: say so, keep the console
             result = CommandResult(False, f"failed: {type(error).__name__}: {error}")
         if sent_at is not None:
-            # The engine sends the picture it left ahead of the answer: the state (HALTED
-            # after a kill) shows now, not at the next poll.
-            self.poll()
-            self._note(*_answer_note(label, result, self._clock() - sent_at))
+            self._show_answer(label, result, sent_at)
         self.notify(
             f"{label}: {result.message}",
             severity="information" if result.ok else "error",
@@ -477,6 +478,23 @@ class HftConsoleApp(App[None]):
         )
         if then is not None:
             then(result)
+
+    def _show_answer(self, label: str, result: CommandResult, sent_at: float) -> None:
+        """The status bar with the state the command left (the engine sends that picture
+        ahead of its answer: HALTED after a kill) and the answer, drawn now: not at the next
+        poll, nor at the screen's next update tick, nor after the notification's layout."""
+        now = self._clock()
+        try:
+            snapshot = self.handle.snapshot()
+        except Exception:  # not answering: the next poll says so
+            pass
+        else:
+            self._take(snapshot, now)  # the keys act on it at once too (a to re-arm)
+            self._status.offer(snapshot.status, now)
+        self._note(*_answer_note(label, result, now - sent_at))
+        main = self.screen_stack[0]
+        if main.is_current:
+            main._on_timer_update()  # Textual's own update step, now (textual is pinned)
 
     def _note(self, note: CommandNote, shown_s: float) -> None:
         self._status.command = note

@@ -524,8 +524,12 @@ async def test_k_says_it_was_sent_then_shows_halted_and_the_answer_without_waiti
         gate.set()
         await settle(app, pilot)
         answered = status_row(app)
+        await pilot.press("a")  # the keys act on that picture too: re-arm opens at once
+        await pilot.pause()
+        rearm_opened = isinstance(app.screen, RearmScreen)
     assert "KILL sent…" in sent and "ACTIVE" in sent
     assert "HALTED" in answered and "KILL done: flat after 5.3 ms" in answered
+    assert rearm_opened
 
 
 async def test_a_done_note_leaves_after_its_time_and_a_failure_stays_until_the_next_key():
