@@ -140,7 +140,7 @@ class _MidRecorder:
         times = self.times.get(snapshot.symbol)
         if times is not None and snapshot.n_bids and snapshot.n_asks:
             times.append(snapshot.recv_ns)
-            self.mids[snapshot.symbol].append(0.5 * (float(levels[0, 0]) + float(levels[2, 0])))
+            self.mids[snapshot.symbol].append(0.5 * (levels.item(0, 0) + levels.item(2, 0)))
         self._desk_on_book(snapshot, intent)
         self._books += 1
         if not self._books % _PROGRESS_EVERY_BOOKS:

@@ -196,11 +196,10 @@ def _frames(
             partial = lines.pop()
             for line in lines:
                 stats.lines += 1
-                separator = line.find(FIELD_SEPARATOR)
-                recv_text = line[:separator]
-                if separator > 0 and recv_text.isdigit():
+                recv_text, separator, raw = line.partition(FIELD_SEPARATOR)
+                if separator and recv_text.isdigit():
                     stats.frames += 1
-                    yield int(recv_text), line[separator + 1 :]
+                    yield int(recv_text), raw
                 else:
                     _skipped(stats)
                     if max_lines is not None and stats.lines >= max_lines:

@@ -144,7 +144,14 @@ class MarketTape:
     def read_prices(self, row: int, first: int, count: int) -> list[tuple[float, float, float]]:
         """(price, size, aggressor: +1 buy, -1 sell) of those trades: what matching needs,
         without building `TradePrint`s."""
-        prices, sizes, sides = self.trades[row][:3, self._slots(row, first, count)].tolist()
+        slots = self._slots(row, first, count)
+        trades = self.trades
+        if count == 1:  # most trade frames hold one: three scalar reads, no fancy indexing
+            slot = slots[0]
+            return [
+                (trades.item(row, 0, slot), trades.item(row, 1, slot), trades.item(row, 2, slot))
+            ]
+        prices, sizes, sides = trades[row][:3, slots].tolist()
         return list(zip(prices, sizes, sides, strict=True))
 
     def _slots(self, row: int, first: int, count: int) -> list[int]:

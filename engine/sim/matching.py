@@ -467,8 +467,17 @@ class MatchingEngine:
         """A public trade; fills for resting orders it reaches."""
         aggressor = Side(aggressor_side)
         trade_ticks = self.instrument.to_ticks(price)
-        trade_lots = size / self.instrument.size_step
         resting_side = aggressor.opposite
+        if not any(  # most trades print away from our few orders: nothing to sort or fill
+            order.side is resting_side
+            and (
+                order.price_ticks == trade_ticks
+                or _beyond(resting_side, trade_ticks, order.price_ticks)
+            )
+            for order in self._resting
+        ):
+            return []
+        trade_lots = size / self.instrument.size_step
         fills: list[Fill] = []
         at_level: list[_WorkingOrder] = []
         for order in self._sorted_resting(resting_side):
