@@ -31,10 +31,11 @@ _T = TypeVar("_T")
 _MIN_PACING_WAIT_S = 0.0005
 """Ahead of the pace by less than this, a timer runs at once: a shorter sleep costs more."""
 
-_POLL_INTERVAL_S = 0.001
-"""When the loop need not wait, it still polls its sockets at least this often in real time
-(a poll is a system call; at max speed the loop turns tens of thousands of times a second,
-and other threads' callbacks reach it without one)."""
+_POLL_INTERVAL_S = 0.01
+"""When the loop need not wait, it still polls its sockets at least this often in real time:
+a poll is a system call (~20 us on the development VM) and at max speed the loop turns tens of
+thousands of times a second; other threads' callbacks reach it without one, and a request to a
+server is held, so waits on the real clock anyway."""
 
 
 class WallClock:
