@@ -267,6 +267,11 @@ def import_captures(
     return ImportResult(out, frames, tuple(symbol.result for symbol in symbols), tuple(notices))
 
 
+def face_value_usd(symbol: str) -> int:
+    """The USD a coin-margined contract of `symbol` (our instId, BTCUSD) is worth."""
+    return COIN_FACE_VALUE_USD.get(symbol.removesuffix("USD"), OTHER_COIN_FACE_VALUE_USD)
+
+
 def utc_text(at_ns: int) -> str:
     """`2023-04-05 00:00:01.234 UTC`."""
     moment = datetime.fromtimestamp(at_ns / 1e9, UTC)
@@ -392,8 +397,7 @@ class _SymbolStream:
         self._reads: list[RecordingReadStats] = []
         self._bids = _BookSide(descending=True)
         self._asks = _BookSide(descending=False)
-        coin = first.symbol.removesuffix("USD")
-        self._face_value = COIN_FACE_VALUE_USD.get(coin, OTHER_COIN_FACE_VALUE_USD)
+        self._face_value = face_value_usd(first.symbol)
         self._coin_margined = first.market is Market.COINM
         self._spot = first.market is Market.SPOT
         inst_type = first.market.value
