@@ -321,7 +321,8 @@ class PaperSettings:
     """Paper trading: real market data matched in-process."""
 
     round_trip_ms: float = _key(
-        _PAPER.round_trip_ms, "network round trip to Bitget: half out, half back, ms"
+        _PAPER.round_trip_ms,
+        "network round trip to Bitget: a request meets the book this long after it leaves, ms",
     )
     reaction_us: float = _key(
         _PAPER.reaction_us, "our CPU from the frame to the request leaving, us"

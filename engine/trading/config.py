@@ -158,11 +158,12 @@ class OrderExecutorConfig:
 class PaperVenueConfig:
     """In-process matching on real market data, with the order-entry latency of the real
     thing: a request reaches the matching engine `reaction_us` (our CPU from the frame to the
-    request leaving) plus half of `round_trip_ms` after it is made, and its answer and every
-    private push come back half a round trip later; so a cancel can lose its race against a
-    fill, as live. `latency_jitter` > 0 draws each network leg from a lognormal around its mean
-    (that sigma), seeded by `latency_seed` so a run repeats exactly. On a recording all of it
-    runs in market time."""
+    request leaving) plus `round_trip_ms` after it is made, since the market we match on reaches
+    us a feed's delay (taken as half the round trip) after the exchange had it; what the
+    exchange then says reaches us at once in that frame (see engine/trading/paper_venue.py). So
+    a cancel can lose its race against a fill, as live. `latency_jitter` > 0 draws each half of
+    the round trip from a lognormal around its mean (that sigma), seeded by `latency_seed` so a
+    run repeats exactly. On a recording all of it runs in market time."""
 
     round_trip_ms: float = 5.0
     """To Bitget and back (a colocated box sees ~1-2 ms, a home line 20-60)."""

@@ -2,12 +2,18 @@
 
 The pipeline's books and trades drive one simulator `MatchingEngine` per symbol (queue
 position behind the displayed size, partial fills, maker and taker fees) and a `SimAccount`;
-our orders never touch the real exchange. Every request reaches the matching engine our
-reaction plus half a round trip after it is made, and answers and pushes come back half a round
-trip later (`PaperVenueConfig`), so a cancel can lose the race against a fill, as it would live.
-What happens is reported as `OrderUpdate`, `FillUpdate` and `PositionsUpdate`, exactly the
-events a private websocket delivers, in the order it would deliver them. All of it waits on
-the engine's loop, so on a recording it runs in market time.
+our orders never touch the real exchange. What happens is reported as `OrderUpdate`,
+`FillUpdate` and `PositionsUpdate`, exactly the events a private websocket delivers. All of it
+waits on the engine's loop, so on a recording it runs in market time.
+
+Latency. The matching engine sees the market as we received it, a feed's delay after the
+exchange had it. A request that reaches the exchange half a round trip after we send it meets
+the book we would receive half a round trip later again (the feed's delay taken as the same
+half trip): it reaches the matching engine our reaction plus a whole round trip after it was
+made (`PaperVenueConfig`), and what the exchange then says reaches us at once in that frame (its
+answer and pushes travel back as the market data does). So a cancel can lose its race against a
+fill as it would live, and an order meets the book it would really meet, not one half a trip
+older (hftbacktest's local and exchange timestamps, in one frame; docs/backtesting.md).
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ import asyncio
 import math
 import random
 import time
-from collections import Counter, deque
+from collections import Counter
 from collections.abc import Callable, Iterable
 
 from engine.bitget.orders import OrderSide, OrderType
@@ -95,9 +101,6 @@ class PaperVenue:
         self._sink: PrivateSink | None = None
         self._state = PrivateStreamState.STOPPED
         self._pending: set[asyncio.TimerHandle] = set()
-        self._pushes: deque[tuple[float, PrivateEvent]] = deque()
-        """Private pushes on their way to us: (loop time due, event), in the order sent."""
-        self._push_timer: asyncio.TimerHandle | None = None
         self._requests: Counter[str] = Counter()
         self._fills = 0
 
@@ -111,10 +114,6 @@ class PaperVenue:
         for handle in self._pending:
             handle.cancel()
         self._pending.clear()
-        if self._push_timer is not None:
-            self._push_timer.cancel()
-            self._push_timer = None
-        self._pushes.clear()
         self._set_state(PrivateStreamState.STOPPED, "paper venue stopped")
         self._sink = None
 
@@ -181,7 +180,6 @@ class PaperVenue:
         self._emit(_order_update(result.order, self._clock()))
         if result.fills:
             self._report_fills(engine, result.fills)
-        await asyncio.sleep(self._leg())
         return PlaceAck(intent.client_oid, result.order.order_id, False)
 
     async def cancel(self, symbol: str, client_oid: str) -> None:
@@ -191,10 +189,8 @@ class PaperVenue:
         try:
             order = engine.cancel(self._now_ms(), client_oid=client_oid)
         except OrderRejected as rejection:
-            await asyncio.sleep(self._leg())
             raise VenueRejected(rejection.code, rejection.message) from None
         self._emit(_order_update(order, self._clock()))
-        await asyncio.sleep(self._leg())
 
     def cancel_all_now(self) -> CancelAllTicket:
         self._requests["cancel_all"] += 1
@@ -214,19 +210,16 @@ class PaperVenue:
         recv_ns = self._clock()
         for order in cancelled:
             self._emit(_order_update(order, recv_ns))
-        answer = tuple(order.client_oid for order in cancelled)
-        self._after(self._leg(), lambda: _answer(ticket, answer))
+        ticket.result.set_result(tuple(order.client_oid for order in cancelled))
 
     def _later(self, callback: Callable[[CancelAllTicket], None], ticket: CancelAllTicket) -> None:
         """Run `callback` when the request reaches the matching engine."""
-        self._after(self._to_venue_s(), lambda: callback(ticket))
 
-    def _after(self, delay_s: float, callback: Callable[[], None]) -> None:
-        def due() -> None:
+        def arrive() -> None:
             self._pending.discard(handle)
-            callback()
+            callback(ticket)
 
-        handle = asyncio.get_running_loop().call_later(delay_s, due)
+        handle = asyncio.get_running_loop().call_later(self._to_venue_s(), arrive)
         self._pending.add(handle)
 
     # Latency
@@ -240,8 +233,9 @@ class PaperVenue:
         return self._leg_s * math.exp(self._rng.gauss(0.0, sigma) - 0.5 * sigma * sigma)
 
     def _to_venue_s(self) -> float:
-        """From the decision to the request reaching the matching engine."""
-        return self._reaction_s + self._leg()
+        """From the decision to the request reaching the matching engine: our reaction, the
+        trip there, and the feed's delay back to the market we match on."""
+        return self._reaction_s + self._leg() + self._leg()
 
     async def close_positions(self, symbol: str | None = None) -> None:
         self._requests["close_positions"] += 1
@@ -264,7 +258,6 @@ class PaperVenue:
             self._emit(_order_update(result.order, self._clock()))
             if result.fills:
                 self._report_fills(engine, result.fills)
-        await asyncio.sleep(self._leg())
 
     async def snapshot(self) -> VenueSnapshot:
         if self._sink is None:
@@ -276,9 +269,7 @@ class PaperVenue:
             for engine in self.engines.values()
             for order in engine.open_orders()
         )
-        snapshot = VenueSnapshot(orders, self._positions(), self._now_ms())
-        await asyncio.sleep(self._leg())
-        return snapshot
+        return VenueSnapshot(orders, self._positions(), self._now_ms())
 
     async def order_record(
         self, symbol: str, client_oid: str, order_id: str | None
@@ -287,7 +278,6 @@ class PaperVenue:
         self._requests["order_record"] += 1
         await asyncio.sleep(self._to_venue_s())
         order = engine.order(order_id) if order_id else engine.order_by_client_oid(client_oid)
-        await asyncio.sleep(self._leg())
         if order is None:
             return None
         recv_ns = self._clock()
@@ -345,32 +335,9 @@ class PaperVenue:
         )
 
     def _emit(self, event: PrivateEvent) -> None:
-        """Push `event` to us over the private stream: it arrives a network leg later, never
-        before a push sent earlier (one ordered connection)."""
-        if self._sink is None:
-            return
-        loop = asyncio.get_running_loop()
-        pushes = self._pushes
-        due = loop.time() + self._leg()
-        if pushes:
-            due = max(due, pushes[-1][0])
-        elif due <= loop.time():
-            self._sink(event)  # no latency: delivered on the spot, as sent
-            return
-        pushes.append((due, event))
-        if self._push_timer is None:
-            self._push_timer = loop.call_at(due, self._deliver_pushes)
-
-    def _deliver_pushes(self) -> None:
-        self._push_timer = None
-        loop = asyncio.get_running_loop()
-        pushes, now = self._pushes, loop.time()
-        while pushes and pushes[0][0] <= now:
-            event = pushes.popleft()[1]
-            if self._sink is not None:
-                self._sink(event)
-        if pushes:
-            self._push_timer = loop.call_at(pushes[0][0], self._deliver_pushes)
+        """A private push: it reaches us at once in the frame we match in (see above)."""
+        if self._sink is not None:
+            self._sink(event)
 
     def _set_state(self, state: PrivateStreamState, reason: str) -> None:
         self._state = state
@@ -379,11 +346,6 @@ class PaperVenue:
 
     def _now_ms(self) -> int:
         return self._clock() // 1_000_000
-
-
-def _answer(ticket: CancelAllTicket, cancelled: tuple[str, ...]) -> None:
-    if not ticket.result.done():
-        ticket.result.set_result(cancelled)
 
 
 def _order_update(order: Order, recv_ns: int) -> OrderUpdate:

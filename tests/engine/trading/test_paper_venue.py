@@ -47,11 +47,6 @@ def of(events, kind):
     return [event for event in events if type(event) is kind]
 
 
-async def pushed():
-    """Wait out the fixture's network leg: pushes sent before now have arrived."""
-    await asyncio.sleep(0.0011)
-
-
 async def test_start_and_stop_report_the_stream_state(paper):
     venue, events = paper
     assert venue.stream_state is PrivateStreamState.LIVE
@@ -65,9 +60,7 @@ async def test_a_resting_order_is_acknowledged_then_filled_by_a_trade(paper):
     assert of(events, OrderUpdate)[-1].status is OrderStatus.LIVE
     # Queue ahead is the displayed 0.5; a 0.505 sell eats it and fills 0.005 of ours.
     venue.on_trades(MarketScript().trade("BTCUSDT", 64_000.0, 0.505, "sell"))
-    assert of(events, FillUpdate) == []  # the push is still on its way
-    await pushed()
-    fills = of(events, FillUpdate)
+    fills = of(events, FillUpdate)  # its push reaches us with the trade, in the market's frame
     assert [(f.client_oid, f.size, f.price, f.maker) for f in fills] == [
         ("b1", pytest.approx(0.005), pytest.approx(64_000.0), True)
     ]
@@ -81,7 +74,6 @@ async def test_a_book_through_our_price_fills_the_rest(paper):
     venue, events = paper
     await venue.place(limit(OrderSide.SELL, 64_000.2, 0.01, "a1"))
     venue.on_book(MarketScript().book("BTCUSDT", [(64_000.3, 1.0)], [(64_000.4, 1.0)]))
-    await pushed()
     fill = of(events, FillUpdate)[-1]
     assert (fill.client_oid, fill.side, fill.size) == ("a1", OrderSide.SELL, pytest.approx(0.01))
     assert of(events, OrderUpdate)[-1].status is OrderStatus.FILLED
@@ -119,13 +111,13 @@ async def test_a_refused_order_raises_with_the_exchange_code(paper):
     assert unknown.value.code == "40034"
 
 
-async def test_requests_take_the_configured_round_trip():
-    venue = PaperVenue(PaperVenueConfig(round_trip_ms=60.0, reaction_us=0.0), (BTCUSDT,))
+async def test_a_request_meets_the_book_our_reaction_and_a_round_trip_later():
+    venue = PaperVenue(PaperVenueConfig(round_trip_ms=60.0, reaction_us=2_000.0), (BTCUSDT,))
     await venue.start(lambda event: None)
     venue.on_book(MarketScript(("BTCUSDT",)).book("BTCUSDT", BIDS, ASKS))
     started = time.perf_counter()
     await venue.place(limit(OrderSide.BUY, 63_999.0, 0.01, "slow"))
-    assert time.perf_counter() - started >= 0.059  # there and back
+    assert time.perf_counter() - started >= 0.061  # 2 ms of ours, 60 ms there and the feed back
     await venue.stop()
 
 
