@@ -327,6 +327,11 @@ class PaperSettings:
     reaction_us: float = _key(
         _PAPER.reaction_us, "our CPU from the frame to the request leaving, us"
     )
+    feed_latency_ms: float | None = _key(
+        None,
+        "how long after the exchange has it the market reaches us, ms; unset: half the round trip",
+        example=30.0,
+    )
     latency_jitter: float = _key(
         _PAPER.latency_jitter, "lognormal sigma of each network leg (0: constant)"
     )
@@ -346,6 +351,7 @@ class PaperSettings:
         return PaperVenueConfig(
             round_trip_ms=self.round_trip_ms,
             reaction_us=self.reaction_us,
+            feed_latency_ms=self.feed_latency_ms,
             latency_jitter=self.latency_jitter,
             latency_seed=self.latency_seed,
             maker_fee_rate=self.maker_fee_rate,

@@ -157,18 +157,22 @@ class OrderExecutorConfig:
 @dataclass(frozen=True, slots=True)
 class PaperVenueConfig:
     """In-process matching on real market data, with the order-entry latency of the real
-    thing: a request reaches the matching engine `reaction_us` (our CPU from the frame to the
-    request leaving) plus `round_trip_ms` after it is made, since the market we match on reaches
-    us a feed's delay (taken as half the round trip) after the exchange had it; what the
-    exchange then says reaches us at once in that frame (see engine/trading/paper_venue.py). So
-    a cancel can lose its race against a fill, as live. `latency_jitter` > 0 draws each half of
-    the round trip from a lognormal around its mean (that sigma), seeded by `latency_seed` so a
-    run repeats exactly. On a recording all of it runs in market time."""
+    thing. The market we match on reached us `feed_latency_ms` (else half of `round_trip_ms`)
+    after the exchange had it, so a request meets the matching engine `reaction_us` (our CPU from
+    the frame to the request leaving) plus half the round trip plus the feed's delay after it is
+    made, and what the exchange then says reaches us at once in that frame (see
+    engine/trading/paper_venue.py). So a cancel can lose its race against a fill, as live.
+    `latency_jitter` > 0 draws each half of the round trip from a lognormal around its mean
+    (that sigma), seeded by `latency_seed` so a run repeats exactly. On a recording all of it
+    runs in market time."""
 
     round_trip_ms: float = 5.0
     """To Bitget and back (a colocated box sees ~1-2 ms, a home line 20-60)."""
     reaction_us: float = 140.0
     """The cancel lane's measured reaction p50 (`hft-console bench --reaction`)."""
+    feed_latency_ms: float | None = None
+    """How long after the exchange has it the market reaches us; None: half the round trip
+    (a symmetric network). A capture's own (receive time - exchange time) belongs here."""
     latency_jitter: float = 0.0
     latency_seed: int = 0
     maker_fee_rate: float = 0.0002
@@ -181,6 +185,8 @@ class PaperVenueConfig:
         _require(owner, "round_trip_ms", self.round_trip_ms, low=0.0, high=10_000.0)
         _require(owner, "reaction_us", self.reaction_us, low=0.0, high=1_000_000.0)
         _require(owner, "latency_jitter", self.latency_jitter, low=0.0, high=2.0)
+        if self.feed_latency_ms is not None:
+            _require(owner, "feed_latency_ms", self.feed_latency_ms, low=0.0, high=10_000.0)
         if not isinstance(self.latency_seed, int) or isinstance(self.latency_seed, bool):
             raise ValueError(f"{owner}.latency_seed must be an integer, got {self.latency_seed!r}")
         _require(owner, "maker_fee_rate", self.maker_fee_rate, low=-0.01, high=0.01)

@@ -8,8 +8,8 @@ waits on the engine's loop, so on a recording it runs in market time.
 
 Latency. The matching engine sees the market as we received it, a feed's delay after the
 exchange had it. A request that reaches the exchange half a round trip after we send it meets
-the book we would receive half a round trip later again (the feed's delay taken as the same
-half trip): it reaches the matching engine our reaction plus a whole round trip after it was
+the book we would receive a feed's delay later again (`feed_latency_ms`, else the same half
+trip): it reaches the matching engine our reaction plus a whole round trip after it was
 made (`PaperVenueConfig`), and what the exchange then says reaches us at once in that frame (its
 answer and pushes travel back as the market data does). So a cancel can lose its race against a
 fill as it would live, and an order meets the book it would really meet, not one half a trip
@@ -96,6 +96,8 @@ class PaperVenue:
         }
         self._reaction_s = config.reaction_us / 1e6
         self._leg_s = config.round_trip_ms / 2000.0
+        feed_ms = config.feed_latency_ms
+        self._feed_s = feed_ms / 1000.0 if feed_ms is not None else None
         self._rng = random.Random(config.latency_seed)
         self._clock = clock
         self._sink: PrivateSink | None = None
@@ -235,7 +237,8 @@ class PaperVenue:
     def _to_venue_s(self) -> float:
         """From the decision to the request reaching the matching engine: our reaction, the
         trip there, and the feed's delay back to the market we match on."""
-        return self._reaction_s + self._leg() + self._leg()
+        feed_s = self._feed_s
+        return self._reaction_s + self._leg() + (self._leg() if feed_s is None else feed_s)
 
     async def close_positions(self, symbol: str | None = None) -> None:
         self._requests["close_positions"] += 1

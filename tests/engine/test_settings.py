@@ -522,8 +522,8 @@ def test_the_written_file_has_every_key_with_a_comment_above_it():
         if re.match(r'^(# )?("[^"]+"|[a-z_]+) = ', line) and not line.startswith("# e.g"):
             keys += 1
             assert lines[index - 1].startswith("# "), f"no comment above {line!r}"
-    # The 101 keys (the 6 optional ones commented out) and the keymap's commented example.
-    assert keys == 102
+    # The 102 keys (the 7 optional ones commented out) and the keymap's commented example.
+    assert keys == 103
     assert set(document) == {"engine", "laya", "trading", "risk", "kev", "gpu", "console"}
     assert set(document["trading"]) >= {"strategy", "executor", "paper"}
     assert set(document["risk"]["symbols"]) == {"BTCUSDT", "ETHUSDT"}

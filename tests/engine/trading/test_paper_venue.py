@@ -177,3 +177,16 @@ async def test_order_and_trade_ids_are_unique_across_symbols(paper):
     fills = of(events, FillUpdate)
     assert len({fill.trade_id for fill in fills}) == len(fills) == 2
     assert len({fill.order_id for fill in fills}) == 2
+
+
+async def test_a_feed_delay_of_its_own_replaces_the_half_trip_back():
+    config = PaperVenueConfig(round_trip_ms=10.0, reaction_us=0.0, feed_latency_ms=30.0)
+    venue = PaperVenue(config, (BTCUSDT,))
+    await venue.start(lambda event: None)
+    venue.on_book(MarketScript(("BTCUSDT",)).book("BTCUSDT", BIDS, ASKS))
+    started = time.perf_counter()
+    await venue.place(limit(OrderSide.BUY, 63_999.0, 0.01, "far"))
+    assert time.perf_counter() - started >= 0.034  # 5 ms there, then the feed's 30 ms
+    await venue.stop()
+    with pytest.raises(ValueError, match="feed_latency_ms"):
+        PaperVenueConfig(feed_latency_ms=-1.0)
