@@ -7,25 +7,18 @@ from __future__ import annotations
 import concurrent.futures
 import dataclasses
 import itertools
-import os
 import tomllib
-from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import orjson
-
 from engine.backtest.metrics import SessionMetrics, session_metrics
 from engine.backtest.session import BacktestProgress, BacktestSpec, run_backtest
-from engine.feed.recording import iter_recording
+from engine.feed.recording import recording_symbols
 from engine.laya.decide import QuoteGate
 from engine.settings import Settings
 
 COMPARED_GATES = (QuoteGate.LAYA, QuoteGate.NONE, QuoteGate.IMBALANCE)
-SYMBOL_SCAN_LINES = 200_000
-"""How far into a recording its symbols are looked for."""
-_MARKET_CHANNELS = (b"books", b"trade")
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,28 +51,6 @@ def grid(sets: Iterable[tuple[str, tuple[object, ...]]]) -> list[GridPoint]:
         keys[key] = values
     combos = itertools.product(*keys.values())
     return [GridPoint(tuple(zip(keys, combo, strict=True))) for combo in combos]
-
-
-def recording_symbols(path: str | os.PathLike[str], max_lines: int = SYMBOL_SCAN_LINES):
-    """The symbols a recording has books or trades for, by how many book frames each has
-    (most first; a tie by first appearance), from its first `max_lines` frames."""
-    books: Counter[str] = Counter()
-    for index, (_, raw) in enumerate(iter_recording(path)):
-        if index >= max_lines:
-            break
-        if b'"instId"' not in raw or not any(channel in raw for channel in _MARKET_CHANNELS):
-            continue
-        try:
-            frame = orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            continue
-        arg = frame.get("arg") if isinstance(frame, dict) else None
-        if not isinstance(arg, dict) or "data" not in frame:
-            continue
-        symbol, channel = arg.get("instId"), str(arg.get("channel", ""))
-        if isinstance(symbol, str) and symbol:
-            books[symbol] += channel.startswith("books")
-    return tuple(symbol for symbol, _ in books.most_common())
 
 
 def looped_recordings(recordings: Sequence[Path], frames: int, folder: Path) -> list[Path]:

@@ -13,10 +13,13 @@ from __future__ import annotations
 import errno
 import os
 import zlib
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
+
+import orjson
 
 GZIP_SUFFIX = ".gz"
 GZIP_MAGIC = b"\x1f\x8b"
@@ -270,3 +273,30 @@ def _decodable_prefix(decompressor: zlib._Decompress, data: bytes) -> tuple[byte
         else:
             good = middle
     return decompressor.copy().decompress(data[:good]), good
+
+
+SYMBOL_SCAN_LINES = 200_000
+"""How far into a recording its symbols are looked for."""
+_MARKET_CHANNELS = (b"books", b"trade")
+
+
+def recording_symbols(path: str | os.PathLike[str], max_lines: int = SYMBOL_SCAN_LINES):
+    """The symbols a recording has books or trades for, by how many book frames each has
+    (most first; a tie by first appearance), from its first `max_lines` frames."""
+    books: Counter[str] = Counter()
+    for index, (_, raw) in enumerate(iter_recording(path)):
+        if index >= max_lines:
+            break
+        if b'"instId"' not in raw or not any(channel in raw for channel in _MARKET_CHANNELS):
+            continue
+        try:
+            frame = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            continue
+        arg = frame.get("arg") if isinstance(frame, dict) else None
+        if not isinstance(arg, dict) or "data" not in frame:
+            continue
+        symbol, channel = arg.get("instId"), str(arg.get("channel", ""))
+        if isinstance(symbol, str) and symbol:
+            books[symbol] += channel.startswith("books")
+    return tuple(symbol for symbol, _ in books.most_common())

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from engine.backtest.plan import GridPoint, backtest_specs, grid, parse_set, recording_symbols
+from engine.backtest.plan import GridPoint, backtest_specs, grid, parse_set
+from engine.feed.recording import recording_symbols
 from engine.laya.decide import QuoteGate
 from engine.settings import SettingsError, load_settings
 
