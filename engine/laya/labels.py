@@ -1,15 +1,25 @@
-"""Training labels for Laya: what the mid did in the next second, measured in recent sigmas.
+"""Training labels for Laya: what a market maker's quotes met in the next second.
 
 For a frame of one symbol at exchange time T, the horizon is the frames of that symbol in
 (T, T + H]. `end` is the mid return of the last of them, `up` the highest and `down` the lowest
-mid return, all in basis points of the mid at T. `sigma` is the population standard deviation
-of the `end` returns that were fully observed by T: those of earlier frames j with
-T_j + H <= T and T_j >= T - W (the trailing sigma window). Then, in order of precedence:
+mid return, all in basis points of the mid at T. `sigma` is measured on the `end` returns that
+were fully observed by T: those of earlier frames j with T_j + H <= T and T_j >= T - W.
 
-- EMERGENCY when `down <= -emergency_sigma * sigma` or `up >= emergency_sigma * sigma`,
-- LEAN_BUY when `end >= lean_sigma * sigma`,
-- LEAN_SELL when `end <= -lean_sigma * sigma`,
-- HOLD otherwise.
+The labels (scheme "excursion", the default) are per side, from the excursion:
+
+- the ask is run over when `up >= lean_sigma * sigma`, the bid when `down <= -lean_sigma *
+  sigma`;
+- EMERGENCY when both are, or when either move reaches `emergency_sigma * sigma` (pull
+  everything); else LEAN_BUY when the ask is run over (pull asks), LEAN_SELL when the bid is
+  (pull bids), HOLD when neither.
+
+Here sigma is robust: the mean absolute `end` return over the window as a standard deviation
+(x sqrt(pi / 2)), never below the same over the trailing `sigma_floor_window_ms`, so a quiet
+spell does not make an ordinary move "big", and one jump does not inflate it as a variance
+would. The scheme "end" keeps the labels of the models before it, for comparison: sigma the
+population standard deviation over W, then EMERGENCY when `down <= -emergency_sigma * sigma`
+or `up >= emergency_sigma * sigma`, LEAN_BUY when `end >= lean_sigma * sigma`, LEAN_SELL when
+`end <= -lean_sigma * sigma`, HOLD otherwise.
 
 A frame is left unlabelled (-1) when its horizon is not fully observed (the symbol's last frame
 is earlier than T + H), when no frame falls inside the horizon (a feed gap: there is no return
@@ -20,6 +30,7 @@ the caller splits a recording by symbol.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -34,18 +45,30 @@ _RELATIVE_VARIANCE_FLOOR = 1e-9
 signal: such a window held (numerically) identical returns, so sigma is zero."""
 
 
+SCHEMES = ("end", "excursion")
+"""Label schemes by their metadata code (1 + index): "end" is that of the models before
+per-side labels; a model's metadata without a scheme was trained on it."""
+_ROBUST_SIGMA = math.sqrt(math.pi / 2.0)
+"""sigma / mean |x| of a normal variable: a mean absolute move as a standard deviation."""
+
+
 @dataclass(frozen=True, slots=True)
 class LabelConfig:
-    """How labels are made; the defaults are Laya's shipped definition."""
+    """How labels are made; the defaults are Laya's shipped definition (see the module
+    docstring). `sigma_floor_window_ms` is the excursion scheme's floor window (0: none)."""
 
+    scheme: str = "excursion"
     horizon_ms: int = 1_000
     sigma_window_ms: int = 300_000
-    lean_sigma: float = 1.0
-    emergency_sigma: float = 3.0
+    sigma_floor_window_ms: int = 3_600_000
+    lean_sigma: float = 1.5
+    emergency_sigma: float = 4.0
     min_sigma_samples: int = 300
     """About 30 s of 100 ms books: fewer returns give too noisy a scale to label against."""
 
     def __post_init__(self) -> None:
+        if self.scheme not in SCHEMES:
+            raise ValueError(f"LabelConfig.scheme must be one of {SCHEMES}, got {self.scheme!r}")
         if self.horizon_ms < 1:
             raise ValueError(f"LabelConfig.horizon_ms must be >= 1, got {self.horizon_ms}")
         if self.sigma_window_ms <= self.horizon_ms:
@@ -53,6 +76,13 @@ class LabelConfig:
                 f"LabelConfig.sigma_window_ms ({self.sigma_window_ms}) must exceed horizon_ms "
                 f"({self.horizon_ms}): no return is fully observed inside a shorter window"
             )
+        if self.sigma_floor_window_ms and self.sigma_floor_window_ms < self.sigma_window_ms:
+            raise ValueError(
+                f"LabelConfig.sigma_floor_window_ms ({self.sigma_floor_window_ms}) must be 0 or "
+                f"at least sigma_window_ms ({self.sigma_window_ms})"
+            )
+        if self.scheme == "end" and self.sigma_floor_window_ms:
+            raise ValueError("LabelConfig.sigma_floor_window_ms belongs to the excursion scheme")
         if not (np.isfinite(self.lean_sigma) and self.lean_sigma > 0):
             raise ValueError(f"LabelConfig.lean_sigma must be > 0, got {self.lean_sigma}")
         if not (np.isfinite(self.emergency_sigma) and self.emergency_sigma > self.lean_sigma):
@@ -65,11 +95,19 @@ class LabelConfig:
                 f"LabelConfig.min_sigma_samples must be >= 2, got {self.min_sigma_samples}"
             )
 
+    @classmethod
+    def end_labels(cls, **overrides: float) -> LabelConfig:
+        """The labels of the models before per-side labels (scheme "end"), for comparison."""
+        defaults = {"lean_sigma": 1.0, "emergency_sigma": 3.0, "sigma_floor_window_ms": 0}
+        return cls(scheme="end", **{**defaults, **overrides})
+
     def as_metadata(self) -> dict[str, float | int]:
-        """The parameters as stored in model metadata."""
+        """The parameters as stored in model metadata (the scheme as its code)."""
         return {
+            "scheme": 1 + SCHEMES.index(self.scheme),
             "horizon_ms": self.horizon_ms,
             "sigma_window_ms": self.sigma_window_ms,
+            "sigma_floor_window_ms": self.sigma_floor_window_ms,
             "lean_sigma": self.lean_sigma,
             "emergency_sigma": self.emergency_sigma,
             "min_sigma_samples": self.min_sigma_samples,
@@ -77,16 +115,21 @@ class LabelConfig:
 
     @classmethod
     def from_metadata(cls, parameters: dict[str, float]) -> LabelConfig:
-        """The config stored by `as_metadata`; parameters it does not hold keep defaults."""
-        integers = ("horizon_ms", "sigma_window_ms", "min_sigma_samples")
+        """The config stored by `as_metadata`; parameters it does not hold keep the defaults
+        of its scheme (no scheme: "end", what models before it were trained on)."""
+        integers = ("horizon_ms", "sigma_window_ms", "sigma_floor_window_ms", "min_sigma_samples")
         known = cls().as_metadata()
-        return cls(
-            **{
-                name: int(value) if name in integers else float(value)
-                for name, value in parameters.items()
-                if name in known
-            }
-        )
+        values = {
+            name: int(value) if name in integers else float(value)
+            for name, value in parameters.items()
+            if name in known and name != "scheme"
+        }
+        code = int(parameters.get("scheme", 1))
+        if not 1 <= code <= len(SCHEMES):
+            raise ValueError(f"unknown label scheme code {code} (known: 1..{len(SCHEMES)})")
+        if SCHEMES[code - 1] == "end":
+            return cls.end_labels(**values)
+        return cls(**values)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -95,7 +138,9 @@ class LabelResult:
 
     `end_bps`, `up_bps` and `down_bps` are NaN where the horizon is incomplete or empty;
     `sigma_bps` is NaN where the window holds fewer than `min_sigma_samples` returns;
-    `sigma_samples` counts the returns in each frame's sigma window.
+    `sigma_samples` counts the returns in each frame's sigma window. `ask_run` / `bid_run`:
+    the labelled frames whose ask / bid was run over (`up` >= lean_sigma sigma / `down` <=
+    -lean_sigma sigma), whatever the scheme.
     """
 
     labels: np.ndarray
@@ -104,6 +149,8 @@ class LabelResult:
     down_bps: np.ndarray
     sigma_bps: np.ndarray
     sigma_samples: np.ndarray
+    ask_run: np.ndarray
+    bid_run: np.ndarray
 
     @property
     def labelled(self) -> np.ndarray:
@@ -146,34 +193,47 @@ def label_frames(
         down_bps[rows] = (lowest / base - 1.0) * BPS
 
     sigma_bps, samples = _trailing_sigma(ts, end_bps, config)
-    labels = _classify(end_bps, up_bps, down_bps, sigma_bps, config)
-    return LabelResult(labels, end_bps, up_bps, down_bps, sigma_bps, samples)
+    labels, ask_run, bid_run = _classify(end_bps, up_bps, down_bps, sigma_bps, config)
+    return LabelResult(labels, end_bps, up_bps, down_bps, sigma_bps, samples, ask_run, bid_run)
 
 
 def _trailing_sigma(
     ts: np.ndarray, end_bps: np.ndarray, config: LabelConfig
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Std of the returns of frames j with T_j + H <= T_i and T_j >= T_i - W, per frame i.
+    """The scheme's sigma of the returns of frames j with T_j + H <= T_i and T_j >= T_i - W,
+    per frame i, and how many returns that window holds.
 
     Frames are in time order, so both bounds are index bounds found by searchsorted and the
-    window sums come from prefix sums of the (valid) returns and their squares.
+    window sums come from prefix sums of the (valid) returns, their squares or magnitudes.
     """
     valid = ~np.isnan(end_bps)
     values = np.where(valid, end_bps, 0.0)
     prefix_count = np.concatenate(([0], np.cumsum(valid, dtype=np.int64)))
-    prefix_sum = np.concatenate(([0.0], np.cumsum(values)))
-    prefix_square = np.concatenate(([0.0], np.cumsum(values * values)))
     # j observed by T_i: T_j <= T_i - H. In the window: T_j >= T_i - W.
     stop = np.searchsorted(ts, ts - config.horizon_ms, side="right")
-    start = np.searchsorted(ts, ts - config.sigma_window_ms, side="left")
-    stop = np.maximum(stop, start)
-    samples = prefix_count[stop] - prefix_count[start]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        mean = (prefix_sum[stop] - prefix_sum[start]) / samples
-        mean_square = (prefix_square[stop] - prefix_square[start]) / samples
+
+    def window(width_ms: int, prefix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        start = np.searchsorted(ts, ts - width_ms, side="left")
+        last = np.maximum(stop, start)
+        count = prefix_count[last] - prefix_count[start]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return (prefix[last] - prefix[start]) / count, count
+
+    if config.scheme == "end":
+        mean, samples = window(config.sigma_window_ms, np.concatenate(([0.0], np.cumsum(values))))
+        mean_square, _ = window(
+            config.sigma_window_ms, np.concatenate(([0.0], np.cumsum(values * values)))
+        )
         variance = mean_square - mean * mean
-    variance = np.where(variance > _RELATIVE_VARIANCE_FLOOR * mean_square, variance, 0.0)
-    sigma = np.sqrt(variance)
+        variance = np.where(variance > _RELATIVE_VARIANCE_FLOOR * mean_square, variance, 0.0)
+        sigma = np.sqrt(variance)
+    else:
+        magnitudes = np.concatenate(([0.0], np.cumsum(np.abs(values))))
+        mean_move, samples = window(config.sigma_window_ms, magnitudes)
+        if config.sigma_floor_window_ms:
+            floor, _ = window(config.sigma_floor_window_ms, magnitudes)
+            mean_move = np.fmax(mean_move, floor)
+        sigma = _ROBUST_SIGMA * mean_move
     sigma[samples < config.min_sigma_samples] = np.nan
     return sigma, samples
 
@@ -184,20 +244,27 @@ def _classify(
     down_bps: np.ndarray,
     sigma_bps: np.ndarray,
     config: LabelConfig,
-) -> np.ndarray:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Labels, then the ask and bid run-overs of the labelled frames."""
     labels = np.full(end_bps.shape, UNLABELLED, dtype=np.int8)
     usable = ~np.isnan(end_bps) & ~np.isnan(sigma_bps) & (np.nan_to_num(sigma_bps) > 0)
     sigma = np.where(usable, sigma_bps, 1.0)
-    emergency = (down_bps <= -config.emergency_sigma * sigma) | (
-        up_bps >= config.emergency_sigma * sigma
-    )
-    lean_buy = end_bps >= config.lean_sigma * sigma
-    lean_sell = end_bps <= -config.lean_sigma * sigma
+    big = config.emergency_sigma * sigma
+    run = config.lean_sigma * sigma
+    ask_run = usable & (up_bps >= run)
+    bid_run = usable & (down_bps <= -run)
+    emergency = (down_bps <= -big) | (up_bps >= big)
+    if config.scheme == "end":
+        lean_buy = end_bps >= run
+        lean_sell = end_bps <= -run
+    else:
+        emergency |= ask_run & bid_run
+        lean_buy, lean_sell = ask_run, bid_run
     labels[usable] = Verdict.HOLD
     labels[usable & lean_sell] = Verdict.LEAN_SELL
     labels[usable & lean_buy] = Verdict.LEAN_BUY
     labels[usable & emergency] = Verdict.EMERGENCY
-    return labels
+    return labels, ask_run, bid_run
 
 
 def _range_max_min(
