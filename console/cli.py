@@ -28,6 +28,14 @@ BITGET_PUBLIC_URL = "wss://ws.bitget.com/v2/ws/public"
 DEFAULT_SYMBOLS = "BTCUSDT,ETHUSDT"
 
 
+def _add_dataset_symbols(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--symbols",
+        type=symbol_list,
+        help="traded symbol first, then the hedge (default: each recording's own two busiest)",
+    )
+
+
 def _add_market_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--symbols",
@@ -176,7 +184,10 @@ def build_parser() -> argparse.ArgumentParser:
     record.add_argument("--seed", type=int, default=7, help="simulated market seed (with --sim)")
 
     train = commands.add_parser("train", help="train a Laya model on recordings (train extra)")
-    train.add_argument("--replay", nargs="+", required=True, metavar="FILE", help="recordings")
+    train.add_argument(
+        "--replay", nargs="+", required=True, metavar="FILE", help="recordings, a session each"
+    )
+    _add_dataset_symbols(train)
     train.add_argument("--out", required=True, metavar="MODEL.onnx", help="model to write")
     train.add_argument(
         "--sim-minutes",
@@ -185,9 +196,16 @@ def build_parser() -> argparse.ArgumentParser:
         help="also train on this many simulated minutes (default 0)",
     )
     train.add_argument("--seed", type=int, default=7, help="simulated market seed (default 7)")
+    train.add_argument(
+        "--backtest",
+        action="store_true",
+        help="choose the model by what its gate saves in the backtest of each left-out "
+        "recording (needs two or more)",
+    )
 
     evaluate = commands.add_parser("eval", help="evaluate a Laya model against baselines")
     evaluate.add_argument("--replay", nargs="+", required=True, metavar="FILE", help="recordings")
+    _add_dataset_symbols(evaluate)
     evaluate.add_argument("--model", metavar="ONNX", help="model (default: the shipped one)")
     evaluate.add_argument("--json", action="store_true", help="print one JSON object")
     evaluate.add_argument("--predictions-out", metavar="CSV", help="write every prediction")
@@ -454,7 +472,16 @@ def _journal(args: argparse.Namespace) -> int:
 def _train(args: argparse.Namespace) -> int:
     from engine.laya.train import train_command
 
-    print(train_command(args.replay, args.out, sim_minutes=args.sim_minutes, seed=args.seed))
+    print(
+        train_command(
+            args.replay,
+            args.out,
+            symbols=args.symbols,
+            sim_minutes=args.sim_minutes,
+            seed=args.seed,
+            backtest=args.backtest,
+        )
+    )
     return 0
 
 
@@ -469,6 +496,7 @@ def _eval(args: argparse.Namespace) -> int:
             json_output=args.json,
             predictions_out=args.predictions_out,
             all_frames=args.all,
+            symbols=args.symbols,
         )
     )
     return 0

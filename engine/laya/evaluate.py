@@ -1,4 +1,4 @@
-"""Laya evaluation: the model against two baselines on the time-ordered hold-out.
+"""Laya evaluation: the model against three baselines on the time-ordered hold-out.
 
 The model runs through the real `LayaClassifier` (ONNX Runtime, the model's own thresholds),
 on features from the live code path (`build_dataset`), labelled with the label parameters the
@@ -10,7 +10,12 @@ columns: prediction). Baselines, fitted on the training part of the same split:
 
 - majority: always the most frequent training label;
 - imbalance: LEAN_BUY when the 5-level order-book imbalance exceeds tau, LEAN_SELL when it is
-  below -tau, HOLD otherwise, with tau chosen to maximise training macro-F1.
+  below -tau, HOLD otherwise, with tau chosen to maximise training macro-F1;
+- imbalance + jump: the same, and EMERGENCY where `jump_sigmas_5s` reaches j (tau and j
+  chosen together).
+
+The model's per-side AUC ranks P(LEAN_BUY) + P(EMERGENCY) (the verdicts that pull the ask)
+against the frames whose ask was run over, and likewise for the bid.
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ from engine.laya.dataset import (
     simulate_recording,
     split_by_time,
 )
+from engine.laya.features import FEATURE_NAMES
 from engine.laya.labels import LabelConfig
 from engine.laya.model import DEFAULT_MODEL_PATH
 from engine.laya.verdict import CLASS_NAMES, Verdict
@@ -51,6 +57,10 @@ PREDICTIONS_HEADER = (
     "p_emergency",
 )
 _BATCH_ROWS = 4096
+JUMP_FEATURE = FEATURE_NAMES.index("jump_sigmas_5s")
+"""The recent-jump feature of the imbalance + jump baseline."""
+_RULE_GRID = 25
+"""Quantiles of |imbalance| and of the jump feature tried for the imbalance + jump rule."""
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -171,8 +181,14 @@ def imbalance_rule(obi: np.ndarray, tau: float) -> np.ndarray:
     return predictions
 
 
-def fit_imbalance_tau(obi: np.ndarray, labels: np.ndarray, candidates: int = 101) -> float:
-    """The tau in [0, 1] maximising macro-F1 on (training) frames; ties: the smallest tau.
+def fit_imbalance_tau(
+    obi: np.ndarray,
+    labels: np.ndarray,
+    candidates: int = 101,
+    weights: np.ndarray | None = None,
+) -> float:
+    """The tau in [0, 1] maximising macro-F1 on (training) frames, each counting its weight;
+    ties: the smallest tau.
 
     Candidates are quantiles of |obi| (so each splits the frames differently) plus 0 and 1.
     """
@@ -182,8 +198,46 @@ def fit_imbalance_tau(obi: np.ndarray, labels: np.ndarray, candidates: int = 101
     taus = np.unique(
         np.concatenate(([0.0, 1.0], np.quantile(np.abs(obi), np.linspace(0, 1, candidates))))
     )
-    scores = [classification_metrics(labels, imbalance_rule(obi, tau)).macro_f1 for tau in taus]
+    scores = [
+        classification_metrics(labels, imbalance_rule(obi, tau), weights).macro_f1 for tau in taus
+    ]
     return float(taus[int(np.argmax(scores))])
+
+
+def imbalance_jump_rule(
+    obi: np.ndarray, jump: np.ndarray, tau: float, jump_at: float
+) -> np.ndarray:
+    """The imbalance rule's verdicts, and EMERGENCY wherever `jump` reaches `jump_at`."""
+    verdicts = imbalance_rule(obi, tau)
+    verdicts[np.asarray(jump) >= jump_at] = Verdict.EMERGENCY
+    return verdicts
+
+
+def fit_imbalance_jump(
+    obi: np.ndarray, jump: np.ndarray, labels: np.ndarray, weights: np.ndarray | None = None
+) -> tuple[float, float]:
+    """(tau, j) maximising macro-F1 over a grid of quantiles of |obi| and of `jump`."""
+    best = (-1.0, 0.0, math.inf)
+    taus = np.unique(np.quantile(np.abs(obi), np.linspace(0.2, 0.995, _RULE_GRID)))
+    jumps = np.unique(np.quantile(jump, np.linspace(0.5, 0.999, _RULE_GRID)))
+    for tau in taus:
+        base = imbalance_rule(obi, tau)
+        for jump_at in jumps:
+            verdicts = base.copy()
+            verdicts[jump >= jump_at] = Verdict.EMERGENCY
+            score = classification_metrics(labels, verdicts, weights).macro_f1
+            if score > best[0]:
+                best = (score, float(tau), float(jump_at))
+    return best[1], best[2]
+
+
+def side_scores(probabilities: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The probability that a verdict pulls the ask (LEAN_BUY or EMERGENCY), and the bid."""
+    emergency = probabilities[:, Verdict.EMERGENCY]
+    return (
+        probabilities[:, Verdict.LEAN_BUY] + emergency,
+        probabilities[:, Verdict.LEAN_SELL] + emergency,
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,17 +245,18 @@ class EvalConfig:
     """What to evaluate on: the hold-out of the time split (default) or every labelled frame.
 
     The baselines are always fitted on the training part of the split; the symbols are those
-    the model's engine computes features for (traded first, then the hedge).
+    the model's engine computes features for (traded first, then the hedge; None: each
+    recording's own).
     """
 
     split: TimeSplitConfig = field(default_factory=TimeSplitConfig)
     all_frames: bool = False
-    symbols: tuple[str, ...] = ("BTCUSDT", "ETHUSDT")
+    symbols: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True, eq=False)
 class EvalReport:
-    """The model and both baselines on the same frames."""
+    """The model and the three baselines on the same frames."""
 
     model_path: str
     recordings: tuple[str, ...]
@@ -212,10 +267,17 @@ class EvalReport:
     model: ClassificationMetrics
     majority: ClassificationMetrics
     imbalance: ClassificationMetrics
+    imbalance_jump: ClassificationMetrics
     majority_class: Verdict
     imbalance_tau: float
+    rule_tau: float
+    rule_jump_sigmas: float
     emergency_auc: float
     """`ranking_auc` of the model's EMERGENCY probability; 0.5 is no skill."""
+    ask_auc: float
+    """`ranking_auc` of P(LEAN_BUY) + P(EMERGENCY) (the verdicts that pull the ask) for the
+    frames whose ask was run over."""
+    bid_auc: float
     recording_problems: tuple[str, ...] = ()
     """What was wrong with the recordings (cut short, malformed lines), one line each."""
 
@@ -228,21 +290,37 @@ class EvalReport:
             "thresholds": list(self.thresholds),
             "model": {
                 **self.model.as_dict(),
-                "emergency_auc": None if math.isnan(self.emergency_auc) else self.emergency_auc,
+                **{
+                    name: None if math.isnan(value) else value
+                    for name, value in (
+                        ("emergency_auc", self.emergency_auc),
+                        ("ask_auc", self.ask_auc),
+                        ("bid_auc", self.bid_auc),
+                    )
+                },
             },
             "baselines": {
                 "majority": {"class": self.majority_class.name, **self.majority.as_dict()},
                 "imbalance": {"tau": self.imbalance_tau, **self.imbalance.as_dict()},
+                "imbalance_jump": {
+                    "tau": self.rule_tau,
+                    "jump_sigmas": self.rule_jump_sigmas,
+                    **self.imbalance_jump.as_dict(),
+                },
             },
             "recording_problems": list(self.recording_problems),
         }
 
     def format_table(self) -> str:
-        """A plain-text table: macro-F1 and per-class F1 of the three, then the confusion."""
+        """A plain-text table: macro-F1 and per-class F1 of the four, then the confusion."""
         rows = (
             ("model", self.model),
             (f"majority ({self.majority_class.name})", self.majority),
             (f"imbalance (tau {self.imbalance_tau:.3f})", self.imbalance),
+            (
+                f"imbalance + jump (tau {self.rule_tau:.3f}, j {self.rule_jump_sigmas:.2f})",
+                self.imbalance_jump,
+            ),
         )
         width = max(len(name) for name, _ in rows)
         header = f"{'':{width}}  macro-F1  " + "  ".join(f"{name:>9}" for name in CLASS_NAMES)
@@ -261,7 +339,8 @@ class EvalReport:
         ]
         lines += [
             "",
-            f"model EMERGENCY ranking AUC {self.emergency_auc:.3f} (0.5: no skill)",
+            f"model ranking AUC (0.5: no skill): ask run over {self.ask_auc:.3f}, bid run "
+            f"over {self.bid_auc:.3f}, EMERGENCY {self.emergency_auc:.3f}",
             "per-class F1 above; model precision / recall / support:",
         ]
         lines += [
@@ -346,6 +425,10 @@ def evaluate_dataset(
     labels = frames.labels.astype(np.int64)
     majority = majority_class(train.labels)
     tau = fit_imbalance_tau(train.obi5, train.labels)
+    rule_tau, jump_at = fit_imbalance_jump(
+        train.obi5, train.features[:, JUMP_FEATURE], train.labels
+    )
+    ask, bid = side_scores(probabilities)
     report = EvalReport(
         model_path=model_path,
         recordings=dataset.recordings,
@@ -355,9 +438,17 @@ def evaluate_dataset(
         model=classification_metrics(labels, predictions),
         majority=classification_metrics(labels, np.full(labels.shape, majority)),
         imbalance=classification_metrics(labels, imbalance_rule(frames.obi5, tau)),
+        imbalance_jump=classification_metrics(
+            labels,
+            imbalance_jump_rule(frames.obi5, frames.features[:, JUMP_FEATURE], rule_tau, jump_at),
+        ),
         majority_class=majority,
         imbalance_tau=tau,
+        rule_tau=rule_tau,
+        rule_jump_sigmas=jump_at,
         emergency_auc=ranking_auc(probabilities[:, Verdict.EMERGENCY], labels == Verdict.EMERGENCY),
+        ask_auc=ranking_auc(ask, frames.ask_run),
+        bid_auc=ranking_auc(bid, frames.bid_run),
         recording_problems=tuple(filter(None, dataset.recording_problems)),
     )
     return report, FramePredictions(frames, probabilities, predictions)
@@ -375,14 +466,14 @@ def evaluate(
     config: EvalConfig | None = None,
     *,
     predictions_out: str | os.PathLike[str] | None = None,
-    on_frames: Callable[[int], None] | None = None,
+    on_bytes: Callable[[int], None] | None = None,
 ) -> EvalReport:
     """Evaluate the model at `model_path` on recordings; optionally write the predictions CSV."""
     config = config or EvalConfig()
     classifier = started_classifier(model_path)
     try:
         dataset = build_dataset(
-            recordings, DatasetConfig(config.symbols, label_config_of(classifier)), on_frames
+            recordings, DatasetConfig(config.symbols, label_config_of(classifier)), on_bytes
         )
         report, predictions = evaluate_dataset(dataset, classifier, config, os.fspath(model_path))
     finally:
@@ -469,12 +560,13 @@ def eval_command(
     json_output: bool = False,
     predictions_out: str | None = None,
     all_frames: bool = False,
+    symbols: tuple[str, ...] | None = None,
 ) -> str:
     """What `hft-console eval` prints: the text table, or one JSON object."""
     report = evaluate(
         recordings,
         model_path,
-        EvalConfig(all_frames=all_frames),
+        EvalConfig(all_frames=all_frames, symbols=symbols),
         predictions_out=predictions_out,
     )
     return json.dumps(report.as_dict()) if json_output else report.format_table()

@@ -1,11 +1,14 @@
 """Laya's 128 microstructure features, one numba kernel call per books15 frame.
 
-Every feature is scale-free (bps, ratios, logs of normalised sizes) so a model trained on one
-market and day carries over to others. State per symbol lives in one float64 row (running
-sums, exponentially weighted averages, and a ring of recent (time, mid) pairs), so each frame
-costs O(1) apart from short bounded scans of the mid ring. Trades are read from the parser's
-`MarketTape` at the next book frame of either symbol; nothing is ever read from the future.
-`docs/features.md` documents each feature; `FEATURE_NAMES` is the authoritative order.
+Every feature carries across venues: bps, ratios, logs of normalised sizes, moves in the 1 s
+sigma, and, for values tied to a venue's cadence, tick, depth or volatility, a trailing robust
+z-score against the symbol's own recent past (`Z_SCORED_FEATURES`); four raw values stay for
+Kev and the console (`VENUE_SCALED_FEATURES`). State per symbol lives in one float64 row
+(running sums, exponentially weighted averages, a ring of recent (time, mid) pairs, the
+z-scores' statistics), so each frame costs O(1) apart from short bounded scans of the mid
+ring. Trades are read from the parser's `MarketTape` at the next book frame of either symbol;
+nothing is ever read from the future. `docs/features.md` documents each feature, and their
+shift between venues; `FEATURE_NAMES` is the authoritative order.
 """
 
 from __future__ import annotations
@@ -19,27 +22,27 @@ from numba import njit
 from engine.feed.events import BookSnapshot
 from engine.feed.tape import TRADE_TOTAL, MarketTape
 
-FEATURE_SET_VERSION = "laya-fs-3"
+FEATURE_SET_VERSION = "laya-fs-4"
 FEATURE_COUNT = 128
 LEVELS = 15
 DISTANCE_LEVELS = 10
 """Levels whose distance from the mid is a feature; deeper ones only enter slope and weights."""
 JUMP_SIGMAS = 2.0
-"""A frame whose mid moved this many 1 s sigmas counts as a jump (`log_ms_since_jump`, ...)."""
+"""A frame whose mid moved this many 1 s sigmas counts as a jump (`ms_since_jump_z`, ...)."""
 
 _BOOK_NAMES = (
-    [f"bid_dist_bps_{k}" for k in range(1, DISTANCE_LEVELS + 1)]
-    + [f"ask_dist_bps_{k}" for k in range(1, DISTANCE_LEVELS + 1)]
+    [f"bid_dist_z_{k}" for k in range(1, DISTANCE_LEVELS + 1)]
+    + [f"ask_dist_z_{k}" for k in range(1, DISTANCE_LEVELS + 1)]
     + [
-        "log_sigma_1s_bps",
+        "log_sigma_1s_z",
         "range_1s_sigmas",
         "range_5s_sigmas",
         "return_1s_sigmas",
         "log_vol_5s_over_sigma",
         "jump_sigmas_1s",
         "jump_sigmas_5s",
-        "jump_rate_30s",
-        "log_ms_since_jump",
+        "jump_rate_30s_z",
+        "ms_since_jump_z",
         "other_jump_sigmas_1s",
     ]
     + [f"bid_log_size_{k}" for k in range(1, LEVELS + 1)]
@@ -55,67 +58,161 @@ FEATURE_NAMES: tuple[str, ...] = (
     "depth_weighted_obi",
     "microprice_offset_bps",
     "spread_bps",
-    "bid_slope",
-    "ask_slope",
-    "pressure_mid_offset_bps_5",
+    "bid_slope_z",
+    "ask_slope_z",
+    "pressure_mid_offset_spreads_5",
     "bid_levels_present",
     "ask_levels_present",
     "log_depth_ratio",
     "log_top_size_ratio",
-    "ofi_top",
-    "ofi_ewma_1s",
-    "ofi_ewma_5s",
+    "ofi_top_z",
+    "ofi_ewma_1s_z",
+    "ofi_ewma_5s_z",
     "obi_1_ewma_1s",
     "obi_5_ewma_5s",
-    "obi_5_change",
-    "bid_top_size_change",
-    "ask_top_size_change",
-    "bid_depth_change",
-    "ask_depth_change",
-    "log_book_interval_ms",
-    "mid_change_rate_1s",
-    "return_last_frame_bps",
-    "return_500ms_bps",
-    "return_1s_bps",
-    "return_5s_bps",
-    "return_30s_bps",
+    "obi_5_change_z",
+    "bid_top_size_change_z",
+    "ask_top_size_change_z",
+    "bid_depth_change_z",
+    "ask_depth_change_z",
+    "book_interval_z",
+    "mid_change_rate_z",
+    "return_last_frame_z",
+    "return_500ms_sigmas",
+    "obi_5_z",
+    "return_5s_sigmas",
+    "return_30s_sigmas",
     "realized_vol_5s_bps",
     "realized_vol_60s_bps",
     "log_vol_ratio",
     "return_1s_z",
     "return_5s_z",
-    "range_1s_bps",
-    "range_5s_bps",
-    "drawdown_5s_bps",
-    "runup_5s_bps",
+    "spread_z",
+    "vol_60s_over_sigma_z",
+    "drawdown_5s_sigmas",
+    "runup_5s_sigmas",
     "flow_imbalance_1s",
     "flow_imbalance_5s",
     "flow_imbalance_30s",
-    "signed_volume_1s",
-    "signed_volume_5s",
-    "signed_volume_30s",
+    "signed_volume_1s_z",
+    "signed_volume_5s_z",
+    "signed_volume_30s_z",
     "trade_intensity_1s",
     "trade_intensity_5s",
-    "log_trade_rate_30s",
+    "trade_rate_30s_z",
     "vpin",
-    "log_ms_since_trade",
+    "ms_since_trade_z",
     "last_trade_sign",
-    "last_trade_offset_bps",
+    "last_trade_offset_spreads",
     "last_trade_log_size",
     "count_imbalance_5s",
-    "kyle_lambda",
-    "log_trades_since_book",
-    "other_return_1s_bps",
-    "other_return_5s_bps",
+    "kyle_lambda_z",
+    "trades_since_book_z",
+    "other_return_1s_sigmas",
+    "other_return_5s_sigmas",
     "other_obi_5",
     "other_flow_imbalance_5s",
-    "relative_return_1s_bps",
-    "relative_return_5s_bps",
-    "beta",
+    "relative_return_1s_sigmas",
+    "relative_return_5s_sigmas",
+    "beta_z",
     "spread_residual_z",
-    "other_realized_vol_5s_bps",
-    "other_spread_bps",
+    "other_log_vol_5s_over_sigma",
+    "other_spread_z",
 )
+VENUE_SCALED_FEATURES: tuple[str, ...] = (
+    "microprice_offset_bps",
+    "spread_bps",
+    "realized_vol_5s_bps",
+    "realized_vol_60s_bps",
+)
+"""Kept in the venue's own units (bps) for Kev and the console, which read them as such; they
+shift with the venue's tick and volatility, so a trained model does not read them (their
+normalised forms, `spread_z`, `log_vol_5s_over_sigma`, ..., are features too)."""
+_Z_BY_OTHER_MEANS = ("return_1s_z", "return_5s_z", "spread_residual_z", "other_spread_z")
+"""Named `_z` but not a trailing z-score of this row's own: against vol_60s, the pair's own
+z-score, the other symbol's spread_z."""
+Z_SCORED_FEATURES: tuple[str, ...] = tuple(
+    name
+    for name in FEATURE_NAMES
+    if (name.endswith("_z") or "_z_" in name) and name not in _Z_BY_OTHER_MEANS
+)
+"""Features written as a trailing robust z-score of a raw value that is tied to the venue's
+cadence, tick, depth or volatility (see docs/features.md for each raw value)."""
+_MIRROR_PAIRS = (
+    *((f"bid_dist_z_{k}", f"ask_dist_z_{k}") for k in range(1, DISTANCE_LEVELS + 1)),
+    *((f"bid_log_size_{k}", f"ask_log_size_{k}") for k in range(1, LEVELS + 1)),
+    ("bid_slope_z", "ask_slope_z"),
+    ("bid_levels_present", "ask_levels_present"),
+    ("bid_top_size_change_z", "ask_top_size_change_z"),
+    ("bid_depth_change_z", "ask_depth_change_z"),
+)
+_MIRROR_NEGATED_PAIRS = (("drawdown_5s_sigmas", "runup_5s_sigmas"),)
+_MIRROR_NEGATED = (
+    "return_1s_sigmas",
+    "obi_1",
+    "obi_3",
+    "obi_5",
+    "obi_10",
+    "obi_15",
+    "depth_weighted_obi",
+    "microprice_offset_bps",
+    "pressure_mid_offset_spreads_5",
+    "log_depth_ratio",
+    "log_top_size_ratio",
+    "ofi_top_z",
+    "ofi_ewma_1s_z",
+    "ofi_ewma_5s_z",
+    "obi_1_ewma_1s",
+    "obi_5_ewma_5s",
+    "obi_5_change_z",
+    "return_last_frame_z",
+    "return_500ms_sigmas",
+    "obi_5_z",
+    "return_5s_sigmas",
+    "return_30s_sigmas",
+    "return_1s_z",
+    "return_5s_z",
+    "flow_imbalance_1s",
+    "flow_imbalance_5s",
+    "flow_imbalance_30s",
+    "signed_volume_1s_z",
+    "signed_volume_5s_z",
+    "signed_volume_30s_z",
+    "last_trade_sign",
+    "last_trade_offset_spreads",
+    "count_imbalance_5s",
+    "other_return_1s_sigmas",
+    "other_return_5s_sigmas",
+    "other_obi_5",
+    "other_flow_imbalance_5s",
+    "relative_return_1s_sigmas",
+    "relative_return_5s_sigmas",
+    "spread_residual_z",
+)
+
+
+def _mirror() -> tuple[np.ndarray, np.ndarray]:
+    source = np.arange(len(FEATURE_NAMES))
+    sign = np.ones(len(FEATURE_NAMES), np.float32)
+    index = {name: k for k, name in enumerate(FEATURE_NAMES)}
+    for pairs, flip in ((_MIRROR_PAIRS, 1.0), (_MIRROR_NEGATED_PAIRS, -1.0)):
+        for a, b in pairs:
+            source[index[a]], source[index[b]] = index[b], index[a]
+            sign[index[a]] = sign[index[b]] = flip
+    for name in _MIRROR_NEGATED:
+        sign[index[name]] = -1.0
+    return source, sign
+
+
+MIRROR_SOURCE, MIRROR_SIGN = _mirror()
+"""The features of the mirror-image market (bids and asks swapped, every price move
+reversed): `features[:, MIRROR_SOURCE] * MIRROR_SIGN`. Its labels swap LEAN_BUY and
+LEAN_SELL; training adds it, so a model reads the two sides alike."""
+_Z_SLOTS = np.array([FEATURE_NAMES.index(name) for name in Z_SCORED_FEATURES], np.int64)
+_CROSS_FIRST = FEATURE_NAMES.index("other_return_1s_sigmas")
+"""Features from here on need the other symbol; without it they read 0 (neutral)."""
+CROSS_FEATURES: tuple[str, ...] = ("other_jump_sigmas_1s", *FEATURE_NAMES[_CROSS_FIRST:])
+"""The features read from the other symbol of the pair: 0 (neutral) without one."""
 
 # --- per-symbol state row layout -------------------------------------------------------------
 (
@@ -129,7 +226,6 @@ FEATURE_NAMES: tuple[str, ...] = (
     S_BID_DEPTH,  # previous 15-level bid size
     S_ASK_DEPTH,
     S_OBI5,
-    S_SPREAD_BPS,
     S_TOP_SIZE_EWMA,  # mean top-of-book size, 30 s
     S_OFI_1S,
     S_OFI_5S,
@@ -170,6 +266,7 @@ FEATURE_NAMES: tuple[str, ...] = (
     S_OTHER_MID_AT_LAST,  # the other symbol's mid at this symbol's previous frame
     S_BETA_COV,
     S_BETA_VAR,
+    S_RESIDUAL_LEVEL,  # running sum of frame returns less beta times the other's (bps)
     S_RESIDUAL_MEAN,
     S_RESIDUAL_VAR,
     S_RET_1S,  # this frame's 1 s and 5 s returns, for the other symbol's cross features
@@ -180,25 +277,41 @@ FEATURE_NAMES: tuple[str, ...] = (
     S_PTR_1S,
     S_PTR_5S,
     S_PTR_30S,
-    S_SIGMA_WEIGHT,  # exponentially weighted count, sum and sum of squares of 1 s returns
-    S_SIGMA_SUM,
-    S_SIGMA_SQUARES,
+    S_ABS_WEIGHT,  # exponentially weighted count and sum of |1 s return|, 150 s
+    S_ABS_SUM,
+    S_ABS_FLOOR_WEIGHT,  # the same over 1800 s: the floor a quiet spell cannot go under
+    S_ABS_FLOOR_SUM,
     S_JUMP_1S,  # decayed maximum of |frame return| in 1 s sigmas
     S_JUMP_5S,
     S_JUMP_COUNT_30S,  # decayed count of jumps
     S_LAST_JUMP_TS,  # exchange time of the latest jump (0: none yet)
+    S_RET_1S_SIGMAS,  # this frame's returns in its sigma, for the other symbol
+    S_RET_5S_SIGMAS,
+    S_LOG_VOL_OVER_SIGMA,
+    S_SPREAD_Z,
     _STATE_SCALARS,
-) = range(69)
+) = range(74)
 VPIN_BUCKETS = 50
 RING = 1024
 _VPIN_BASE = _STATE_SCALARS
 _RING_TS = _VPIN_BASE + VPIN_BUCKETS
 _RING_MID = _RING_TS + RING
-STATE_WIDTH = _RING_MID + RING
+_Z_WEIGHT = _RING_MID + RING
+"""Per z-scored feature: the weight (frames, decayed) of its statistics, the weighted mean of
+its raw value, and its weighted mean absolute deviation from that mean."""
+_Z_MEAN = _Z_WEIGHT + _Z_SLOTS.size
+_Z_DEVIATION = _Z_MEAN + _Z_SLOTS.size
+STATE_WIDTH = _Z_DEVIATION + _Z_SLOTS.size
 
 _TAU_1S, _TAU_5S, _TAU_30S, _TAU_60S, _TAU_300S = 1000.0, 5000.0, 30000.0, 60000.0, 300000.0
 _TAU_SIGMA = 150000.0
 """An exponential window with the mean age (150 s) of the labels' flat 300 s sigma window."""
+_TAU_SIGMA_FLOOR = 1800000.0
+"""The same for the labels' 3600 s floor window."""
+_TAU_Z = 300000.0
+"""The trailing window of the z-scores: long against any signal, short against a session."""
+_ROBUST_SIGMA = math.sqrt(math.pi / 2.0)
+"""sigma / mean |x| of a normal variable: a mean absolute move as a standard deviation."""
 _MAX_SIGMAS = 10.0
 """Moves in sigmas are capped here: a near-zero sigma early on must not explode them."""
 _EPS = 1e-12
@@ -482,7 +595,8 @@ def compute_features(
     bid_vwap5 = bid_value5 / bid5 if bid5 > 0.0 else bid1
     ask_vwap5 = ask_value5 / ask5 if ask5 > 0.0 else ask1
     pressure_mid = (bid_vwap5 * ask5 + ask_vwap5 * bid5) / (bid5 + ask5)
-    f[70] = (pressure_mid - mid) / mid * 1e4
+    half_spread = 0.5 * (ask1 - bid1)
+    f[70] = _clip_z((pressure_mid - mid) / half_spread) if half_spread > 0.0 else 0.0
     f[71] = n_bids / LEVELS
     f[72] = n_asks / LEVELS
     f[73] = math.log(bid_cum / ask_cum)
@@ -572,29 +686,33 @@ def compute_features(
     f[95] = _clip_z(return_1s / (vol_60s + 1e-3))
     f[96] = _clip_z(return_5s / (vol_60s * math.sqrt(5.0) + 1e-3))
     high, low = _window_extremes(state, row, ts, 1000.0)
-    f[97] = (high - low) / mid * 1e4
+    range_1s = (high - low) / mid * 1e4
     high, low = _window_extremes(state, row, ts, 5000.0)
-    f[98] = (high - low) / mid * 1e4
-    f[99] = (mid - high) / mid * 1e4
-    f[100] = (mid - low) / mid * 1e4
+    range_5s = (high - low) / mid * 1e4
+    drawdown_5s = (mid - high) / mid * 1e4
+    runup_5s = (mid - low) / mid * 1e4
 
-    # Moves in units of the 1 s sigma the labels measure EMERGENCY and LEAN against: the
-    # spread of 1 s returns over the trailing minutes, estimated from every frame's return
-    # over the last second (exponentially weighted, so O(1) per frame).
+    # Moves in units of the 1 s sigma the labels measure run-overs and EMERGENCY against: the
+    # mean absolute 1 s return over the trailing minutes as a standard deviation, never below
+    # the same over the trailing half hour (a quiet spell must not make every move "big"),
+    # from every frame's return over the last second (exponentially weighted: O(1) a frame).
     decay_sigma = _decay(dt, _TAU_SIGMA)
-    state[row, S_SIGMA_WEIGHT] *= decay_sigma
-    state[row, S_SIGMA_SUM] *= decay_sigma
-    state[row, S_SIGMA_SQUARES] *= decay_sigma
+    decay_floor = _decay(dt, _TAU_SIGMA_FLOOR)
+    state[row, S_ABS_WEIGHT] *= decay_sigma
+    state[row, S_ABS_SUM] *= decay_sigma
+    state[row, S_ABS_FLOOR_WEIGHT] *= decay_floor
+    state[row, S_ABS_FLOOR_SUM] *= decay_floor
     if state[row, S_PTR_1S] >= 0.0 and not first_frame:
-        state[row, S_SIGMA_WEIGHT] += 1.0
-        state[row, S_SIGMA_SUM] += return_1s
-        state[row, S_SIGMA_SQUARES] += return_1s * return_1s
-    sigma = 0.0
-    weight = state[row, S_SIGMA_WEIGHT]
-    if weight > 0.0:
-        mean_return = state[row, S_SIGMA_SUM] / weight
-        variance = state[row, S_SIGMA_SQUARES] / weight - mean_return * mean_return
-        sigma = math.sqrt(variance) if variance > 0.0 else 0.0
+        state[row, S_ABS_WEIGHT] += 1.0
+        state[row, S_ABS_SUM] += abs(return_1s)
+        state[row, S_ABS_FLOOR_WEIGHT] += 1.0
+        state[row, S_ABS_FLOOR_SUM] += abs(return_1s)
+    mean_move = 0.0
+    if state[row, S_ABS_WEIGHT] > 0.0:
+        mean_move = state[row, S_ABS_SUM] / state[row, S_ABS_WEIGHT]
+    if state[row, S_ABS_FLOOR_WEIGHT] > 0.0:
+        mean_move = max(mean_move, state[row, S_ABS_FLOOR_SUM] / state[row, S_ABS_FLOOR_WEIGHT])
+    sigma = _ROBUST_SIGMA * mean_move
     per_sigma = 1.0 / sigma if sigma > 1e-9 else 0.0
     jump = min(abs(frame_return) * per_sigma, _MAX_SIGMAS)
     state[row, S_JUMP_1S] = max(jump, state[row, S_JUMP_1S] * d1)
@@ -604,10 +722,21 @@ def compute_features(
         state[row, S_JUMP_COUNT_30S] += 1.0
         state[row, S_LAST_JUMP_TS] = ts
     f[20] = math.log(sigma + 1e-3)
-    f[21] = min(f[97] * per_sigma, _MAX_SIGMAS)
-    f[22] = min(f[98] * per_sigma, _MAX_SIGMAS)
+    f[21] = min(range_1s * per_sigma, _MAX_SIGMAS)
+    f[22] = min(range_5s * per_sigma, _MAX_SIGMAS)
     f[23] = _clip_z(return_1s * per_sigma)
     f[24] = math.log((vol_5s + 1e-3) / (sigma + 1e-3))
+    f[88] = _clip_z(f[88] * per_sigma)
+    f[89] = obi5
+    f[90] = _clip_z(return_5s * per_sigma)
+    f[91] = _clip_z(f[91] * per_sigma)
+    f[97] = spread_bps
+    f[98] = math.log((vol_60s + 1e-3) / (sigma + 1e-3))
+    f[99] = _clip_z(drawdown_5s * per_sigma)
+    f[100] = _clip_z(runup_5s * per_sigma)
+    state[row, S_RET_1S_SIGMAS] = f[23]
+    state[row, S_RET_5S_SIGMAS] = f[90]
+    state[row, S_LOG_VOL_OVER_SIGMA] = f[24]
     f[25] = state[row, S_JUMP_1S]
     f[26] = state[row, S_JUMP_5S]
     f[27] = math.log1p(state[row, S_JUMP_COUNT_30S])
@@ -650,7 +779,8 @@ def compute_features(
         since = ts - last_trade_ts
         f[111] = math.log1p(since if since > 0.0 else 0.0)
         f[112] = state[row, S_LAST_TRADE_SIDE]
-        f[113] = (state[row, S_LAST_TRADE_PRICE] - mid) / mid * 1e4
+        offset = state[row, S_LAST_TRADE_PRICE] - mid
+        f[113] = _clip_z(offset / half_spread) if half_spread > 0.0 else 0.0
         f[114] = math.log(state[row, S_LAST_TRADE_SIZE] / state[row, S_TRADE_SIZE_EWMA])
     else:
         f[111] = math.log1p(_NO_EVENT_MS)
@@ -675,15 +805,17 @@ def compute_features(
         )
 
     # Cross features against the other symbol.
-    if other >= 0 and state[other, S_FRAMES] > 0.0:
+    has_other = other >= 0 and state[other, S_FRAMES] > 0.0
+    if has_other:
         other_mid = state[other, S_MID]
         other_lag = ts - state[other, S_TRADE_TS] if state[other, S_TRADE_TS] > 0.0 else 0.0
         o5 = _decay(other_lag, _TAU_5S)
-        f[118] = state[other, S_RET_1S]
-        f[119] = state[other, S_RET_5S]
+        f[118] = state[other, S_RET_1S_SIGMAS]
+        f[119] = state[other, S_RET_5S_SIGMAS]
         f[120] = state[other, S_OBI5]
         f[121] = _ratio(state[other, S_BUY_5S] * o5, state[other, S_SELL_5S] * o5)
         beta_var = state[row, S_BETA_VAR]
+        other_return = 0.0
         if not first_frame and state[row, S_OTHER_MID_AT_LAST] > 0.0:
             other_return = _bps_return(other_mid, state[row, S_OTHER_MID_AT_LAST])
             k60 = 1.0 - _decay(dt, _TAU_60S)
@@ -691,24 +823,46 @@ def compute_features(
             state[row, S_BETA_VAR] += k60 * (other_return * other_return - beta_var)
             beta_var = state[row, S_BETA_VAR]
         beta = state[row, S_BETA_COV] / beta_var if beta_var > 1e-9 else 0.0
-        f[122] = return_1s - beta * f[118]
-        f[123] = return_5s - beta * f[119]
+        f[122] = _clip_z((return_1s - beta * state[other, S_RET_1S]) * per_sigma)
+        f[123] = _clip_z((return_5s - beta * state[other, S_RET_5S]) * per_sigma)
         f[124] = beta
-        residual = math.log(mid) - beta * math.log(other_mid)
-        if state[row, S_RESIDUAL_VAR] <= 0.0 and state[row, S_RESIDUAL_MEAN] == 0.0:
-            state[row, S_RESIDUAL_MEAN] = residual
+        # The pair's spread as the running sum of this symbol's frame returns less beta times
+        # the other's over the same intervals: a drifting beta never moves it (beta times the
+        # other's log price would, by far more than the prices do).
+        state[row, S_RESIDUAL_LEVEL] += frame_return - beta * other_return
+        residual = state[row, S_RESIDUAL_LEVEL]
         k300 = 1.0 - _decay(dt, _TAU_300S)
         deviation = residual - state[row, S_RESIDUAL_MEAN]
         state[row, S_RESIDUAL_MEAN] += k300 * deviation
         state[row, S_RESIDUAL_VAR] += k300 * (deviation * deviation - state[row, S_RESIDUAL_VAR])
         residual_sd = math.sqrt(state[row, S_RESIDUAL_VAR])
         f[125] = _clip_z(deviation / residual_sd) if residual_sd > 1e-9 else 0.0
-        f[126] = math.sqrt(state[other, S_VAR_5S])
-        f[127] = state[other, S_SPREAD_BPS]
+        f[126] = state[other, S_LOG_VOL_OVER_SIGMA]
+        f[127] = state[other, S_SPREAD_Z]
         state[row, S_OTHER_MID_AT_LAST] = other_mid
     else:
-        for k in range(118, 128):
+        for k in range(_CROSS_FIRST, FEATURE_COUNT):
             f[k] = 0.0
+
+    # Raw values tied to the venue's cadence, tick, depth or volatility, as trailing robust
+    # z-scores: (x - weighted mean) / (weighted mean absolute deviation as a sigma), each
+    # against its own earlier values (exponentially weighted in time), then folded in.
+    decay_z = _decay(dt, _TAU_Z)
+    for index in range(_Z_SLOTS.size):
+        slot = _Z_SLOTS[index]
+        value = f[slot]
+        if (slot >= _CROSS_FIRST and not has_other) or not math.isfinite(value):
+            continue  # neutral 0 without the other symbol; a non-finite value is counted below
+        weight = state[row, _Z_WEIGHT + index] * decay_z
+        mean = state[row, _Z_MEAN + index]
+        deviation = state[row, _Z_DEVIATION + index]
+        scale = _ROBUST_SIGMA * deviation
+        f[slot] = _clip_z((value - mean) / scale) if scale > 1e-12 else 0.0
+        weight += 1.0
+        state[row, _Z_WEIGHT + index] = weight
+        state[row, _Z_MEAN + index] = mean + (value - mean) / weight
+        state[row, _Z_DEVIATION + index] = deviation + (abs(value - mean) - deviation) / weight
+    state[row, S_SPREAD_Z] = f[97]
 
     # Remember this frame.
     state[row, S_FRAMES] += 1.0
@@ -721,7 +875,6 @@ def compute_features(
     state[row, S_BID_DEPTH] = bid_cum
     state[row, S_ASK_DEPTH] = ask_cum
     state[row, S_OBI5] = obi5
-    state[row, S_SPREAD_BPS] = spread_bps
     bad = 0
     for k in range(128):
         if not math.isfinite(f[k]):

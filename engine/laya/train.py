@@ -1,14 +1,31 @@
-"""Training Laya: recordings -> dataset -> time split -> small model -> ONNX + model card.
+"""Training Laya: recordings (a session each) -> candidates validated leave-one-session-out ->
+the one that saves the most -> ONNX + model card.
 
-The model is two small MLPs trained here in numpy (weighted softmax cross-entropy, Adam, early
-stopping on the validation slice): an EMERGENCY head that reads only volatility and activity
-features (`EMERGENCY_FEATURES`), and a main MLP over all features for HOLD / LEAN_BUY /
-LEAN_SELL given no EMERGENCY. Its exact graph is what `export_mlp` writes and the runtime needs
-nothing beyond onnxruntime. Gradient-boosted trees (scikit-learn's
-`HistGradientBoostingClassifier`) are trained on the same split as a measured alternative; the
-MLPs ship unless the trees are clearly better (see `TrainConfig.tree_margin`).
+Every candidate is a softmax model over HOLD, LEAN_BUY, LEAN_SELL and EMERGENCY, trained here
+in numpy (weighted cross-entropy, Adam with decoupled weight decay) on the per-side labels:
 
-scikit-learn and tqdm are the `train` extra and are imported inside the functions that use them.
+- "rule": a calibrated rule, a linear softmax on the book's imbalance and the recent jumps
+  (`RULE_FEATURES`), the signals that carried across venues in the study behind issue 14;
+- "compact": the same and the market's activity against its own recent past
+  (`COMPACT_FEATURES`);
+- "linear": a linear softmax on every feature a model reads (`MODEL_FEATURES`);
+- "mlp": 128 -> 32 -> 16 -> 4 on the same features.
+
+All are exported as the `mlp` graph family (a linear model is one Gemm, the features it does
+not read have zero weights), so the engine's path and the native kernel are the same whichever
+ships. Training adds the mirror image of every frame (`MIRROR_SOURCE`: bids and asks swapped,
+moves reversed, LEAN_BUY and LEAN_SELL swapped), so a model reads both sides alike, and weighs
+every session the same however many frames its feed sent.
+
+Nothing is chosen on a slice of one session. With several sessions, each candidate's epochs
+and thresholds come from its predictions on sessions it was not fitted on (an inner leave-one-
+session-out), and the candidates are compared leave-one-session-out (`engine.laya.folds`) and,
+with `backtest`, by what their gate saves in the backtest on each left-out session
+(`engine.laya.savings`). Two operating points per candidate: thresholds for macro-F1, and
+thresholds for the gate (macro-F1 with our quotes pulled at most `gate_pull_rate` of the
+market time, an EMERGENCY's cooldown included).
+
+tqdm is the `train` extra and is imported inside the function that uses it.
 """
 
 from __future__ import annotations
@@ -29,92 +46,90 @@ from pathlib import Path
 
 import numpy as np
 
-from engine.laya.dataset import (
-    Dataset,
-    DatasetConfig,
-    TimeSplit,
-    TimeSplitConfig,
-    build_dataset,
-    simulate_recording,
-    split_by_time,
-)
+from engine.laya.dataset import Dataset, DatasetConfig, build_dataset, simulate_recording
 from engine.laya.evaluate import (
     CLASS_COUNT,
     BurstWarningReport,
-    ClassificationMetrics,
-    EvalConfig,
-    EvalReport,
     burst_warnings,
     classification_metrics,
-    evaluate_dataset,
-    ranking_auc,
     started_classifier,
 )
-from engine.laya.features import FEATURE_COUNT, FEATURE_NAMES, FEATURE_SET_VERSION
-from engine.laya.model import DEFAULT_MODEL_PATH, EmergencyHead, LayaModelMetadata, export_mlp
+from engine.laya.features import (
+    FEATURE_COUNT,
+    FEATURE_NAMES,
+    FEATURE_SET_VERSION,
+    MIRROR_SIGN,
+    MIRROR_SOURCE,
+    VENUE_SCALED_FEATURES,
+)
+from engine.laya.folds import (
+    BootstrapConfig,
+    FoldReport,
+    fold_table,
+    labelled_rows,
+    leave_one_session_out,
+    session_name,
+    session_weights,
+)
+from engine.laya.model import DEFAULT_MODEL_PATH, LayaModelMetadata, export_mlp
 from engine.laya.verdict import CLASS_NAMES, Verdict
 from engine.sim.market import MarketGeneratorConfig
 
 _THRESHOLD_GRID = np.round(np.arange(0.0, 0.96, 0.025), 3)
 _THRESHOLD_ROUNDS = 4
-_EMERGENCY_RECALL_PENALTY = 2.0
-"""Macro-F1 given up per unit of EMERGENCY recall short of the minimum: large enough that the
-search meets the minimum whenever any thresholds can."""
+_PULL_RATE_PENALTY = 4.0
+"""Macro-F1 given up per unit of pull rate over the budget: enough that the search keeps to
+the budget whenever any thresholds can."""
 DEFAULT_SIM_SEED = 7
-EMERGENCY_FEATURES: tuple[str, ...] = (
-    # Moves in the labels' own sigma (volatility clustering).
-    "log_sigma_1s_bps",
-    "range_1s_sigmas",
-    "range_5s_sigmas",
-    "return_1s_sigmas",
-    "log_vol_5s_over_sigma",
+MODEL_FEATURES: tuple[str, ...] = tuple(
+    name for name in FEATURE_NAMES if name not in VENUE_SCALED_FEATURES
+)
+"""What a learned candidate reads: every feature but those kept in the venue's units."""
+RULE_FEATURES: tuple[str, ...] = (
+    "obi_1",
+    "obi_5",
+    "log_top_size_ratio",
+    "obi_5_ewma_5s",
     "jump_sigmas_1s",
     "jump_sigmas_5s",
-    "jump_rate_30s",
-    "log_ms_since_jump",
-    "other_jump_sigmas_1s",
-    # Realized volatility, returns and ranges in bps.
-    "realized_vol_5s_bps",
-    "realized_vol_60s_bps",
-    "log_vol_ratio",
-    "return_1s_z",
-    "return_5s_z",
-    "range_1s_bps",
-    "range_5s_bps",
-    "drawdown_5s_bps",
-    "runup_5s_bps",
-    "mid_change_rate_1s",
-    # Trading activity.
+)
+"""The calibrated rule's inputs: the top-of-book imbalance (direction at 1 s comes from the
+book) and the recent jumps in sigmas (a move makes another likely)."""
+COMPACT_FEATURES: tuple[str, ...] = (
+    *RULE_FEATURES,
+    "range_1s_sigmas",
+    "range_5s_sigmas",
+    "log_vol_5s_over_sigma",
+    "log_sigma_1s_z",
+    "trade_rate_30s_z",
     "trade_intensity_1s",
     "trade_intensity_5s",
-    "log_trade_rate_30s",
-    "log_ms_since_trade",
-    "log_trades_since_book",
+    "ms_since_trade_z",
 )
-"""What the EMERGENCY head reads: volatility and activity, no book shape. Given all 128
-features, a model ranks the recorded training part's EMERGENCY frames almost perfectly (AUC
-0.9) and later ones at chance (0.46 to 0.53): it memorises the few recorded events by their
-book shapes. The choice between subsets is measured in `docs/laya.md`."""
+"""The rule's inputs and how active the market is against its own recent past: how far it
+moves in sigmas and how fast it trades, the scale-free measures that held up across venues."""
 # Column order in which `choose_verdicts` breaks probability ties, as `choose_verdict` does.
 _TIE_ORDER = np.array([Verdict.EMERGENCY, Verdict.HOLD, Verdict.LEAN_BUY, Verdict.LEAN_SELL])
+_MIRROR_LABELS = np.array([Verdict.HOLD, Verdict.LEAN_SELL, Verdict.LEAN_BUY, Verdict.EMERGENCY])
 
 
 @dataclass(frozen=True, slots=True)
 class MlpConfig:
-    """The MLP and how it is fitted."""
+    """A softmax network and how it is fitted; no hidden layers is a linear softmax
+    (multinomial logistic regression)."""
 
     hidden_layers: tuple[int, ...] = (32, 16)
-    epochs: int = 60
-    batch_size: int = 256
-    learning_rate: float = 5e-4
+    epochs: int = 40
+    batch_size: int = 512
+    learning_rate: float = 1e-3
     weight_decay: float = 1.0
     """Decoupled (AdamW) decay per step, relative to the learning rate."""
-    patience: int = 8
+    patience: int = 5
     """Epochs without a better validation loss before stopping."""
     seed: int = 0
 
     def __post_init__(self) -> None:
-        if not self.hidden_layers or any(width < 1 for width in self.hidden_layers):
+        if any(width < 1 for width in self.hidden_layers):
             raise ValueError(
                 f"MlpConfig.hidden_layers must be positive widths, got {self.hidden_layers}"
             )
@@ -145,42 +160,57 @@ def choose_verdicts(probabilities: np.ndarray, thresholds: np.ndarray) -> np.nda
 def tune_thresholds(
     probabilities: np.ndarray,
     labels: np.ndarray,
-    min_emergency_recall: float,
     weights: np.ndarray | None = None,
-    groups: np.ndarray | None = None,
+    max_pull_rate: float | None = None,
+    hold_ms: np.ndarray | None = None,
+    emergency_cooldown_ms: float = 0.0,
+    tie_sides: bool = False,
 ) -> tuple[float, ...]:
-    """Per-class thresholds maximising macro-F1 of `choose_verdicts` on (validation) frames,
-    while keeping EMERGENCY recall at `min_emergency_recall` or above where reachable, within
-    each group of frames given by `groups` (e.g. recorded and simulated data).
+    """Per-class thresholds maximising macro-F1 of `choose_verdicts` on (out-of-session)
+    frames; with `max_pull_rate`, the share of market time our quotes are pulled is kept at
+    or below it where reachable.
 
-    Coordinate ascent over a 0.025 grid from all-zero thresholds (plain argmax); each group's
-    shortfall in EMERGENCY recall is charged against macro-F1 so the search moves towards the
-    minimum. `weights` are per-frame weights in the confusion matrix.
+    That time: each frame's verdict holds for its `hold_ms` (till the symbol's next book; 1
+    each without), a non-HOLD verdict pulls a side for it, and EMERGENCY pulls both for at
+    least `emergency_cooldown_ms` (the strategy's cooldown): on a feed that sends a book every
+    few milliseconds, a few EMERGENCY frames a second stop all quoting.
+
+    Coordinate ascent over a 0.025 grid from all-zero thresholds (plain argmax); time over the
+    budget is charged against macro-F1 so the search moves inside it. `weights` are per-frame
+    weights in the confusion matrix and the time. `tie_sides`: LEAN_BUY and LEAN_SELL share
+    one threshold (a model that reads both sides alike; apart, they fit the trend of the
+    sessions tuned on).
     """
     labels = np.asarray(labels)
-    group_of = np.zeros(labels.shape, dtype=np.int64) if groups is None else np.asarray(groups)
-    emergencies = [
-        (labels == Verdict.EMERGENCY) & (group_of == group) for group in np.unique(group_of)
-    ]
-    emergencies = [rows for rows in emergencies if rows.any()]
+    frame_weights = np.ones(labels.shape) if weights is None else np.asarray(weights)
+    held = np.ones(labels.shape) if hold_ms is None else np.asarray(hold_ms, np.float64)
+    held_weights = frame_weights * held
+    cooldown_weights = frame_weights * np.maximum(held, emergency_cooldown_ms)
+    total = held_weights.sum()
 
     def score(thresholds: np.ndarray) -> float:
         predictions = choose_verdicts(probabilities, thresholds)
-        metrics = classification_metrics(labels, predictions, weights)
-        shortfall = sum(
-            max(0.0, min_emergency_recall - np.mean(predictions[rows] == Verdict.EMERGENCY))
-            for rows in emergencies
-        )
-        return metrics.macro_f1 - _EMERGENCY_RECALL_PENALTY * shortfall
+        macro_f1 = classification_metrics(labels, predictions, frame_weights).macro_f1
+        if max_pull_rate is None:
+            return macro_f1
+        emergency = predictions == Verdict.EMERGENCY
+        pulled = held_weights[(predictions != Verdict.HOLD) & ~emergency].sum()
+        pulled += cooldown_weights[emergency].sum()
+        return macro_f1 - _PULL_RATE_PENALTY * max(0.0, pulled / total - max_pull_rate)
 
+    coordinates = (
+        [[Verdict.HOLD], [Verdict.LEAN_BUY, Verdict.LEAN_SELL], [Verdict.EMERGENCY]]
+        if tie_sides
+        else [[verdict] for verdict in Verdict]
+    )
     thresholds = np.zeros(CLASS_COUNT)
     best = score(thresholds)
     for _ in range(_THRESHOLD_ROUNDS):
         improved = False
-        for verdict in Verdict:
+        for verdicts in coordinates:
             for value in _THRESHOLD_GRID:
                 trial = thresholds.copy()
-                trial[verdict] = value
+                trial[verdicts] = value
                 trial_score = score(trial)
                 if trial_score > best + 1e-12:
                     best, thresholds, improved = trial_score, trial, True
@@ -189,30 +219,39 @@ def tune_thresholds(
     return tuple(float(value) for value in thresholds)
 
 
-def class_weights(labels: np.ndarray, power: float) -> np.ndarray:
-    """Per-class loss weights (N / (K * N_c)) ** power, normalised to mean 1 over frames.
+def class_weights(
+    labels: np.ndarray, power: float, weights: np.ndarray | None = None
+) -> np.ndarray:
+    """Per-class loss weights (N / (K * N_c)) ** power, normalised to mean 1 over frames;
+    with `weights`, N and N_c are the frames' weights summed.
 
     power 1 fully balances the classes; lower powers temper the weight of very rare classes
     (EMERGENCY), whose few frames would otherwise dominate the gradient.
     """
-    counts = np.bincount(np.asarray(labels, dtype=np.int64), minlength=CLASS_COUNT)
+    labels = np.asarray(labels, dtype=np.int64)
+    frame_weights = np.ones(labels.shape) if weights is None else np.asarray(weights)
+    counts = np.bincount(labels, weights=frame_weights, minlength=CLASS_COUNT)
     present = counts > 0
-    weights = np.zeros(CLASS_COUNT)
-    weights[present] = (counts.sum() / (present.sum() * counts[present])) ** power
-    return weights / (weights[labels].mean())
+    result = np.zeros(CLASS_COUNT)
+    result[present] = (counts.sum() / (present.sum() * counts[present])) ** power
+    return result / np.average(result[labels], weights=frame_weights)
 
 
-def standardisation(features: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Mean and scale (std, 1 where a feature is constant) of the training features."""
-    mean = features.mean(axis=0, dtype=np.float64)
-    scale = features.std(axis=0, dtype=np.float64)
+def standardisation(
+    features: np.ndarray, weights: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """(Weighted) mean and scale (std, 1 where a feature is constant) of the training
+    features."""
+    mean = np.average(features, axis=0, weights=weights).astype(np.float64)
+    scale = np.sqrt(np.average((features - mean) ** 2, axis=0, weights=weights))
     scale[~(scale > 1e-12)] = 1.0
     return mean, scale
 
 
 @dataclass(frozen=True, slots=True, eq=False)
 class MlpFit:
-    """A fitted MLP: (weight [in, out], bias [out]) per layer, ReLU between, softmax last."""
+    """A fitted network: (weight [in, out], bias [out]) per layer, ReLU between, softmax
+    last; `best_epoch` is the epoch kept."""
 
     layers: tuple[tuple[np.ndarray, np.ndarray], ...]
     best_epoch: int
@@ -223,37 +262,6 @@ class MlpFit:
     @property
     def parameter_count(self) -> int:
         return sum(weight.size + bias.size for weight, bias in self.layers)
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class LayaFit:
-    """The fitted model: the main MLP's softmax over HOLD, LEAN_BUY and LEAN_SELL, and the
-    EMERGENCY head's softmax over (not EMERGENCY, EMERGENCY) on the `head_inputs` columns.
-
-    P(EMERGENCY) is the head's; every other class gets (1 - that) x its main probability,
-    exactly what the exported graph computes.
-    """
-
-    main: MlpFit
-    head: MlpFit
-    head_inputs: tuple[int, ...]
-
-    def predict_proba(self, standardised: np.ndarray) -> np.ndarray:
-        standardised = np.asarray(standardised, dtype=np.float32)
-        emergency = self.head.predict_proba(standardised[:, self.head_inputs])[:, 1:2]
-        return np.concatenate(
-            [self.main.predict_proba(standardised) * (1 - emergency), emergency], 1
-        )
-
-    def head_layers(self) -> tuple[tuple[np.ndarray, np.ndarray], ...]:
-        """The head with its two-way softmax folded into one log-odds output."""
-        *hidden, (weight, bias) = self.head.layers
-        log_odds = (weight[:, 1:2] - weight[:, 0:1], bias[1:2] - bias[0:1])
-        return (*hidden, log_odds)
-
-    @property
-    def parameter_count(self) -> int:
-        return self.main.parameter_count + self.head.parameter_count
 
 
 def _forward(
@@ -281,16 +289,17 @@ def fit_mlp(
     fit_x: np.ndarray,
     fit_y: np.ndarray,
     fit_w: np.ndarray,
-    validation_x: np.ndarray,
-    validation_y: np.ndarray,
-    validation_w: np.ndarray,
+    validation: tuple[np.ndarray, np.ndarray, np.ndarray] | None,
     config: MlpConfig,
     on_epoch: Callable[[int, float], None] | None = None,
     classes: int = CLASS_COUNT,
 ) -> MlpFit:
-    """Fit on standardised features with per-frame loss weights and labels 0..classes-1; keep
-    the epoch with the lowest weighted validation loss. `on_epoch(epoch, validation_loss)`
-    reports progress."""
+    """Fit on standardised features with per-frame loss weights and labels 0..classes-1.
+
+    With `validation` (features, labels, weights), keep the epoch with the lowest weighted
+    validation loss, stopping after `patience` epochs without one; without, run all
+    `config.epochs`. `on_epoch(epoch, loss)` reports progress (the validation loss, else the
+    last batch's)."""
     rng = np.random.default_rng(config.seed)
     widths = [fit_x.shape[1], *config.hidden_layers, classes]
     params = [
@@ -304,17 +313,18 @@ def fit_mlp(
     squares = [[np.zeros_like(p) for p in layer] for layer in params]
     beta1, beta2, epsilon = 0.9, 0.999, 1e-8
     fit_x = np.asarray(fit_x, dtype=np.float32)
-    validation_x = np.asarray(validation_x, dtype=np.float32)
     fit_w = np.asarray(fit_w, dtype=np.float32)
     step = 0
     best_loss, best_epoch = math.inf, 0
     best_params = [[p.copy() for p in layer] for layer in params]
     for epoch in range(1, config.epochs + 1):
         order = rng.permutation(fit_y.size)
+        batch_loss = 0.0
         for start in range(0, order.size, config.batch_size):
             rows = order[start : start + config.batch_size]
             activations = _forward(params, fit_x[rows])
             weights = fit_w[rows]
+            batch_loss = _weighted_loss(activations[-1], fit_y[rows], weights)
             delta = activations[-1].copy()
             delta[np.arange(rows.size), fit_y[rows]] -= 1.0
             delta *= (weights / weights.sum())[:, None]
@@ -334,7 +344,15 @@ def fit_mlp(
                     )
                     params[index][k] -= config.learning_rate * update
                 weight -= config.learning_rate * config.weight_decay * weight
-        loss = _weighted_loss(_forward(params, validation_x)[-1], validation_y, validation_w)
+        if validation is None:
+            if on_epoch is not None:
+                on_epoch(epoch, batch_loss)
+            best_epoch = epoch
+            continue
+        validation_x, validation_y, validation_w = validation
+        loss = _weighted_loss(
+            _forward(params, np.asarray(validation_x, np.float32))[-1], validation_y, validation_w
+        )
         if on_epoch is not None:
             on_epoch(epoch, loss)
         if loss < best_loss - 1e-6:
@@ -342,36 +360,103 @@ def fit_mlp(
             best_params = [[p.copy() for p in layer] for layer in params]
         elif epoch - best_epoch >= config.patience:
             break
-    layers = tuple((weight, bias) for weight, bias in best_params)
-    return MlpFit(layers, best_epoch)
+    kept = params if validation is None else best_params
+    return MlpFit(tuple((weight, bias) for weight, bias in kept), best_epoch)
+
+
+def mirrored(
+    features: np.ndarray, labels: np.ndarray, weights: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The frames and their mirror images (`MIRROR_SOURCE`), labels and weights alike."""
+    image = np.asarray(features)[:, MIRROR_SOURCE] * MIRROR_SIGN
+    return (
+        np.concatenate([features, image]),
+        np.concatenate([labels, _MIRROR_LABELS[labels]]),
+        np.concatenate([weights, weights]),
+    )
 
 
 @dataclass(frozen=True, slots=True)
-class TreeConfig:
-    """The gradient-boosted trees trained as the measured alternative to the MLP."""
+class CandidateSpec:
+    """A candidate model: the features it reads and its network."""
 
-    max_iter: int = 200
-    learning_rate: float = 0.05
-    max_leaf_nodes: int = 15
-    min_samples_leaf: int = 40
-    l2_regularization: float = 1.0
+    name: str
+    inputs: tuple[str, ...]
+    network: MlpConfig
 
     def __post_init__(self) -> None:
-        if self.max_iter < 1 or self.max_leaf_nodes < 2 or self.min_samples_leaf < 1:
+        unknown = [name for name in self.inputs if name not in FEATURE_NAMES]
+        if not self.inputs or unknown or len(set(self.inputs)) != len(self.inputs):
             raise ValueError(
-                "TreeConfig needs max_iter >= 1, max_leaf_nodes >= 2 and min_samples_leaf >= 1"
+                f"candidate {self.name!r} must read distinct features of {FEATURE_SET_VERSION}, "
+                f"got {unknown or self.inputs!r}"
             )
-        if not (math.isfinite(self.learning_rate) and self.learning_rate > 0):
-            raise ValueError(f"TreeConfig.learning_rate must be > 0, got {self.learning_rate}")
+
+    def describe(self) -> str:
+        widths = " -> ".join(str(w) for w in (len(self.inputs), *self.network.hidden_layers, 4))
+        kind = "linear softmax" if not self.network.hidden_layers else "MLP (ReLU, softmax)"
+        return f"{widths} {kind}"
+
+
+LINEAR = MlpConfig(hidden_layers=(), epochs=20, learning_rate=3e-3, weight_decay=0.1)
+CANDIDATES: tuple[CandidateSpec, ...] = (
+    CandidateSpec("rule", RULE_FEATURES, LINEAR),
+    CandidateSpec("compact", COMPACT_FEATURES, LINEAR),
+    CandidateSpec("linear", MODEL_FEATURES, LINEAR),
+    CandidateSpec("mlp", MODEL_FEATURES, MlpConfig()),
+)
+GATE_SUFFIX = " @gate"
+"""A candidate at its gate thresholds (quotes pulled at most `gate_pull_rate` of the time)."""
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class FittedCandidate:
+    """A fitted candidate: its network on the standardised `inputs` columns, and thresholds
+    for macro-F1 and for the gate; `thresholds` are those in use."""
+
+    spec: CandidateSpec
+    network: MlpFit
+    inputs: np.ndarray
+    mean: np.ndarray
+    scale: np.ndarray
+    f1_thresholds: tuple[float, ...]
+    gate_thresholds: tuple[float, ...]
+    thresholds: tuple[float, ...]
+    epochs: int
+    thresholds_from: str
+    """Which predictions the thresholds were tuned on (out-of-session, or in-sample)."""
+
+    def probabilities(self, features: np.ndarray) -> np.ndarray:
+        columns = np.asarray(features)[:, self.inputs]
+        return self.network.predict_proba((columns - self.mean) / self.scale)
+
+    def verdicts(self, features: np.ndarray) -> np.ndarray:
+        return choose_verdicts(self.probabilities(features), self.thresholds)
+
+    def at_gate(self) -> FittedCandidate:
+        return dataclasses.replace(self, thresholds=self.gate_thresholds)
+
+    def export(self, path: str | os.PathLike[str], metadata: LayaModelMetadata) -> Path:
+        """The network as a Laya model reading all features (zero weights on the others)."""
+        (first, bias), *rest = self.network.layers
+        weight = np.zeros((FEATURE_COUNT, first.shape[1]))
+        weight[self.inputs] = first
+        mean = np.zeros(FEATURE_COUNT)
+        scale = np.ones(FEATURE_COUNT)
+        mean[self.inputs] = self.mean
+        scale[self.inputs] = self.scale
+        return export_mlp(
+            path, [(weight, bias), *rest], metadata, input_mean=mean, input_scale=scale
+        )
 
 
 @dataclass(frozen=True, slots=True)
 class SimulationConfig:
-    """Simulator data added to the training recordings.
+    """Simulator data added to every fit (never scored).
 
     Bursts are denser than in the default market (0.3 a minute) so the informed-burst pattern
-    has enough examples; `share` is the total loss weight of simulated frames relative to the
-    recorded ones, so a long simulation does not drown a short real recording.
+    has examples; `share` is the simulated session's total loss weight against one recorded
+    session's.
     """
 
     minutes: float = 0.0
@@ -392,24 +477,28 @@ class SimulationConfig:
 
 @dataclass(frozen=True, slots=True)
 class TrainConfig:
-    """Everything `train` does, with the defaults the shipped model was trained with."""
+    """Everything `train` does, with the defaults the shipped model was trained with.
+
+    `candidate` forces the one to ship (a name of `candidates`, with GATE_SUFFIX for its gate
+    thresholds); None chooses it: by what the gate saves in the backtest across the folds
+    with `backtest`, else by the folds' mean macro-F1. `max_fills_lost`: a gate may lose at
+    most this share of the no-gate run's fills on every left-out session to be chosen on
+    savings.
+    """
 
     dataset: DatasetConfig = field(default_factory=DatasetConfig)
-    split: TimeSplitConfig = field(default_factory=TimeSplitConfig)
-    mlp: MlpConfig = field(default_factory=MlpConfig)
-    trees: TreeConfig = field(default_factory=TreeConfig)
-    simulation: SimulationConfig = field(default_factory=SimulationConfig)
-    emergency_features: tuple[str, ...] = EMERGENCY_FEATURES
-    """Feature names the EMERGENCY head reads."""
-    emergency_head: MlpConfig = field(default_factory=lambda: MlpConfig(hidden_layers=(8,)))
-    mlp_restarts: int = 3
-    """Seeds fitted for each of the head and the main MLP: the head with the best validation
-    ranking of EMERGENCY ships, then the main MLP giving the best validation macro-F1 with it."""
-    compare_trees: bool = True
-    tree_margin: float = 0.02
-    """Validation macro-F1 by which trees must beat the MLP to count as clearly better."""
+    candidates: tuple[CandidateSpec, ...] = CANDIDATES
+    candidate: str | None = None
     class_weight_power: float = 0.5
-    min_emergency_recall: float = 0.2
+    gate_pull_rate: float = 0.1
+    emergency_cooldown_ms: float = 1_000.0
+    """The strategy's EMERGENCY cooldown (`[trading.strategy] emergency_cooldown_ms`), which the
+    gate's time budget charges each EMERGENCY verdict."""
+    simulation: SimulationConfig = field(default_factory=SimulationConfig)
+    bootstrap: BootstrapConfig = field(default_factory=BootstrapConfig)
+    backtest: bool = False
+    max_fills_lost: float = 0.2
+    backtest_jobs: int = field(default_factory=lambda: os.cpu_count() or 1)
     burst_check_minutes: float = 0.0
     """Minutes of a fresh default simulated market to measure burst warnings on (0: skip)."""
     burst_check_seed: int = 1001
@@ -417,106 +506,30 @@ class TrainConfig:
     progress: bool = True
 
     def __post_init__(self) -> None:
-        unknown = [name for name in self.emergency_features if name not in FEATURE_NAMES]
-        if not self.emergency_features or unknown:
+        names = [spec.name for spec in self.candidates]
+        if not names or len(set(names)) != len(names):
+            raise ValueError(f"TrainConfig.candidates must have distinct names, got {names}")
+        if self.candidate is not None and self.candidate.removesuffix(GATE_SUFFIX) not in names:
             raise ValueError(
-                "TrainConfig.emergency_features must name features of "
-                f"{FEATURE_SET_VERSION}, got {self.emergency_features!r}"
+                f"TrainConfig.candidate {self.candidate!r} is none of {', '.join(names)} "
+                f"(add {GATE_SUFFIX!r} for its gate thresholds)"
             )
-        if len(set(self.emergency_features)) != len(self.emergency_features):
-            raise ValueError(
-                f"TrainConfig.emergency_features has duplicates: {self.emergency_features!r}"
-            )
-        if self.split.gap_ms < self.dataset.labels.horizon_ms:
-            raise ValueError(
-                f"TrainConfig.split.gap_ms ({self.split.gap_ms}) must be at least the label "
-                f"horizon ({self.dataset.labels.horizon_ms} ms), or labels leak across the cut"
-            )
-        if not (math.isfinite(self.tree_margin) and self.tree_margin >= 0):
-            raise ValueError(f"TrainConfig.tree_margin must be >= 0, got {self.tree_margin}")
         if not (math.isfinite(self.class_weight_power) and 0 <= self.class_weight_power <= 1):
             raise ValueError(
                 f"TrainConfig.class_weight_power must be in [0, 1], got {self.class_weight_power}"
             )
-        if not 0 <= self.min_emergency_recall <= 1:
-            raise ValueError(
-                "TrainConfig.min_emergency_recall must be in [0, 1], "
-                f"got {self.min_emergency_recall}"
-            )
+        for name in ("gate_pull_rate", "max_fills_lost"):
+            if not 0.0 < getattr(self, name) <= 1.0:
+                raise ValueError(f"TrainConfig.{name} must be in (0, 1], got {getattr(self, name)}")
         if not (math.isfinite(self.burst_check_minutes) and self.burst_check_minutes >= 0):
             raise ValueError(
                 f"TrainConfig.burst_check_minutes must be >= 0, got {self.burst_check_minutes}"
             )
-        if self.mlp_restarts < 1:
-            raise ValueError(f"TrainConfig.mlp_restarts must be >= 1, got {self.mlp_restarts}")
-        if self.latency_frames < 1:
-            raise ValueError(f"TrainConfig.latency_frames must be >= 1, got {self.latency_frames}")
+        if self.latency_frames < 1 or self.backtest_jobs < 1:
+            raise ValueError("TrainConfig.latency_frames and backtest_jobs must be >= 1")
 
-
-@dataclass(frozen=True, slots=True)
-class RecordingSummary:
-    """One training recording as the model card lists it."""
-
-    name: str
-    simulated: bool
-    frames: int
-    labelled: int
-    minutes: float
-    class_counts: dict[str, int]
-    problem: str | None = None
-    """What was wrong with the recording (cut short, malformed lines); None: nothing."""
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class CandidateResult:
-    """A model family on the validation slice, with its tuned thresholds and latency."""
-
-    description: str
-    validation: ClassificationMetrics
-    thresholds: tuple[float, ...]
-    latency_us_p50: float
-    latency_note: str
-
-
-@dataclass(frozen=True, slots=True)
-class LatencySummary:
-    """Per-frame `LayaClassifier.infer` time of the shipped model on one feature row."""
-
-    provider: str
-    frames: int
-    p50_us: float
-    p99_us: float
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class TrainReport:
-    """What `train` produced and measured; `model_card` renders it."""
-
-    model_path: Path
-    card_path: Path
-    model_bytes: int
-    model_sha256: str
-    parameters: int
-    best_epochs: tuple[int, int]
-    """Of the EMERGENCY head and the main MLP."""
-    seeds: tuple[int, int]
-    head_ranking: dict[str, float]
-    """The shipped head's validation ranking AUC of EMERGENCY, recorded and simulated frames."""
-    recordings: tuple[RecordingSummary, ...]
-    config: TrainConfig
-    class_counts: dict[str, dict[str, int]]
-    """Labelled frames per class in the fit, validation and hold-out parts."""
-    mlp: CandidateResult
-    trees: CandidateResult | None
-    trees_clearly_better: bool
-    choice_reason: str
-    thresholds: tuple[float, ...]
-    holdout: EvalReport
-    """Hold-out of the recorded (non-simulated) data, or of the simulated data without any."""
-    simulated_holdout: EvalReport | None
-    latency: LatencySummary
-    bursts: BurstWarningReport | None
-    metadata: LayaModelMetadata
+    def spec(self, name: str) -> CandidateSpec:
+        return next(spec for spec in self.candidates if spec.name == name.removesuffix(GATE_SUFFIX))
 
 
 def _progress_bar(enabled: bool, **options):
@@ -537,96 +550,244 @@ class _NoProgress:
     def set_postfix_str(self, text: str) -> None:
         return None
 
+    def set_description_str(self, text: str) -> None:
+        return None
+
     def close(self) -> None:
         return None
 
 
-def _source_weights(simulated: np.ndarray, share: float) -> np.ndarray:
-    """Per-frame weights giving simulated frames `share` of the recorded frames' total."""
-    weights = np.ones(simulated.shape)
-    recorded_count = int((~simulated).sum())
-    simulated_count = int(simulated.sum())
-    if recorded_count and simulated_count:
-        weights[simulated] = share * recorded_count / simulated_count
-    return weights
+@dataclass(frozen=True, slots=True, eq=False)
+class _Training:
+    """The sessions a fit learns from: recorded ones weigh 1 each, simulated ones `share`."""
+
+    recorded: tuple[Dataset, ...]
+    simulated: tuple[Dataset, ...]
+    share: float
+
+    def rows(self) -> tuple[Dataset, np.ndarray]:
+        sessions = (*self.recorded, *self.simulated)
+        weights = session_weights(sessions)
+        cut = sum(int(session.labelled.sum()) for session in self.recorded)
+        weights[cut:] *= self.share
+        return labelled_rows(sessions), weights
 
 
-def _summaries(dataset: Dataset, simulated_from: int) -> tuple[RecordingSummary, ...]:
-    summaries = []
-    for index, path in enumerate(dataset.recordings):
-        part = dataset.subset(dataset.recording_index == index)
-        span = part.exchange_ts_ms.max() - part.exchange_ts_ms.min() if len(part) else 0
-        summaries.append(
-            RecordingSummary(
-                name=Path(path).name,
-                simulated=index >= simulated_from,
-                frames=len(part),
-                labelled=int(part.labelled.sum()),
-                minutes=round(float(span) / 60_000, 2),
-                class_counts=part.class_counts(),
-                problem=dataset.recording_problems[index],
+def _fit_network(
+    spec: CandidateSpec,
+    training: _Training,
+    validation: Dataset | None,
+    epochs: int,
+    config: TrainConfig,
+    on_epoch: Callable[[int, float], None] | None,
+) -> tuple[FittedCandidate, np.ndarray | None]:
+    """The spec fitted on `training` (mirror images added); with a `validation` session, early
+    stopping on it and its labelled frames' probabilities. Thresholds are left at zero."""
+    rows, weights = training.rows()
+    features, labels, weights = mirrored(rows.features, rows.labels.astype(np.int64), weights)
+    inputs = np.array([FEATURE_NAMES.index(name) for name in spec.inputs])
+    columns = features[:, inputs].astype(np.float64)
+    mean, scale = standardisation(columns, weights)
+    per_class = class_weights(labels, config.class_weight_power, weights)
+    checked = None
+    if validation is not None:
+        held = validation.subset(validation.labelled)
+        held_labels = held.labels.astype(np.int64)
+        checked = (
+            ((np.asarray(held.features)[:, inputs] - mean) / scale).astype(np.float32),
+            held_labels,
+            per_class[held_labels],
+        )
+    network = fit_mlp(
+        ((columns - mean) / scale).astype(np.float32),
+        labels,
+        per_class[labels] * weights / weights.mean(),
+        checked,
+        dataclasses.replace(spec.network, epochs=epochs),
+        on_epoch,
+    )
+    zeros = (0.0,) * CLASS_COUNT
+    fitted = FittedCandidate(
+        spec, network, inputs, mean, scale, zeros, zeros, zeros, network.best_epoch, ""
+    )
+    probabilities = None if checked is None else network.predict_proba(checked[0])
+    return fitted, probabilities
+
+
+def fit_candidate(
+    spec: CandidateSpec,
+    recorded: Sequence[Dataset],
+    config: TrainConfig,
+    simulated: Sequence[Dataset] = (),
+    on_epoch: Callable[[int, float], None] | None = None,
+) -> FittedCandidate:
+    """Fit `spec` on the sessions, with epochs and thresholds chosen out of session.
+
+    With two or more recorded sessions: fitted on all but one, early-stopped on the one left
+    out, for each; those left-out predictions (every session weighing the same) tune both
+    operating points, and the mean best epoch is how long the final fit on all of them runs.
+    With one, the thresholds are tuned on its own (in-sample) predictions after
+    `spec.network.epochs` epochs.
+    """
+    share = config.simulation.share
+    if len(recorded) >= 2:
+        probabilities, labels, weights, held, epochs = [], [], [], [], []
+        for index, session in enumerate(recorded):
+            others = tuple(s for k, s in enumerate(recorded) if k != index)
+            inner, predicted = _fit_network(
+                spec,
+                _Training(others, tuple(simulated), share),
+                session,
+                spec.network.epochs,
+                config,
+                on_epoch,
             )
-        )
-    return tuple(summaries)
+            probabilities.append(predicted)
+            labels.append(session.labels[session.labelled].astype(np.int64))
+            weights.append(session_weights([session]))
+            held.append(hold_ms(session))
+            epochs.append(inner.epochs)
+        final_epochs = max(1, round(float(np.mean(epochs))))
+        thresholds_from = "out-of-session predictions (inner leave-one-session-out)"
+    else:
+        final_epochs = spec.network.epochs
+        thresholds_from = "in-sample predictions (one recorded session)"
+    fitted, _ = _fit_network(
+        spec,
+        _Training(tuple(recorded), tuple(simulated), share),
+        None,
+        final_epochs,
+        config,
+        on_epoch,
+    )
+    if len(recorded) < 2:
+        rows = labelled_rows(recorded)
+        probabilities = [fitted.probabilities(rows.features)]
+        labels = [rows.labels.astype(np.int64)]
+        weights = [session_weights(recorded)]
+        held = [hold_ms(recorded[0])]
+    stacked, truth, frame_weights, frame_hold = (
+        np.concatenate(part) for part in (probabilities, labels, weights, held)
+    )
+    f1 = tune_thresholds(stacked, truth, frame_weights, tie_sides=True)
+    gate = tune_thresholds(
+        stacked,
+        truth,
+        frame_weights,
+        config.gate_pull_rate,
+        frame_hold,
+        config.emergency_cooldown_ms,
+        tie_sides=True,
+    )
+    return dataclasses.replace(
+        fitted,
+        f1_thresholds=f1,
+        gate_thresholds=gate,
+        thresholds=f1,
+        thresholds_from=thresholds_from,
+    )
 
 
-def _fit_trees(data: _Prepared, config: TrainConfig) -> CandidateResult:
-    """The trees on the same rows, weights and threshold tuning as the MLP (raw features:
-    trees need no standardisation)."""
-    from sklearn.ensemble import HistGradientBoostingClassifier
-    from threadpoolctl import threadpool_limits
+_MAX_HOLD_MS = 1_000.0
+"""A verdict holds till the symbol's next book, for at most this long (a feed gap)."""
 
-    fit, validation = data.fit, data.validation
-    fit_y, validation_y = data.labels[fit], data.labels[validation]
-    validation_x = data.dataset.features[validation]
-    validation_w = data.source_weight[validation]
-    trees = config.trees
-    model = HistGradientBoostingClassifier(
-        max_iter=trees.max_iter,
-        learning_rate=trees.learning_rate,
-        max_leaf_nodes=trees.max_leaf_nodes,
-        min_samples_leaf=trees.min_samples_leaf,
-        l2_regularization=trees.l2_regularization,
-        early_stopping=False,
-        random_state=config.mlp.seed,
+
+def hold_ms(session: Dataset) -> np.ndarray:
+    """Per labelled frame of the session, how long its verdict holds: the exchange time to
+    the same symbol's next labelled book, at most `_MAX_HOLD_MS` (the last: that)."""
+    rows = session.subset(session.labelled)
+    held = np.full(len(rows), _MAX_HOLD_MS)
+    for symbol in np.unique(rows.symbol_index):
+        mine = np.flatnonzero(rows.symbol_index == symbol)
+        gaps = np.diff(rows.exchange_ts_ms[mine]).astype(np.float64)
+        held[mine[:-1]] = np.minimum(gaps, _MAX_HOLD_MS)
+    return held
+
+
+def _candidate_fitter(
+    config: TrainConfig, bar
+) -> Callable[[Sequence[Dataset]], dict[str, FittedCandidate]]:
+    """What each fold fits: every candidate at both operating points."""
+
+    def fit(train_sessions: Sequence[Dataset]) -> dict[str, FittedCandidate]:
+        recorded = [session for session in train_sessions if not _is_simulated(session)]
+        simulated = [session for session in train_sessions if _is_simulated(session)]
+        fitted = {}
+        for spec in config.candidates:
+            bar.set_description_str(f"fold: {spec.name}")
+            candidate = fit_candidate(spec, recorded, config, simulated, lambda *_: bar.update())
+            fitted[spec.name] = candidate
+            fitted[spec.name + GATE_SUFFIX] = candidate.at_gate()
+        return fitted
+
+    return fit
+
+
+_SIMULATED_PREFIX = "simulated-"
+
+
+def _is_simulated(session: Dataset) -> bool:
+    return session_name(session).startswith(_SIMULATED_PREFIX)
+
+
+@dataclass(frozen=True, slots=True)
+class SessionSummary:
+    """One training recording as the model card lists it."""
+
+    name: str
+    simulated: bool
+    symbols: tuple[str, ...]
+    frames: int
+    labelled: int
+    minutes: float
+    class_counts: dict[str, int]
+    problem: str | None = None
+    """What was wrong with the recording (cut short, malformed lines); None: nothing."""
+
+
+def _summary(session: Dataset) -> SessionSummary:
+    span = session.exchange_ts_ms.max() - session.exchange_ts_ms.min() if len(session) else 0
+    return SessionSummary(
+        name=session_name(session),
+        simulated=_is_simulated(session),
+        symbols=session.recording_symbols[0],
+        frames=len(session),
+        labelled=int(session.labelled.sum()),
+        minutes=round(float(span) / 60_000, 2),
+        class_counts=session.class_counts(),
+        problem=session.recording_problems[0],
     )
-    # One OpenMP thread: beside numba's and ONNX Runtime's thread pools, scikit-learn's OpenMP
-    # threads were measured spinning against them, 100x slower, on a 2-core machine.
-    with threadpool_limits(limits=1):
-        model.fit(
-            data.dataset.features[fit],
-            fit_y,
-            sample_weight=data.class_weight[fit_y] * data.source_weight[fit],
-        )
-        # predict_proba columns follow model.classes_; a class absent from fitting stays at 0.
-        probabilities = np.zeros((validation_x.shape[0], CLASS_COUNT))
-        probabilities[:, model.classes_] = model.predict_proba(validation_x)
-        samples = []
-        for row in validation_x[: min(200, validation_x.shape[0])]:
-            started = time.perf_counter_ns()
-            model.predict_proba(row[None, :])
-            samples.append(time.perf_counter_ns() - started)
-    thresholds = tune_thresholds(
-        probabilities,
-        validation_y,
-        config.min_emergency_recall,
-        validation_w,
-        data.simulated[validation],
-    )
-    metrics = classification_metrics(
-        validation_y, choose_verdicts(probabilities, thresholds), validation_w
-    )
-    return CandidateResult(
-        description=(
-            f"HistGradientBoostingClassifier, {trees.max_iter} iterations x "
-            f"{trees.max_leaf_nodes} leaves, learning rate {trees.learning_rate}"
-        ),
-        validation=metrics,
-        thresholds=thresholds,
-        latency_us_p50=float(np.median(samples)) / 1000.0,
-        latency_note="scikit-learn predict_proba on one row, one thread (no ONNX exporter in "
-        "the train extra)",
-    )
+
+
+@dataclass(frozen=True, slots=True)
+class LatencySummary:
+    """Per-frame `LayaClassifier.infer` time of the shipped model on one feature row."""
+
+    provider: str
+    frames: int
+    p50_us: float
+    p99_us: float
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class TrainReport:
+    """What `train` produced and measured; `model_card` renders it."""
+
+    model_path: Path
+    card_path: Path
+    model_bytes: int
+    model_sha256: str
+    sessions: tuple[SessionSummary, ...]
+    config: TrainConfig
+    folds: FoldReport | None
+    savings: tuple | None
+    """Per left-out session, the backtest of each fold's candidates (`engine.laya.savings`)."""
+    choice: str
+    choice_reason: str
+    fitted: FittedCandidate
+    latency: LatencySummary
+    bursts: BurstWarningReport | None
+    metadata: LayaModelMetadata
 
 
 def _measure_latency(model_path: Path, features: np.ndarray, frames: int) -> LatencySummary:
@@ -651,222 +812,33 @@ def _measure_latency(model_path: Path, features: np.ndarray, frames: int) -> Lat
     )
 
 
-@dataclass(frozen=True, slots=True, eq=False)
-class _Prepared:
-    """The dataset cut and weighted for fitting: masks, labels, weights, standardised rows."""
+def choose_candidate(
+    config: TrainConfig, folds: FoldReport | None, savings: tuple | None
+) -> tuple[str, str]:
+    """The candidate to ship and why (see `TrainConfig`)."""
+    if config.candidate is not None:
+        return config.candidate, "chosen by the configuration (TrainConfig.candidate)"
+    names = [name for spec in config.candidates for name in (spec.name, spec.name + GATE_SUFFIX)]
+    if savings:
+        from engine.laya.savings import rank_by_savings
 
-    dataset: Dataset
-    simulated: np.ndarray
-    split: TimeSplit
-    fit: np.ndarray
-    validation: np.ndarray
-    labels: np.ndarray
-    class_weight: np.ndarray
-    source_weight: np.ndarray
-    mean: np.ndarray
-    scale: np.ndarray
-    standardised: np.ndarray
-
-
-def _prepare(dataset: Dataset, recorded_count: int, config: TrainConfig) -> _Prepared:
-    simulated = dataset.recording_index >= recorded_count
-    split = split_by_time(dataset.recording_index, dataset.exchange_ts_ms, config.split)
-    labelled = dataset.labelled
-    parts = {"fit": split.fit, "validation": split.validation, "hold-out": split.holdout}
-    for part, rows in parts.items():
-        if not (rows & labelled).any():
-            raise ValueError(
-                f"no labelled frames in the {part} part of the time split: the recordings are "
-                f"too short for the label warm-up ({config.dataset.labels.min_sigma_samples} "
-                "returns) and the split"
-            )
-    fit = split.fit & labelled
-    labels = dataset.labels.astype(np.int64)
-    mean, scale = standardisation(dataset.features[fit])
-    return _Prepared(
-        dataset=dataset,
-        simulated=simulated,
-        split=split,
-        fit=fit,
-        validation=split.validation & labelled,
-        labels=labels,
-        class_weight=class_weights(labels[fit], config.class_weight_power),
-        source_weight=_source_weights(simulated, config.simulation.share),
-        mean=mean,
-        scale=scale,
-        standardised=((dataset.features - mean) / scale).astype(np.float32),
-    )
-
-
-def _validation_ranking(
-    scores: np.ndarray, emergency: np.ndarray, groups: np.ndarray
-) -> dict[str, float]:
-    """Ranking AUC of EMERGENCY scores per group (recorded, simulated) that has positives."""
-    names = {False: "recorded", True: "simulated"}
-    return {
-        names[bool(group)]: ranking_auc(scores[groups == group], emergency[groups == group])
-        for group in np.unique(groups)
-        if emergency[groups == group].any() and not emergency[groups == group].all()
-    }
-
-
-def _fit_best_model(
-    data: _Prepared, config: TrainConfig
-) -> tuple[LayaFit, tuple[int, int], tuple[float, ...], ClassificationMetrics, dict[str, float]]:
-    """Fit the EMERGENCY head and the main MLP from `mlp_restarts` seeds each.
-
-    The head that ranks the validation EMERGENCY frames best (mean AUC over recorded and
-    simulated frames) is kept; then each main MLP is combined with it and its thresholds tuned,
-    and the best on validation macro-F1 ships. Returns the fit, (head seed, main seed), the
-    thresholds, the validation metrics and the head's validation AUC per group.
-    """
-    fit, validation = data.fit, data.validation
-    labels, groups = data.labels, data.simulated[validation]
-    validation_y, validation_w = labels[validation], data.source_weight[validation]
-    head_inputs = tuple(FEATURE_NAMES.index(name) for name in config.emergency_features)
-    columns = list(head_inputs)
-    emergency = (labels == Verdict.EMERGENCY).astype(np.int64)
-    head_weight = class_weights(emergency[fit], config.class_weight_power)
-    # The main MLP learns the other classes given no EMERGENCY: EMERGENCY frames are left out.
-    main_fit = fit & (emergency == 0)
-    main_validation = validation & (emergency == 0)
-    main_weight = class_weights(labels[main_fit], config.class_weight_power)
-    bar = _progress_bar(
-        config.progress,
-        desc="training MLPs",
-        unit=" epochs",
-        total=(config.emergency_head.epochs + config.mlp.epochs) * config.mlp_restarts,
-    )
-
-    def on_epoch(epoch: int, loss: float) -> None:
-        bar.update()
-        bar.set_postfix_str(f"validation loss {loss:.4f}")
-
-    try:
-        heads = []
-        for restart in range(config.mlp_restarts):
-            head = fit_mlp(
-                data.standardised[fit][:, columns],
-                emergency[fit],
-                head_weight[emergency[fit]] * data.source_weight[fit],
-                data.standardised[validation][:, columns],
-                emergency[validation],
-                head_weight[emergency[validation]] * validation_w,
-                dataclasses.replace(
-                    config.emergency_head, seed=config.emergency_head.seed + restart
-                ),
-                on_epoch,
-                classes=2,
-            )
-            scores = head.predict_proba(data.standardised[validation][:, columns])[:, 1]
-            ranking = _validation_ranking(scores, emergency[validation] == 1, groups)
-            heads.append((float(np.mean(list(ranking.values()) or [0.5])), restart, head, ranking))
-        _, head_restart, head, head_ranking = max(heads, key=lambda item: item[:2])
-        best = None
-        for restart in range(config.mlp_restarts):
-            seed = config.mlp.seed + restart
-            main = fit_mlp(
-                data.standardised[main_fit],
-                labels[main_fit],
-                main_weight[labels[main_fit]] * data.source_weight[main_fit],
-                data.standardised[main_validation],
-                labels[main_validation],
-                main_weight[labels[main_validation]] * data.source_weight[main_validation],
-                dataclasses.replace(config.mlp, seed=seed),
-                on_epoch,
-                classes=CLASS_COUNT - 1,
-            )
-            model = LayaFit(main, head, head_inputs)
-            probabilities = model.predict_proba(data.standardised[validation])
-            thresholds = tune_thresholds(
-                probabilities, validation_y, config.min_emergency_recall, validation_w, groups
-            )
-            metrics = classification_metrics(
-                validation_y, choose_verdicts(probabilities, thresholds), validation_w
-            )
-            if best is None or metrics.macro_f1 > best[3].macro_f1:
-                best = (model, seed, thresholds, metrics)
-    finally:
-        bar.close()
-    assert best is not None  # mlp_restarts >= 1
-    model, seed, thresholds, metrics = best
-    head_seed = config.emergency_head.seed + head_restart
-    return model, (head_seed, seed), thresholds, metrics, head_ranking
-
-
-def _training_summary(
-    config: TrainConfig,
-    summaries: tuple[RecordingSummary, ...],
-    class_counts: dict[str, dict[str, int]],
-    fitted: LayaFit,
-    seeds: tuple[int, int],
-    mlp_validation: ClassificationMetrics,
-    head_ranking: dict[str, float],
-    trees: CandidateResult | None,
-) -> dict[str, object]:
-    """The model metadata's free-form training summary."""
-    simulation = config.simulation
-    return {
-        "recordings": [
-            {
-                "name": summary.name,
-                "simulated": summary.simulated,
-                "frames": summary.frames,
-                "labelled": summary.labelled,
-                "minutes": summary.minutes,
-            }
-            for summary in summaries
-        ],
-        "symbols": list(config.dataset.symbols),
-        "split": {
-            "train_fraction": config.split.train_fraction,
-            "validation_fraction": config.split.validation_fraction,
-            "gap_ms": config.split.gap_ms,
-        },
-        "class_counts": class_counts,
-        "simulation": {
-            "minutes": simulation.minutes,
-            "seed": simulation.seed,
-            "burst_rate_per_min": simulation.burst_rate_per_min,
-            "share": simulation.share,
-        },
-        "architecture": [FEATURE_COUNT, *config.mlp.hidden_layers, CLASS_COUNT - 1],
-        "emergency_head": {
-            "features": list(config.emergency_features),
-            "architecture": [len(fitted.head_inputs), *config.emergency_head.hidden_layers, 1],
-            "validation_auc": head_ranking,
-        },
-        "class_weight_power": config.class_weight_power,
-        "best_epochs": {"emergency_head": fitted.head.best_epoch, "main": fitted.main.best_epoch},
-        "seeds": {"emergency_head": seeds[0], "main": seeds[1]},
-        "validation_macro_f1": {
-            "mlp": mlp_validation.macro_f1,
-            **({"trees": trees.validation.macro_f1} if trees else {}),
-        },
-    }
-
-
-def _holdout_reports(
-    model_path: Path, data: _Prepared, config: TrainConfig
-) -> tuple[EvalReport, EvalReport | None]:
-    """The hold-out of the recorded data (or of the simulated data when there is none), and
-    of the simulated data separately when there are both."""
-    simulated = data.simulated
-    classifier = started_classifier(model_path)
-    try:
-        eval_config = EvalConfig(split=config.split, symbols=config.dataset.symbols)
-        recorded_rows = ~simulated if (~simulated).any() else simulated
-        holdout, _ = evaluate_dataset(
-            data.dataset.subset(recorded_rows), classifier, eval_config, os.fspath(model_path)
+        return rank_by_savings(savings, names, config.max_fills_lost)
+    if folds is None:
+        first = config.candidates[0].name
+        return first, (
+            f"one recorded session: nothing to compare out of session, so the first candidate "
+            f"({first}) ships at its macro-F1 thresholds"
         )
-        simulated_holdout = None
-        if simulated.any() and (~simulated).any():
-            simulated_holdout, _ = evaluate_dataset(
-                data.dataset.subset(simulated), classifier, eval_config, os.fspath(model_path)
-            )
-    finally:
-        classifier.stop()
-    return holdout, simulated_holdout
+    means = {
+        name: float(np.mean([fold.row(name).macro_f1.value for fold in folds.folds]))
+        for spec in config.candidates
+        for name in (spec.name,)
+    }
+    best = max(means, key=means.get)
+    return best, (
+        f"the highest macro-F1 over the left-out sessions, {means[best]:.3f} on average "
+        "(no backtest asked for)"
+    )
 
 
 def train(
@@ -874,99 +846,103 @@ def train(
     out_path: str | os.PathLike[str] = DEFAULT_MODEL_PATH,
     config: TrainConfig | None = None,
 ) -> TrainReport:
-    """Train a Laya model on recordings (plus simulator data), export it, write its card.
-
-    The card goes next to the model with the suffix `.md`. Raises ValueError when the data
-    leave a part of the time split without labelled frames.
-    """
+    """Train a Laya model on recordings (a session each, plus simulator data), validate the
+    candidates leave-one-session-out, ship one, write its card next to it (suffix `.md`)."""
     config = config or TrainConfig()
     simulation = config.simulation
-    if not recordings and simulation.minutes <= 0:
-        raise ValueError("train needs recordings, simulated minutes, or both")
+    if not recordings:
+        raise ValueError("train needs at least one recording")
     out = Path(out_path)
-    with tempfile.TemporaryDirectory(prefix="laya-train-") as folder:
-        paths = [Path(path) for path in recordings]
-        if simulation.minutes > 0:
+    paths = [Path(path) for path in recordings]
+    bar = _progress_bar(
+        config.progress,
+        desc="replaying recordings",
+        unit="B",
+        unit_scale=True,
+        total=sum(path.stat().st_size for path in paths),
+    )
+    try:
+        sessions = [build_dataset([path], config.dataset, bar.update) for path in paths]
+    finally:
+        bar.close()
+    simulated: list[Dataset] = []
+    if simulation.minutes > 0:
+        with tempfile.TemporaryDirectory(prefix="laya-train-") as folder:
             market = MarketGeneratorConfig(burst_rate_per_min=simulation.burst_rate_per_min)
-            name = f"simulated-seed{simulation.seed}-{simulation.minutes:g}min.gz"
-            paths.append(
-                simulate_recording(
-                    Path(folder) / name, simulation.minutes, simulation.seed, market=market
-                ).path
+            name = f"{_SIMULATED_PREFIX}seed{simulation.seed}-{simulation.minutes:g}min.gz"
+            recording = simulate_recording(
+                Path(folder) / name, simulation.minutes, simulation.seed, market=market
             )
-        bar = _progress_bar(config.progress, desc="replaying recordings", unit=" frames")
+            simulated.append(build_dataset([recording.path], config.dataset))
+    for session in sessions:
+        if not session.labelled.any():
+            raise ValueError(
+                f"{session_name(session)} has no labelled frames: shorter than the label "
+                f"warm-up ({config.dataset.labels.min_sigma_samples} returns) and Laya's "
+                f"({config.dataset.warmup_ms / 1000:g} s)"
+            )
+    folds = savings = None
+    if len(sessions) >= 2:
+        bar = _progress_bar(config.progress, desc="folds", unit=" epochs")
         try:
-            dataset = build_dataset(paths, config.dataset, bar.update)
+            folds = leave_one_session_out(
+                sessions,
+                _candidate_fitter(config, bar),
+                config.bootstrap,
+                extra_training=simulated,
+                on_fold=lambda name: bar.set_postfix_str(f"leaving out {name}"),
+            )
         finally:
             bar.close()
-    data = _prepare(dataset, len(recordings), config)
-    fitted, seeds, thresholds, mlp_validation, head_ranking = _fit_best_model(data, config)
-    trees = None
-    if config.compare_trees:
-        bar = _progress_bar(config.progress, desc="training trees (comparison)", total=1)
-        try:
-            trees = _fit_trees(data, config)
-        finally:
-            bar.update()
-            bar.close()
-    trees_clearly_better, reason = _compare_families(mlp_validation, trees, config.tree_margin)
+        if config.backtest:
+            from engine.laya.savings import fold_savings
 
-    summaries = _summaries(dataset, len(recordings))
-    class_counts = {
-        "fit": dataset.subset(data.fit).class_counts(),
-        "validation": dataset.subset(data.validation).class_counts(),
-        "hold-out": dataset.subset(data.split.holdout).class_counts(),
-    }
+            savings = fold_savings(
+                folds,
+                {
+                    session_name(session): path
+                    for session, path in zip(sessions, paths, strict=True)
+                },
+                jobs=config.backtest_jobs,
+                progress=config.progress,
+            )
+    choice, reason = choose_candidate(config, folds, savings)
+    bar = _progress_bar(config.progress, desc=f"training {choice}", unit=" epochs")
+    try:
+        fitted = fit_candidate(
+            config.spec(choice), sessions, config, simulated, lambda *_: bar.update()
+        )
+    finally:
+        bar.close()
+    if choice.endswith(GATE_SUFFIX):
+        fitted = fitted.at_gate()
+    summaries = tuple(_summary(session) for session in (*sessions, *simulated))
     metadata = LayaModelMetadata(
         feature_set_version=FEATURE_SET_VERSION,
         feature_count=FEATURE_COUNT,
         label_parameters=config.dataset.labels.as_metadata(),
-        thresholds=thresholds,
-        training_summary=_training_summary(
-            config, summaries, class_counts, fitted, seeds, mlp_validation, head_ranking, trees
-        ),
-        model_family="mlp+emergency-head",
+        thresholds=fitted.thresholds,
+        training_summary=_training_summary(config, summaries, fitted, choice, folds),
+        model_family="mlp",
     )
-    export_mlp(
-        out,
-        fitted.main.layers,
-        metadata,
-        input_mean=data.mean,
-        input_scale=data.scale,
-        emergency_head=EmergencyHead(fitted.head_inputs, fitted.head_layers()),
-    )
-    latency = _measure_latency(out, dataset.features[data.split.holdout], config.latency_frames)
-    mlp = CandidateResult(
-        description=_model_description(config, fitted),
-        validation=mlp_validation,
-        thresholds=thresholds,
-        latency_us_p50=latency.p50_us,
-        latency_note=f"LayaClassifier.infer on one row, {latency.provider}",
-    )
-    holdout, simulated_holdout = _holdout_reports(out, data, config)
+    fitted.export(out, metadata)
+    held = labelled_rows(sessions)
+    latency = _measure_latency(out, np.asarray(held.features), config.latency_frames)
     bursts = None
     if config.burst_check_minutes > 0:
         bursts = burst_warnings(out, config.burst_check_minutes, config.burst_check_seed)
-
     report = TrainReport(
         model_path=out,
         card_path=out.with_suffix(".md"),
         model_bytes=out.stat().st_size,
         model_sha256=hashlib.sha256(out.read_bytes()).hexdigest(),
-        parameters=fitted.parameter_count,
-        best_epochs=(fitted.head.best_epoch, fitted.main.best_epoch),
-        seeds=seeds,
-        head_ranking=head_ranking,
-        recordings=summaries,
+        sessions=summaries,
         config=config,
-        class_counts=class_counts,
-        mlp=mlp,
-        trees=trees,
-        trees_clearly_better=trees_clearly_better,
+        folds=folds,
+        savings=savings,
+        choice=choice,
         choice_reason=reason,
-        thresholds=thresholds,
-        holdout=holdout,
-        simulated_holdout=simulated_holdout,
+        fitted=fitted,
         latency=latency,
         bursts=bursts,
         metadata=metadata,
@@ -975,221 +951,202 @@ def train(
     return report
 
 
-def _model_description(config: TrainConfig, fitted: LayaFit) -> str:
-    main = (FEATURE_COUNT, *config.mlp.hidden_layers, CLASS_COUNT - 1)
-    head = (len(fitted.head_inputs), *config.emergency_head.hidden_layers, 1)
-    return (
-        " -> ".join(str(width) for width in main)
-        + " MLP (ReLU, softmax over HOLD, LEAN_BUY, LEAN_SELL) and an EMERGENCY head "
-        + " -> ".join(str(width) for width in head)
-        + f" on the volatility features (ReLU, log-odds), {fitted.parameter_count} parameters"
-    )
+def _training_summary(
+    config: TrainConfig,
+    summaries: tuple[SessionSummary, ...],
+    fitted: FittedCandidate,
+    choice: str,
+    folds: FoldReport | None,
+) -> dict[str, object]:
+    """The model metadata's free-form training summary."""
+    return {
+        "recordings": [
+            {
+                "name": item.name,
+                "simulated": item.simulated,
+                "symbols": list(item.symbols),
+                "frames": item.frames,
+                "labelled": item.labelled,
+                "minutes": item.minutes,
+            }
+            for item in summaries
+        ],
+        "candidate": choice,
+        "inputs": list(fitted.spec.inputs),
+        "architecture": [len(fitted.spec.inputs), *fitted.spec.network.hidden_layers, 4],
+        "epochs": fitted.epochs,
+        "thresholds_from": fitted.thresholds_from,
+        "f1_thresholds": list(fitted.f1_thresholds),
+        "gate_thresholds": list(fitted.gate_thresholds),
+        "gate_pull_rate": config.gate_pull_rate,
+        "class_weight_power": config.class_weight_power,
+        "mirror_augmented": True,
+        "warmup_ms": config.dataset.warmup_ms,
+        "folds": None
+        if folds is None
+        else {
+            fold.left_out: {
+                row.name: {
+                    "macro_f1": row.macro_f1.value,
+                    "ask_auc": row.ask_auc.value,
+                    "bid_auc": row.bid_auc.value,
+                }
+                for row in fold.rows
+            }
+            for fold in folds.folds
+        },
+    }
 
 
-def _compare_families(
-    mlp: ClassificationMetrics, trees: CandidateResult | None, margin: float
-) -> tuple[bool, str]:
-    """Whether the trees were clearly better on validation macro-F1, and why the MLP ships."""
-    if trees is None:
-        return False, "trees were not trained for comparison (compare_trees off)"
-    gain = trees.validation.macro_f1 - mlp.macro_f1
-    if gain > margin:
-        return True, (
-            f"the trees scored {gain:+.3f} validation macro-F1 over the MLP, more than the "
-            f"{margin:.2f} margin for 'clearly better'; the MLP ships anyway because exporting "
-            "trees needs skl2onnx (protobuf < 7), which the train extra does not carry: "
-            "consider more training data or that exporter before relying on this model"
+def _targets(report: TrainReport) -> list[str]:
+    """The issue's targets for the shipped candidate, each met or missed by how much."""
+    folds = report.folds
+    if folds is None:
+        return ["- One recorded session: no left-out session to measure the targets on."]
+    name = report.choice
+    lines = []
+    for fold in folds.folds:
+        row = fold.row(name)
+        rule = fold.row("imbalance + jump")
+        margin = row.macro_f1.value - rule.macro_f1.value
+        lines.append(
+            f"- {fold.left_out}: macro-F1 {row.macro_f1.text()} against the imbalance + jump "
+            f"rule's {rule.macro_f1.value:.3f}: {margin:+.3f} (target +0.030: "
+            f"{'met' if margin >= 0.03 else f'short by {0.03 - margin:.3f}'}); ask AUC "
+            f"{row.ask_auc.text()}, bid AUC {row.bid_auc.text()} (target 0.70: "
+            + ", ".join(
+                f"{side} {'met' if value >= 0.7 else f'short by {0.7 - value:.3f}'}"
+                for side, value in (("ask", row.ask_auc.value), ("bid", row.bid_auc.value))
+            )
+            + ")."
         )
-    standing = (
-        "the MLP scored higher on validation macro-F1"
-        if gain <= 0
-        else f"the trees' lead is within the {margin:.2f} margin for 'clearly better'"
-    )
-    return False, (
-        f"{standing} (trees {gain:+.3f}), and the MLP runs as a few small Gemms in ONNX "
-        "Runtime with no extra exporter"
-    )
+    if report.savings:
+        from engine.laya.savings import savings_targets
 
-
-def _f1_row(name: str, metrics: ClassificationMetrics) -> str:
-    return (
-        f"| {name} | {metrics.macro_f1:.3f} | "
-        + " | ".join(f"{value:.3f}" for value in metrics.f1)
-        + " |"
-    )
-
-
-def _evaluation_section(title: str, report: EvalReport) -> list[str]:
-    lines = [
-        f"### {title}",
-        "",
-        f"{report.frames} labelled frames ({report.scope}). Baselines fitted on the training "
-        f"part: majority class {report.majority_class.name}, imbalance tau "
-        f"{report.imbalance_tau:.3f}.",
-        "",
-        "| | macro-F1 | " + " | ".join(f"F1 {name}" for name in CLASS_NAMES) + " |",
-        "|---|---|" + "---|" * len(CLASS_NAMES),
-        _f1_row("model", report.model),
-        _f1_row("majority", report.majority),
-        _f1_row("imbalance rule", report.imbalance),
-        "",
-        f"Ranking of the model's EMERGENCY probability: ROC AUC {report.emergency_auc:.3f} "
-        "(0.5 is no skill).",
-        "",
-        "Model precision / recall / support: "
-        + "; ".join(
-            f"{name} {report.model.precision[k]:.3f} / {report.model.recall[k]:.3f} / "
-            f"{int(report.model.support[k])}"
-            for k, name in enumerate(CLASS_NAMES)
-        )
-        + ".",
-        "",
-        "Model confusion (rows: label, columns: verdict):",
-        "",
-        "| label \\ verdict | " + " | ".join(CLASS_NAMES) + " |",
-        "|---|" + "---|" * len(CLASS_NAMES),
-    ]
-    lines += [
-        f"| {name} | " + " | ".join(str(int(count)) for count in report.model.confusion[k]) + " |"
-        for k, name in enumerate(CLASS_NAMES)
-    ]
-    return [*lines, ""]
-
-
-def _emergency_limits(report: EvalReport) -> str:
-    """What the recorded hold-out's EMERGENCY figures do and do not show."""
-    metrics = report.model
-    hits = int(metrics.confusion[Verdict.EMERGENCY, Verdict.EMERGENCY])
-    alarms = int(metrics.predicted[Verdict.EMERGENCY])
-    positives = int(metrics.support[Verdict.EMERGENCY])
-    base_rate = positives / report.frames if report.frames else 0.0
-    # Hits that alarms raised at random frames would score, on average.
-    chance_hits = alarms * base_rate
-    figures = (
-        f"- EMERGENCY on the recorded hold-out: F1 {metrics.f1[Verdict.EMERGENCY]:.3f}, "
-        f"{hits} hit(s) in {alarms} alarms, precision {metrics.precision[Verdict.EMERGENCY]:.3f} "
-        f"against a base rate of {base_rate:.4f}, recall {metrics.recall[Verdict.EMERGENCY]:.3f}; "
-        f"ranking AUC {report.emergency_auc:.3f}. "
-    )
-    if not report.emergency_auc >= 0.6:
-        return figures + (
-            "An AUC near 0.5 means the model has learned no EMERGENCY signal that carries over "
-            "to later real data; its EMERGENCY verdicts there come from the simulator's burst "
-            "pattern and from chance."
-        )
-    return figures + (
-        f"Alarms at random frames would score about {chance_hits:.1f} hit(s) at this rate, so "
-        "so few hits are weak evidence on their own; the ranking AUC, over every frame, is the "
-        "better sign that the EMERGENCY signal carries over to later real data."
-    )
+        lines += savings_targets(report.savings, name, report.config.max_fills_lost)
+    return lines
 
 
 def model_card(report: TrainReport) -> str:
     """The markdown model card written next to the model."""
     config = report.config
     labels = config.dataset.labels
-    split = config.split
-    simulation = config.simulation
+    fitted = report.fitted
     lines = [
         f"# Laya model card: {report.model_path.name}",
         "",
         f"- Feature set `{report.metadata.feature_set_version}` ({FEATURE_COUNT} features, "
         f"`engine/laya/features.py`), classes {', '.join(CLASS_NAMES)}.",
-        f"- {report.mlp.description}; {report.model_bytes:,} bytes, sha256 "
+        f"- Candidate `{report.choice}`: {fitted.spec.describe()} on "
+        f"{len(fitted.spec.inputs)} features, {fitted.network.parameter_count} parameters, "
+        f"{fitted.epochs} epochs; {report.model_bytes:,} bytes, sha256 "
         f"`{report.model_sha256[:16]}...`, created {report.metadata.created_utc}.",
         f"- Thresholds (probability each class must reach, in class order): "
-        f"{', '.join(f'{value:.3f}' for value in report.thresholds)}.",
+        f"{', '.join(f'{value:.3f}' for value in fitted.thresholds)}, tuned on "
+        f"{fitted.thresholds_from}.",
         f"- Inference: `LayaClassifier.infer` on one row, {report.latency.provider}, "
         f"p50 {report.latency.p50_us:.1f} us, p99 {report.latency.p99_us:.1f} us over "
         f"{report.latency.frames} frames.",
         "",
         "## Data",
         "",
-        "| recording | kind | books15 frames | labelled | minutes | "
+        "| recording | kind | symbols | books15 frames | labelled | minutes | "
         + " | ".join(CLASS_NAMES)
         + " |",
-        "|---|---|---|---|---|" + "---|" * len(CLASS_NAMES),
+        "|---|---|---|---|---|---|" + "---|" * len(CLASS_NAMES),
     ]
     lines += [
-        f"| {item.name} | {'simulated' if item.simulated else 'recorded'} | {item.frames} | "
-        f"{item.labelled} | {item.minutes:g} | "
+        f"| {item.name} | {'simulated' if item.simulated else 'recorded'} | "
+        f"{', '.join(item.symbols)} | {item.frames} | {item.labelled} | {item.minutes:g} | "
         + " | ".join(str(item.class_counts[name]) for name in CLASS_NAMES)
         + " |"
-        for item in report.recordings
+        for item in report.sessions
     ]
-    problems = [f"- Reading: {item.problem}" for item in report.recordings if item.problem]
+    problems = [f"- Reading: {item.problem}" for item in report.sessions if item.problem]
     lines += ["", *problems] if problems else []
-    lines += [""]
-    if simulation.minutes > 0:
-        lines += [
-            f"Simulated data: `simulate_recording` with seed {simulation.seed}, bursts at "
-            f"{simulation.burst_rate_per_min:g} a minute (the default market has 0.3), weighted "
-            f"to {simulation.share:g}x the recorded frames' total loss weight.",
-            "",
-        ]
     lines += [
-        "## Labels and split",
         "",
-        f"Labels (`engine/laya/labels.py`): horizon {labels.horizon_ms} ms, sigma over the "
-        f"trailing {labels.sigma_window_ms / 1000:g} s of fully observed returns (at least "
-        f"{labels.min_sigma_samples}), LEAN at {labels.lean_sigma:g} sigma, EMERGENCY at "
-        f"{labels.emergency_sigma:g} sigma.",
+        "## Labels",
         "",
-        f"Time split per recording: the first {split.train_fraction:.0%} of its timeline is "
-        f"training time, the rest hold-out; the last {split.validation_fraction:.0%} of the "
-        f"training time is the validation slice (early stopping, thresholds, model choice). "
-        f"Frames within {split.gap_ms} ms before each cut are dropped so no label crosses it.",
-        "",
-        "| part | " + " | ".join(CLASS_NAMES) + " |",
-        "|---|" + "---|" * len(CLASS_NAMES),
-    ]
-    lines += [
-        f"| {part} | " + " | ".join(str(counts[name]) for name in CLASS_NAMES) + " |"
-        for part, counts in report.class_counts.items()
-    ]
-    head_inputs = ", ".join(f"`{name}`" for name in config.emergency_features)
-    lines += [
+        f"Labels (`engine/laya/labels.py`, scheme {labels.scheme}): horizon {labels.horizon_ms} "
+        f"ms; the ask is run over when the mid rises {labels.lean_sigma:g} sigma within it, "
+        f"the bid when it falls as far; EMERGENCY when both are or a move reaches "
+        f"{labels.emergency_sigma:g} sigma, else LEAN_BUY (ask) or LEAN_SELL (bid). sigma: the "
+        f"mean absolute 1 s return over the trailing {labels.sigma_window_ms / 1000:g} s x "
+        f"sqrt(pi/2), never below the same over {labels.sigma_floor_window_ms / 1000:g} s. "
+        f"No label in a symbol's first {config.dataset.warmup_ms / 1000:g} s (Laya's warm-up).",
         "",
         "## Training",
         "",
-        f"Features standardised with fit-part mean and std (inside the ONNX graph). Two MLPs: "
-        f"the EMERGENCY head reads only {head_inputs} "
-        "and learns EMERGENCY against everything else; the main MLP reads all features and "
-        "learns HOLD / LEAN_BUY / LEAN_SELL on the frames that are not EMERGENCY. The model "
-        "outputs P(EMERGENCY) from the head and (1 - P(EMERGENCY)) x the main MLP's "
-        "probabilities for the others. Both: weighted softmax cross-entropy with class weights "
-        f"(N / (K N_c))^{config.class_weight_power:g}, Adam (learning rate "
-        f"{config.mlp.learning_rate:g}, decoupled weight decay {config.mlp.weight_decay:g}), "
-        f"batches of {config.mlp.batch_size}, early stopping on the weighted validation loss. "
-        f"Of {config.mlp_restarts} seeds each, the head ranking the validation EMERGENCY frames "
-        f"best ships (seed {report.seeds[0]}, best epoch {report.best_epochs[0]}; ranking AUC "
-        + ", ".join(f"{group} {auc:.3f}" for group, auc in report.head_ranking.items())
-        + "), then the main MLP with the best validation macro-F1 (seed "
-        f"{report.seeds[1]}, best epoch {report.best_epochs[1]}). Thresholds: "
-        f"coordinate ascent on validation macro-F1 with EMERGENCY recall kept at "
-        f"{config.min_emergency_recall:g} or more where reachable, separately on the recorded "
-        "and the simulated validation frames.",
+        "Every candidate: weighted softmax cross-entropy (class weights (N / (K N_c))^"
+        f"{config.class_weight_power:g}, every recorded session weighing the same), Adam with "
+        "decoupled weight decay, the mirror image of every frame added (bids and asks swapped, "
+        "moves reversed). Epochs and thresholds come from an inner leave-one-session-out (fit "
+        "on all training sessions but one, early stopping and predictions on that one), "
+        "LEAN_BUY and LEAN_SELL sharing one threshold; two operating points: macro-F1, and "
+        f"`{GATE_SUFFIX.strip()}` (macro-F1 with our quotes "
+        f"pulled at most {config.gate_pull_rate:.0%} of the market time, each EMERGENCY "
+        f"counting its {config.emergency_cooldown_ms:g} ms cooldown).",
         "",
-        "## Model choice",
-        "",
-        "| candidate | validation macro-F1 | validation F1 EMERGENCY | latency p50 | measured as |",
-        "|---|---|---|---|---|",
+        "| candidate | network | reads |",
+        "|---|---|---|",
     ]
-    for candidate in (report.mlp, report.trees):
-        if candidate is not None:
+    lines += [
+        f"| {spec.name} | {spec.describe()} | "
+        + (
+            ", ".join(f"`{name}`" for name in spec.inputs)
+            if len(spec.inputs) < 20
+            else f"{len(spec.inputs)} features: all but "
+            + ", ".join(f"`{name}`" for name in VENUE_SCALED_FEATURES)
+        )
+        + " |"
+        for spec in config.candidates
+    ]
+    lines += ["", "## Leave-one-session-out", ""]
+    if report.folds is None:
+        lines += ["One recorded session: no fold to leave out.", ""]
+    else:
+        bootstrap = report.folds.bootstrap
+        lines += [
+            "Each candidate fitted on the other sessions, scored on the left-out one, against "
+            "the baselines fitted on the same sessions: majority, the top-5 imbalance rule, and "
+            "imbalance + jump (EMERGENCY when `jump_sigmas_5s` reaches j). Per-side AUC: how "
+            "P(LEAN_BUY) + P(EMERGENCY) ranks the frames whose ask was run over, and the same "
+            "for the bid (for the rules: the imbalance, +2 where the jump rule says EMERGENCY). "
+            f"Intervals: {bootstrap.level:.0%} block bootstrap ({bootstrap.resamples} draws of "
+            f"{bootstrap.block_ms / 1000:g} s blocks). Pulls: the share of frames whose verdict "
+            "pulls a side.",
+            "",
+            *fold_table(report.folds),
+            "",
+        ]
+        for fold in report.folds.folds:
+            parameters = fold.baseline_parameters
             lines.append(
-                f"| {candidate.description} | {candidate.validation.macro_f1:.3f} | "
-                f"{candidate.validation.f1[Verdict.EMERGENCY]:.3f} | "
-                f"{candidate.latency_us_p50:.1f} us | {candidate.latency_note} |"
+                f"- {fold.left_out}: {fold.frames} labelled frames "
+                f"({', '.join(f'{k} {v}' for k, v in fold.class_counts.items())}); baselines: "
+                f"majority {CLASS_NAMES[int(parameters['majority'])]}, imbalance tau "
+                f"{parameters['imbalance_tau']:.3f}, rule tau {parameters['rule_tau']:.3f} and "
+                f"j {parameters['rule_jump_sigmas']:.2f} sigmas."
             )
-    lines += ["", f"The MLP ships: {report.choice_reason}.", "", "## Hold-out evaluation", ""]
-    lines += _evaluation_section("Recorded data", report.holdout)
-    if report.simulated_holdout is not None:
-        lines += _evaluation_section("Simulated data", report.simulated_holdout)
+        lines.append("")
+    if report.savings:
+        from engine.laya.savings import savings_section
+
+        lines += savings_section(report.savings, report.config.max_fills_lost)
+    lines += [
+        "## Choice",
+        "",
+        f"`{report.choice}` ships: {report.choice_reason}.",
+        "",
+        "## Targets",
+        "",
+        *_targets(report),
+        "",
+    ]
     if report.bursts is not None:
         bursts = report.bursts
-        summary = bursts.as_dict()
-        lead = summary["median_lead_ms"]
+        lead = bursts.as_dict()["median_lead_ms"]
         lines += [
             "## Simulator: warnings ahead of informed bursts",
             "",
@@ -1199,23 +1156,18 @@ def model_card(report: TrainReport) -> str:
             "inside the lead window (burst start to jump start)"
             + (f", a median {lead:.0f} ms before the jump" if lead is not None else "")
             + f". EMERGENCY verdicts away from any burst: {bursts.false_alarms_per_minute:.2f} "
-            "a minute (some are natural moves labelled EMERGENCY too).",
+            "a minute.",
             "",
         ]
-    recorded = report.holdout
-    recorded_files = [item for item in report.recordings if not item.simulated]
+    recorded = [item for item in report.sessions if not item.simulated]
     lines += [
         "## Limits",
         "",
-        f"- {sum(item.minutes for item in recorded_files):g} minutes of recorded data in "
-        f"{len(recorded_files)} file(s): the hold-out has {recorded.frames} labelled frames, "
-        f"{int(recorded.model.support[Verdict.EMERGENCY])} of them EMERGENCY (moves cluster, "
-        "so fewer distinct events), and its figures carry wide error bars.",
-        _emergency_limits(recorded),
-        "- The features are scale-free, but books of other instruments and venues differ in "
-        "distribution (the shared recording is Binance spot): retrain on recordings of the "
-        "market the engine trades.",
-        "- Retrain on your own recordings with `hft-console train` (see `docs/laya.md`).",
+        f"- {sum(item.minutes for item in recorded):g} minutes of recorded data in "
+        f"{len(recorded)} session(s): moves cluster, so each fold holds few distinct events and "
+        "its intervals are wide.",
+        "- Retrain on recordings of the market the engine trades, several days of them, with "
+        "`hft-console train` (see `docs/laya.md`).",
         "",
     ]
     return "\n".join(lines)
@@ -1223,49 +1175,51 @@ def model_card(report: TrainReport) -> str:
 
 def format_report(report: TrainReport) -> str:
     """A short text summary for the terminal."""
-    holdout = report.holdout
-    return "\n".join(
-        [
-            f"model: {report.model_path} ({report.model_bytes:,} bytes), card: {report.card_path}",
-            f"hold-out ({holdout.frames} frames): model macro-F1 {holdout.model.macro_f1:.3f} "
-            f"(EMERGENCY F1 {holdout.model.f1[Verdict.EMERGENCY]:.3f}), majority "
-            f"{holdout.majority.macro_f1:.3f}, imbalance rule {holdout.imbalance.macro_f1:.3f}",
-            f"inference p50 {report.latency.p50_us:.1f} us ({report.latency.provider})",
-            *(f"recording: {item.problem}" for item in report.recordings if item.problem),
-        ]
-        + (
-            [
-                f"simulated bursts warned: {report.bursts.caught}/{report.bursts.bursts}, "
-                f"false alarms {report.bursts.false_alarms_per_minute:.2f}/min"
-            ]
-            if report.bursts
-            else []
-        )
-    )
+    lines = [
+        f"model: {report.model_path} ({report.model_bytes:,} bytes), card: {report.card_path}",
+        f"shipped: {report.choice} ({report.choice_reason})",
+        f"inference p50 {report.latency.p50_us:.1f} us ({report.latency.provider})",
+    ]
+    if report.folds is not None:
+        for fold in report.folds.folds:
+            row, rule = fold.row(report.choice), fold.row("imbalance + jump")
+            lines.append(
+                f"left out {fold.left_out}: macro-F1 {row.macro_f1.value:.3f} (imbalance + jump "
+                f"{rule.macro_f1.value:.3f}), ask AUC {row.ask_auc.value:.3f}, bid AUC "
+                f"{row.bid_auc.value:.3f}"
+            )
+    lines += [f"recording: {item.problem}" for item in report.sessions if item.problem]
+    return "\n".join(lines)
 
 
 def train_command(
     recordings: Sequence[str],
     out_path: str | os.PathLike[str] = DEFAULT_MODEL_PATH,
     *,
+    symbols: tuple[str, ...] | None = None,
     sim_minutes: float = 0.0,
     seed: int = DEFAULT_SIM_SEED,
+    backtest: bool = False,
 ) -> str:
     """What `hft-console train` runs: train with the defaults, return the summary to print."""
-    config = TrainConfig(simulation=SimulationConfig(minutes=sim_minutes, seed=seed))
+    config = TrainConfig(
+        dataset=DatasetConfig(symbols=symbols),
+        simulation=SimulationConfig(minutes=sim_minutes, seed=seed),
+        backtest=backtest,
+    )
     return format_report(train(recordings, out_path, config))
 
 
-SHIPPED_RECORDING = (
-    Path(__file__).resolve().parents[3]
-    / "shared"
-    / "data"
-    / "replay"
-    / "spot_btc_eth_20240808.bitget.gz"
+SHARED_REPLAY = Path(__file__).resolve().parents[3] / "shared" / "data" / "replay"
+SHIPPED_RECORDINGS = tuple(
+    SHARED_REPLAY / name
+    for name in (
+        "spot_btc_eth_20240808.bitget.gz",
+        "cm_btc_eth_20240808.bitget.gz",
+        "usdm_btc_20230405.bitget.gz",
+    )
 )
-"""The real recording the shipped model was trained on (beside the project, not in it)."""
-SHIPPED_SIM_MINUTES = 60.0
-SHIPPED_BURST_CHECK_MINUTES = 60.0
+"""The real sessions the shipped model was trained on (beside the project, not in it)."""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -1274,30 +1228,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         prog="python -m engine.laya.train", description="Train a Laya model."
     )
     parser.add_argument(
-        "--replay", nargs="+", default=[os.fspath(SHIPPED_RECORDING)], metavar="FILE"
+        "--replay", nargs="+", default=[os.fspath(path) for path in SHIPPED_RECORDINGS]
     )
     parser.add_argument("--out", default=os.fspath(DEFAULT_MODEL_PATH), metavar="MODEL.onnx")
-    parser.add_argument("--sim-minutes", type=float, default=SHIPPED_SIM_MINUTES)
-    parser.add_argument("--seed", type=int, default=DEFAULT_SIM_SEED)
-    parser.add_argument("--burst-check-minutes", type=float, default=SHIPPED_BURST_CHECK_MINUTES)
-    parser.add_argument("--json", action="store_true", help="print the report's figures as JSON")
+    parser.add_argument("--candidate", help="ship this candidate instead of choosing one")
+    parser.add_argument("--no-backtest", action="store_true", help="choose without backtests")
+    parser.add_argument("--json", action="store_true", help="print the folds as JSON")
     args = parser.parse_args(argv)
-    config = TrainConfig(
-        simulation=SimulationConfig(minutes=args.sim_minutes, seed=args.seed),
-        burst_check_minutes=args.burst_check_minutes,
-    )
+    config = TrainConfig(candidate=args.candidate, backtest=not args.no_backtest)
     report = train(args.replay, args.out, config)
     if args.json:
-        print(
-            json.dumps(
-                {
-                    "model": os.fspath(report.model_path),
-                    "holdout": report.holdout.as_dict(),
-                    "bursts": report.bursts.as_dict() if report.bursts else None,
-                    "latency_us": {"p50": report.latency.p50_us, "p99": report.latency.p99_us},
-                }
-            )
-        )
+        print(json.dumps(report.folds.as_dict() if report.folds else None))
     else:
         print(format_report(report))
     return 0

@@ -17,6 +17,7 @@ from engine.laya.dataset import (
     order_book_imbalance,
     simulate_recording,
     split_by_time,
+    warming_up,
 )
 from engine.laya.features import FEATURE_COUNT
 from engine.laya.labels import LabelConfig, label_frames
@@ -94,21 +95,72 @@ def test_dataset_has_one_row_per_books15_frame(dataset, recording):
     assert dataset.features.shape == (rows, FEATURE_COUNT)
     assert dataset.features.dtype == np.float32
     assert np.all(np.isfinite(dataset.features))
-    for name in ("recording_index", "symbol_index", "exchange_ts_ms", "mid", "obi5", "labels"):
+    for name in (
+        "recording_index",
+        "symbol_index",
+        "exchange_ts_ms",
+        "mid",
+        "obi5",
+        "labels",
+        "ask_run",
+        "bid_run",
+    ):
         assert getattr(dataset, name).shape == (rows,)
+    # Spooled to a file and mapped read-only, not held in memory row by row.
+    assert isinstance(dataset.features, np.memmap) and not dataset.features.flags.writeable
     assert set(np.unique(dataset.labels)) <= {-1, 0, 1, 2, 3}
     assert dataset.labelled.sum() > rows // 2
-    assert dataset.symbols == ("BTCUSDT", "ETHUSDT")
+    # The recording's own symbols, busiest first (as the backtest takes them).
+    assert sorted(dataset.symbols) == ["BTCUSDT", "ETHUSDT"]
+    assert dataset.recording_symbols == (dataset.symbols,)
     assert set(dataset.symbol_names) == {"BTCUSDT", "ETHUSDT"}
     assert np.all(np.abs(dataset.obi5) <= 1.0)
     assert sum(dataset.class_counts().values()) == dataset.labelled.sum()
 
 
-def test_dataset_labels_are_label_frames_per_symbol(dataset):
+def test_dataset_labels_are_label_frames_per_symbol_after_the_warm_up(dataset):
     for symbol in range(2):
         rows = dataset.symbol_index == symbol
-        expected = label_frames(dataset.exchange_ts_ms[rows], dataset.mid[rows], QUICK_LABELS)
-        np.testing.assert_array_equal(dataset.labels[rows], expected.labels)
+        ts = dataset.exchange_ts_ms[rows]
+        expected = label_frames(ts, dataset.mid[rows], QUICK_LABELS)
+        ready = ts >= ts[0] + 30_000  # Laya's default warm-up: 30 s from the first book
+        np.testing.assert_array_equal(dataset.labels[rows], np.where(ready, expected.labels, -1))
+        np.testing.assert_array_equal(dataset.ask_run[rows], expected.ask_run & ready)
+        np.testing.assert_array_equal(dataset.bid_run[rows], expected.bid_run & ready)
+    assert dataset.ask_run.any() and dataset.bid_run.any()
+
+
+def test_warming_up_restarts_after_a_gap_as_long():
+    ts = np.array([0, 10_000, 29_999, 30_000, 45_000, 80_000, 95_000, 110_000, 140_000])
+    np.testing.assert_array_equal(
+        warming_up(ts, 30_000), [True, True, True, False, False, True, True, False, False]
+    )
+    assert not warming_up(ts, 0).any()
+
+
+def _renamed(recording, tmp_path, names):
+    """The recording with its symbols renamed (a venue that lists them otherwise)."""
+    text = gzip.decompress(recording.path.read_bytes())
+    for old, new in names.items():
+        text = text.replace(f'"{old}"'.encode(), f'"{new}"'.encode())
+    path = tmp_path / "renamed.gz"
+    path.write_bytes(gzip.compress(text))
+    return path
+
+
+def test_each_recording_gives_its_own_symbols(recording, dataset, tmp_path):
+    renamed = _renamed(recording, tmp_path, {"BTCUSDT": "BTCUSD", "ETHUSDT": "ETHUSD"})
+    both = build_dataset([recording.path, renamed], DatasetConfig(labels=QUICK_LABELS))
+    own = dataset.symbols
+    renamed_symbols = tuple(symbol.removesuffix("T") for symbol in own)
+    assert both.symbols == (*own, *renamed_symbols)
+    assert both.recording_symbols == (own, renamed_symbols)
+    second = both.subset(both.recording_index == 1)
+    assert set(second.symbol_names) == {"BTCUSD", "ETHUSD"}
+    np.testing.assert_array_equal(second.features, dataset.features)
+    message = f"renamed.gz has no books15 frames of BTCUSDT: it has {', '.join(renamed_symbols)}"
+    with pytest.raises(ValueError, match=message):
+        build_dataset([renamed], DatasetConfig(symbols=("BTCUSDT",)))
 
 
 def test_features_do_not_look_ahead(recording, dataset, tmp_path):
@@ -185,6 +237,8 @@ def test_split_config_is_validated(kwargs, message):
 def test_dataset_config_is_validated():
     with pytest.raises(ValueError, match="symbols"):
         DatasetConfig(symbols=("BTCUSDT", "BTCUSDT"))
+    with pytest.raises(ValueError, match="warmup_ms"):
+        DatasetConfig(warmup_ms=-1)
 
 
 def test_a_recording_cut_short_gives_its_rows_and_says_so(recording, dataset, tmp_path):

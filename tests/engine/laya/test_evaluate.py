@@ -17,12 +17,15 @@ from engine.laya.dataset import (
     split_by_time,
 )
 from engine.laya.evaluate import (
+    JUMP_FEATURE,
     PREDICTIONS_HEADER,
     EvalConfig,
     classification_metrics,
     eval_command,
     evaluate,
+    fit_imbalance_jump,
     fit_imbalance_tau,
+    imbalance_jump_rule,
     imbalance_rule,
     majority_class,
     ranking_auc,
@@ -76,6 +79,17 @@ def test_imbalance_rule():
     obi = np.array([0.5, 0.2, -0.2, -0.5, 0.3, -0.3])
     predicted = imbalance_rule(obi, 0.3)
     assert predicted.tolist() == [BUY, HOLD, HOLD, SELL, HOLD, HOLD]
+
+
+def test_imbalance_jump_rule_calls_emergency_on_a_jump():
+    obi = np.array([0.9, -0.9, 0.1, 0.1, 0.9, 0.0])
+    jump = np.array([0.0, 0.0, 0.0, 5.0, 6.0, 1.0])
+    verdicts = imbalance_jump_rule(obi, jump, 0.5, 4.0)
+    assert verdicts.tolist() == [BUY, SELL, HOLD, EMERGENCY, EMERGENCY, HOLD]
+    labels = np.array([BUY, SELL, HOLD, EMERGENCY, EMERGENCY, HOLD] * 20)
+    tau, jump_at = fit_imbalance_jump(np.tile(obi, 20), np.tile(jump, 20), labels)
+    predicted = imbalance_jump_rule(np.tile(obi, 20), np.tile(jump, 20), tau, jump_at)
+    assert classification_metrics(labels, predicted).macro_f1 == 1.0
 
 
 def test_imbalance_tau_maximises_training_macro_f1():
@@ -137,6 +151,14 @@ def test_evaluate_scores_model_and_baselines_on_the_holdout(recording, model_pat
     )
     np.testing.assert_array_equal(report.imbalance.confusion, expected.confusion)
     np.testing.assert_array_equal(report.model.support, np.bincount(labels, minlength=4))
+    jump = dataset.features[:, JUMP_FEATURE]
+    tau, jump_at = fit_imbalance_jump(dataset.obi5[train], jump[train], dataset.labels[train])
+    assert (report.rule_tau, report.rule_jump_sigmas) == (tau, jump_at)
+    rule = imbalance_jump_rule(dataset.obi5[holdout], jump[holdout], tau, jump_at)
+    np.testing.assert_array_equal(
+        report.imbalance_jump.confusion, classification_metrics(labels, rule).confusion
+    )
+    assert 0.0 <= report.ask_auc <= 1.0 and 0.0 <= report.bid_auc <= 1.0
 
     with open(csv_path, newline="") as file:
         rows = list(csv.reader(file))
@@ -158,11 +180,13 @@ def test_evaluate_scores_model_and_baselines_on_the_holdout(recording, model_pat
 def test_eval_command_prints_a_table_or_json(recording, model_path):
     table = eval_command([str(recording)], model_path)
     assert "macro-F1" in table and "imbalance (tau" in table and "EMERGENCY" in table
+    assert "imbalance + jump (tau" in table and "ask run over" in table
     everything = json.loads(
         eval_command([str(recording)], model_path, json_output=True, all_frames=True)
     )
     assert everything["scope"] == "all frames"
-    assert set(everything["baselines"]) == {"majority", "imbalance"}
+    assert set(everything["baselines"]) == {"majority", "imbalance", "imbalance_jump"}
+    assert {"ask_auc", "bid_auc", "emergency_auc"} <= set(everything["model"])
     assert set(everything["model"]["classes"]) == set(CLASS_NAMES)
     holdout = evaluate([recording], model_path, EvalConfig())
     assert everything["frames"] > holdout.frames

@@ -14,9 +14,14 @@ from hypothesis import strategies as st
 from engine.feed.events import BookSnapshot
 from engine.feed.parse import FrameParser
 from engine.laya.features import (
+    CROSS_FEATURES,
     FEATURE_COUNT,
     FEATURE_NAMES,
     FEATURE_SET_VERSION,
+    MIRROR_SIGN,
+    MIRROR_SOURCE,
+    VENUE_SCALED_FEATURES,
+    Z_SCORED_FEATURES,
     FeatureExtractor,
     FeatureExtractorConfig,
 )
@@ -75,10 +80,6 @@ def test_book_shape_on_a_hand_computed_book():
         depth("BTCUSDT", 1000, [["99", "1"], ["98", "3"]], [["101", "2"], ["103", "2"]])
     )
     mid = 100.0
-    assert features[F["bid_dist_bps_1"]] == pytest.approx(100.0)  # 1 below a mid of 100
-    assert features[F["bid_dist_bps_2"]] == pytest.approx(200.0)
-    assert features[F["bid_dist_bps_3"]] == pytest.approx(200.0)  # missing: repeats level 2
-    assert features[F["ask_dist_bps_2"]] == pytest.approx(300.0)
     mean_size = (1 + 3 + 2 + 2) / 4
     assert features[F["bid_log_size_1"]] == pytest.approx(math.log(1 / mean_size), abs=1e-6)
     assert features[F["ask_log_size_1"]] == pytest.approx(math.log(2 / mean_size), abs=1e-6)
@@ -91,28 +92,72 @@ def test_book_shape_on_a_hand_computed_book():
     assert features[F["bid_levels_present"]] == pytest.approx(2 / 15)
     assert features[F["log_depth_ratio"]] == pytest.approx(0.0)
     assert features[F["log_top_size_ratio"]] == pytest.approx(math.log(0.5))
+    # The 5-level pressure mid (99 * 4 + 102 * 4) / 8 = 100.5: half a half-spread above.
+    bid_vwap, ask_vwap = (99 * 1 + 98 * 3) / 4, (101 * 2 + 103 * 2) / 4
+    pressure = (bid_vwap * 4 + ask_vwap * 4) / 8
+    assert features[F["pressure_mid_offset_spreads_5"]] == pytest.approx((pressure - mid) / 1.0)
     weighted_bid = 1 / 101 + 3 / 201
     weighted_ask = 2 / 101 + 2 / 301
     assert features[F["depth_weighted_obi"]] == pytest.approx(
         (weighted_bid - weighted_ask) / (weighted_bid + weighted_ask), rel=1e-5
     )
-    # First frame: no history, every delta reads 0.
-    for name in ("return_last_frame_bps", "return_1s_bps", "ofi_top", "obi_5_change"):
-        assert features[F[name]] == 0.0
+    # First frame: no history, every delta reads 0, and every z-score (nothing to compare).
+    for name in ("return_1s_sigmas", "return_500ms_sigmas", *Z_SCORED_FEATURES):
+        assert features[F[name]] == 0.0, name
 
 
 def test_returns_and_order_flow_imbalance_across_frames():
     harness = Harness()
     harness.feed(depth("BTCUSDT", 1000, [["99", "1"]], [["101", "1"]]))
     features = harness.feed(depth("BTCUSDT", 2100, [["100", "2"]], [["102", "1"]]))
-    assert features[F["return_last_frame_bps"]] == pytest.approx((101 / 100 - 1) * 1e4)
-    assert features[F["return_1s_bps"]] == pytest.approx((101 / 100 - 1) * 1e4)
-    assert features[F["return_5s_bps"]] == 0.0  # nothing 5 s old yet
-    # Bid moved up: +2 new bid size; ask moved up: +1 (the old ask size left).
-    top_average = 1.0 * math.exp(-1100 / 30000) + 1.5 * (1 - math.exp(-1100 / 30000))
-    assert features[F["ofi_top"]] == pytest.approx((2 + 1) / top_average, rel=1e-5)
-    assert features[F["log_book_interval_ms"]] == pytest.approx(math.log1p(1100))
-    assert features[F["bid_top_size_change"]] == pytest.approx(math.log(2))
+    # One 1 s return of 100 bps so far: sigma is its magnitude x sqrt(pi / 2).
+    sigma = math.sqrt(math.pi / 2) * (101 / 100 - 1) * 1e4
+    assert features[F["return_1s_sigmas"]] == pytest.approx(100 / sigma, rel=1e-4)
+    assert features[F["return_5s_sigmas"]] == 0.0  # nothing 5 s old yet
+    assert features[F["last_trade_offset_spreads"]] == 0.0  # no trade yet
+    # The z-scores' statistics hold the first frame only: raw 0 deltas, no deviation yet.
+    assert features[F["ofi_top_z"]] == 0.0
+
+
+def reference_z_scores(times, values):
+    """A trailing robust z-score read from its definition: the raw value against the
+    exponentially weighted (300 s) mean and mean absolute deviation of the earlier values."""
+    weight = mean = deviation = 0.0
+    out = []
+    for index, (ts, value) in enumerate(zip(times, values, strict=True)):
+        decay = math.exp(-(ts - times[index - 1]) / 300_000) if index else 1.0
+        weight *= decay
+        scale = math.sqrt(math.pi / 2) * deviation
+        out.append(max(-10.0, min(10.0, (value - mean) / scale)) if scale > 1e-12 else 0.0)
+        weight += 1.0
+        deviation += (abs(value - mean) - deviation) / weight
+        mean += (value - mean) / weight
+    return out
+
+
+def test_z_scores_follow_their_definition():
+    """The spread, the distance of the first bid and the book interval, whose raw values are
+    known, against their reference z-scores over irregular frames."""
+    rng = np.random.default_rng(4)
+    harness = Harness(("BTCUSDT",))
+    times = np.cumsum(rng.choice([50, 100, 400, 1_000], size=60)).astype(float).tolist()
+    spreads = rng.choice([0.01, 0.02, 0.05], size=60).tolist()
+    got, raw_spread, raw_distance, raw_interval = [], [], [], []
+    for index, (ts, spread) in enumerate(zip(times, spreads, strict=True)):
+        bid, ask = 100.0, 100.0 + spread
+        got.append(harness.feed(depth("BTCUSDT", int(ts), [[repr(bid), "1"]], [[repr(ask), "1"]])))
+        mid = 0.5 * (bid + ask)
+        raw_spread.append(spread / mid * 1e4)
+        raw_distance.append((mid - bid) / mid * 1e4)
+        raw_interval.append(math.log1p(ts - times[index - 1]) if index else 0.0)
+    for name, raw in (
+        ("spread_z", raw_spread),
+        ("bid_dist_z_1", raw_distance),
+        ("book_interval_z", raw_interval),
+    ):
+        expected = reference_z_scores(times, raw)
+        assert [row[F[name]] for row in got] == pytest.approx(expected, rel=1e-4, abs=1e-4), name
+    assert got[-1][F["spread_bps"]] == pytest.approx(raw_spread[-1], rel=1e-5)  # kept raw
 
 
 def test_trade_flow_is_read_at_the_next_book():
@@ -125,11 +170,12 @@ def test_trade_flow_is_read_at_the_next_book():
     assert features[F["flow_imbalance_30s"]] == pytest.approx(-0.5)
     assert features[F["count_imbalance_5s"]] == pytest.approx(0.0)
     assert features[F["last_trade_sign"]] == -1.0
-    assert features[F["log_trades_since_book"]] == pytest.approx(math.log1p(2))
-    assert features[F["log_ms_since_trade"]] == pytest.approx(0.0)
+    # The last trade (a sell at 100) sits at the mid: no offset in half-spreads.
+    assert features[F["last_trade_offset_spreads"]] == pytest.approx(0.0)
+    assert features[F["last_trade_log_size"]] == pytest.approx(math.log(3 / (1 + 0.02 * 2)))
     later = harness.feed(depth("BTCUSDT", 2000, [["99", "1"]], [["101", "1"]]))
-    assert later[F["log_trades_since_book"]] == 0.0
-    assert later[F["log_ms_since_trade"]] == pytest.approx(math.log1p(1000))
+    # Two trades since the previous book, then none: the count's z-score turns negative.
+    assert later[F["trades_since_book_z"]] < 0.0
     assert later[F["flow_imbalance_1s"]] == pytest.approx(-0.5)  # decay cancels in a ratio
 
 
@@ -148,16 +194,19 @@ def test_cross_features_use_the_other_symbol():
     harness.feed(depth("ETHUSDT", 1000, [["49", "3"]], [["51", "1"]]))
     features = harness.feed(depth("BTCUSDT", 1000, [["99", "1"]], [["101", "1"]]))
     assert features[F["other_obi_5"]] == pytest.approx(0.5)
-    assert features[F["other_spread_bps"]] == pytest.approx(400.0)
-    alone = Harness(("BTCUSDT",)).feed(depth("BTCUSDT", 1000, [["99", "1"]], [["101", "1"]]))
-    assert not np.any(alone[F["other_return_1s_bps"] :])
+    assert features[F["other_spread_z"]] == 0.0  # ETH's first spread: nothing to compare yet
+    alone = Harness(("BTCUSDT",))
+    for ts in range(1000, 60_000, 700):
+        row = alone.feed(depth("BTCUSDT", ts, [["99", "1"]], [[f"{101 + ts % 3}", "1"]]))
+        # Without a hedge every cross feature is 0, the neutral value, frame after frame.
+        assert not any(row[F[name]] for name in CROSS_FEATURES)
 
 
 def reference_sigma_features(times, mids):
     """The labels'-sigma features (20-28) of one symbol, straight from their definitions in
-    docs/features.md, one frame at a time."""
-    tau_sigma, cap = 150_000.0, 10.0
-    weight = total = squares = 0.0
+    docs/features.md, one frame at a time; those written as z-scores as their raw values."""
+    cap = 10.0
+    weight = total = floor_weight = floor_total = 0.0
     jump_1s = jump_5s = jump_count = 0.0
     last_jump = None
     rows = []
@@ -165,12 +214,14 @@ def reference_sigma_features(times, mids):
         dt = ts - times[index - 1] if index else 0.0
         older = [k for k in range(index) if times[k] <= ts - 1000]
         return_1s = (mid / mids[older[-1]] - 1) * 1e4 if older else 0.0
-        decay = math.exp(-dt / tau_sigma)
-        weight, total, squares = weight * decay, total * decay, squares * decay
+        decay, floor_decay = math.exp(-dt / 150_000), math.exp(-dt / 1_800_000)
+        weight, total = weight * decay, total * decay
+        floor_weight, floor_total = floor_weight * floor_decay, floor_total * floor_decay
         if older:
-            weight, total, squares = weight + 1, total + return_1s, squares + return_1s**2
-        variance = squares / weight - (total / weight) ** 2 if weight else 0.0
-        sigma = math.sqrt(variance) if variance > 0 else 0.0
+            weight, total = weight + 1, total + abs(return_1s)
+            floor_weight, floor_total = floor_weight + 1, floor_total + abs(return_1s)
+        mean_move = max(total / weight, floor_total / floor_weight) if weight else 0.0
+        sigma = math.sqrt(math.pi / 2) * mean_move
         frame_move = abs(mid / mids[index - 1] - 1) * 1e4 if index else 0.0
         jump = min(frame_move / sigma, cap) if sigma > 1e-9 else 0.0
         jump_1s = max(jump, jump_1s * math.exp(-dt / 1000))
@@ -184,23 +235,23 @@ def reference_sigma_features(times, mids):
         since = ts - last_jump if last_jump is not None else 60_000.0
         rows.append(
             {
-                "log_sigma_1s_bps": math.log(sigma + 1e-3),
+                "log_sigma_1s_z": math.log(sigma + 1e-3),
                 "range_1s_sigmas": min(range_1s / sigma, cap) if sigma > 1e-9 else 0.0,
                 "return_1s_sigmas": max(-cap, min(cap, return_1s / sigma)) if sigma else 0.0,
                 "jump_sigmas_1s": jump_1s,
                 "jump_sigmas_5s": jump_5s,
-                "jump_rate_30s": math.log1p(jump_count),
-                "log_ms_since_jump": math.log1p(min(since, 60_000.0)),
+                "jump_rate_30s_z": math.log1p(jump_count),
+                "ms_since_jump_z": math.log1p(min(since, 60_000.0)),
             }
         )
     return rows
 
 
 def test_moves_in_the_labels_sigma_follow_their_definitions():
-    # Ten seconds of small oscillations, a 50 bps jump, then a flat mid.
+    # Ten seconds of small oscillations, a 10 bps jump, then a flat mid.
     times = [1000.0 + 250 * k for k in range(48)]
     mids = [100.0 + (0.01 if k % 3 == 0 else -0.01 if k % 3 == 1 else 0.0) for k in range(40)]
-    mids += [100.5] * 8
+    mids += [100.1] * 8
     harness = Harness()
     got = [
         harness.feed(
@@ -210,7 +261,11 @@ def test_moves_in_the_labels_sigma_follow_their_definitions():
     ]
     expected = reference_sigma_features(times, mids)
     assert 2.0 <= expected[40]["jump_sigmas_1s"] < 10.0  # a jump, under the cap
-    assert expected[41]["log_ms_since_jump"] == pytest.approx(math.log1p(250))
+    assert expected[41]["ms_since_jump_z"] == pytest.approx(math.log1p(250))
+    for name in ("log_sigma_1s_z", "jump_rate_30s_z", "ms_since_jump_z"):
+        z_scores = reference_z_scores(times, [row[name] for row in expected])
+        for row, z in zip(expected, z_scores, strict=True):
+            row[name] = z
     for features, reference in zip(got, expected, strict=True):
         for name, value in reference.items():
             assert features[F[name]] == pytest.approx(value, rel=2e-5, abs=2e-5), name
@@ -220,6 +275,48 @@ def test_moves_in_the_labels_sigma_follow_their_definitions():
         expected[-1]["jump_sigmas_1s"] * math.exp(-0.5), rel=1e-5
     )
     assert got[-1][F["other_jump_sigmas_1s"]] == 0.0  # no ETH frame had been seen yet
+
+
+def mirrored_book(symbol, ts, bids, asks, centre):
+    """The book reflected about `centre`: each bid at c - d becomes an ask at c + d."""
+    reflect = [[repr(2 * centre - float(price)), size] for price, size in bids]
+    return depth(symbol, ts, [[repr(2 * centre - float(p)), q] for p, q in asks], reflect)
+
+
+def test_the_mirror_map_gives_the_features_of_the_mirror_market():
+    """A market and its mirror image (books reflected about 100, trades on the other side)
+    give features that `MIRROR_SOURCE` and `MIRROR_SIGN` map onto each other."""
+    rng = np.random.default_rng(5)
+    market_a, market_b = Harness(), Harness()
+    trade_id = 0
+    for k in range(120):
+        ts = 1000 + 150 * k
+        for symbol, centre in (("BTCUSDT", 100.0), ("ETHUSDT", 50.0)):
+            shift = 0.01 * int(rng.integers(-3, 4))
+            # Gaps of one to four ticks between levels: distances vary as in a real book.
+            bids = [
+                [repr(round(centre + shift - 0.01 * step, 4)), f"{rng.uniform(0.1, 5):.3f}"]
+                for step in np.cumsum(rng.integers(1, 5, 5)).tolist()
+            ]
+            asks = [
+                [repr(round(centre + shift + 0.01 * step, 4)), f"{rng.uniform(0.1, 5):.3f}"]
+                for step in np.cumsum(rng.integers(1, 5, 5)).tolist()
+            ]
+            for _ in range(int(rng.poisson(1.0))):
+                trade_id += 1
+                size = round(float(rng.uniform(0.01, 2)), 3)
+                price = float(asks[0][0]) if rng.random() < 0.5 else float(bids[0][0])
+                side = "buy" if price > centre + shift else "sell"
+                other = "sell" if side == "buy" else "buy"
+                market_a.feed(trade(symbol, ts, trade_id, side, size, repr(price)))
+                market_b.feed(trade(symbol, ts, trade_id, other, size, repr(2 * centre - price)))
+            a = market_a.feed(depth(symbol, ts, bids, asks))
+            b = market_b.feed(mirrored_book(symbol, ts, bids, asks, centre))
+    # The log returns of a reflected path are not exactly the negated ones: compare loosely.
+    expected = a[MIRROR_SOURCE] * MIRROR_SIGN
+    bad = np.flatnonzero(~np.isclose(b, expected, rtol=0.05, atol=0.05))
+    assert not bad.size, [(FEATURE_NAMES[k], b[k], expected[k]) for k in bad]
+    assert not set(VENUE_SCALED_FEATURES) & set(Z_SCORED_FEATURES)
 
 
 def market(seed: int, frames: int) -> list[bytes]:
