@@ -204,8 +204,8 @@ async def test_a_console_crash_with_the_keys_loaded_prints_no_secret(
 
     add = EventsPane.add
 
-    def add_then_crash(self, events, missed):
-        add(self, events, missed)
+    def add_then_crash(self, events, missed, *rest):
+        add(self, events, missed, *rest)
         if any("API key bg_" in event.text for event in events):
             raise RuntimeError("a pane bug, provoked once the masked key is on the screen")
 
