@@ -20,11 +20,12 @@ from pathlib import PurePath
 from types import MappingProxyType
 from typing import ClassVar
 
-from textual import events
+from textual import events, on
 from textual.app import App, ComposeResult
 from textual.binding import BindingType
 from textual.containers import Container
 from textual.driver import Driver
+from textual.message import Message
 from textual.widgets import Footer
 
 from console.bandwidth import BUDGETS, Bandwidth
@@ -97,6 +98,10 @@ class ConsoleConfig:
 COMMAND_NOTE_S = 10.0
 """How long a safety key's answer stays on the status bar when it went well; a failure stays
 until the next safety key."""
+
+
+class EngineProgressed(Message):
+    """From the handle's receiver thread: a kill or flatten set its state before its answer."""
 
 
 class HftConsoleApp(App[None]):
@@ -194,6 +199,8 @@ class HftConsoleApp(App[None]):
         if self.config.keymap:
             self.set_keymap(dict(self.config.keymap))
         self._apply_layout(self.size.width, self.size.height)
+        # Thread-safe and never blocking: the receiver thread only posts.
+        self.handle.on_progress = lambda: self.post_message(EngineProgressed())
         self.poll()
         self.set_interval(1 / self.config.refresh_hz, self.poll)
 
@@ -481,8 +488,18 @@ class HftConsoleApp(App[None]):
 
     def _show_answer(self, label: str, result: CommandResult, sent_at: float) -> None:
         """The status bar with the state the command left (the engine sends that picture
-        ahead of its answer: HALTED after a kill) and the answer, drawn now: not at the next
-        poll, nor at the screen's next update tick, nor after the notification's layout."""
+        ahead of its answer: HALTED after a kill) and the answer, drawn now."""
+        self._note(*_answer_note(label, result, self._clock() - sent_at))
+        self._draw_state_now()
+
+    @on(EngineProgressed)
+    def _engine_progressed(self) -> None:
+        """A kill or flatten set its state before its answer: HALTED on screen now."""
+        self._draw_state_now()
+
+    def _draw_state_now(self) -> None:
+        """The latest snapshot's state on the status bar, drawn now: not at the next poll,
+        nor at the screen's next update tick, nor after a notification's layout."""
         now = self._clock()
         try:
             snapshot = self.handle.snapshot()
@@ -491,7 +508,6 @@ class HftConsoleApp(App[None]):
         else:
             self._take(snapshot, now)  # the keys act on it at once too (a to re-arm)
             self._status.offer(snapshot.status, now)
-        self._note(*_answer_note(label, result, now - sent_at))
         main = self.screen_stack[0]
         if main.is_current:
             main._on_timer_update()  # Textual's own update step, now (textual is pinned)

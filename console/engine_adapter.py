@@ -24,7 +24,7 @@ import sys
 import threading
 from bisect import bisect_right
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from pathlib import Path
 
@@ -93,6 +93,7 @@ class EngineNodeHandle:
         self._final_stats: dict[str, object] | None = None
         self._refused_once = False
         self._lost: EngineLost | None = None
+        self.on_progress: Callable[[], None] | None = None
 
     # Lifecycle
 
@@ -362,6 +363,10 @@ class EngineNodeHandle:
                 future = self._waiting.get(request_id)  # type: ignore[arg-type]
             if future is not None and not future.done():
                 future.set_result((bool(ok), payload))
+        elif kind == "progress":  # a kill or flatten has set its state; its answer follows
+            on_progress = self.on_progress
+            if on_progress is not None:
+                on_progress()
         elif kind == "started":
             self._started.set()
         elif kind == "failed":

@@ -896,7 +896,16 @@ class EngineServer:
             elif name == "apply_overrides":
                 assert isinstance(arguments, RiskOverrides)
                 result = await node.apply_overrides(arguments)
-            elif name in ("pause", "resume", "flatten", "kill"):
+            elif name in ("flatten", "kill"):
+                running = asyncio.ensure_future(getattr(node, str(name))())
+                await asyncio.sleep(0)  # it runs to its first wait: HALTED (REDUCING) is set
+                if not running.done():
+                    # The state now, before the close sequence confirms flat: the console
+                    # shows HALTED at once and the answer when it comes.
+                    self._send_fresh_picture()
+                    self._outbox.put(("progress", request_id))
+                result = await running
+            elif name in ("pause", "resume"):
                 result = await getattr(node, str(name))()
             else:
                 raise ValueError(f"unknown command {name!r}")

@@ -10,7 +10,7 @@ another command is still running. An exception from a command is shown as a fail
 from __future__ import annotations
 
 import enum
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import NamedTuple, Protocol
 
 from console.view import ConsoleEvent, ConsoleSnapshot, RiskOverrides
@@ -50,6 +50,10 @@ class ShutdownPolicy(enum.StrEnum):
 
 
 class EngineHandle(Protocol):
+    on_progress: Callable[[], None] | None
+    """Called, from another thread, when a kill or flatten under way has set its state (the
+    latest snapshot shows HALTED or REDUCING) before its answer: the console draws it then."""
+
     def snapshot(self) -> ConsoleSnapshot:
         """The latest published snapshot, without waiting."""
         ...

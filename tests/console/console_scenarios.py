@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -413,6 +413,7 @@ class FakeEngineHandle:
     fail_snapshot: Exception | None = None
     commands: list[tuple[object, ...]] = field(default_factory=list)
     gone: EngineLost | None = None
+    on_progress: Callable[[], None] | None = None
 
     def snapshot(self) -> ConsoleSnapshot:
         if self.fail_snapshot is not None:

@@ -211,7 +211,12 @@ async def test_commands_act_on_the_engine_and_kill_leaves_the_exchange_flat(sim,
     def shown(kind: EventKind) -> list[str]:
         return [event.text for event in handle.events_since(-1)[0] if event.kind is kind]
 
+    # The kill's state comes ahead of its answer: HALTED is in the snapshot when the handle
+    # says the kill progressed, before the venue confirmed flat.
+    progressed: list[TradingState] = []
+    handle.on_progress = lambda: progressed.append(state())
     killed = await asyncio.to_thread(handle.kill)
+    assert progressed == [TradingState.HALTED]
     assert killed.ok, killed.message
     assert killed.elapsed_ms is not None and killed.elapsed_ms > 0
     assert state() is TradingState.HALTED
