@@ -79,7 +79,6 @@ from console.view import (
     StatusView,
     VramView,
 )
-from engine.bench import BENCH_STAGES, timer_cost_ns
 from engine.clock import EngineClock
 from engine.exchange.bitget_rest import Credentials
 from engine.exchange.private_events import FillUpdate, OrderUpdate
@@ -87,7 +86,7 @@ from engine.feed.replay import ReplayFeed
 from engine.gpu import GpuMonitor, GpuMonitorConfig, GpuSample, VramBudget
 from engine.kev.hub import KevDecision, KevHub
 from engine.kev.server import llama_server_pid_path
-from engine.latency import LatencyHistogram
+from engine.latency import LatencyHistogram, timer_cost_ns
 from engine.laya.classifier import CPU_PROVIDER
 from engine.laya.decide import VerdictStreamView
 from engine.node import (
@@ -98,6 +97,7 @@ from engine.node import (
     format_status,
     format_warm_up,
 )
+from engine.pipeline import TIMED_STAGES
 from engine.trading.commands import CommandResult, RiskOverrides
 from engine.trading.config import default_risk_config
 from engine.trading.desk import TradingStatus
@@ -629,7 +629,7 @@ class SnapshotPublisher:
             "trade_frames": histograms["trade"].count,
             "passes": 1,
             "stages_us": {
-                name: histograms[name].summary_us(overhead_ns=overhead) for name in BENCH_STAGES
+                name: histograms[name].summary_us(overhead_ns=overhead) for name in TIMED_STAGES
             },
             "parser": node.parser.stats.as_dict(),
             "source": node.config.market_source,

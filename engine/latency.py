@@ -6,8 +6,9 @@ reported percentile is within 1/64 of the true value. Everything up to ~36 minut
 
 from __future__ import annotations
 
+import time
 from bisect import bisect_left
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from itertools import accumulate
 from typing import NamedTuple
 
@@ -15,6 +16,7 @@ _SUB_BUCKET_BITS = 6
 _SUB_BUCKETS = 1 << _SUB_BUCKET_BITS  # 64
 _EXACT_LIMIT = 2 * _SUB_BUCKETS  # 128
 _BUCKETS = 36 * _SUB_BUCKETS
+TIMER_CALIBRATION_READS = 20_000
 
 
 def _bucket_low(index: int) -> int:
@@ -132,3 +134,13 @@ class FrameTimings:
         self.parse = LatencyHistogram()
         self.total = LatencyHistogram()
         self.trade = LatencyHistogram()
+
+
+def timer_cost_ns(clock: Callable[[], int] = time.perf_counter_ns) -> int:
+    """Median interval between two back-to-back clock reads."""
+    samples = []
+    for _ in range(TIMER_CALIBRATION_READS):
+        first = clock()
+        samples.append(clock() - first)
+    samples.sort()
+    return samples[len(samples) // 2]

@@ -23,16 +23,18 @@ from engine.feed.events import (
     BookSnapshot,
     BookUpdate,
     RecordingEnded,
-    Trades,
 )
 from engine.feed.sink import FeedNotice
-from engine.feed.tape import MarketTape
+from engine.feed.tape import MarketTape, Trades
 from engine.latency import LatencyHistogram
 from engine.laya.classifier import LayaClassifier, choose_verdict
 from engine.laya.decide import DecisionStage, QuoteGate, QuoteIntent
 from engine.laya.features import FEATURE_NAMES, FeatureExtractor, FeatureExtractorConfig
 
 STAGES = ("book", "features", "infer", "decide")
+TIMED_STAGES = ("parse", *STAGES, "total", "trade")
+"""Every stage the bench and the console time: the parser, the pipeline's stages, their total
+from receipt to decision, and a trade frame's parse."""
 _STAND_ASIDE = QuoteIntent.STAND_ASIDE
 _OBI5 = FEATURE_NAMES.index("obi_5")
 

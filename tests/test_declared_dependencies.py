@@ -26,9 +26,9 @@ REPO = Path(__file__).resolve().parents[1]
 FIRST_PARTY = {"engine", "console", "tests", "styles"}
 
 RUNTIME_FILES_WITH_EXTRAS = {
-    "engine/laya/train.py": {"train"},
+    "engine/lab/train.py": {"train"},
     "engine/kev/server.py": {"kev-local"},
-    "engine/backtest/html_report.py": {"report"},
+    "engine/tools/backtest/html_report.py": {"report"},
 }
 """Runtime files that import an optional extra lazily, behind a one-line error naming it."""
 

@@ -25,7 +25,7 @@ from urllib.parse import quote
 
 import pytest
 
-from console.live_guard import confirm_live
+from console.cli.live_guard import confirm_live
 from engine.exchange.bitget_rest import (
     PLACE_ORDER,
     BitgetApiError,

@@ -30,11 +30,11 @@ from engine.feed.events import (
     FeedState,
     FeedStateChanged,
     Pong,
-    Trades,
 )
 from engine.feed.parse import DEPTH_CHANNELS, INCREMENTAL_CHANNEL, TRADE_CHANNEL, FrameParser
 from engine.feed.recorder import FrameRecorder
 from engine.feed.sink import FeedNotice, FeedSink
+from engine.feed.tape import Trades
 from engine.latency import FrameTimings
 
 BITGET_PUBLIC_URL = "wss://ws.bitget.com/v2/ws/public"

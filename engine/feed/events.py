@@ -13,7 +13,6 @@ import numpy as np
 
 if TYPE_CHECKING:
     from engine.feed.recording import RecordingProblem
-    from engine.feed.tape import MarketTape
 
 BID_PRICE, BID_SIZE, ASK_PRICE, ASK_SIZE = 0, 1, 2, 3
 """Rows of `BookSnapshot.levels`."""
@@ -83,26 +82,6 @@ class TradePrint(NamedTuple):
     recv_ns: int
 
 
-class Trades(NamedTuple):
-    """The new trades of one `trade` frame (duplicates removed), as sequence numbers
-    `first .. first + count - 1` in the symbol's ring of the parser's `MarketTape`.
-
-    `prints` materializes them as `TradePrint`s; the ring keeps the last `trade_capacity`
-    trades of a symbol, so read them before that many more arrive.
-    """
-
-    symbol: str
-    symbol_row: int
-    tape: MarketTape
-    first: int
-    count: int
-    recv_ns: int
-
-    @property
-    def prints(self) -> tuple[TradePrint, ...]:
-        return self.tape.read(self.symbol_row, self.first, self.count, self.recv_ns)
-
-
 class ChannelAck(NamedTuple):
     """A subscribe or unsubscribe acknowledgement."""
 
@@ -161,6 +140,3 @@ class RecordingEnded(NamedTuple):
     recorded_span_s: float
     problem: RecordingProblem | None
     at_ns: int
-
-
-ParsedFrame = BookSnapshot | BookUpdate | Trades | ChannelAck | ChannelError | Pong

@@ -21,12 +21,12 @@ from engine.feed.events import (
     BookUpdate,
     ChannelAck,
     ChannelError,
-    ParsedFrame,
     Pong,
-    Trades,
 )
 from engine.feed.frame_kernel import DEPTH, OK, TRADE_ROWS, scan_frame
-from engine.feed.tape import ADMITTED, DUPLICATE, LAST_DEPTH_TS, MarketTape, admit_trade
+from engine.feed.tape import ADMITTED, DUPLICATE, LAST_DEPTH_TS, MarketTape, Trades, admit_trade
+
+ParsedFrame = BookSnapshot | BookUpdate | Trades | ChannelAck | ChannelError | Pong
 
 DEPTH_CHANNELS = {"books1": 1, "books5": 5, "books15": 15}
 INCREMENTAL_CHANNEL = "books"

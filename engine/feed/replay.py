@@ -27,11 +27,11 @@ from engine.feed.events import (
     FeedState,
     FeedStateChanged,
     RecordingEnded,
-    Trades,
 )
 from engine.feed.parse import FrameParser, RejectReason
 from engine.feed.recording import RecordingProblem, RecordingReadStats, iter_recording
 from engine.feed.sink import FeedNotice, FeedSink
+from engine.feed.tape import Trades
 from engine.latency import FrameTimings
 
 __all__ = ["ReplayFeed", "ReplayStats", "iter_recording", "replay_clock"]

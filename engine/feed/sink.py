@@ -11,8 +11,8 @@ from engine.feed.events import (
     ChannelError,
     FeedStateChanged,
     RecordingEnded,
-    Trades,
 )
+from engine.feed.tape import Trades
 
 MarketFrame = BookSnapshot | BookUpdate | Trades
 FeedNotice = FeedStateChanged | ChannelError | BookResyncNeeded | RecordingEnded

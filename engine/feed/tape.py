@@ -8,6 +8,8 @@ Duplicates are found against the ring itself, so the de-duplication memory is th
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from numba import njit
 
@@ -163,3 +165,23 @@ class MarketTape:
                 f"the ring ({capacity} trades, {total} written)"
             )
         return [(first + k) % capacity for k in range(count)]
+
+
+class Trades(NamedTuple):
+    """The new trades of one `trade` frame (duplicates removed), as sequence numbers
+    `first .. first + count - 1` in the symbol's ring of the parser's `MarketTape`.
+
+    `prints` materializes them as `TradePrint`s; the ring keeps the last `trade_capacity`
+    trades of a symbol, so read them before that many more arrive.
+    """
+
+    symbol: str
+    symbol_row: int
+    tape: MarketTape
+    first: int
+    count: int
+    recv_ns: int
+
+    @property
+    def prints(self) -> tuple[TradePrint, ...]:
+        return self.tape.read(self.symbol_row, self.first, self.count, self.recv_ns)

@@ -30,8 +30,9 @@ from engine.bitget.orders import OrderSide, OrderType, TimeInForce
 from engine.book import OrderBook
 from engine.clock import EngineClock, WallClock
 from engine.exchange.private_events import FillUpdate
-from engine.feed.events import BookResyncNeeded, BookSnapshot, FeedState, FeedStateChanged, Trades
+from engine.feed.events import BookResyncNeeded, BookSnapshot, FeedState, FeedStateChanged
 from engine.feed.sink import FeedNotice
+from engine.feed.tape import Trades
 from engine.journal import EntryKind, Journal, JournalEntry, JournalError, read_journal
 from engine.latency import LatencyHistogram
 from engine.laya.decide import QuoteGate, QuoteIntent

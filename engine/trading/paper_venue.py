@@ -36,7 +36,8 @@ from engine.exchange.private_events import (
     PrivateStreamChanged,
     PrivateStreamState,
 )
-from engine.feed.events import BookSnapshot, Trades
+from engine.feed.events import BookSnapshot
+from engine.feed.tape import Trades
 from engine.risk.intents import OrderIntent
 from engine.sim.instruments import Instrument, Side
 from engine.sim.matching import (

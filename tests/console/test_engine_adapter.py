@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
 import pytest
-from engine_recordings import write_recording
+from support.recordings import write_recording
 
 from console.engine_adapter import EngineAdapterConfig, EngineNodeHandle
 from console.engine_views import (
@@ -32,7 +32,6 @@ from console.view import (
     RiskOverrides,
     Severity,
 )
-from engine.bench import BENCH_STAGES
 from engine.book import BookView
 from engine.feed.events import FeedState
 from engine.kev.client import KevTimings
@@ -42,11 +41,12 @@ from engine.kev.hub import KevOutcome as HubOutcome
 from engine.laya.classifier import LayaClassifierConfig
 from engine.laya.features import FEATURE_SET_VERSION
 from engine.node import EngineConfig
+from engine.pipeline import TIMED_STAGES
 from engine.risk.commands import KevAction
 from engine.risk.events import TradingState
 from engine.sim.market import MarketGeneratorConfig
 from engine.sim.server import SimExchange, SimExchangeConfig
-from engine.trading.bench import NEVER_EMERGENCY
+from engine.tools.bench.trading import NEVER_EMERGENCY
 from engine.trading.config import QuotingStrategyConfig, TradingConfig
 
 FAST = EngineAdapterConfig(publish_hz=20, gpu=None)
@@ -302,7 +302,7 @@ def test_a_replay_ends_with_the_bench_figures_and_trades_nothing(replay_handle):
         "stages_us",
         "parser",
     }
-    assert list(stats["stages_us"]) == list(BENCH_STAGES)
+    assert list(stats["stages_us"]) == list(TIMED_STAGES)
     assert stats["depth_frames"] == 600 and stats["trade_frames"] == 150
     assert stats["frames"] == 750 and stats["frames_per_s"] > 0
     for name, figures in stats["stages_us"].items():

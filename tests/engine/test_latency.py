@@ -8,7 +8,7 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from engine.latency import LatencyHistogram
+from engine.latency import LatencyHistogram, timer_cost_ns
 
 
 def test_small_values_are_exact():
@@ -85,3 +85,19 @@ def test_bins_are_the_non_empty_buckets_in_order():
     assert bins[-1].low_ns <= 1_000_000 < bins[-1].high_ns
     assert sum(b.count for b in bins) == histogram.count
     assert LatencyHistogram().bins() == []
+
+
+def test_the_timer_cost_is_the_median_gap_between_two_reads():
+    # Each calibration pair reads the clock twice: the gap between pairs is 7 ns, the gap inside
+    # a pair 40 ns, one pair in ten is preempted (5 us): the median is the 40 ns.
+    steps = iter(
+        [7, 5_000 if pair % 10 == 0 else 40][which] for pair in range(20_000) for which in (0, 1)
+    )
+    now = 0
+
+    def clock() -> int:
+        nonlocal now
+        now += next(steps)
+        return now
+
+    assert timer_cost_ns(clock) == 40

@@ -14,7 +14,7 @@ from engine.feed.replay import START_LEAD_NS
 from engine.journal import read_journal
 from engine.laya.classifier import LayaClassifierConfig
 from engine.node import EngineConfig, EngineNode, format_status
-from engine.trading.bench import NEVER_EMERGENCY
+from engine.tools.bench.trading import NEVER_EMERGENCY
 from engine.trading.config import TradingConfig, TradingMode
 
 

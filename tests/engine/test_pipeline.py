@@ -19,7 +19,7 @@ from engine.pipeline import (
     MarketPipeline,
     MarketPipelineConfig,
 )
-from engine.trading.bench import ALWAYS_EMERGENCY
+from engine.tools.bench.trading import ALWAYS_EMERGENCY
 
 
 def depth(symbol, ts, bid="99", ask="101"):

@@ -38,9 +38,9 @@ from engine.feed.events import (
     ChannelAck,
     ChannelError,
     Pong,
-    Trades,
 )
 from engine.feed.parse import FrameParser
+from engine.feed.tape import Trades
 
 SYMBOLS = ("BTCUSDT", "ETHUSDT")
 FUZZ_SECRET = "fuzz-secret-value-0123456789"

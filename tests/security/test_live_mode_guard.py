@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from console.cli import _trading, build_parser
-from console.config_cli import settings_for_run
+from console.cli.config import settings_for_run
+from console.cli.main import _trading, build_parser
 from engine.trading.config import TradingConfig, TradingMode
 
 REPO = Path(__file__).resolve().parents[2]
@@ -99,7 +99,7 @@ def test_live_with_input_that_is_not_a_terminal_is_refused(
 def _confirm_at_a_terminal(typed: str) -> tuple[int, str]:
     """`confirm_live` with its default reader in a child whose stdin is a pseudo-terminal."""
     program = (
-        "import sys; from console.live_guard import confirm_live; "
+        "import sys; from console.cli.live_guard import confirm_live; "
         "sys.exit(0 if confirm_live(account='main', symbols=['BTCUSDT', 'ETHUSDT']) else 3)"
     )
     controller, terminal = pty.openpty()

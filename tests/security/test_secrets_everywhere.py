@@ -145,7 +145,7 @@ def test_an_engine_that_fails_to_start_with_the_keys_prints_no_secret(
 ) -> None:
     """The engine (its own process, the keys handed to it) cannot open its journal: the start
     fails with a traceback in its log and a line for the operator."""
-    from console.launch import LaunchOptions, launch
+    from console.cli.launch import LaunchOptions, launch
     from engine.laya.classifier import LayaClassifierConfig
     from engine.node import EngineConfig
     from engine.trading.config import TradingConfig

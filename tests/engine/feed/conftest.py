@@ -20,10 +20,11 @@ from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 
 from engine.feed.bitget_ws import BitgetPublicFeed, BitgetPublicFeedConfig
-from engine.feed.events import BookSnapshot, FeedState, FeedStateChanged, TradePrint, Trades
+from engine.feed.events import BookSnapshot, FeedState, FeedStateChanged, TradePrint
 from engine.feed.parse import FrameParser
 from engine.feed.recorder import FrameRecorder
 from engine.feed.sink import FeedNotice, MarketFrame
+from engine.feed.tape import Trades
 
 INST_TYPE = "USDT-FUTURES"
 

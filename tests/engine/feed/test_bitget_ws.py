@@ -25,9 +25,9 @@ from engine.feed.events import (
     ChannelError,
     FeedState,
     TradePrint,
-    Trades,
 )
 from engine.feed.parse import FrameParser
+from engine.feed.tape import Trades
 
 # Configuration and pure helpers
 

@@ -6,11 +6,12 @@ from __future__ import annotations
 import gzip
 import time
 
-from engine.feed.events import BookSnapshot, Trades
+from engine.feed.events import BookSnapshot
 from engine.feed.parse import FrameParser
 from engine.feed.recording import encode_line
 from engine.feed.replay import ReplayFeed, replay_clock
 from engine.feed.sink import FeedNotice, MarketFrame
+from engine.feed.tape import Trades
 
 SINK_BOOK_S = 0.005
 """How long the sink takes with a book frame: inside `total`, outside `parse`."""

@@ -19,9 +19,9 @@ from engine.feed.events import (
     ChannelAck,
     ChannelError,
     Pong,
-    Trades,
 )
 from engine.feed.parse import FrameParser, RejectReason
+from engine.feed.tape import Trades
 
 RECORDING = Path(__file__).resolve().parents[3] / ".." / "shared" / "data" / "replay"
 RECORDING_FILE = RECORDING / "spot_btc_eth_20240808.bitget.gz"

@@ -10,10 +10,11 @@ from pathlib import Path
 import pytest
 
 from engine.clock import MarketClock, MarketTimeLoop
-from engine.feed.events import BookSnapshot, ChannelError, FeedState, FeedStateChanged, Trades
+from engine.feed.events import BookSnapshot, ChannelError, FeedState, FeedStateChanged
 from engine.feed.parse import FrameParser
 from engine.feed.recording import RecordingReadStats, encode_line
 from engine.feed.replay import ReplayFeed, iter_recording, replay_clock
+from engine.feed.tape import Trades
 
 SHARED_RECORDING = (
     Path(__file__).resolve().parents[3]

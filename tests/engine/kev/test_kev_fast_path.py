@@ -37,10 +37,10 @@ from engine.kev.command import KevCommandSpec
 from engine.kev.context import snapshot_of
 from engine.kev.hub import KevHub, KevHubConfig
 from engine.laya.classifier import LayaClassifier, LayaClassifierConfig
-from engine.laya.dataset import simulate_recording
 from engine.laya.decide import QuoteIntent
 from engine.pipeline import MarketPipeline, MarketPipelineConfig
 from engine.sim.market import MarketGeneratorConfig
+from engine.sim.recording import simulate_recording
 
 SYMBOLS = ("BTCUSDT", "ETHUSDT")
 PASSES = 10

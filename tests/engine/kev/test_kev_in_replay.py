@@ -18,8 +18,8 @@ from engine.kev.client import KevClientConfig
 from engine.kev.command import KevCommandSpec
 from engine.kev.hub import KevHubConfig
 from engine.laya.classifier import LayaClassifierConfig
-from engine.laya.dataset import simulate_recording
 from engine.node import EngineConfig, EngineNode
+from engine.sim.recording import simulate_recording
 from engine.trading.config import TradingConfig, TradingMode
 
 CHAT = "/v1/chat/completions"

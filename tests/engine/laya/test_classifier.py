@@ -18,6 +18,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from engine.lab.train import choose_verdicts
 from engine.laya.classifier import (
     CPU_PROVIDER,
     CUDA_PROVIDER,
@@ -35,7 +36,6 @@ from engine.laya.model import (
     ModelNotFoundError,
     export_mlp,
 )
-from engine.laya.train import choose_verdicts
 from engine.laya.verdict import Verdict
 
 TEST_FEATURE_COUNT = 24

@@ -6,8 +6,8 @@ import pytest
 from risk_scenarios import BTC, BUY, T0, limit, make_gateway
 
 from engine.risk import EventsDropped, OrderDenied, OutboxOverflow, RiskLimitChanged, Source
-from engine.risk.bench import benchmark_check
 from engine.risk.events import EventOutbox
+from engine.tools.bench.risk import benchmark_check
 
 
 def limit_changed(number: int) -> RiskLimitChanged:

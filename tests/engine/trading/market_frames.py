@@ -7,8 +7,9 @@ import time
 
 import orjson
 
-from engine.feed.events import BookSnapshot, Trades
+from engine.feed.events import BookSnapshot
 from engine.feed.parse import FrameParser
+from engine.feed.tape import Trades
 
 INST_TYPE = "USDT-FUTURES"
 

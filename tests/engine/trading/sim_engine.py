@@ -11,7 +11,7 @@ from engine.laya.classifier import LayaClassifierConfig
 from engine.node import EngineConfig
 from engine.sim.matching import FIRST_ORDER_ID, Order
 from engine.sim.server import SimExchange
-from engine.trading.bench import ALWAYS_EMERGENCY, NEVER_EMERGENCY
+from engine.tools.bench.trading import ALWAYS_EMERGENCY, NEVER_EMERGENCY
 from engine.trading.config import QuotingStrategyConfig, TradingConfig
 
 __all__ = ["ALWAYS_EMERGENCY", "NEVER_EMERGENCY"]

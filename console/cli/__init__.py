@@ -1,0 +1,1 @@
+"""`hft-console`: the command line, apart from the Textual console it starts."""

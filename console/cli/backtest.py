@@ -1,0 +1,232 @@
+"""`hft-console backtest`: recordings through the whole engine in market time, and what its
+trading made (engine/tools/backtest/)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from console.cli.arguments import count, symbol_list
+from console.cli.progress import progress_bar
+
+if TYPE_CHECKING:
+    from engine.tools.backtest.report import RunGroup
+
+
+def add_backtest_parser(commands: argparse._SubParsersAction) -> None:
+    parser = commands.add_parser(
+        "backtest",
+        help="the whole engine on recordings in market time: PnL, markouts, gates compared",
+        description="Plays each recording through the whole engine (Laya, the desk, the risk "
+        "gateway, the executor, the paper venue) in the recording's own time at full speed, "
+        "deterministically, and reports PnL, activity, markouts and what Laya did.",
+    )
+    parser.add_argument("--replay", metavar="FILE", nargs="+", required=True, help="recordings")
+    parser.add_argument(
+        "--symbols",
+        type=symbol_list,
+        help="traded symbol first, then the hedge (default: the recording's two busiest)",
+    )
+    parser.add_argument("--config", metavar="FILE", help="settings file (default: the user's)")
+    parser.add_argument(
+        "--set",
+        metavar="KEY=VALUE[,VALUE...]",
+        action="append",
+        default=[],
+        help="a setting for the run (e.g. trading.strategy.half_spread_bps=2); several values "
+        "make a grid, each point a run of its own",
+    )
+    parser.add_argument(
+        "--compare",
+        action="store_true",
+        help="each run three times: Laya's gate, no gate, and the top-5 imbalance gate",
+    )
+    parser.add_argument(
+        "--json", action="store_true", help="JSON on stdout instead of tables and charts"
+    )
+    parser.add_argument(
+        "--no-charts", action="store_true", help="the tables only, no charts in the terminal"
+    )
+    parser.add_argument(
+        "--report",
+        metavar="DIR",
+        help="also write there report.html (the tables and charts in one file), the charts as "
+        "PNG, report.json and fills.csv (needs matplotlib: pip install '.[report]')",
+    )
+    parser.add_argument(
+        "--jobs",
+        type=count,
+        default=os.cpu_count() or 1,
+        help="worker processes for several runs (default: one per core)",
+    )
+    parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    kev = parser.add_mutually_exclusive_group()
+    kev.add_argument(
+        "--kev",
+        metavar="FILE",
+        help="Kev takes part ([kev] url's llama-server): its answers take effect their latency "
+        "after each request, in market time, and are recorded to FILE for --kev-answers",
+    )
+    kev.add_argument(
+        "--kev-answers",
+        metavar="FILE",
+        help="Kev's answers played back from a --kev run's FILE: the rerun is exact, no server",
+    )
+    parser.add_argument(
+        "--frames",
+        type=count,
+        help="play each recording looped to this many frames (time and trade ids moved on "
+        "each pass, as the soak does): long runs, memory checks",
+    )
+
+
+def run_backtest_command(args: argparse.Namespace) -> int:
+    with tempfile.TemporaryDirectory(prefix="hft-backtest-loops-") as scratch:
+        return _backtest(args, Path(scratch))
+
+
+def _backtest(args: argparse.Namespace, scratch: Path) -> int:
+    from console.cli.config import load_console_settings
+    from engine.feed.recording import check_recording
+    from engine.kev.command import KevCommandSpec
+    from engine.settings import SettingsError
+    from engine.tools.backtest.plan import (
+        COMPARED_GATES,
+        backtest_specs,
+        grid,
+        looped_recordings,
+        parse_set,
+        run_specs,
+    )
+    from engine.tools.backtest.report import (
+        compare_text,
+        metrics_json,
+        ranking_text,
+        run_groups,
+        session_text,
+    )
+
+    name = "hft-console backtest"
+    report_dir = Path(args.report) if args.report else None
+    try:
+        recordings = [Path(path) for path in args.replay]
+        for recording in recordings:
+            check_recording(recording)
+        if args.frames:
+            recordings = looped_recordings(recordings, args.frames, scratch)
+        sets = [parse_set(text) for text in args.set]
+        sources = {key: f"--set {key}" for key, _ in sets}
+        settings = load_console_settings(args.config)
+        gates = COMPARED_GATES if args.compare else (None,)
+        specs = backtest_specs(
+            settings,
+            recordings,
+            args.symbols,
+            grid(sets),
+            gates,
+            kev_record=Path(args.kev) if args.kev else None,
+            kev_answers=Path(args.kev_answers) if args.kev_answers else None,
+            sources=sources,
+        )
+        if args.kev_answers:
+            from engine.kev.answers import RecordedKevClient
+
+            RecordedKevClient(args.kev_answers, KevCommandSpec())  # refused now, not mid-run
+        if report_dir is not None:
+            from engine.tools.backtest.files import check_report_dir
+
+            check_report_dir(report_dir)
+    except SettingsError as error:
+        print(f"{name}: {error}", file=sys.stderr)
+        return 2
+    except (OSError, ValueError) as error:
+        print(f"{name}: {error}", file=sys.stderr)
+        return 2
+    progress = None if args.quiet else _ProgressLine(len(specs))
+    try:
+        runs = run_specs(
+            specs,
+            args.jobs,
+            progress=progress.show if progress is not None else None,
+            done=progress.done if progress is not None else None,
+        )
+    finally:
+        if progress is not None:
+            progress.close()
+    groups = run_groups(runs, len(gates))
+    if args.json:
+        print(json.dumps({"runs": [metrics_json(run) for run in runs]}, indent=2))
+    else:
+        blocks = [session_text(run) for run in runs]
+        blocks += [compare_text(group.runs) for group in groups if group.compared]
+        if len(runs) > 1:
+            blocks.append(ranking_text(runs))
+        if not args.no_charts:
+            blocks.append(_charts(groups))
+        print("\n\n".join(blocks), flush=True)
+    if report_dir is None:
+        return 0
+    from engine.tools.backtest.files import write_report
+
+    try:
+        write_report(report_dir, groups)
+    except OSError as error:
+        print(f"{name}: --report {report_dir}: not written: {error}", file=sys.stderr)
+        return 1
+    print(f"report: {report_dir / 'report.html'}", file=sys.stderr if args.json else sys.stdout)
+    return 0
+
+
+def _charts(groups: Sequence[RunGroup]) -> str:
+    """The charts sized to the terminal, in colour on a terminal without NO_COLOR."""
+    import shutil
+
+    from engine.tools.backtest.charts import chart_size, figures_text, report_figures, wants_colour
+
+    width, height = chart_size(*shutil.get_terminal_size((100, 45)))
+    return figures_text(report_figures(groups), width, height, wants_colour(sys.stdout))
+
+
+class _ProgressLine:
+    """One line on stderr, redrawn in place on a terminal; a line per run elsewhere."""
+
+    def __init__(self, runs: int) -> None:
+        self._runs = runs
+        self._finished = 0
+        self._tty = sys.stderr.isatty()
+        self._drawn = False
+
+    def show(self, progress) -> None:
+        if not self._tty:
+            return
+        minutes, seconds = divmod(int(progress.market_s), 60)
+        sys.stderr.write(
+            f"\r{Path(progress.recording).name} [{progress.label}] "
+            f"{progress_bar(progress.fraction)} "
+            f"{progress.frames:,} frames, {progress.frames_per_s:,.0f}/s, "
+            f"market {minutes}:{seconds:02d}\x1b[K"
+        )
+        sys.stderr.flush()
+        self._drawn = True
+
+    def done(self, index: int, metrics) -> None:
+        self._finished += 1
+        if self._drawn:
+            sys.stderr.write("\r\x1b[K")
+        sys.stderr.write(
+            f"{self._finished}/{self._runs} {Path(metrics.recording).name} [{metrics.label}]: "
+            f"net {metrics.net:+,.2f}, {metrics.fill_count:,} fills, "
+            f"{metrics.frames_per_s:,.0f} frames/s\n"
+        )
+        sys.stderr.flush()
+        self._drawn = False
+
+    def close(self) -> None:
+        if self._drawn:
+            sys.stderr.write("\n")

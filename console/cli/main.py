@@ -1,0 +1,614 @@
+"""`hft-console`: the command line. Each subcommand imports what it needs when it runs, so
+headless commands never load the UI and `--help` stays instant."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+from collections.abc import Sequence
+
+from console.cli.arguments import (
+    count,
+    non_negative_number,
+    positive_number,
+    replay_speed,
+    symbol_list,
+)
+from console.cli.backtest import add_backtest_parser, run_backtest_command
+from console.cli.chaos import add_chaos_parser, run_chaos
+from console.cli.config import add_config_parser, run_config
+from console.cli.importer import add_import_parser, run_import
+from console.cli.kev import add_kev_parser, run_kev
+from console.cli.soak import add_soak_parser, run_soak
+
+BITGET_PUBLIC_URL = "wss://ws.bitget.com/v2/ws/public"
+DEFAULT_SYMBOLS = "BTCUSDT,ETHUSDT"
+
+
+def _add_dataset_symbols(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--symbols",
+        type=symbol_list,
+        help="traded symbol first, then the hedge (default: each recording's own two busiest)",
+    )
+
+
+def _add_market_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--symbols",
+        type=symbol_list,
+        help="traded symbol first, then the hedge (default: [engine] symbols, BTCUSDT,ETHUSDT)",
+    )
+    source = parser.add_mutually_exclusive_group()
+    source.add_argument(
+        "--replay", metavar="FILE", help="replay a recording instead of a live feed"
+    )
+    source.add_argument("--url", help=f"live public websocket (e.g. {BITGET_PUBLIC_URL})")
+    parser.add_argument(
+        "--speed", type=replay_speed, default=1.0, help="replay pace: 1, 10, ... or max (default 1)"
+    )
+    parser.add_argument("--seed", type=int, help="simulated market seed (default 7)")
+    _add_laya_options(parser)
+
+
+def _add_trading_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--mode",
+        choices=("sim", "paper", "demo", "live"),
+        help="where orders go: sim (the simulator, default), paper (real market data, "
+        "in-process matching), demo (Bitget demo trading), live (real money, needs --live); "
+        "a --replay trades only with --mode paper",
+    )
+    parser.add_argument(
+        "--live", action="store_true", help="allow --mode live (a typed confirmation follows)"
+    )
+    parser.add_argument(
+        "--rest-url", metavar="URL", help="REST of a simulator started apart (with --url)"
+    )
+    parser.add_argument(
+        "--journal", metavar="FILE", help="journal file (default: the per-user data directory)"
+    )
+    parser.add_argument(
+        "--credentials",
+        metavar="FILE",
+        help="Bitget credentials file for demo/live (mode 0600; default: the per-user config "
+        "directory), unless BITGET_API_KEY/_SECRET/_PASSPHRASE are set",
+    )
+
+
+def _add_launch_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--headless",
+        action="store_true",
+        help="no console: print events and a status line (for tmux or a service)",
+    )
+    parser.add_argument(
+        "--exit-policy",
+        choices=("flatten", "keep"),
+        help="what an end without the quit dialog does: SIGHUP (the SSH connection dropped), "
+        "SIGTERM, --duration, the end of a replay, Ctrl+C headless. flatten (default): halt, "
+        "cancel all, close all, then exit; keep: cancel the quotes, leave positions open",
+    )
+    parser.add_argument(
+        "--exit-at-end",
+        action="store_true",
+        help="close the console when the --replay recording ends (headless always stops there)",
+    )
+    parser.add_argument(
+        "--stats-out",
+        metavar="FILE",
+        help="write the fast path's figures as JSON (bench's shape) when the run ends",
+    )
+    parser.add_argument(
+        "--refresh-hz",
+        type=positive_number,
+        help="console snapshots a second (default 20)",
+    )
+    parser.add_argument(
+        "--low-bandwidth",
+        action="store_const",
+        const="low",
+        dest="bandwidth",
+        help="for links under about 256 kbit/s: fewer redraws, the terminal's own 16 colours "
+        '([console] bandwidth = "low")',
+    )
+    parser.add_argument(
+        "--config",
+        metavar="FILE",
+        help="settings file (default: hft-console config path); flags override it",
+    )
+
+
+def _add_laya_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--model", metavar="ONNX", help="Laya model (default: the shipped one)")
+    parser.add_argument(
+        "--cpu", action="store_true", help="run Laya on the CPU even where CUDA works"
+    )
+
+
+def _laya_config(args: argparse.Namespace):
+    from engine.laya.classifier import LayaClassifierConfig
+    from engine.laya.model import DEFAULT_MODEL_PATH
+
+    return LayaClassifierConfig(
+        model_path=args.model or DEFAULT_MODEL_PATH, prefer_gpu=not args.cpu
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="hft-console",
+        description="Run and watch the fast/slow dual-AI HFT engine for Bitget USDT-M perpetuals. "
+        "Without a command: the engine on the built-in simulated exchange.",
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    run = commands.add_parser(
+        "run", help="run the engine under the console (simulator by default; the default command)"
+    )
+    _add_market_options(run)
+    run.add_argument("--duration", type=positive_number, help="stop after this many seconds")
+    _add_trading_options(run)
+    _add_launch_options(run)
+
+    sim = commands.add_parser("sim", help="run the simulated Bitget exchange standalone")
+    sim.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1)")
+    sim.add_argument("--port", type=int, default=8700, help="port (default 8700; 0 = any)")
+    sim.add_argument("--seed", type=int, default=7, help="market seed (default 7)")
+    sim.add_argument(
+        "--book-interval-ms", type=int, default=150, help="books15 push interval (default 150)"
+    )
+    sim.add_argument(
+        "--fault",
+        action="append",
+        default=[],
+        metavar="SPEC",
+        help="inject a fault, e.g. disconnect@30, silence:30, malformed:20, slow-rest:1.5, "
+        "rest-error:429:10 (repeatable)",
+    )
+
+    record = commands.add_parser("record", help="record raw public frames to a file")
+    record.add_argument("--out", required=True, metavar="FILE", help="output (.gz compresses)")
+    record.add_argument("--symbols", type=symbol_list, default=symbol_list(DEFAULT_SYMBOLS))
+    record.add_argument(
+        "--duration", type=positive_number, help="seconds to record (default: until Ctrl+C)"
+    )
+    record_source = record.add_mutually_exclusive_group()
+    record_source.add_argument("--sim", action="store_true", help="record the simulator")
+    record_source.add_argument(
+        "--url", default=BITGET_PUBLIC_URL, help=f"public websocket (default {BITGET_PUBLIC_URL})"
+    )
+    record.add_argument("--seed", type=int, default=7, help="simulated market seed (with --sim)")
+
+    train = commands.add_parser("train", help="train a Laya model on recordings (train extra)")
+    train.add_argument(
+        "--replay", nargs="+", required=True, metavar="FILE", help="recordings, a session each"
+    )
+    _add_dataset_symbols(train)
+    train.add_argument("--out", required=True, metavar="MODEL.onnx", help="model to write")
+    train.add_argument(
+        "--sim-minutes",
+        type=non_negative_number,
+        default=0.0,
+        help="also train on this many simulated minutes (default 0)",
+    )
+    train.add_argument("--seed", type=int, default=7, help="simulated market seed (default 7)")
+    train.add_argument(
+        "--backtest",
+        action="store_true",
+        help="choose the model by what its gate saves in the backtest of each left-out "
+        "recording (needs two or more)",
+    )
+
+    evaluate = commands.add_parser("eval", help="evaluate a Laya model against baselines")
+    evaluate.add_argument("--replay", nargs="+", required=True, metavar="FILE", help="recordings")
+    _add_dataset_symbols(evaluate)
+    evaluate.add_argument("--model", metavar="ONNX", help="model (default: the shipped one)")
+    evaluate.add_argument("--json", action="store_true", help="print one JSON object")
+    evaluate.add_argument("--predictions-out", metavar="CSV", help="write every prediction")
+    evaluate.add_argument(
+        "--all", action="store_true", help="every labelled frame, not only the hold-out"
+    )
+
+    bench = commands.add_parser(
+        "bench", help="benchmark the fast path over a recording, and the risk check"
+    )
+    bench.add_argument("--replay", metavar="FILE", help="recording to run")
+    bench.add_argument(
+        "--reaction",
+        action="store_true",
+        help="instead: books15 receive -> EMERGENCY -> cancel on the socket, on the simulator",
+    )
+    bench.add_argument(
+        "--kill", action="store_true", help="instead: kill switch to confirmed flat, on the sim"
+    )
+    bench.add_argument(
+        "--samples", type=count, default=60, help="reaction samples per run and path (60)"
+    )
+    bench.add_argument("--runs", type=count, default=3, help="reaction runs per path (3)")
+    bench.add_argument("--kill-runs", type=count, default=20, help="kill switch runs (20)")
+    bench.add_argument("--json", action="store_true", help="print one JSON object")
+    bench.add_argument("--limit", type=int, help="only the first N frames")
+    bench.add_argument(
+        "--passes", type=int, default=3, help="timed passes; figures from the median (default 3)"
+    )
+    bench.add_argument(
+        "--memory-frames",
+        type=int,
+        default=100_000,
+        help="frames in the steady-state memory pass (default 100000; 0 skips it)",
+    )
+    bench.add_argument(
+        "--risk-iterations",
+        type=int,
+        default=100_000,
+        metavar="N",
+        help="timed risk checks (default 100000, under a second)",
+    )
+    _add_laya_options(bench)
+
+    journal = commands.add_parser("journal", help="query the event journal")
+    journal.add_argument(
+        "--since",
+        type=_since,
+        metavar="T",
+        help="entries at or after T: a duration ago (90s, 15m, 2h, 1d), an ISO-8601 time "
+        "(UTC unless it has an offset) or epoch seconds, ms or ns",
+    )
+    journal.add_argument(
+        "--kind",
+        type=_journal_kinds,
+        action="append",
+        metavar="K",
+        help="only these kinds, repeatable or comma-separated (e.g. fill,order_denied)",
+    )
+    journal.add_argument(
+        "--limit", type=count, metavar="N", help="only the most recent N matching entries"
+    )
+    journal.add_argument("--json", action="store_true", help="JSON Lines, one entry per line")
+    journal.add_argument(
+        "--path",
+        metavar="FILE",
+        help="journal file (default: journal.sqlite in the per-user data directory, "
+        "$XDG_DATA_HOME/hft-console on Linux)",
+    )
+    doctor = commands.add_parser(
+        "doctor",
+        help="check this machine: packages, ONNX Runtime providers, CUDA, GPU and VRAM, "
+        "llama-server, Bitget and the clock, credentials, configuration",
+    )
+    doctor.add_argument("--json", action="store_true", help="print one JSON object (scripts)")
+    doctor.add_argument("--model", metavar="ONNX", help="Laya model (default: the shipped one)")
+    doctor.add_argument("--kev-url", metavar="URL", help="Kev's llama-server (default :8001)")
+    doctor.add_argument(
+        "--rest-url", metavar="URL", help="Bitget REST (default https://api.bitget.com)"
+    )
+    doctor.add_argument("--credentials", metavar="FILE", help="credentials file to check")
+    add_kev_parser(commands)
+    add_config_parser(commands)
+    add_chaos_parser(commands)
+    add_soak_parser(commands)
+    add_backtest_parser(commands)
+    add_import_parser(commands)
+    return parser
+
+
+def _since(text: str) -> int:
+    from engine.journal import parse_since
+
+    try:
+        return parse_since(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def _journal_kinds(text: str) -> tuple[str, ...]:
+    from engine.journal import EntryKind
+
+    kinds = tuple(part.strip().lower() for part in text.split(",") if part.strip())
+    known = [kind.value for kind in EntryKind]
+    unknown = [kind for kind in kinds if kind not in known]
+    if unknown or not kinds:
+        raise argparse.ArgumentTypeError(
+            f"unknown kind {', '.join(map(repr, unknown)) or repr(text)}; kinds: "
+            + ", ".join(known)
+        )
+    return kinds
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    if not arguments or (arguments[0].startswith("-") and arguments[0] not in ("-h", "--help")):
+        arguments.insert(0, "run")  # `hft-console [run options]` is `hft-console run ...`
+    args = parser.parse_args(arguments)
+    command = args.command
+    try:
+        if command == "bench":
+            return _bench(args)
+        if command == "sim":
+            return _sim(args)
+        if command == "record":
+            return _record(args)
+        if command == "train":
+            return _train(args)
+        if command == "eval":
+            return _eval(args)
+        if command == "journal":
+            return _journal(args)
+        if command == "kev":
+            return run_kev(args)
+        if command == "doctor":
+            return _doctor(args)
+        if command == "config":
+            return run_config(args)
+        if command == "chaos":
+            return run_chaos(args)
+        if command == "soak":
+            return run_soak(args)
+        if command == "backtest":
+            return run_backtest_command(args)
+        if command == "import":
+            return run_import(args)
+        return _run(args)
+    except KeyboardInterrupt:
+        return 130
+    except ImportError as error:
+        print(
+            f"hft-console {command}: {error.name or error} is not installed; it comes with the "
+            f"train extra: pip install '.[train]'",
+            file=sys.stderr,
+        )
+        return 2
+    except (OSError, ValueError) as error:
+        print(f"hft-console {command}: {error}", file=sys.stderr)
+        return 2
+
+
+def _bench(args: argparse.Namespace) -> int:
+    if args.reaction or args.kill:
+        return _bench_trading(args)
+    if args.replay is None:
+        raise ValueError("give --replay FILE (the fast path), or --reaction / --kill")
+    from engine.tools.bench.fast_path import format_table, run_bench
+
+    result = run_bench(
+        args.replay,
+        limit=args.limit,
+        passes=args.passes,
+        laya=_laya_config(args),
+        memory_frames=args.memory_frames,
+        risk_iterations=args.risk_iterations,
+    )
+    if result["recording_problem"]:
+        print(f"hft-console bench: {result['recording_problem']}", file=sys.stderr)
+    print(json.dumps(result) if args.json else format_table(result))
+    return 0
+
+
+def _bench_trading(args: argparse.Namespace) -> int:
+    import dataclasses
+
+    from engine.tools.bench.trading import (
+        bench_kill,
+        bench_reaction,
+        format_kill,
+        format_reaction,
+        python_loop_ns,
+    )
+
+    report = (lambda line: None) if args.json else print
+    figures: dict[str, object] = {"python_loop_ns": python_loop_ns()}
+    report(f"this machine now: {figures['python_loop_ns']:.0f} ns per Python loop iteration")
+    if args.reaction:
+        reaction = asyncio.run(
+            bench_reaction(args.samples, args.runs, model=args.model, report=report)
+        )
+        figures["reaction"] = {path: dataclasses.asdict(item) for path, item in reaction.items()}
+        if not args.json:
+            print(format_reaction(reaction))
+    if args.kill:
+        kill = asyncio.run(bench_kill(args.kill_runs, model=args.model, report=report))
+        figures["kill"] = dataclasses.asdict(kill)
+        if not args.json:
+            print(format_kill(kill))
+    if args.json:
+        print(json.dumps(figures))
+    return 0
+
+
+def _doctor(args: argparse.Namespace) -> int:
+    """Exit 1 when a check failed, 0 otherwise (warnings included)."""
+    import shutil
+
+    from engine.tools.doctor import DoctorConfig, run_doctor
+
+    report = run_doctor(
+        DoctorConfig(
+            laya_model_path=args.model,
+            kev_url=args.kev_url,
+            bitget_rest_url=args.rest_url,
+            credentials_path=args.credentials,
+        )
+    )
+    width = min(shutil.get_terminal_size((100, 24)).columns, 140)
+    print(report.to_json() if args.json else report.format_table(width))
+    return 1 if report.failed else 0
+
+
+def _journal(args: argparse.Namespace) -> int:
+    import sqlite3
+    from pathlib import Path
+
+    from engine.journal import default_journal_path, format_entries, read_journal
+
+    path = Path(args.path) if args.path else default_journal_path()
+    if not path.exists():
+        raise FileNotFoundError(
+            f"no journal at {path}; the engine writes one there when it runs "
+            "(--path FILE reads another)"
+        )
+    kinds = [kind for group in args.kind for kind in group] if args.kind else None
+    try:
+        entries = read_journal(path, since_ns=args.since, kinds=kinds, limit=args.limit)
+    except sqlite3.Error as error:
+        raise ValueError(f"{path} is not a readable journal ({error})") from None
+    if not entries:
+        print(f"no journal entries match in {path}", file=sys.stderr)
+        return 0
+    try:
+        print(format_entries(entries, as_json=args.json))
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # The reader stopped early (`| head`): not an error. Point stdout at /dev/null so the
+        # interpreter's own flush at exit does not fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return 0
+
+
+def _train(args: argparse.Namespace) -> int:
+    from engine.lab.train import train_command
+
+    print(
+        train_command(
+            args.replay,
+            args.out,
+            symbols=args.symbols,
+            sim_minutes=args.sim_minutes,
+            seed=args.seed,
+            backtest=args.backtest,
+        )
+    )
+    return 0
+
+
+def _eval(args: argparse.Namespace) -> int:
+    from engine.lab.evaluate import eval_command
+    from engine.laya.model import DEFAULT_MODEL_PATH
+
+    print(
+        eval_command(
+            args.replay,
+            args.model or DEFAULT_MODEL_PATH,
+            json_output=args.json,
+            predictions_out=args.predictions_out,
+            all_frames=args.all,
+            symbols=args.symbols,
+        )
+    )
+    return 0
+
+
+def _sim(args: argparse.Namespace) -> int:
+    from engine.sim.market import MarketGeneratorConfig
+    from engine.sim.server import SimExchangeConfig
+    from engine.sim.standalone import run_standalone
+
+    config = SimExchangeConfig(
+        host=args.host,
+        port=args.port,
+        book_interval_ms=args.book_interval_ms,
+        market=MarketGeneratorConfig(seed=args.seed),
+    )
+    run_standalone(config, args.fault)
+    return 0
+
+
+def _record(args: argparse.Namespace) -> int:
+    from engine.node import record_command
+
+    return asyncio.run(
+        record_command(
+            args.out, args.symbols, args.duration, None if args.sim else args.url, args.seed
+        )
+    )
+
+
+def _run(args: argparse.Namespace) -> int:
+    from console.cli.config import adapter_config, console_keymap, settings_for_run
+
+    settings = settings_for_run(args)  # defaults < config file < environment < flags
+    try:
+        trading, credentials = _trading(args, settings)
+    except _LiveNotConfirmed:
+        return 1  # confirm_live has said why; nothing was started
+    mode = trading.mode.value if trading is not None else None
+    url = args.url
+    if url is None and args.replay is None and mode in ("demo", "live"):
+        from engine.trading.config import BITGET_DEMO_PUBLIC_WS_URL
+
+        url = BITGET_DEMO_PUBLIC_WS_URL if mode == "demo" else BITGET_PUBLIC_URL
+    refresh_hz = settings.console.refresh_hz
+    config = settings.engine_config(
+        replay_path=args.replay,
+        replay_speed=args.speed,
+        live_url=url,
+        trading=trading,
+        status_interval_s=min(settings.engine.status_interval_s, 1 / refresh_hz),
+    )
+    from pathlib import Path
+
+    from console.bandwidth import Bandwidth
+    from console.cli.launch import LaunchOptions, launch
+    from console.handle import ShutdownPolicy
+
+    options = LaunchOptions(
+        headless=args.headless,
+        exit_policy=ShutdownPolicy(settings.console.shutdown_policy),
+        exit_at_end=args.exit_at_end,
+        duration_s=args.duration,
+        stats_out=Path(args.stats_out) if args.stats_out else None,
+        refresh_hz=refresh_hz,
+        keymap=console_keymap(settings),
+        bandwidth=Bandwidth(settings.console.bandwidth),
+    )
+    return launch(config, options, credentials, adapter=adapter_config(settings))
+
+
+class _LiveNotConfirmed(Exception):
+    """The operator did not type the live confirmation."""
+
+
+def _trading(args: argparse.Namespace, settings):
+    """The trading configuration and credentials `run` asked for (None: watch only); a
+    recording is only watched unless --mode (or [trading] mode) says paper."""
+    from pathlib import Path
+
+    mode = settings.trading.mode.value
+    if args.replay and args.mode is None and mode != "paper":
+        return None, None
+    if mode == "live" and not args.live:
+        source = settings.source_of("trading.mode")
+        origin = "--mode live" if args.mode else f"[trading] mode live ({source})"
+        raise ValueError(f"{origin} trades real money: add --live to mean it")
+    if args.live and mode != "live":
+        raise ValueError("--live goes with --mode live only")
+    credentials = None
+    confirmed = False
+    if mode in ("demo", "live"):
+        from engine.exchange.credentials import load_credentials, mask_api_key
+
+        path = Path(args.credentials) if args.credentials else None
+        credentials = load_credentials(path=path, mode=mode)
+        if mode == "live":
+            from console.cli.live_guard import confirm_live
+
+            confirmed = confirm_live(
+                account=f"Bitget USDT-M, API key {mask_api_key(credentials.api_key)}",
+                symbols=settings.engine.symbols,
+                api_key=credentials.api_key,
+                limits=settings.risk_config().limits,
+            )
+            if not confirmed:
+                raise _LiveNotConfirmed
+    elif args.credentials:
+        raise ValueError("--credentials is for --mode demo or live")
+    trading = settings.trading_config(rest_url=args.rest_url, live_confirmed=confirmed)
+    return trading, credentials
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Laya's lab: labels, datasets, training, evaluation, folds and backtest savings."""

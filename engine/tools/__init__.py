@@ -1,0 +1,1 @@
+"""Tools over the runtime: benchmarks, the soak, the chaos harness, the doctor and backtests."""

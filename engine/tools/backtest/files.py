@@ -1,0 +1,105 @@
+"""`--report DIR`: a backtest's figures as files: report.html (the tables and the charts, one
+self-contained page), the charts as PNG files in charts/, report.json (every run's metrics and
+series) and fills.csv (every fill with its markouts). Written into a scratch folder beside DIR
+and moved into place whole, so an interrupted run leaves nothing half-written."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import secrets
+import shutil
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from engine.tools.backtest.charts import report_figures
+from engine.tools.backtest.html_report import figure_png, report_html, require_matplotlib
+from engine.tools.backtest.metrics import HORIZONS_MS, SessionMetrics
+from engine.tools.backtest.report import RunGroup, metrics_json
+
+
+def check_report_dir(folder: Path) -> None:
+    """Before the runs: matplotlib must import, and DIR must be new or empty, in a folder that
+    exists and can be written."""
+    require_matplotlib()
+    if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
+        raise ValueError(f"--report {folder}: exists and is not an empty folder")
+    parent = folder.absolute().parent
+    if not parent.is_dir():
+        raise ValueError(f"--report {folder}: the folder {parent} does not exist")
+    if not os.access(parent, os.W_OK):
+        raise ValueError(f"--report {folder}: cannot write in {parent}")
+
+
+def write_report(folder: Path, groups: Sequence[RunGroup]) -> None:
+    """Every run of `groups` (in order) and each group's comparison."""
+    folder = folder.absolute()
+    runs = [run for group in groups for run in group.runs]
+    scratch = folder.parent / f".{folder.name}-{secrets.token_hex(6)}"
+    scratch.mkdir()  # with the user's umask, as DIR would get (mkdtemp's is 0700)
+    try:
+        (scratch / "report.json").write_text(
+            json.dumps({"runs": [metrics_json(run) for run in runs]}, indent=2), "utf-8"
+        )
+        _write_fills(scratch / "fills.csv", runs)
+        figures = report_figures(groups)
+        pngs = {figure.name: figure_png(figure) for figure in figures}
+        (scratch / "charts").mkdir()
+        for name, png in pngs.items():
+            (scratch / "charts" / f"{name}.png").write_bytes(png)
+        (scratch / "report.html").write_text(report_html(groups, figures, pngs), "utf-8")
+        if folder.exists():
+            folder.rmdir()  # checked empty before the runs
+        scratch.rename(folder)
+    except BaseException:
+        shutil.rmtree(scratch, ignore_errors=True)
+        raise
+
+
+def _write_fills(path: Path, runs: Sequence[SessionMetrics]) -> None:
+    markout_columns = [f"markout_{horizon}ms_bps" for horizon in HORIZONS_MS]
+    with path.open("w", newline="", encoding="utf-8") as out:
+        writer = csv.writer(out)
+        writer.writerow(
+            [
+                "run",
+                "recording",
+                "time_ns",
+                "time_utc",
+                "symbol",
+                "side",
+                "price",
+                "size",
+                "maker",
+                "fee",
+                "role",
+                *markout_columns,
+            ]
+        )
+        for run in runs:
+            for fill in run.fills:
+                writer.writerow(
+                    [
+                        run.label,
+                        Path(run.recording).name,
+                        fill.at_ns,
+                        _utc(fill.at_ns),
+                        fill.symbol,
+                        fill.side,
+                        repr(fill.price),
+                        repr(fill.size),
+                        int(fill.maker),
+                        repr(fill.fee),
+                        fill.role,
+                        *("" if value != value else f"{value:.4f}" for value in fill.markouts_bps),
+                    ]
+                )
+
+
+def _utc(at_ns: int) -> str:
+    """ISO 8601 to the millisecond, from the integer (a float's rounding would shift it)."""
+    seconds, rest = divmod(at_ns, 1_000_000_000)
+    at = datetime.fromtimestamp(seconds, UTC) + timedelta(microseconds=rest // 1_000)
+    return at.isoformat(timespec="milliseconds")

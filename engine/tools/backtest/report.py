@@ -1,0 +1,380 @@
+"""A backtest's figures as text tables and as JSON.
+
+Money is in the quote coin (USDT for the USDT-M perpetuals), signed by its effect on PnL (a fee
+paid is negative); markouts in bps, positive when the market moved our way after the fill.
+Each report is a list of parts, lines of text and tables, so the terminal and the HTML report
+show the same figures.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+
+from engine.laya.decide import QuoteGate
+from engine.tools.backtest.metrics import HORIZONS_MS, MarkoutStats, SessionMetrics
+
+
+def horizon_label(horizon_ms: int) -> str:
+    return f"{horizon_ms} ms" if horizon_ms < 1000 else f"{horizon_ms // 1000} s"
+
+
+def _signed(value: float, digits: int = 2) -> str:
+    return "n/a" if math.isnan(value) else f"{value:+,.{digits}f}"
+
+
+@dataclass(frozen=True, slots=True)
+class Table:
+    """Rows of cells, the first the header; the columns from `right_from` on hold figures."""
+
+    rows: tuple[tuple[str, ...], ...]
+    right_from: int = 1
+
+    def lines(self) -> list[str]:
+        rows = self.rows
+        widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
+        lines = []
+        for row in rows:
+            cells = [
+                cell.rjust(width) if column >= self.right_from else cell.ljust(width)
+                for column, (cell, width) in enumerate(zip(row, widths, strict=True))
+            ]
+            lines.append("  ".join(cells).rstrip())
+        return lines
+
+
+Part = str | Table
+"""A line of text ("" separates blocks) or a table."""
+
+
+def parts_text(parts: Sequence[Part]) -> str:
+    lines: list[str] = []
+    for part in parts:
+        lines += part.lines() if isinstance(part, Table) else [part]
+    return "\n".join(lines)
+
+
+def _table(rows: Sequence[Sequence[str]], right_from: int = 1) -> Table:
+    return Table(tuple(tuple(row) for row in rows), right_from)
+
+
+@dataclass(frozen=True, slots=True)
+class RunGroup:
+    """Runs shown together: the gates compared on one recording and grid point (`compared`),
+    or, with one gate, every run on one recording."""
+
+    runs: tuple[SessionMetrics, ...]
+    compared: bool
+
+    @property
+    def title(self) -> str:
+        first = self.runs[0]
+        name = Path(first.recording).name
+        if self.compared:
+            point = first.label.partition(" ")[2]
+            return f"compare on {name}" + (f" ({point})" if point else "")
+        if len(self.runs) == 1:
+            return f"{name} [{first.label}]"
+        return f"{name}: {len(self.runs)} runs"
+
+
+def run_groups(runs: Sequence[SessionMetrics], gates: int) -> list[RunGroup]:
+    """`runs` in the plan's order (recording, grid point, gate) in groups: `gates` in a row when
+    several were compared, else by recording."""
+    if gates > 1:
+        return [
+            RunGroup(tuple(runs[start : start + gates]), True)
+            for start in range(0, len(runs), gates)
+        ]
+    by_recording: dict[str, list[SessionMetrics]] = {}
+    for run in runs:
+        by_recording.setdefault(run.recording, []).append(run)
+    return [RunGroup(tuple(group), False) for group in by_recording.values()]
+
+
+def _span_text(metrics: SessionMetrics, start_ns: int | None = None) -> str:
+    minutes = metrics.span_s / 60
+    return (
+        f"{minutes:,.1f} min of market"
+        if start_ns is None
+        else (
+            f"{minutes:,.1f} min of market from "
+            f"{datetime.fromtimestamp(start_ns / 1e9, UTC):%Y-%m-%d %H:%M} UTC"
+        )
+    )
+
+
+def session_text(metrics: SessionMetrics) -> str:
+    """The whole report of one run."""
+    return parts_text(session_parts(metrics))
+
+
+def session_parts(metrics: SessionMetrics) -> list[Part]:
+    name = Path(metrics.recording).name
+    quote = metrics.symbols[0].quote_coin if metrics.symbols else "USDT"
+    lines: list[Part] = [
+        f"backtest {name} [{metrics.label}]: {_span_text(metrics)}, {metrics.frames:,} frames "
+        f"in {metrics.wall_s:,.1f} s ({metrics.frames_per_s:,.0f} frames/s, "
+        f"{metrics.frames_per_cpu_s:,.0f} a CPU second)"
+    ]
+    if metrics.recording_problem:
+        lines.append(f"  recording: {metrics.recording_problem}")
+    rows = [
+        [
+            f"PnL ({quote})",
+            "realized",
+            "unrealized",
+            "fees",
+            "net",
+            "volume",
+            "fills m/t",
+            "position end / max",
+        ]
+    ]
+    for result in metrics.symbols:
+        rows.append(
+            [
+                result.symbol,
+                _signed(result.realized),
+                _signed(result.unrealized),
+                _signed(result.fees),
+                _signed(result.net),
+                f"{result.volume:,.0f}",
+                f"{result.fills:,} ({result.maker_fills}/{result.taker_fills})",
+                f"{result.end_position:+g} / {result.max_abs_position:g} {result.base_coin}",
+            ]
+        )
+    rows.append(
+        [
+            "total",
+            _signed(metrics.realized),
+            _signed(metrics.unrealized),
+            _signed(metrics.fees),
+            _signed(metrics.net),
+            f"{sum(r.volume for r in metrics.symbols):,.0f}",
+            f"{metrics.fill_count:,}",
+            "",
+        ]
+    )
+    lines += ["", _table(rows)]
+    per_hour = metrics.net / metrics.hours if metrics.hours else math.nan
+    lines.append(f"net per hour: {_signed(per_hour)} {quote}")
+    states = ", ".join(
+        f"{state} {seconds / metrics.span_s:.0%}"
+        for state, seconds in metrics.state_seconds.items()
+        if seconds > 0 and metrics.span_s > 0
+    )
+    lines += [
+        "",
+        f"orders {metrics.orders_sent:,} sent, {metrics.cancels:,} cancelled, "
+        f"{metrics.denials:,} denied; {metrics.orders_filled:,} traded "
+        f"({metrics.fill_ratio:.1%} fill ratio)",
+        f"quotes resting on {metrics.quoted}: bid {metrics.uptime['bid']:.1%} of the time, "
+        f"ask {metrics.uptime['ask']:.1%}; trading state: {states}",
+        "",
+        _markout_table(metrics),
+        "",
+        _verdict_line(metrics),
+    ]
+    if metrics.kev:
+        lines.append("Kev: " + ", ".join(f"{k} {v:,}" for k, v in sorted(metrics.kev.items())))
+    return lines
+
+
+def _markout_table(metrics: SessionMetrics) -> Table:
+    header = ["markouts, mean bps (median)", *(horizon_label(h) for h in HORIZONS_MS)]
+    rows = [header]
+    for title, stats in (
+        (f"{metrics.quoted} quotes' fills", metrics.fill_markouts),
+        ("hedge fills", metrics.hedge_markouts),
+        ("quotes pulled (had they filled)", metrics.pulled_markouts),
+    ):
+        count = stats[0].count if stats else 0
+        rows.append([f"{title} ({count:,})", *(_markout_cell(item) for item in stats)])
+    return _table(rows)
+
+
+def _markout_cell(stats: MarkoutStats) -> str:
+    if not stats.count:
+        return "-"
+    return f"{stats.mean_bps:+.2f} ({stats.median_bps:+.2f})"
+
+
+def _verdict_line(metrics: SessionMetrics) -> str:
+    verdicts = ", ".join(f"{name} {count:,}" for name, count in metrics.verdicts.items())
+    acted = ", ".join(f"{name} {count:,}" for name, count in sorted(metrics.actions.items()))
+    return f"Laya's verdicts: {verdicts}; acted on: {acted or 'nothing'}"
+
+
+def compare_text(runs: Sequence[SessionMetrics]) -> str:
+    """Variants of one recording side by side, each against quoting with no gate."""
+    return parts_text(compare_parts(runs))
+
+
+def compare_parts(runs: Sequence[SessionMetrics]) -> list[Part]:
+    base = next((m for m in runs if m.label.split(" ", 1)[0] == QuoteGate.NONE.value), None)
+    quote = runs[0].symbols[0].quote_coin if runs and runs[0].symbols else "USDT"
+    rows = [
+        [
+            "gate",
+            f"net {quote}",
+            "net/h",
+            "fills",
+            "1 s mo",
+            "5 s mo",
+            "up bid/ask",
+            "pulled",
+            "fills lost",
+            "saved/fill 1 s",
+            "saved/h",
+        ]
+    ]
+    for metrics in runs:
+        one, five = metrics.markout(1_000), metrics.markout(5_000)
+        lost = saved_fill = saved_hour = "-"
+        if base is not None and metrics is not base:
+            base_fills = base.result(base.quoted).maker_fills
+            fills = metrics.result(metrics.quoted).maker_fills
+            lost = f"{(base_fills - fills) / base_fills:.0%}" if base_fills else "-"
+            saved_fill = _signed(one.mean_bps - base.markout(1_000).mean_bps) + " bps"
+            saved_hour = _signed((metrics.net - base.net) / metrics.hours) if metrics.hours else "-"
+        rows.append(
+            [
+                metrics.label,
+                _signed(metrics.net),
+                _signed(metrics.net / metrics.hours) if metrics.hours else "-",
+                f"{metrics.result(metrics.quoted).maker_fills:,}",
+                _signed(one.mean_bps),
+                _signed(five.mean_bps),
+                f"{metrics.uptime['bid']:.0%}/{metrics.uptime['ask']:.0%}",
+                f"{metrics.pulled_markouts[0].count:,}",
+                lost,
+                saved_fill,
+                saved_hour,
+            ]
+        )
+    name = Path(runs[0].recording).name if runs else ""
+    return [f"compare on {name} (maker fills of the quoted symbol; mo = markout)", _table(rows)]
+
+
+def ranking_text(runs: Sequence[SessionMetrics]) -> str:
+    """A sweep's runs ranked by net PnL."""
+    return parts_text(ranking_parts(runs))
+
+
+def ranking_parts(runs: Sequence[SessionMetrics]) -> list[Part]:
+    quote = runs[0].symbols[0].quote_coin if runs and runs[0].symbols else "USDT"
+    ranked = sorted(runs, key=lambda m: m.net, reverse=True)
+    rows = [["rank", "run", "recording", f"net {quote}", "net/h", "fills", "1 s mo", "5 s mo"]]
+    for rank, metrics in enumerate(ranked, 1):
+        rows.append(
+            [
+                str(rank),
+                metrics.label,
+                Path(metrics.recording).name,
+                _signed(metrics.net),
+                _signed(metrics.net / metrics.hours) if metrics.hours else "-",
+                f"{metrics.result(metrics.quoted).maker_fills:,}",
+                _signed(metrics.markout(1_000).mean_bps),
+                _signed(metrics.markout(5_000).mean_bps),
+            ]
+        )
+    return [_table(rows, right_from=3)]
+
+
+def metrics_json(metrics: SessionMetrics) -> dict[str, object]:
+    """Everything but the per-fill rows (those go to the CSV); NaN as null."""
+
+    def markouts(stats: Sequence[MarkoutStats]) -> list[dict[str, object]]:
+        return [
+            {
+                "horizon_ms": item.horizon_ms,
+                "count": item.count,
+                "mean_bps": _finite(item.mean_bps),
+                "median_bps": _finite(item.median_bps),
+                "p10_bps": _finite(item.p10_bps),
+                "p90_bps": _finite(item.p90_bps),
+            }
+            for item in stats
+        ]
+
+    return {
+        "label": metrics.label,
+        "recording": metrics.recording,
+        "recording_problem": metrics.recording_problem,
+        "quoted": metrics.quoted,
+        "market_span_s": metrics.span_s,
+        "frames": metrics.frames,
+        "wall_s": metrics.wall_s,
+        "frames_per_s": metrics.frames_per_s,
+        "cpu_s": metrics.cpu_s,
+        "frames_per_cpu_s": metrics.frames_per_cpu_s,
+        "rss_kb": {
+            "at_100k_frames": metrics.rss_kb_at_100k,
+            "end": metrics.rss_kb_end,
+            "growth": (
+                metrics.rss_kb_end / metrics.rss_kb_at_100k - 1 if metrics.rss_kb_at_100k else None
+            ),
+        },
+        "pnl": {
+            "realized": metrics.realized,
+            "unrealized": metrics.unrealized,
+            "fees": metrics.fees,
+            "net": metrics.net,
+            "net_per_hour": metrics.net / metrics.hours if metrics.hours else None,
+        },
+        "symbols": [
+            {
+                "symbol": result.symbol,
+                "quote_coin": result.quote_coin,
+                "fills": result.fills,
+                "maker_fills": result.maker_fills,
+                "taker_fills": result.taker_fills,
+                "volume": result.volume,
+                "realized": result.realized,
+                "unrealized": result.unrealized,
+                "fees": result.fees,
+                "net": result.net,
+                "end_position": result.end_position,
+                "max_abs_position": result.max_abs_position,
+                "mean_position": result.mean_position,
+                "mean_abs_position": result.mean_abs_position,
+            }
+            for result in metrics.symbols
+        ],
+        "orders_sent": metrics.orders_sent,
+        "cancels": metrics.cancels,
+        "denials": metrics.denials,
+        "orders_filled": metrics.orders_filled,
+        "fill_ratio": metrics.fill_ratio,
+        "uptime": metrics.uptime,
+        "state_seconds": metrics.state_seconds,
+        "markouts": {
+            "fills": markouts(metrics.fill_markouts),
+            "hedge": markouts(metrics.hedge_markouts),
+            "pulled": markouts(metrics.pulled_markouts),
+        },
+        "verdicts": metrics.verdicts,
+        "actions": metrics.actions,
+        "kev": metrics.kev,
+        "series": {
+            "step_s": metrics.series.step_s,
+            "at_ns": metrics.series.at_ns.tolist(),
+            "equity": _finite_list(metrics.series.equity),
+            "position": _finite_list(metrics.series.position),
+            "mid": _finite_list(metrics.series.mid),
+        },
+    }
+
+
+def _finite(value: float) -> float | None:
+    return None if math.isnan(value) else value
+
+
+def _finite_list(values: np.ndarray) -> list[float | None]:
+    return [_finite(value) for value in values.tolist()]

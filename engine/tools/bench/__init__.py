@@ -1,0 +1,1 @@
+"""Benchmarks: the fast path, the trading paths, the risk check and Kev's decisions."""

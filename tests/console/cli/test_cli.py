@@ -1,0 +1,217 @@
+"""The `hft-console` command line, run as a real subprocess."""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+
+from console.cli.main import build_parser, main
+from engine.feed.parse import FrameParser
+from engine.feed.recording import encode_line, iter_recording
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+def hft_console(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "console.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+
+
+@pytest.fixture
+def recording(tmp_path) -> Path:
+    path = tmp_path / "tiny.bitget.gz"
+    with gzip.open(path, "wb") as out:
+        for k in range(50):
+            ts = 1_726_000_000_000 + 100 * k
+            data = {
+                "asks": [["100.5", "1"], ["101", "2"]],
+                "bids": [["100", "1"], ["99.5", "3"]],
+                "seq": k,
+                "ts": str(ts),
+            }
+            arg = {"instType": "USDT-FUTURES", "channel": "books15", "instId": "BTCUSDT"}
+            frame = orjson.dumps({"action": "snapshot", "arg": arg, "data": [data], "ts": ts})
+            out.write(encode_line(ts * 1_000_000, frame))
+    return path
+
+
+def test_help_lists_every_command():
+    result = hft_console("--help")
+    assert result.returncode == 0
+    for command in ("run", "sim", "record", "bench"):
+        assert command in result.stdout
+
+
+@pytest.mark.skipif(shutil.which("hft-console") is None, reason="package not installed")
+def test_installed_console_script_answers():
+    result = subprocess.run(["hft-console", "--help"], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0 and "hft-console" in result.stdout
+
+
+def test_bench_json(recording, laya_model):
+    result = hft_console(
+        "bench",
+        "--replay",
+        str(recording),
+        "--json",
+        "--model",
+        str(laya_model),
+        "--memory-frames",
+        "200",
+    )
+    assert result.returncode == 0, result.stderr
+    figures = json.loads(result.stdout)
+    assert figures["frames"] == 50
+    assert set(figures["stages_us"]) == {
+        "parse",
+        "book",
+        "features",
+        "infer",
+        "decide",
+        "total",
+        "trade",
+    }
+    assert figures["provider"] == "CPUExecutionProvider"
+    assert figures["memory"]["frames"] == 200
+
+
+def test_bench_of_a_missing_file_is_a_clear_error(tmp_path):
+    result = hft_console("bench", "--replay", str(tmp_path / "nope.gz"))
+    assert result.returncode == 2
+    assert "recording not found" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_bench_of_an_unreadable_recording_says_why(tmp_path):
+    path = tmp_path / "notgzip.gz"
+    path.write_bytes(b"not gzip at all\n")
+    result = hft_console("bench", "--replay", str(path))
+    assert result.returncode == 2
+    assert result.stderr == (
+        f"hft-console bench: {path}: unreadable recording: not gzip data, though its name ends "
+        "in .gz\n"
+    )
+
+
+def test_bench_of_a_truncated_recording_runs_what_it_holds_and_says_so(
+    recording, laya_model, tmp_path
+):
+    whole = recording.read_bytes()
+    cut = tmp_path / "cut.gz"
+    cut.write_bytes(whole[: len(whole) // 2])
+    light = ("--json", "--memory-frames", "0", "--risk-iterations", "1000", "--passes", "1")
+    result = hft_console("bench", "--replay", str(cut), "--model", str(laya_model), *light)
+    assert result.returncode == 0, result.stderr
+    figures = json.loads(result.stdout)
+    problem = figures["recording_problem"]
+    assert problem.startswith(f"{cut}: truncated at byte {len(whole) // 2:,} after ")
+    assert result.stderr == f"hft-console bench: {problem}\n"
+    assert 0 < figures["frames"] < 50
+
+
+def test_bad_speed_is_rejected_by_the_parser():
+    result = hft_console("run", "--speed", "0")
+    assert result.returncode == 2
+    assert "speed must be a finite number > 0 or 'max', got '0'" in result.stderr
+
+
+RECORDING_AND_MODEL = ("--replay", "x.gz", "--out", "x.onnx")
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (("run", "--speed", "inf"), "speed must be a finite number > 0 or 'max', got 'inf'"),
+        (("run", "--speed", "nan"), "speed must be a finite number > 0 or 'max', got 'nan'"),
+        (("run", "--duration", "inf"), "expected a finite number, got 'inf'"),
+        (("run", "--duration=-inf"), "expected a finite number, got '-inf'"),
+        (("run", "--refresh-hz", "nan"), "expected a finite number, got 'nan'"),
+        (("record", "--out", "x.gz", "--duration", "Infinity"), "expected a finite number"),
+        (("train", *RECORDING_AND_MODEL, "--sim-minutes", "nan"), "expected a finite number"),
+        (("kev", "serve", "--ready-timeout", "inf"), "expected a finite number, got 'inf'"),
+        (("chaos", "--silence-s", "inf"), "expected a finite number, got 'inf'"),
+        (("journal", "--limit", "9" * 30), "expected a number up to 9,223,372,036,854,775,807"),
+    ],
+)
+def test_numeric_flags_refuse_inf_and_nan_saying_finite(capsys, arguments, message):
+    with pytest.raises(SystemExit) as exited:
+        build_parser().parse_args(list(arguments))
+    assert exited.value.code == 2
+    error = capsys.readouterr().err.splitlines()[-1]
+    assert error.startswith(f"hft-console {arguments[0]}") and message in error
+
+
+def test_more_symbols_than_the_engine_takes_is_a_one_line_error(capsys):
+    code = main(["run", "--headless", "--symbols", "BTCUSDT,ETHUSDT,SOLUSDT"])
+    assert code == 2
+    assert capsys.readouterr().err == (
+        'hft-console run: [engine] symbols = ["BTCUSDT", "ETHUSDT", "SOLUSDT"] (command line '
+        "--symbols): the engine takes at most 2 symbols, the traded one and then its hedge; "
+        "got 3\n"
+    )
+
+
+def _options(parser: argparse.ArgumentParser):
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for subparser in action.choices.values():
+                yield from _options(subparser)
+        elif action.option_strings:
+            yield parser.prog, action
+
+
+def test_no_flag_reads_a_bare_float():
+    """A bare float() takes inf and nan: every number goes through console.cli.arguments."""
+    bare = [
+        f"{prog} {action.option_strings[0]}"
+        for prog, action in _options(build_parser())
+        if action.type is float
+    ]
+    assert bare == []
+
+
+def test_headless_replay_runs_to_the_end(recording, laya_model):
+    replay = ("--replay", str(recording), "--speed", "max")
+    result = hft_console("run", "--headless", *replay, "--model", str(laya_model))
+    assert result.returncode == 0, result.stderr
+    assert "BTCUSDT live (replay reached the symbol)" in result.stdout
+    assert "BTCUSDT stopped (end of recording)" in result.stdout
+    assert "REPLAY frames 50 | BTCUSDT stopped 100.00/100.50" in result.stdout
+    assert "Laya (CPUExecutionProvider)" in result.stdout
+
+
+def test_headless_run_on_the_simulator(laya_model):
+    result = hft_console("run", "--headless", "--duration", "3", "--model", str(laya_model))
+    assert result.returncode == 0, result.stderr
+    assert " wall   feed    BTCUSDT live (first book frame)" in result.stdout
+    status_lines = [line for line in result.stdout.splitlines() if line.startswith("SIM frames")]
+    assert any("BTCUSDT live" in line and "ETHUSDT live" in line for line in status_lines)
+    assert "SIM HALTED pos flat" in status_lines[-1]  # the end flattens (--exit-policy)
+
+
+def test_record_from_the_simulator_then_replay(tmp_path):
+    out = tmp_path / "sim.bitget.gz"
+    result = hft_console("record", "--sim", "--out", str(out), "--duration", "2.5")
+    assert result.returncode == 0, result.stderr
+    assert "frames/s" in result.stdout
+    frames = list(iter_recording(out))
+    assert len(frames) > 10
+    parser = FrameParser()
+    events = [parser.parse(raw, recv_ns) for recv_ns, raw in frames]
+    assert parser.stats.depth_snapshots > 5 and not parser.stats.rejected
+    assert all(event is not None for event in events)

@@ -1,0 +1,328 @@
+"""Laya labels on constructed mid paths, checked against hand-computed values and a
+direct (quadratic) reading of the definition."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from engine.lab.labels import UNLABELLED, LabelConfig, label_frames
+from engine.laya.verdict import Verdict
+
+SMALL = LabelConfig.end_labels(horizon_ms=1_000, sigma_window_ms=20_000, min_sigma_samples=10)
+
+
+def _probe(horizon_offsets: list[float], config: LabelConfig = SMALL):
+    """Warm-up mids alternating 10000 / 10002 once a second (sigma ~2 bps from 10 returns),
+    then the probed frame at T = 10 s (mid 10000) and four frames inside its horizon at
+    10000 + offset (one offset unit = 1 bp)."""
+    warm_ts = np.arange(0, 10_001, 1_000)
+    warm_mid = np.where(np.arange(warm_ts.size) % 2 == 0, 10_000.0, 10_002.0)
+    ts = np.concatenate([warm_ts, [10_250, 10_500, 10_750, 11_000]])
+    mid = np.concatenate([warm_mid, 10_000.0 + np.asarray(horizon_offsets)])
+    return label_frames(ts, mid, config), 10
+
+
+@pytest.mark.parametrize(
+    ("offsets", "expected"),
+    [
+        ([0.5, 1.0, 0.5, 1.0], Verdict.HOLD),
+        ([1.0, 2.0, 3.0, 1.9], Verdict.HOLD),
+        ([1.0, 3.0, 4.0, 4.5], Verdict.LEAN_BUY),
+        ([-1.0, -3.0, -5.0, -4.5], Verdict.LEAN_SELL),
+        ([2.0, 7.0, 3.0, 4.0], Verdict.EMERGENCY),  # up >= 3 sigma beats end >= 1 sigma
+        ([-7.0, 0.0, 3.0, 4.0], Verdict.EMERGENCY),  # a dip through -3 sigma, then a rally
+        ([-1.0, -6.5, -2.0, -3.0], Verdict.EMERGENCY),
+    ],
+)
+def test_hand_computed_labels(offsets, expected):
+    result, probe = _probe(offsets)
+    assert result.sigma_samples[probe] == 10
+    assert result.sigma_bps[probe] == pytest.approx(2.0, abs=1e-3)
+    assert result.end_bps[probe] == pytest.approx(offsets[-1], abs=1e-9)
+    assert result.up_bps[probe] == pytest.approx(max(offsets), abs=1e-9)
+    assert result.down_bps[probe] == pytest.approx(min(offsets), abs=1e-9)
+    assert result.labels[probe] == expected
+    # Warm-up frames have fewer than 10 observed returns; horizon frames have no full horizon.
+    assert np.all(np.delete(result.labels, probe) == UNLABELLED)
+
+
+def test_too_few_sigma_samples_leaves_the_frame_unlabelled():
+    config = LabelConfig.end_labels(horizon_ms=1_000, sigma_window_ms=20_000, min_sigma_samples=11)
+    result, probe = _probe([1.0, 3.0, 4.0, 4.5], config)
+    assert np.isnan(result.sigma_bps[probe])
+    assert result.labels[probe] == UNLABELLED
+
+
+def test_sigma_window_edges():
+    """Frames every 500 ms, H = 1 s, W = 3 s: frame i sees the returns of frames i-6 .. i-2.
+
+    j = i-2 was observed exactly at T_i (T_j + H = T_i) and counts; j = i-1 is not fully
+    observed; j = i-6 sits exactly at T_i - W and counts; j = i-7 has dropped out.
+    """
+    config = LabelConfig.end_labels(horizon_ms=1_000, sigma_window_ms=3_000, min_sigma_samples=2)
+    rng = np.random.default_rng(3)
+    ts = np.arange(40) * 500
+    mid = 100.0 * np.exp(np.cumsum(rng.normal(0, 1e-4, ts.size)))
+    result = label_frames(ts, mid, config)
+    assert result.sigma_samples[:9].tolist() == [0, 0, 1, 2, 3, 4, 5, 5, 5]
+    for i in range(8, 30):
+        assert result.sigma_bps[i] == pytest.approx(np.std(result.end_bps[i - 6 : i - 1]))
+
+
+def test_sigma_has_no_look_ahead():
+    config = LabelConfig.end_labels(horizon_ms=1_000, sigma_window_ms=3_000, min_sigma_samples=2)
+    rng = np.random.default_rng(5)
+    ts = np.cumsum(rng.integers(50, 400, 200))
+    mid = 100.0 * np.exp(np.cumsum(rng.normal(0, 1e-4, ts.size)))
+    k = 120
+    changed = mid.copy()
+    changed[k + 1 :] *= np.exp(rng.normal(0, 1e-3, ts.size - k - 1))
+    before, after = label_frames(ts, mid, config), label_frames(ts, changed, config)
+    np.testing.assert_array_equal(before.sigma_bps[: k + 1], after.sigma_bps[: k + 1])
+    assert not np.array_equal(before.sigma_bps[k + 1 :], after.sigma_bps[k + 1 :])
+
+
+def test_tail_without_a_full_horizon_is_unlabelled():
+    config = LabelConfig.end_labels(horizon_ms=1_000, sigma_window_ms=3_000, min_sigma_samples=2)
+    ts = np.arange(20) * 250  # last frame at 4750 ms
+    mid = 100.0 + 0.01 * np.sin(np.arange(20))
+    result = label_frames(ts, mid, config)
+    complete = ts + 1_000 <= 4_750
+    assert complete.sum() == 16  # frame at 3750 ms: horizon ends exactly at the last frame
+    assert np.all(np.isnan(result.end_bps[~complete]))
+    assert np.all(result.labels[~complete] == UNLABELLED)
+    assert np.all(~np.isnan(result.end_bps[complete]))
+    assert result.labels[15] != UNLABELLED
+
+
+def test_horizon_boundaries_and_empty_horizon():
+    config = LabelConfig.end_labels(horizon_ms=1_000, sigma_window_ms=3_000, min_sigma_samples=2)
+    ts = np.array([0, 0, 1_000, 1_001, 3_500, 5_000])
+    mid = np.array([100.0, 100.5, 101.0, 200.0, 99.0, 98.0])
+    result = label_frames(ts, mid, config)
+    # Frame 0's horizon is (0, 1000]: the frame at the same time is not in it, 1001 is not.
+    assert result.end_bps[0] == pytest.approx(100.0)
+    assert result.up_bps[0] == pytest.approx(100.0)
+    # Frame 3 (1001 ms) has nothing in (1001, 2001]: a feed gap, so no return and no label.
+    assert np.isnan(result.end_bps[3])
+    assert result.labels[3] == UNLABELLED
+
+
+def test_zero_sigma_leaves_frames_unlabelled():
+    config = LabelConfig.end_labels(horizon_ms=1_000, sigma_window_ms=3_000, min_sigma_samples=2)
+    ts = np.arange(30) * 500
+    mid = np.full(30, 100.0)
+    mid[-6:] = 101.0
+    result = label_frames(ts, mid, config)
+    assert np.all(result.sigma_bps[3:24] == 0.0)
+    assert result.sigma_bps[26] > 0
+    assert np.all(result.labels[:20] == UNLABELLED)
+
+
+def _reference(ts, mid, config):
+    """The definition read literally, one frame at a time."""
+    n = ts.size
+    end = np.full(n, np.nan)
+    up = np.full(n, np.nan)
+    down = np.full(n, np.nan)
+    for i in range(n):
+        inside = (ts > ts[i]) & (ts <= ts[i] + config.horizon_ms)
+        if ts[i] + config.horizon_ms <= ts[-1] and inside.any():
+            returns = (mid[inside] / mid[i] - 1.0) * 1e4
+            end[i], up[i], down[i] = returns[-1], returns.max(), returns.min()
+    labels = np.full(n, UNLABELLED)
+    for i in range(n):
+        window = (
+            (ts + config.horizon_ms <= ts[i])
+            & (ts >= ts[i] - config.sigma_window_ms)
+            & ~np.isnan(end)
+        )
+        if window.sum() < config.min_sigma_samples or np.isnan(end[i]):
+            continue
+        sigma = np.std(end[window])
+        if sigma <= 1e-12:
+            continue
+        if down[i] <= -config.emergency_sigma * sigma or up[i] >= config.emergency_sigma * sigma:
+            labels[i] = Verdict.EMERGENCY
+        elif end[i] >= config.lean_sigma * sigma:
+            labels[i] = Verdict.LEAN_BUY
+        elif end[i] <= -config.lean_sigma * sigma:
+            labels[i] = Verdict.LEAN_SELL
+        else:
+            labels[i] = Verdict.HOLD
+    return labels, end, up, down
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_matches_the_definition_on_irregular_paths(seed):
+    config = LabelConfig.end_labels(horizon_ms=1_000, sigma_window_ms=8_000, min_sigma_samples=5)
+    rng = np.random.default_rng(seed)
+    ts = np.cumsum(rng.choice([0, 40, 100, 300, 1_500], size=400, p=[0.1, 0.3, 0.4, 0.15, 0.05]))
+    returns = rng.standard_t(3, ts.size) * 1e-4
+    mid = 50.0 * np.exp(np.cumsum(returns))
+    labels, end, up, down = _reference(ts, mid, config)
+    result = label_frames(ts, mid, config)
+    np.testing.assert_allclose(result.end_bps, end, equal_nan=True)
+    np.testing.assert_allclose(result.up_bps, up, equal_nan=True)
+    np.testing.assert_allclose(result.down_bps, down, equal_nan=True)
+    np.testing.assert_array_equal(result.labels, labels)
+    assert set(np.unique(labels)) >= {UNLABELLED, *Verdict}
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"horizon_ms": 0}, "horizon_ms"),
+        ({"sigma_window_ms": 1_000}, "must exceed horizon_ms"),
+        ({"emergency_sigma": 1.0}, "exceed lean_sigma"),
+        ({"lean_sigma": -1.0}, "lean_sigma"),
+        ({"min_sigma_samples": 1}, "min_sigma_samples"),
+    ],
+)
+def test_config_is_validated(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        LabelConfig(**kwargs)
+
+
+def test_inputs_are_validated():
+    with pytest.raises(ValueError, match="non-decreasing"):
+        label_frames(np.array([0, 2, 1]), np.ones(3))
+    with pytest.raises(ValueError, match="positive"):
+        label_frames(np.array([0, 1, 2]), np.array([1.0, 0.0, 1.0]))
+
+
+EXCURSION = LabelConfig(
+    horizon_ms=1_000,
+    sigma_window_ms=20_000,
+    sigma_floor_window_ms=20_000,
+    lean_sigma=1.5,
+    emergency_sigma=4.0,
+    min_sigma_samples=10,
+)
+ROBUST = np.sqrt(np.pi / 2)
+
+
+@pytest.mark.parametrize(
+    ("offsets", "expected", "ask", "bid"),
+    [
+        ([0.5, 1.0, 0.5, 1.0], Verdict.HOLD, False, False),
+        ([1.0, 3.0, 2.0, 0.0], Verdict.LEAN_BUY, True, False),  # the ask was run over, then back
+        ([-1.0, -3.5, -2.0, -1.0], Verdict.LEAN_SELL, False, True),
+        ([3.0, -3.0, 0.0, 0.0], Verdict.EMERGENCY, True, True),  # both sides run over
+        ([2.0, 9.0, 3.0, 4.0], Verdict.EMERGENCY, True, False),  # up 9 >= 4 sigma
+        ([-1.0, -8.5, -2.0, -3.0], Verdict.EMERGENCY, False, True),
+    ],
+)
+def test_hand_computed_per_side_labels(offsets, expected, ask, bid):
+    """The warm-up's 1 s returns are all +-2 bps: the robust sigma is 2 x sqrt(pi / 2), about
+    2.5 bps, so the ask is run over from +3.76 bps and EMERGENCY starts at 10 bps."""
+    result, probe = _probe([value * ROBUST for value in offsets], EXCURSION)
+    assert result.sigma_bps[probe] == pytest.approx(2.0 * ROBUST, rel=1e-3)
+    assert result.labels[probe] == expected
+    assert result.ask_run[probe] == ask and result.bid_run[probe] == bid
+    assert not np.delete(result.ask_run | result.bid_run, probe).any()
+
+
+def test_a_quiet_spell_does_not_shrink_the_robust_sigma_below_its_floor():
+    """A lively first minute (1 s returns of 10 bps), then a quiet one (1 bp): over the short
+    window sigma would fall tenfold; the long window keeps the floor at their mean."""
+    config = LabelConfig(
+        horizon_ms=1_000,
+        sigma_window_ms=20_000,
+        sigma_floor_window_ms=120_000,
+        min_sigma_samples=10,
+    )
+    ts = np.arange(0, 121_000, 1_000)
+    steps = np.where(ts < 60_000, 10.0, 1.0) * np.where(np.arange(ts.size) % 2, 1, -1)
+    mid = 10_000.0 * np.exp(np.cumsum(steps) * 1e-4)
+    result = label_frames(ts, mid, config)
+    end = np.abs(result.end_bps)
+    for index in (100, 115):
+        short = end[(ts >= ts[index] - 20_000) & (ts <= ts[index] - 1_000)].mean()
+        floor = end[(ts >= ts[index] - 120_000) & (ts <= ts[index] - 1_000)].mean()
+        assert floor > 2 * short
+        assert result.sigma_bps[index] == pytest.approx(ROBUST * floor, rel=1e-9)
+    without = label_frames(ts, mid, dataclasses.replace(config, sigma_floor_window_ms=0))
+    assert without.sigma_bps[115] < result.sigma_bps[115] / 2
+
+
+def _excursion_reference(ts, mid, config):
+    """The per-side definition read literally, one frame at a time."""
+    n = ts.size
+    labels = np.full(n, UNLABELLED)
+    end = np.full(n, np.nan)
+    for i in range(n):
+        inside = (ts > ts[i]) & (ts <= ts[i] + config.horizon_ms)
+        if ts[i] + config.horizon_ms <= ts[-1] and inside.any():
+            end[i] = (mid[inside][-1] / mid[i] - 1.0) * 1e4
+    for i in range(n):
+        observed = (ts + config.horizon_ms <= ts[i]) & ~np.isnan(end)
+        window = observed & (ts >= ts[i] - config.sigma_window_ms)
+        floor = observed & (ts >= ts[i] - config.sigma_floor_window_ms)
+        if window.sum() < config.min_sigma_samples or np.isnan(end[i]):
+            continue
+        sigma = ROBUST * max(np.abs(end[window]).mean(), np.abs(end[floor]).mean())
+        if sigma <= 0:
+            continue
+        inside = (ts > ts[i]) & (ts <= ts[i] + config.horizon_ms)
+        returns = (mid[inside] / mid[i] - 1.0) * 1e4
+        up, down = returns.max(), returns.min()
+        ask = up >= config.lean_sigma * sigma
+        bid = down <= -config.lean_sigma * sigma
+        big = max(up, -down) >= config.emergency_sigma * sigma
+        labels[i] = (
+            Verdict.EMERGENCY
+            if big or (ask and bid)
+            else Verdict.LEAN_BUY
+            if ask
+            else Verdict.LEAN_SELL
+            if bid
+            else Verdict.HOLD
+        )
+    return labels
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_per_side_labels_match_the_definition_on_irregular_paths(seed):
+    config = LabelConfig(
+        horizon_ms=1_000,
+        sigma_window_ms=8_000,
+        sigma_floor_window_ms=30_000,
+        min_sigma_samples=5,
+    )
+    rng = np.random.default_rng(seed)
+    ts = np.cumsum(rng.choice([0, 40, 100, 300, 1_500], size=400, p=[0.1, 0.3, 0.4, 0.15, 0.05]))
+    mid = 50.0 * np.exp(np.cumsum(rng.standard_t(3, ts.size) * 1e-4))
+    result = label_frames(ts, mid, config)
+    np.testing.assert_array_equal(result.labels, _excursion_reference(ts, mid, config))
+    assert set(np.unique(result.labels)) >= {UNLABELLED, *Verdict}
+    up = result.up_bps >= config.lean_sigma * result.sigma_bps
+    np.testing.assert_array_equal(result.ask_run, up & (result.labels != UNLABELLED))
+
+
+def test_the_scheme_travels_in_the_metadata():
+    config = LabelConfig(lean_sigma=1.25)
+    assert LabelConfig.from_metadata(config.as_metadata()) == config
+    legacy = LabelConfig.end_labels()
+    assert LabelConfig.from_metadata(legacy.as_metadata()) == legacy
+    # A model from before the scheme existed carries no scheme: it was trained on "end".
+    older = {"horizon_ms": 1000, "sigma_window_ms": 300_000, "emergency_sigma": 3, "lean_sigma": 1}
+    assert LabelConfig.from_metadata(older) == legacy
+    with pytest.raises(ValueError, match="scheme code"):
+        LabelConfig.from_metadata({**older, "scheme": 7})
+
+
+@pytest.mark.parametrize(
+    ("factory", "message"),
+    [
+        (lambda: LabelConfig(scheme="close"), "scheme"),
+        (lambda: LabelConfig(sigma_floor_window_ms=10_000), "sigma_floor_window_ms"),
+        (lambda: LabelConfig.end_labels(sigma_floor_window_ms=600_000), "excursion scheme"),
+    ],
+)
+def test_scheme_settings_are_validated(factory, message):
+    with pytest.raises(ValueError, match=message):
+        factory()

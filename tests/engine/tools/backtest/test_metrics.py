@@ -1,0 +1,191 @@
+"""The metrics, from a journal written by hand: average-cost PnL, markouts, uptime, pulls, and
+the series the charts draw."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from engine.journal import JournalEntry
+from engine.tools.backtest.metrics import HORIZONS_MS, SERIES_MAX_POINTS, session_metrics
+from engine.tools.backtest.report import metrics_json
+from engine.tools.backtest.session import MidSeries, SessionRecord
+
+S = 1_000_000_000
+T0 = 1_726_000_000 * S
+
+
+def entry(at_s: float, kind: str, **payload) -> JournalEntry:
+    return JournalEntry(0, T0 + int(at_s * S), kind, payload)
+
+
+def order(at_s, oid, side, price, size, role="bid"):
+    approved = entry(
+        at_s,
+        "order_approved",
+        client_oid=oid,
+        symbol="BTCUSDT",
+        side=side,
+        price=price,
+        size=size,
+        role=role,
+    )
+    placed = entry(at_s + 0.01, "order_ack", event="placed", client_oid=oid)
+    return [approved, placed]
+
+
+def fill(at_s, oid, side, price, size, fee, maker=True):
+    return entry(
+        at_s,
+        "fill",
+        client_oid=oid,
+        symbol="BTCUSDT",
+        side=side,
+        price=price,
+        size=size,
+        fee=fee,
+        maker=maker,
+        filled_ms=(T0 + int(at_s * S)) // 1_000_000,
+    )
+
+
+def record(entries, mids=None, end_s=100.0) -> SessionRecord:
+    times = np.asarray([T0 + k * S for k in range(101)], np.int64)
+    series = MidSeries(times, np.asarray(mids if mids is not None else [100.0] * 101))
+    return SessionRecord(
+        "laya",
+        "x.gz",
+        ("BTCUSDT",),
+        "BTCUSDT",
+        T0,
+        T0 + int(end_s * S),
+        tuple(entries),
+        {"BTCUSDT": series},
+        1000,
+        900,
+        0.5,
+        0.4,
+        {"HOLD": 10},
+        recording_problem=None,
+        rss_kb_at_100k=None,
+        rss_kb_end=0,
+        venue={},
+    )
+
+
+def test_average_cost_pnl_with_fees_signed_by_their_effect():
+    entries = [
+        *order(1, "b1", "buy", 100.0, 1.0),
+        fill(2, "b1", "buy", 100.0, 1.0, 0.02),
+        *order(3, "b2", "buy", 110.0, 1.0),
+        fill(4, "b2", "buy", 110.0, 1.0, 0.022),
+        *order(5, "a1", "sell", 120.0, 1.5, "ask"),
+        fill(6, "a1", "sell", 120.0, 1.5, 0.036),
+    ]
+    metrics = session_metrics(record(entries))  # the mid stays at 100
+    result = metrics.result("BTCUSDT")
+    assert result.realized == pytest.approx(1.5 * (120 - 105))  # average cost 105
+    assert result.unrealized == pytest.approx(0.5 * (100 - 105))
+    assert result.fees == pytest.approx(-0.078)
+    assert result.net == pytest.approx(22.5 - 2.5 - 0.078)
+    assert result.end_position == pytest.approx(0.5) and result.max_abs_position == 2.0
+    assert (result.fills, result.maker_fills, metrics.orders_sent, metrics.orders_filled) == (
+        3,
+        3,
+        3,
+        3,
+    )
+
+
+def test_a_position_through_zero_opens_the_rest_at_the_fill_price():
+    entries = [
+        *order(1, "b1", "buy", 100.0, 1.0),
+        fill(2, "b1", "buy", 100.0, 1.0, 0.0),
+        *order(3, "a1", "sell", 110.0, 3.0, "ask"),
+        fill(4, "a1", "sell", 110.0, 3.0, 0.0),
+    ]
+    result = session_metrics(record(entries)).result("BTCUSDT")
+    assert result.realized == pytest.approx(10.0)
+    assert result.end_position == pytest.approx(-2.0)
+    assert result.unrealized == pytest.approx(-2.0 * (100 - 110))
+
+
+def test_markouts_are_positive_when_the_market_moves_our_way():
+    mids = [100.0] * 11 + [101.0] * 90  # up one at 11 s
+    entries = [*order(9, "b1", "buy", 100.0, 1.0), fill(10, "b1", "buy", 100.0, 1.0, 0.0)]
+    metrics = session_metrics(record(entries, mids))
+    by_horizon = {stats.horizon_ms: stats.mean_bps for stats in metrics.fill_markouts}
+    assert by_horizon[100] == pytest.approx(0.0)
+    assert by_horizon[5_000] == pytest.approx(100.0)  # +1 on 100: 100 bps our way
+    assert metrics.fills[0].markouts_bps[HORIZONS_MS.index(30_000)] == pytest.approx(100.0)
+
+
+def test_a_markout_past_the_end_of_the_recording_is_left_out():
+    entries = [*order(89, "b1", "buy", 100.0, 1.0), fill(90, "b1", "buy", 100.0, 1.0, 0.0)]
+    metrics = session_metrics(record(entries))
+    assert math.isnan(metrics.fills[0].markouts_bps[HORIZONS_MS.index(30_000)])
+    assert metrics.markout(30_000).count == 0 and metrics.markout(5_000).count == 1
+
+
+def test_uptime_and_the_quotes_an_emergency_pulled():
+    entries = [
+        *order(10, "b1", "buy", 99.0, 1.0),
+        *order(20, "a1", "sell", 101.0, 1.0, "ask"),
+        entry(40, "order_intent", action="cancel_all", reason="Laya EMERGENCY on BTCUSDT"),
+        entry(40.01, "order_ack", event="canceled", client_oid="b1"),
+        entry(40.01, "order_ack", event="canceled", client_oid="a1"),
+    ]
+    metrics = session_metrics(record(entries))
+    assert metrics.uptime["bid"] == pytest.approx(0.30, abs=1e-3)  # 10.01 s to 40.01 s
+    assert metrics.uptime["ask"] == pytest.approx(0.20, abs=1e-3)
+    assert sorted((q.side, q.price, q.action) for q in metrics.pulled) == [
+        ("buy", 99.0, "emergency"),
+        ("sell", 101.0, "emergency"),
+    ]
+    assert metrics.pulled_markouts[0].count == 2
+
+
+def test_time_in_each_trading_state():
+    entries = [entry(25, "state_change", old="ACTIVE", new="PAUSED", reason="operator pause")]
+    seconds = session_metrics(record(entries)).state_seconds
+    assert seconds["ACTIVE"] == pytest.approx(25.0) and seconds["PAUSED"] == pytest.approx(75.0)
+
+
+def test_the_series_mark_the_position_to_the_mid_and_end_at_the_net_pnl():
+    mids = [100.0] * 11 + [101.0] * 80 + [103.0] * 10  # 101 from 11 s, 103 from 91 s
+    entries = [
+        *order(1, "b1", "buy", 100.0, 1.0),
+        fill(2, "b1", "buy", 100.0, 1.0, 0.02),
+        *order(40, "a1", "sell", 102.0, 1.0, "ask"),
+        fill(50, "a1", "sell", 102.0, 1.0, 0.01),
+        *order(55, "b2", "buy", 101.0, 0.5),
+        fill(60, "b2", "buy", 101.0, 0.5, 0.005),
+    ]
+    metrics = session_metrics(record(entries, mids))
+    series = metrics.series
+    assert series.step_s == 1.0 and len(series.at_ns) == 101  # every second, 0 s to 100 s
+    assert series.at_ns[0] == T0 and series.at_ns[-1] == T0 + 100 * S
+    at = {second: float(series.equity[second]) for second in (1, 2, 10, 11, 49, 50, 60, 95)}
+    assert at[1] == 0.0
+    assert at[2] == pytest.approx(-0.02) and at[10] == pytest.approx(-0.02)  # long 1 at 100
+    assert at[11] == pytest.approx(0.98) and at[49] == pytest.approx(0.98)  # the mid at 101
+    assert at[50] == pytest.approx(1.97)  # flat: 2 realized, 0.03 fees
+    assert at[60] == pytest.approx(1.965)  # long 0.5 at 101, the mid at 101
+    assert at[95] == pytest.approx(2.965)  # the mid at 103: +1 open
+    assert series.equity[-1] == pytest.approx(metrics.net) and metrics.net == pytest.approx(2.965)
+    assert list(series.position[[1, 2, 50, 60, 100]]) == [0.0, 1.0, 0.0, 0.5, 0.5]
+    assert series.position[-1] == metrics.result("BTCUSDT").end_position
+    assert series.mid[10] == 100.0 and series.mid[11] == 101.0 and series.mid[-1] == 103.0
+
+
+def test_a_long_session_is_sampled_coarser_and_the_last_mid_is_held():
+    entries = [*order(1, "b1", "buy", 100.0, 1.0), fill(2, "b1", "buy", 100.0, 1.0, 0.0)]
+    metrics = session_metrics(record(entries, end_s=36_000))  # books for the first 100 s only
+    series = metrics.series
+    assert series.step_s == 30.0 and len(series.at_ns) == SERIES_MAX_POINTS + 1
+    assert series.at_ns[-1] == T0 + 36_000 * S
+    assert series.mid[-1] == 100.0 and series.equity[-1] == pytest.approx(metrics.net)
+    shown = metrics_json(metrics)["series"]
+    assert len(shown["at_ns"]) == len(shown["equity"]) == len(shown["mid"]) == 1_201

@@ -1,0 +1,145 @@
+"""`run_bench` on a small recording made here: JSON shape, counts, and the table."""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import orjson
+import pytest
+
+from engine.feed.events import BookSnapshot
+from engine.feed.parse import FrameParser
+from engine.feed.recording import RecordingUnreadable, encode_line
+from engine.laya.classifier import LayaClassifierConfig
+from engine.tools.bench.fast_path import (
+    RISK_CHECK_TARGET_P50_US,
+    extended_frames,
+    format_table,
+    load_frames,
+    run_bench,
+)
+
+
+def depth(symbol: str, ts: int, mid: float) -> bytes:
+    return orjson.dumps(
+        {
+            "action": "snapshot",
+            "arg": {"instType": "USDT-FUTURES", "channel": "books15", "instId": symbol},
+            "data": [
+                {
+                    "asks": [[f"{mid + 0.5 + i:.1f}", "1.5"] for i in range(15)],
+                    "bids": [[f"{mid - 0.5 - i:.1f}", "2"] for i in range(15)],
+                    "checksum": 0,
+                    "seq": ts,
+                    "pseq": 0,
+                    "ts": str(ts),
+                }
+            ],
+            "ts": ts,
+        }
+    )
+
+
+def trade(symbol: str, ts: int, trade_id: int) -> bytes:
+    item = {"ts": str(ts), "price": "100.5", "size": "0.1", "side": "buy", "tradeId": str(trade_id)}
+    arg = {"instType": "USDT-FUTURES", "channel": "trade", "instId": symbol}
+    return orjson.dumps({"action": "update", "arg": arg, "data": [item], "ts": ts})
+
+
+@pytest.fixture
+def recording(tmp_path):
+    path = tmp_path / "small.bitget.gz"
+    with gzip.open(path, "wb") as out:
+        for k in range(300):
+            ts = 1_726_000_000_000 + 100 * k
+            out.write(encode_line(ts * 1_000_000, depth("BTCUSDT", ts, 100.0 + k % 7)))
+            out.write(encode_line(ts * 1_000_000 + 1, trade("BTCUSDT", ts, k)))
+            out.write(encode_line(ts * 1_000_000 + 2, depth("ETHUSDT", ts, 50.0)))
+        out.write(encode_line(2_000_000_000_000_000_000, b"garbage"))
+    return path
+
+
+def test_bench_reports_every_stage_and_the_counts(recording, laya_model):
+    result = run_bench(
+        recording,
+        laya=LayaClassifierConfig(model_path=laya_model),
+        memory_frames=2000,
+        risk_iterations=2_000,
+    )
+    json.dumps(result)  # the --json output must serialize
+    assert result["frames"] == 901
+    assert result["depth_frames"] == 600
+    assert result["trade_frames"] == 301  # the garbage line counts with the non-book frames
+    assert result["frames_per_s"] > 0
+    assert result["provider"] == "CPUExecutionProvider"
+    assert result["memory"]["frames"] == 2703
+    assert set(result["stages_us"]) == {
+        "parse",
+        "book",
+        "features",
+        "infer",
+        "decide",
+        "total",
+        "trade",
+    }
+    for figures in result["stages_us"].values():
+        assert set(figures) == {"p50", "p99", "p999", "max"}
+        assert 0 <= figures["p50"] <= figures["p99"] <= figures["p999"] <= figures["max"]
+    assert result["parser"]["rejected"] == {"not_json": 1}
+    assert result["parser"]["trades"] == 300
+    risk = result["risk_check_us"]
+    assert risk["checks"] == 2_000 and risk["target_p50"] == RISK_CHECK_TARGET_P50_US == 3.0
+    assert 0 < risk["p50"] <= risk["p99"] and 0 < risk["denied_p50"] <= risk["denied_p99"]
+    assert risk["denied_share"] == pytest.approx(0.1)
+
+
+def test_bench_limit_and_table(recording, laya_model):
+    result = run_bench(
+        recording,
+        limit=30,
+        laya=LayaClassifierConfig(model_path=laya_model),
+        memory_frames=0,
+        risk_iterations=1_000,
+    )
+    assert result["frames"] == 30
+    table = format_table(result)
+    assert "parse" in table and "frames/s" in table
+    lines = table.splitlines()
+    (number,) = [n for n, line in enumerate(lines) if line.startswith("risk check")]
+    risk = result["risk_check_us"]
+    assert f"p50 {risk['p50']:.2f} us" in lines[number] and "1,000 checks" in lines[number]
+    assert "(target p50 <= 3 us: " in lines[number]
+    assert lines[number + 1].startswith(f"  denials   p50 {risk['denied_p50']:.2f} us")
+    assert "(10% of the checks" in lines[number + 1]
+    result["risk_check_us"] = {**risk, "p50": 4.5, "target_p50": 3.0}
+    assert "risk check  p50 4.50 us  " in format_table(result)
+    assert "(target p50 <= 3 us: MISSED;" in format_table(result)
+    result["risk_check_us"]["p50"] = 2.5
+    assert "(target p50 <= 3 us: met;" in format_table(result)
+
+
+def test_too_few_risk_checks_are_refused(recording):
+    with pytest.raises(ValueError, match="risk_iterations must be >= 1000"):
+        run_bench(recording, risk_iterations=999)
+
+
+def test_extended_frames_continue_in_time_with_fresh_trade_ids(recording):
+    frames = load_frames(recording)
+    extended = extended_frames(frames, 2 * len(frames) + 1)
+    assert len(extended) == 3 * len(frames)
+    parser = FrameParser()
+    events = [parser.parse(raw, recv_ns) for recv_ns, raw in extended]
+    assert not parser.stats.rejected.get("ts_backwards")
+    assert not parser.stats.rejected.get("duplicate_trade")
+    assert sum(isinstance(event, BookSnapshot) for event in events) == 3 * 600
+    recv_times = [recv_ns for recv_ns, _ in extended]
+    assert recv_times == sorted(recv_times)
+
+
+def test_bench_of_an_empty_recording_is_an_error(tmp_path):
+    empty = tmp_path / "empty.txt"
+    empty.write_bytes(b"")
+    with pytest.raises(RecordingUnreadable) as raised:
+        run_bench(empty)
+    assert str(raised.value) == f"{empty}: unreadable recording: the file is empty"

@@ -1,0 +1,1 @@
+"""The tests' own kit: fixtures and helpers that tests in several folders use."""
