@@ -78,9 +78,11 @@ def _python_sources() -> Iterator[Path]:
 
 @cache
 def _local_modules() -> frozenset[str]:
-    """Helper modules the tests and scripts import by file name (their folders are on the path)."""
+    """Helper modules and packages the tests and scripts import by name (their folders are on the
+    path)."""
     names = {path.stem for folder in ("tests", "scripts") for path in (REPO / folder).rglob("*.py")}
-    return frozenset(names)
+    packages = {path.parent.name for path in (REPO / "tests").rglob("__init__.py")}
+    return frozenset(names | packages)
 
 
 def _imported_top_levels(path: Path) -> Iterator[tuple[str, int]]:
