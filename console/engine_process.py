@@ -102,7 +102,7 @@ from engine.trading.commands import CommandResult, RiskOverrides
 from engine.trading.config import default_risk_config
 from engine.trading.desk import TradingStatus
 from engine.trading.events import OrderFilled
-from engine.trading.executor import OrderView
+from engine.trading.tracked_order import OrderView
 
 logger = logging.getLogger(__name__)
 

@@ -76,7 +76,7 @@ from engine.trading.events import (
     UnknownOrderAtVenue,
     VerdictActed,
 )
-from engine.trading.executor import OrderState, OrderView
+from engine.trading.tracked_order import OrderState, OrderView
 from engine.units import coin, fee_usdt, usdt
 
 PANE_STAGES = ("parse", "book", "features", "infer", "decide", "total")

@@ -42,19 +42,14 @@ from engine.risk.events import RiskEvent, TradingState, TradingStateChanged
 from engine.risk.gateway import RiskGateway
 from engine.risk.intents import OrderIntent, Source
 from engine.risk.snapshot import RiskSnapshot
+from engine.trading.close_sequence import SequenceOutcome
 from engine.trading.commands import CommandResult, RiskOverrides
 from engine.trading.config import TradingConfig
 from engine.trading.events import CommandExecuted, TradingFault, VerdictActed
-from engine.trading.executor import (
-    ExecutorStats,
-    OrderExecutor,
-    OrderRole,
-    OrderState,
-    OrderView,
-    SequenceOutcome,
-)
+from engine.trading.executor import ExecutorStats, OrderExecutor
 from engine.trading.paper_venue import PaperVenue
 from engine.trading.strategy import QuotingStrategy
+from engine.trading.tracked_order import OrderRole, OrderState, OrderView
 from engine.trading.venue import CancelAllTicket, Venue
 
 logger = logging.getLogger(__name__)

@@ -13,46 +13,31 @@ more than once: acks count once, fills are applied once per trade id, an update 
 already closed is ignored. Every ack, reject, fill, position change, cancel and state change is
 journaled, and every one reaches the node's event log as its own event.
 
-Private pushes can be lost (Bitget says so; the simulator's `silence` drops them). An order
-the venue no longer lists is looked up by id or clientOid: the fills it made that never
-reached us are applied and journaled (a push arriving later is a duplicate by trade id), then
-its status is taken. That runs at start, after a private-stream reconnect, after a feed
-outage, and in the periodic check.
+Positions come from fills. A fill stamped no later than the venue snapshot a position sync came
+from is already in that position and moves nothing again.
 
-Positions come from fills. The venue's view replaces them (`on_position_sync`) at start, after
-every private-stream reconnect, and, while quoting, when a check finds them apart at two reads
-`position_settle_ms` apart with neither the venue's nor ours moving in between (a fill on its
-way would move one of them). A fill stamped no later than the venue snapshot a sync came from
-is already in that position and moves nothing again.
-
-A jump in the venue's clock offset (the REST client re-measures it after a 40008) is
-explained as a fault event and journaled.
-
-Kill and flatten cancel everything and close every position, again and again, until the
-venue itself reports no open order and no position.
+Beside the lifecycle, in their own modules: reconciliation with the venue (lost pushes, the
+position syncs; `reconciliation`), the kill and flatten sequence (`close_sequence`), the
+journal entries of the gateway's events (`risk_journal`) and the venue clock's explainer
+(`clock_skew`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import enum
 import itertools
 import logging
-import math
 import time
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any
 
-from engine.bitget.orders import OrderSide
-from engine.exchange.bitget_models import SIGNING_WINDOW_MS
 from engine.exchange.private_events import (
     FillUpdate,
     OrderStatus,
     OrderUpdate,
-    PositionEntry,
     PositionsUpdate,
     PrivateEvent,
     PrivateStreamChanged,
@@ -60,27 +45,13 @@ from engine.exchange.private_events import (
 )
 from engine.journal import EntryKind, Journal, JournalBackpressure, JournalError, JournalFault
 from engine.pipeline import EventLog
-from engine.risk.events import (
-    CommandRejected,
-    DailyPnlReset,
-    EventsDropped,
-    OrderDenied,
-    PositionReconciled,
-    RiskEvent,
-    RiskLimitChanged,
-    TradingState,
-    TradingStateChanged,
-)
+from engine.risk.events import RiskEvent, TradingState
 from engine.risk.gateway import RiskGateway
-from engine.risk.intents import (
-    CancelIntent,
-    CancelScope,
-    ClosePositionsIntent,
-    OrderIntent,
-    RiskDecision,
-    Source,
-)
+from engine.risk.intents import CancelIntent, CancelScope, OrderIntent, RiskDecision, Source
 from engine.risk.snapshot import RiskSnapshot
+from engine.trading import close_sequence, reconciliation
+from engine.trading.clock_skew import ClockWatch
+from engine.trading.close_sequence import SequenceOutcome
 from engine.trading.config import OrderExecutorConfig
 from engine.trading.events import (
     OrderAcknowledged,
@@ -90,121 +61,31 @@ from engine.trading.events import (
     OrderRejectedByVenue,
     ReconciliationDone,
     TradingFault,
-    UnknownOrderAtVenue,
+)
+from engine.trading.risk_journal import risk_event_entry
+from engine.trading.tracked_order import (
+    IN_FLIGHT,
+    ROLE_LETTER,
+    OrderRole,
+    OrderState,
+    OrderView,
+    TrackedOrder,
+    order_view,
 )
 from engine.trading.venue import (
+    VENUE_ERRORS,
     CancelAllTicket,
     Venue,
-    VenueOrder,
     VenueOutcomeUnknown,
     VenueRejected,
-    VenueSnapshot,
     VenueUnavailable,
 )
-from engine.units import coin
 
 logger = logging.getLogger(__name__)
 
-_FILL_TOLERANCE = 1e-9
 _SIZE_DECIMALS = 12
 _NOT_OPEN_CODES = frozenset({"43001", "40768", "40109", "22001", "43004"})
 """Cancel answers meaning the order is not open (any more)."""
-_VENUE_ERRORS = (VenueRejected, VenueOutcomeUnknown, VenueUnavailable)
-_CLOCK_JUMP_MS = 1_000
-"""A change of the venue's clock offset worth explaining (resyncs move it by a few ms)."""
-
-
-class OrderRole(enum.StrEnum):
-    BID = "bid"
-    ASK = "ask"
-    HEDGE = "hedge"
-    CLOSE = "close"
-    OPERATOR = "operator"
-
-
-_ROLE_LETTER = {
-    OrderRole.BID: "b",
-    OrderRole.ASK: "a",
-    OrderRole.HEDGE: "h",
-    OrderRole.CLOSE: "c",
-    OrderRole.OPERATOR: "o",
-}
-
-
-class OrderState(enum.StrEnum):
-    JOURNALING = "journaling"
-    SENDING = "sending"
-    LIVE = "live"
-    PARTIALLY_FILLED = "partially_filled"
-    UNKNOWN = "unknown"
-    FILLED = "filled"
-    CANCELED = "canceled"
-    REJECTED = "rejected"
-
-    @property
-    def terminal(self) -> bool:
-        return self in (OrderState.FILLED, OrderState.CANCELED, OrderState.REJECTED)
-
-
-_IN_FLIGHT = (OrderState.JOURNALING, OrderState.SENDING)
-
-
-class TrackedOrder:
-    """One order's life as the executor knows it."""
-
-    __slots__ = (
-        "acknowledged",
-        "cancel_requested",
-        "created_ns",
-        "filled",
-        "gateway_open",
-        "intent",
-        "order_id",
-        "reason",
-        "role",
-        "state",
-        "updated_ns",
-    )
-
-    def __init__(self, intent: OrderIntent, role: OrderRole, now_ns: int) -> None:
-        self.intent = intent
-        self.role = role
-        self.state = OrderState.JOURNALING
-        self.order_id: str | None = None
-        self.filled = 0.0
-        self.acknowledged = False
-        self.cancel_requested = False
-        self.gateway_open = True
-        """The gateway still reserves it: released exactly once, by whichever comes first."""
-        self.created_ns = now_ns
-        self.updated_ns = now_ns
-        self.reason = ""
-
-    @property
-    def remaining(self) -> float:
-        return max(0.0, self.intent.size - self.filled)
-
-    @property
-    def complete(self) -> bool:
-        return self.filled >= self.intent.size * (1.0 - _FILL_TOLERANCE)
-
-
-class OrderView(NamedTuple):
-    """A frozen copy of one tracked order for the UI."""
-
-    client_oid: str
-    order_id: str | None
-    symbol: str
-    side: OrderSide
-    price: float | None
-    size: float
-    filled: float
-    state: OrderState
-    role: OrderRole
-    source: Source
-    reduce_only: bool
-    created_ns: int
-    reason: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -228,15 +109,6 @@ class ExecutorStats:
     """Exchange time minus ours, as the venue last measured it."""
     clock_note: str = ""
     """The last explanation of a clock change (beyond Bitget's 30 s window: why 40008)."""
-
-
-class SequenceOutcome(NamedTuple):
-    """How a kill or flatten sequence ended."""
-
-    ok: bool
-    message: str
-    elapsed_ms: float
-    attempts: int
 
 
 class OrderExecutor:
@@ -274,8 +146,11 @@ class OrderExecutor:
         self._closed: OrderedDict[str, TrackedOrder] = OrderedDict()
         self._seen_trades: OrderedDict[str, None] = OrderedDict()
         self._synced_ms: dict[str, int] = {}
+        """Per symbol, the venue time up to which fills are in the synced position
+        (reconciliation moves it)."""
         self._stream_positions: dict[str, float] | None = None
         self._last_fill_ns: dict[str, int] = {}
+        """Per symbol, when a fill was last applied (reconciliation waits for quiet)."""
         self._tasks: set[asyncio.Task[Any]] = set()
         self._maintenance: asyncio.Task[None] | None = None
         self._check_task: asyncio.Task[None] | None = None
@@ -287,8 +162,7 @@ class OrderExecutor:
         self._journal_fault_shown = False
         self._feed_outages: set[str] = set()
         self._check_reason: str | None = None
-        self._clock_offset_ms = 0
-        self._clock_note = ""
+        self._clock_watch = ClockWatch()
         self._counts: Counter[str] = Counter()
         self._venue_errors: Counter[str] = Counter()
 
@@ -299,9 +173,9 @@ class OrderExecutor:
         previous run), then keep orders and positions in step until `stop`."""
         await self.venue.start(self.on_private_event)
         self._running = True
-        self._clock_offset_ms = self.venue.clock_offset_ms
-        if abs(self._clock_offset_ms) > SIGNING_WINDOW_MS:
-            self._explain_clock(self._clock_offset_ms, None)
+        explained = self._clock_watch.started(self.venue.clock_offset_ms)
+        if explained is not None:
+            self._report_clock(explained)
         await self.reconcile("start", journal_orders, cancel_open=self.config.cancel_on_start)
         self._next_check_ns = self._clock() + self.config.poll_interval_ms * 1_000_000
         self._maintenance = asyncio.create_task(self._maintain(), name="executor-maintenance")
@@ -316,7 +190,7 @@ class OrderExecutor:
             await asyncio.gather(self._maintenance, return_exceptions=True)
         if self.config.cancel_on_stop and self.has_open_orders():
             ticket = self.cancel_all_now(Source.OPERATOR, "engine stopping")
-            with contextlib.suppress(*_VENUE_ERRORS, asyncio.TimeoutError):
+            with contextlib.suppress(*VENUE_ERRORS, asyncio.TimeoutError):
                 await asyncio.wait_for(asyncio.shield(ticket.result), 5.0)
         for task in list(self._tasks):
             task.cancel()
@@ -327,7 +201,7 @@ class OrderExecutor:
     # Orders
 
     def new_client_oid(self, role: OrderRole) -> str:
-        return f"{self._oid_prefix}{_ROLE_LETTER[role]}{next(self._counter):x}"
+        return f"{self._oid_prefix}{ROLE_LETTER[role]}{next(self._counter):x}"
 
     def submit(self, intent: OrderIntent, role: OrderRole) -> RiskDecision:
         """Check, reserve, journal durably, then send (the last two in a task)."""
@@ -355,7 +229,7 @@ class OrderExecutor:
         self.gateway.check_cancel(
             CancelIntent(CancelScope.ORDER, source, intent.symbol, client_oid), now
         )
-        if order.state in _IN_FLIGHT:
+        if order.state in IN_FLIGHT:
             return True  # withdrawn before sending, or cancelled right after its ack
         self._journal_cancel("cancel", source, reason, now, client_oid=client_oid)
         self._spawn(self._cancel(order), f"cancel-{client_oid}")
@@ -390,11 +264,11 @@ class OrderExecutor:
         return self._orders.get(client_oid)
 
     def open_orders(self) -> tuple[OrderView, ...]:
-        return tuple(_view(order) for order in self._orders.values())
+        return tuple(order_view(order) for order in self._orders.values())
 
     def recent_orders(self) -> tuple[OrderView, ...]:
         """The last `closed_orders_kept` finished orders, oldest first."""
-        return tuple(_view(order) for order in self._closed.values())
+        return tuple(order_view(order) for order in self._closed.values())
 
     @property
     def finished_kept(self) -> int:
@@ -612,404 +486,24 @@ class OrderExecutor:
         *,
         cancel_open: bool = False,
     ) -> ReconciliationDone | None:
-        """Load the venue's open orders and positions into the executor and the gateway.
-
-        Orders we track that the venue no longer has are released (they ended unheard);
-        orders the venue has that we do not track are reported and, when they are ours or
-        `cancel_open` is set, cancelled. `journal_orders` are the orders a previous run's
-        journal shows acknowledged and not finished: each one the venue does not have is
-        reported, each one it has is adopted. Positions are synced from the venue.
-        """
-        try:
-            snapshot = await self.venue.snapshot()
-        except _VENUE_ERRORS as error:
-            self._venue_error("snapshot", error)
-            self._fault(f"reconciliation ({reason}) failed: {error}")
-            return None
-        now = self._clock()
-        self._counts["reconciliations"] += 1
-        venue_orders = {order.client_oid: order for order in snapshot.orders}
-        # Positions first: a fill the lookups below recover that the snapshot already holds
-        # is then recognised as included and not counted twice.
-        synced = self._sync_positions(snapshot, now, reason)
-        missing = unknown = 0
-        for order in list(self._orders.values()):
-            if order.state in _IN_FLIGHT:
-                continue  # may still land; the next check sees it
-            venue_order = venue_orders.get(order.intent.client_oid)
-            if venue_order is not None:
-                self._acknowledge(order, venue_order.order_id, now)
-                if venue_order.filled_size > order.filled + _FILL_TOLERANCE * order.intent.size:
-                    await self._recover(order, reason)
-                continue
-            missing += 1
-            await self._recover(order, reason)
-        now = self._clock()
-        journal_open = {str(entry.get("client_oid")): entry for entry in journal_orders}
-        for client_oid, entry in journal_open.items():
-            if client_oid in venue_orders or client_oid in self._orders:
-                continue
-            missing += 1
-            if entry.get("acknowledged"):
-                detail = "acknowledged in the journal, not open at the venue: filled or cancelled"
-            else:
-                detail = (
-                    "approved in the journal, never acknowledged, not open at the venue: "
-                    "not placed, or filled or cancelled at once"
-                )
-            self._report_missing(client_oid, str(entry.get("symbol", "")), detail, now)
-        stale: list[VenueOrder] = []
-        for client_oid, venue_order in venue_orders.items():
-            if client_oid in self._orders:
-                continue
-            unknown += 1
-            known = "from the journal" if client_oid in journal_open else "not in the journal"
-            detail = f"open at the venue, {known} ({reason})"
-            self.events.append(
-                UnknownOrderAtVenue(
-                    client_oid, venue_order.order_id, venue_order.symbol, detail, now
-                )
-            )
-            self._journal(
-                EntryKind.ORDER_ACK,
-                {
-                    "event": "unknown_at_venue",
-                    "client_oid": client_oid,
-                    "order_id": venue_order.order_id,
-                    "symbol": venue_order.symbol,
-                    "side": venue_order.side.value,
-                    "price": venue_order.price,
-                    "size": venue_order.size,
-                    "filled": venue_order.filled_size,
-                    "in_journal": client_oid in journal_open,
-                    "reason": reason,
-                    "session": self.session,
-                },
-                now,
-            )
-            stale.append(venue_order)
-        done = ReconciliationDone(reason, len(venue_orders), missing, unknown, synced, now)
-        self.events.append(done)
-        self._journal(
-            EntryKind.POSITION,
-            {
-                "event": "reconciled",
-                "reason": reason,
-                "venue_orders": len(venue_orders),
-                "missing": missing,
-                "unknown": unknown,
-                "positions": {entry.symbol: entry.size for entry in snapshot.positions},
-                "session": self.session,
-            },
-            now,
-        )
-        if stale and (cancel_open or any(self._is_ours(o.client_oid) for o in stale)):
-            if cancel_open:
-                ticket = self.cancel_all_now(Source.RISK, f"stale orders at {reason}")
-                with contextlib.suppress(*_VENUE_ERRORS):
-                    cancelled = await ticket.result
-                    stale_ids = {venue_order.client_oid: venue_order for venue_order in stale}
-                    for client_oid in cancelled:
-                        venue_order = stale_ids.get(client_oid)
-                        if venue_order is not None:  # journaled, so no later run reports it
-                            self._journal_stale_cancel(venue_order, reason)
-            else:
-                for venue_order in stale:
-                    if self._is_ours(venue_order.client_oid):
-                        with contextlib.suppress(*_VENUE_ERRORS):
-                            await self.venue.cancel(venue_order.symbol, venue_order.client_oid)
-        return done
-
-    def _journal_stale_cancel(self, venue_order: VenueOrder, reason: str) -> None:
-        self._journal(
-            EntryKind.ORDER_ACK,
-            {
-                "event": "canceled",
-                "client_oid": venue_order.client_oid,
-                "order_id": venue_order.order_id,
-                "symbol": venue_order.symbol,
-                "filled": venue_order.filled_size,
-                "reason": f"stale at {reason}",
-                "session": self.session,
-            },
-            self._clock(),
-        )
-
-    def _is_ours(self, client_oid: str) -> bool:
-        return client_oid.startswith(self.config.client_oid_prefix)
-
-    def _sync_positions(self, snapshot: VenueSnapshot, now: int, reason: str) -> int:
-        """Replace the gateway's positions with the venue's (every fill stamped up to the
-        snapshot is in them); the count of symbols that changed."""
-        venue_sizes = {entry.symbol: entry for entry in snapshot.positions}
-        synced = 0
-        for position in self.gateway.snapshot().positions:
-            symbol = position.symbol
-            entry = venue_sizes.get(symbol)
-            self._synced_ms[symbol] = max(self._synced_ms.get(symbol, 0), snapshot.exchange_ms)
-            if not _same_size(entry.size if entry is not None else 0.0, position.size):
-                synced += 1
-                self._sync_symbol(symbol, entry, position.size, now, reason)
-        self._risk_view = None
-        return synced
-
-    def _sync_symbol(
-        self, symbol: str, entry: PositionEntry | None, old_size: float, now: int, reason: str
-    ) -> None:
-        size = entry.size if entry is not None else 0.0
-        entry_price = entry.entry_price if entry is not None else 0.0
-        self._counts["position_syncs"] += 1
-        self.gateway.on_position_sync(symbol, size, entry_price, now)
-        self._journal(
-            EntryKind.POSITION,
-            {
-                "event": "synced",
-                "symbol": symbol,
-                "old_size": old_size,
-                "new_size": size,
-                "entry_price": entry_price,
-                "reason": reason,
-                "session": self.session,
-            },
-            now,
-        )
+        """Load the venue's open orders and positions; see `reconciliation.reconcile`."""
+        return await reconciliation.reconcile(self, reason, journal_orders, cancel_open=cancel_open)
 
     async def check_with_venue(self, reason: str) -> None:
-        """The periodic check, and the one after a feed outage: orders that ended unheard are
-        looked up (their fills recovered), unknown outcomes resolved, positions re-synced."""
-        sent_ns = self._clock()
-        try:
-            snapshot = await self.venue.snapshot()
-        except _VENUE_ERRORS as error:
-            self._venue_error("snapshot", error)
-            return
-        now = self._clock()
-        venue_orders = {order.client_oid: order for order in snapshot.orders}
-        grace_ns = self.config.unknown_order_grace_ms * 1_000_000
-        polling = self.venue.stream_state is not PrivateStreamState.LIVE
-        if polling:  # no stream to wait for: the venue's view is the truth (before the lookups)
-            self._sync_positions(snapshot, now, reason)
-        for order in list(self._orders.values()):
-            if self._orders.get(order.intent.client_oid) is not order:
-                continue  # settled while an earlier lookup was awaited
-            venue_order = venue_orders.get(order.intent.client_oid)
-            if venue_order is not None:
-                if order.state is OrderState.UNKNOWN:
-                    self._acknowledge(order, venue_order.order_id, now)
-                if venue_order.filled_size > order.filled + _FILL_TOLERANCE * order.intent.size:
-                    await self._recover(order, reason)  # partly filled unheard
-                continue
-            if order.state in _IN_FLIGHT or now - order.updated_ns < grace_ns:
-                continue
-            await self._recover(order, reason)
-        if not polling:
-            await self._confirm_drift(snapshot, sent_ns, reason)
-
-    async def _recover(self, order: TrackedOrder, reason: str) -> None:
-        """Settle an order from the venue's own record: the fills it made that never reached
-        us are applied (once: by trade id) and journaled, then its status is taken."""
-        intent = order.intent
-        client_oid = intent.client_oid
-        try:
-            record = await self.venue.order_record(intent.symbol, client_oid, order.order_id)
-        except _VENUE_ERRORS as error:
-            self._venue_error("order lookup", error)
-            return  # still open here; the next check asks again
-        if self._orders.get(client_oid) is not order:
-            return  # the stream settled it meanwhile
-        now = self._clock()
-        if record is None:
-            detail = f"not open at the venue and unknown to it ({reason}): never placed"
-            self._report_missing(client_oid, intent.symbol, detail, now)
-            self._cancelled(order, detail, now)
-            return
-        recovered = 0
-        for fill in record.fills:
-            if fill.trade_id not in self._seen_trades:
-                recovered += 1
-                self._on_fill_update(fill, f"venue lookup ({reason})")
-        self._counts["fills_recovered"] += recovered
-        now = self._clock()
-        status = record.status
-        self._journal(
-            EntryKind.ORDER_ACK,
-            {
-                "event": "looked_up",
-                "client_oid": client_oid,
-                "order_id": record.order_id,
-                "symbol": intent.symbol,
-                "status": status.value,
-                "filled": record.filled_size,
-                "fills_recovered": recovered,
-                "reason": reason,
-                "session": self.session,
-            },
-            now,
-        )
-        detail = f"{status.value} at the venue, unheard ({reason}): {recovered} fills recovered"
-        if recovered or status.terminal:
-            self.events.append(OrderMissingAtVenue(client_oid, intent.symbol, detail, now))
-        if self._orders.get(client_oid) is not order:
-            return  # its fills completed it
-        if status is OrderStatus.CANCELED:
-            cancel_reason = f"; {record.cancel_reason}" if record.cancel_reason else ""
-            self._cancelled(order, f"{detail}{cancel_reason}", now)
-        elif status is OrderStatus.FILLED:
-            # Fewer fills than the venue counts (a history cut short): finish it, say so.
-            order.state = OrderState.FILLED
-            if order.gateway_open:
-                order.gateway_open = False
-                self.gateway.on_order_cancelled(client_oid, now)
-            self._report_missing(
-                client_oid,
-                intent.symbol,
-                f"filled at the venue ({coin(intent.symbol, record.filled_size)}) but only "
-                f"{coin(intent.symbol, order.filled)} of its fills were found",
-                now,
-            )
-            self._finish(order, now)
-        else:
-            self._acknowledge(order, record.order_id, now)
-            if status is OrderStatus.PARTIALLY_FILLED:
-                order.state = OrderState.PARTIALLY_FILLED
-
-    async def _confirm_drift(self, first: VenueSnapshot, sent_ns: int, reason: str) -> None:
-        """Re-sync positions the venue reports differently while orders rest. A fill still
-        on its way would explain a gap, so a symbol is synced only when the gap holds at two
-        reads `position_settle_ms` apart with neither side's position moving in between."""
-        apart = self._positions_apart(first)
-        if not apart:
-            return
-        if any(self._last_fill_ns.get(symbol, 0) >= sent_ns for symbol in apart):
-            # Fills were applied since that read (the lookups): compare with a fresh one.
-            sent_ns = self._clock()
-            try:
-                first = await self.venue.snapshot()
-            except _VENUE_ERRORS as error:
-                self._venue_error("snapshot", error)
-                return
-            apart = self._positions_apart(first)
-            if not apart:
-                return
-        await asyncio.sleep(self.config.position_settle_ms / 1000.0)
-        try:
-            second = await self.venue.snapshot()
-        except _VENUE_ERRORS as error:
-            self._venue_error("snapshot", error)
-            return
-        now = self._clock()
-        engine = {p.symbol: p.size for p in self.gateway.snapshot().positions}
-        venue_second = {entry.symbol: entry for entry in second.positions}
-        for symbol, venue_first in apart.items():
-            if self._last_fill_ns.get(symbol, 0) >= sent_ns:
-                continue  # a fill reached us meanwhile: not settled yet
-            entry = venue_second.get(symbol)
-            size = entry.size if entry is not None else 0.0
-            if not _same_size(size, venue_first) or _same_size(size, engine.get(symbol, 0.0)):
-                continue  # the venue's moved (fills in flight), or the two agree now
-            # Every fill stamped up to the first read is in the second (nothing moved since).
-            self._synced_ms[symbol] = max(self._synced_ms.get(symbol, 0), first.exchange_ms)
-            self._sync_symbol(
-                symbol,
-                entry,
-                engine.get(symbol, 0.0),
-                now,
-                f"{reason}: apart at two reads {self.config.position_settle_ms} ms apart",
-            )
-        self._risk_view = None
-
-    def _positions_apart(self, snapshot: VenueSnapshot) -> dict[str, float]:
-        """The symbols whose venue position differs from the gateway's, with the venue's."""
-        venue = {entry.symbol: entry.size for entry in snapshot.positions}
-        return {
-            p.symbol: venue.get(p.symbol, 0.0)
-            for p in self.gateway.snapshot().positions
-            if not _same_size(venue.get(p.symbol, 0.0), p.size)
-        }
+        """Look up orders that ended unheard, re-sync positions; see `reconciliation`."""
+        await reconciliation.check_with_venue(self, reason)
 
     # Kill and flatten
 
     async def holds_nothing(self) -> bool:
-        """No order tracked, no position in the gateway, and the venue reports neither (a
-        venue that cannot answer holds something, as far as anyone knows)."""
-        if self.has_open_orders() or any(p.size for p in self.gateway.snapshot().positions):
-            return False
-        try:
-            snapshot = await self.venue.snapshot()
-        except _VENUE_ERRORS:
-            return False
-        return not snapshot.orders and not any(p.size for p in snapshot.positions)
+        """Nothing open or held, here or at the venue; see `close_sequence.holds_nothing`."""
+        return await close_sequence.holds_nothing(self)
 
     async def run_close_sequence(
         self, source: Source, reason: str, timeout_s: float
     ) -> SequenceOutcome:
-        """Cancel all and close all, repeated until the venue reports no open order and no
-        position, or `timeout_s` has passed (on the engine clock: market time in a replay)."""
-        loop = asyncio.get_running_loop()
-        started = loop.time()
-        deadline = started + timeout_s
-        retry_s = self.config.kill_retry_interval_ms / 1000.0
-        attempts = 0
-        last_error = ""
-        while True:
-            attempts += 1
-            ticket = self.cancel_all_now(source, reason)
-            closing = asyncio.ensure_future(self._close_all(source, reason))
-            for waited in (ticket.result, closing):
-                try:
-                    await waited
-                except _VENUE_ERRORS as error:
-                    last_error = str(error)
-            try:
-                snapshot = await self.venue.snapshot()
-            except _VENUE_ERRORS as error:
-                self._venue_error("snapshot", error)
-                last_error = str(error)
-                snapshot = None
-            if snapshot is not None:
-                open_positions = [p for p in snapshot.positions if p.size]
-                if not snapshot.orders and not open_positions:
-                    self._sync_positions(snapshot, self._clock(), reason)
-                    elapsed = (loop.time() - started) * 1000
-                    return SequenceOutcome(
-                        True,
-                        f"venue confirms no open orders and flat after {elapsed:.1f} ms "
-                        f"({attempts} attempt{'s' if attempts > 1 else ''})",
-                        elapsed,
-                        attempts,
-                    )
-                last_error = f"{len(snapshot.orders)} orders open, positions " + (
-                    ", ".join(coin(p.symbol, p.size, signed=True) for p in open_positions) or "flat"
-                )
-            if loop.time() >= deadline:
-                elapsed = (loop.time() - started) * 1000
-                return SequenceOutcome(
-                    False,
-                    f"not confirmed flat after {elapsed:,.0f} ms and {attempts} attempts; "
-                    f"last: {last_error}",
-                    elapsed,
-                    attempts,
-                )
-            await asyncio.sleep(min(retry_s * 2 ** min(attempts - 1, 10), 0.5))
-
-    async def _close_all(self, source: Source, reason: str) -> None:
-        """Flash close (1 request a second at Bitget); inside that limit, the gateway's
-        reduce-only market orders close instead."""
-        if self.gateway.state is TradingState.PAUSED:
-            # A flatten that found no position paused: PAUSED keeps positions, so a close
-            # would only be denied.
-            return
-        now = self._clock()
-        decision = self.gateway.check_close_positions(ClosePositionsIntent(source), now)
-        if decision.approved:
-            self._journal_cancel("close_positions", source, reason, now)
-            await self.venue.close_positions()
-            return
-        for intent in self.gateway.closing_intents():
-            self.submit(intent, OrderRole.CLOSE)
-        placing = [task for task in self._tasks if task.get_name().startswith("place-")]
-        if placing:
-            await asyncio.gather(*placing, return_exceptions=True)
+        """Cancel all and close all until the venue confirms; see `close_sequence`."""
+        return await close_sequence.run_close_sequence(self, source, reason, timeout_s)
 
     # Internals: placing and cancelling
 
@@ -1098,7 +592,7 @@ class OrderExecutor:
         if error is not None:
             self._venue_error("cancel_all", error)
             for order in self._orders.values():
-                if order.state not in _IN_FLIGHT:
+                if order.state not in IN_FLIGHT:
                     order.cancel_requested = False
             return
         now = self._clock()
@@ -1119,7 +613,7 @@ class OrderExecutor:
         self._counts["acknowledged"] += 1
         if order.gateway_open:
             self.gateway.on_order_acknowledged(order.intent.client_oid, now)
-        if order.state in _IN_FLIGHT or order.state is OrderState.UNKNOWN:
+        if order.state in IN_FLIGHT or order.state is OrderState.UNKNOWN:
             order.state = OrderState.LIVE
         intent = order.intent
         self._journal(
@@ -1264,43 +758,14 @@ class OrderExecutor:
         self._check_task = self._spawn(self.check_with_venue(reason), "venue-check")
 
     def _watch_clock(self) -> None:
-        offset = self.venue.clock_offset_ms
-        if abs(offset - self._clock_offset_ms) >= _CLOCK_JUMP_MS:
-            previous, self._clock_offset_ms = self._clock_offset_ms, offset
-            self._explain_clock(offset, previous)
+        explained = self._clock_watch.moved(self.venue.clock_offset_ms)
+        if explained is not None:
+            self._report_clock(explained)
 
-    def _explain_clock(self, offset_ms: int, previous_ms: int | None) -> None:
-        """The venue re-measured its clock against ours and found it moved (a 40008 makes the
-        REST client do that): say how far apart the clocks are and what it means."""
+    def _report_clock(self, explained: Mapping[str, object]) -> None:
         now = self._clock()
-        apart = f"{abs(offset_ms) / 1000:.1f} s {'ahead of' if offset_ms > 0 else 'behind'} ours"
-        was = "at start" if previous_ms is None else f"was {previous_ms / 1000:+.1f} s"
-        window_s = SIGNING_WINDOW_MS // 1000
-        if abs(offset_ms) > SIGNING_WINDOW_MS:
-            text = (
-                f"clock skew: the exchange clock is {apart} ({was}), beyond Bitget's "
-                f"{window_s} s signing window: requests stamped with our clock are refused "
-                "(40008). Resynced from the exchange's server time: requests are now stamped "
-                "with exchange time. Fix the system clock (NTP)"
-            )
-        else:
-            text = (
-                f"clock resynced: the exchange clock is {apart} ({was}), within Bitget's "
-                f"{window_s} s signing window"
-            )
-        self._clock_note = text
-        self._journal(
-            EntryKind.FAULT,
-            {
-                "clock_offset_ms": offset_ms,
-                "previous_offset_ms": previous_ms,
-                "signing_window_ms": SIGNING_WINDOW_MS,
-                "text": text,
-                "session": self.session,
-            },
-            now,
-        )
-        self.events.append(TradingFault(text, now))
+        self._journal(EntryKind.FAULT, {**explained, "session": self.session}, now)
+        self.events.append(TradingFault(str(explained["text"]), now))
 
     # Internals: journal and faults
 
@@ -1323,49 +788,9 @@ class OrderExecutor:
         )
 
     def _journal_risk_event(self, event: RiskEvent) -> None:
-        if isinstance(event, OrderDenied):
-            payload: dict[str, object] = {
-                "reason": event.reason.name,
-                "text": event.text,
-                "intent": _intent_payload(event.intent),
-            }
-            self._journal(EntryKind.ORDER_DENIED, payload, event.at_ns)
-        elif isinstance(event, TradingStateChanged):
-            payload = {
-                "old": event.old.name,
-                "new": event.new.name,
-                "reason": event.reason,
-                "source": event.source.value,
-            }
-            self._journal(EntryKind.STATE_CHANGE, payload, event.at_ns)
-        elif isinstance(event, RiskLimitChanged):
-            payload = {
-                "limit": event.name,
-                "old": event.old,
-                "new": event.new,
-                "source": event.source.value,
-            }
-            self._journal(EntryKind.STATE_CHANGE, payload, event.at_ns)
-        elif isinstance(event, CommandRejected):
-            # Kev's refusals are in the hub's entry for the decision (its gateway notes): a
-            # decision is journaled once.
-            if event.source is not Source.KEV:
-                payload = {"command": event.command, "accepted": False, "text": event.text}
-                self._journal(EntryKind.OPERATOR_COMMAND, payload, event.at_ns)
-        elif isinstance(event, PositionReconciled):
-            payload = {
-                "event": "gateway_reconciled",
-                "symbol": event.symbol,
-                "old_size": event.old_size,
-                "new_size": event.new_size,
-            }
-            self._journal(EntryKind.POSITION, payload, event.at_ns)
-        elif isinstance(event, DailyPnlReset):
-            payload = {"daily_pnl_reset": event.closed_day_pnl}
-            self._journal(EntryKind.STATE_CHANGE, payload, event.at_ns)
-        elif isinstance(event, EventsDropped):
-            payload = {"risk_events_dropped": event.count}
-            self._journal(EntryKind.FAULT, payload, event.last_at_ns)
+        entry = risk_event_entry(event)
+        if entry is not None:
+            self._journal(*entry)
 
     def _journal_failed(self, fault: JournalFault) -> None:
         """Trading must not go on unjournaled: halt (the desk then cancels and flattens)."""
@@ -1420,54 +845,6 @@ class OrderExecutor:
             reconciliations=counts["reconciliations"],
             venue_errors=dict(self._venue_errors),
             fills_recovered=counts["fills_recovered"],
-            clock_offset_ms=self._clock_offset_ms,
-            clock_note=self._clock_note,
+            clock_offset_ms=self._clock_watch.offset_ms,
+            clock_note=self._clock_watch.note,
         )
-
-
-def _same_size(a: float, b: float) -> bool:
-    return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
-
-
-def _intent_payload(intent: object) -> dict[str, object]:
-    if isinstance(intent, OrderIntent):
-        return {
-            "client_oid": intent.client_oid,
-            "symbol": intent.symbol,
-            "side": str(intent.side),
-            "size": intent.size,
-            "price": intent.price,
-            "type": str(intent.order_type),
-            "force": str(intent.force),
-            "reduce_only": intent.reduce_only,
-            "source": str(intent.source),
-            "purpose": intent.purpose,
-        }
-    if isinstance(intent, CancelIntent):
-        return {
-            "cancel": str(intent.scope),
-            "symbol": intent.symbol,
-            "client_oid": intent.client_oid,
-        }
-    if isinstance(intent, ClosePositionsIntent):
-        return {"close_positions": intent.symbol or "all", "source": str(intent.source)}
-    return {"request": repr(intent)}
-
-
-def _view(order: TrackedOrder) -> OrderView:
-    intent = order.intent
-    return OrderView(
-        intent.client_oid,
-        order.order_id,
-        intent.symbol,
-        intent.side,
-        intent.price,
-        intent.size,
-        order.filled,
-        order.state,
-        order.role,
-        intent.source,
-        intent.reduce_only,
-        order.created_ns,
-        order.reason,
-    )

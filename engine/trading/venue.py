@@ -82,6 +82,10 @@ class VenueUnavailable(Exception):
     """The request never left (no connection): it certainly did not take effect."""
 
 
+VENUE_ERRORS = (VenueRejected, VenueOutcomeUnknown, VenueUnavailable)
+"""Every way a venue request can fail."""
+
+
 class CancelAllTicket:
     """A cancel-all on its way: `sent_ns` (epoch ns) is stamped when its request bytes were
     handed to the socket (None until then), `result` resolves to the clientOids the venue

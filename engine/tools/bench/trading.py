@@ -47,8 +47,8 @@ from engine.sim.market import MarketGeneratorConfig
 from engine.sim.server import SimExchangeConfig
 from engine.trading.config import QuotingStrategyConfig, TradingConfig, default_risk_config
 from engine.trading.desk import TradingDesk
-from engine.trading.executor import OrderRole
 from engine.trading.rest_venue import RestVenue
+from engine.trading.tracked_order import OrderRole
 
 REACTION_TARGET_P50_US = 300.0
 REACTION_TARGET_P99_US = 600.0

@@ -20,8 +20,8 @@ from engine.tools.chaos.harness import (
     still_running,
 )
 from engine.tools.chaos.scenario import CheckList, Scenario
-from engine.trading.executor import OrderRole, OrderState
 from engine.trading.strategy import Grid
+from engine.trading.tracked_order import OrderRole, OrderState
 
 STORM_429S = 40
 KILL_REST_TIMEOUT_S = 0.4

@@ -33,8 +33,9 @@ from engine.tools.bench.trading import NEVER_EMERGENCY
 from engine.tools.chaos.scenario import Check, CheckList, ScenarioResult
 from engine.trading.config import QuotingStrategyConfig, TradingConfig
 from engine.trading.desk import TradingDesk
-from engine.trading.executor import OrderExecutor, OrderRole
+from engine.trading.executor import OrderExecutor
 from engine.trading.strategy import Grid
+from engine.trading.tracked_order import OrderRole
 
 _SIZE_TOLERANCE = 1e-9
 _POLL_S = 0.01

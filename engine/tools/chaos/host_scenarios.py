@@ -43,7 +43,7 @@ from engine.tools.bench.trading import NEVER_EMERGENCY
 from engine.tools.chaos.scenario import CheckList, Scenario, ScenarioResult
 from engine.trading.config import QuotingStrategyConfig, TradingConfig
 from engine.trading.events import OrderAcknowledged, OrderFilled, TradingFault
-from engine.trading.executor import OrderRole
+from engine.trading.tracked_order import OrderRole
 
 ALWAYS_LEAN_BUY = (1.0, 0.0, 1.0, 1.0)
 """Laya thresholds under which every verdict is LEAN_BUY: every frame is an anomaly for Kev."""

@@ -11,7 +11,7 @@ from sim_engine import ALWAYS_EMERGENCY, engine_config, eventually, sim_orders
 
 from engine.journal import EntryKind, read_journal
 from engine.node import EngineNode
-from engine.trading.executor import OrderState
+from engine.trading.tracked_order import OrderState
 
 
 async def test_rest_faults_never_duplicate_an_order_or_lose_a_fill(sim, laya_model, tmp_path):

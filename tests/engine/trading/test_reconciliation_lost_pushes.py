@@ -1,140 +1,28 @@
-"""OrderExecutor on the real simulator when private pushes are lost (its `silence` fault drops
-them, as Bitget warns live pushes can be): fills recovered by looking the order up, journaled
-once; positions re-synced while orders rest; the clock skew behind a 40008 explained."""
+"""Reconciliation on the real simulator when private pushes are lost (its `silence` fault
+drops them, as Bitget warns live pushes can be): fills recovered by looking the order up,
+journaled once; a feed coming back checks at once; positions re-synced while orders rest."""
 
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from decimal import Decimal
 
 import pytest
+from executor_on_sim import SIZE, SYMBOL, Rig, started_rig
 from sim_engine import eventually, sim_rest
 
-from engine.bitget.orders import OrderSide, OrderType, TimeInForce
-from engine.exchange.bitget_rest import BitgetRestConfig, Credentials
-from engine.exchange.private_events import FillUpdate, PrivateStreamState
-from engine.journal import EntryKind, Journal, JournalConfig, read_journal
-from engine.pipeline import EventLog
-from engine.risk.gateway import RiskGateway
-from engine.risk.intents import OrderIntent, Source
-from engine.sim.instruments import BTCUSDT, ETHUSDT
-from engine.sim.server import SimExchange
-from engine.trading.config import OrderExecutorConfig, default_risk_config
-from engine.trading.events import OrderMissingAtVenue, TradingFault
-from engine.trading.executor import OrderExecutor, OrderRole, OrderState
-from engine.trading.rest_venue import RestVenue
-
-SYMBOL = "BTCUSDT"
-SIZE = 0.002
-
-
-@dataclass
-class Rig:
-    sim: SimExchange
-    executor: OrderExecutor
-    venue: RestVenue
-    gateway: RiskGateway
-    journal: Journal
-    events: EventLog
-
-    def mark(self) -> None:
-        for symbol in (SYMBOL, "ETHUSDT"):
-            book = self.sim.market.book(symbol, 1)
-            self.executor.on_mark(
-                symbol, book.best_bid, 1.0, book.best_ask, 1.0, self.executor._clock()
-            )
-
-    def intent(self, price: float, force: TimeInForce) -> OrderIntent:
-        return OrderIntent(
-            SYMBOL,
-            OrderSide.BUY,
-            SIZE,
-            price,
-            OrderType.LIMIT,
-            self.executor.new_client_oid(OrderRole.BID),
-            Source.STRATEGY,
-            force,
-            False,
-            "test",
-        )
-
-    def entries(self, kind: EntryKind) -> list[dict[str, object]]:
-        self.journal.flush()
-        return [e.payload for e in read_journal(self.journal.config.path, kinds=[kind])]
-
-    def logged(self, kind: type) -> list:
-        return [event for _, event in self.events.since(-1)[0] if type(event) is kind]
-
-    def engine_position(self) -> float:
-        self.executor.invalidate_risk_view()
-        view = self.executor.risk_view()
-        return next(p.size for p in view.positions if p.symbol == SYMBOL)
-
-    def venue_position(self) -> float:
-        return sum(p.size for p in self.sim.positions() if p.symbol == SYMBOL)
-
-    async def place(self, price: float, force: TimeInForce) -> str:
-        self.mark()
-        intent = self.intent(price, force)
-        assert self.executor.submit(intent, OrderRole.BID).approved
-        await eventually(lambda: _acknowledged(self.executor, intent.client_oid), 5)
-        return intent.client_oid
-
-    async def place_resting_bid(self) -> str:
-        return await self.place(round(self.sim.market.book(SYMBOL, 1).best_bid - 60, 1), GTC)
-
-    async def place_filled_unheard(self) -> str:
-        """A buy that takes the ask at once while the fill's pushes are dropped."""
-        self.sim.faults.silence(30)
-        # Through the ask by 10 USDT: the simulator's market may move before it arrives.
-        return await self.place(round(self.sim.market.book(SYMBOL, 1).best_ask + 10, 1), GTC)
-
-
-GTC = TimeInForce.GTC
-
-
-def _acknowledged(executor: OrderExecutor, client_oid: str) -> bool:
-    order = executor.order(client_oid)
-    return order is not None and order.acknowledged
+from engine.bitget.orders import OrderSide
+from engine.exchange.private_events import FillUpdate
+from engine.journal import EntryKind
+from engine.trading.events import OrderMissingAtVenue
+from engine.trading.tracked_order import OrderState
 
 
 @pytest.fixture
 async def rig(sim, tmp_path) -> AsyncIterator[Rig]:
-    journal = Journal(JournalConfig(tmp_path / "journal.sqlite"))
-    journal.start()
-    config = sim.config
-    venue = RestVenue(
-        "sim",
-        BitgetRestConfig(base_url=sim.rest_url, retry_initial_s=0.01),
-        Credentials(config.api_key, config.api_secret, config.passphrase),
-        (BTCUSDT, ETHUSDT),
-        private_ws_url=sim.private_ws_url,
-    )
-    gateway = RiskGateway(dataclasses.replace(default_risk_config(), max_mark_age_ms=60_000))
-    events = EventLog(10_000)
-    executor = OrderExecutor(
-        # No periodic check during a test (every check here is asked for).
-        OrderExecutorConfig(
-            unknown_order_grace_ms=50,
-            position_settle_ms=150,
-            drift_check_interval_s=600.0,
-            poll_interval_ms=600_000,
-        ),
-        gateway,
-        venue,
-        journal,
-        events,
-        session="lost01",
-    )
-    await executor.start()
-    await eventually(lambda: venue.stream_state is PrivateStreamState.LIVE, 5)
-    yield Rig(sim, executor, venue, gateway, journal, events)
-    sim.faults.clear()
-    await executor.stop()
-    journal.stop()
+    async with started_rig(sim, tmp_path) as rig:
+        yield rig
 
 
 async def test_a_fill_lost_with_its_pushes_is_recovered_and_journaled_once(rig):
@@ -267,25 +155,3 @@ async def test_a_fill_arriving_during_the_confirmation_is_not_counted_twice(rig)
     await check
     assert rig.engine_position() == pytest.approx(0.003)
     assert not [e for e in rig.entries(EntryKind.POSITION) if e.get("event") == "synced"]
-
-
-async def test_a_clock_skew_behind_a_40008_is_explained_and_journaled(rig):
-    rig.sim.faults.clock_skew(-45)
-    await rig.executor.check_with_venue("test")  # refused 40008, re-measured, answered
-    await eventually(lambda: bool(rig.logged(TradingFault)), 2)
-    (fault,) = rig.logged(TradingFault)
-    assert fault.reason.startswith("clock skew: the exchange clock is 45.0 s behind ours")
-    assert "30 s signing window" in fault.reason and "40008" in fault.reason
-    assert "now stamped with exchange time" in fault.reason
-    stats = rig.executor.stats()
-    assert stats.clock_note == fault.reason and abs(stats.clock_offset_ms + 45_000) < 2_000
-    assert rig.venue.stats()["clock_resyncs"] >= 1
-    (entry,) = [e for e in rig.entries(EntryKind.FAULT) if "clock_offset_ms" in e]
-    assert abs(int(entry["clock_offset_ms"]) + 45_000) < 2_000
-    assert entry["signing_window_ms"] == 30_000
-
-    rig.sim.faults.clock_skew(0)
-    await rig.executor.check_with_venue("test")
-    await eventually(lambda: len(rig.logged(TradingFault)) == 2, 2)
-    back = rig.logged(TradingFault)[1].reason
-    assert back.startswith("clock resynced") and "within Bitget's 30 s signing window" in back

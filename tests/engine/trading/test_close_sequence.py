@@ -1,0 +1,46 @@
+"""The kill and flatten sequence on the paper venue: it ends flat with nothing open."""
+
+from __future__ import annotations
+
+import pytest
+from executor_on_paper import ETH_ASKS, ETH_BIDS, order, settle, started_rig
+
+from engine.bitget.orders import OrderSide, TimeInForce
+from engine.risk.events import TradingState
+from engine.risk.intents import Source
+from engine.trading.tracked_order import OrderRole
+
+
+@pytest.fixture
+async def rig(tmp_path):
+    async with started_rig(tmp_path) as rig:
+        yield rig
+
+
+async def test_kill_sequence_ends_flat_with_nothing_open(rig):
+    taking = [
+        order(rig, OrderSide.BUY, 64_000.1, 0.004, TimeInForce.IOC),
+        order(rig, OrderSide.SELL, 3_400.0, 0.3, TimeInForce.IOC, symbol="ETHUSDT"),
+    ]
+    resting = order(rig, OrderSide.BUY, 63_900.0)
+    for intent in taking:
+        assert rig.executor.submit(intent, OrderRole.HEDGE).approved
+    assert rig.executor.submit(resting, OrderRole.BID).approved
+    await settle(
+        rig,
+        lambda: (
+            all(rig.executor.order(i.client_oid) is None for i in taking)
+            and rig.executor.order(resting.client_oid).acknowledged
+        ),
+    )
+    positions = {p.symbol: p.size for p in rig.gateway.snapshot().positions}
+    assert positions == {"BTCUSDT": pytest.approx(0.004), "ETHUSDT": pytest.approx(-0.3)}
+    rig.gateway.kill(rig.executor._clock())
+    rig.book()  # fresh liquidity for the closing orders
+    rig.book("ETHUSDT", ETH_BIDS, ETH_ASKS)
+    outcome = await rig.executor.run_close_sequence(Source.OPERATOR, "test kill", 5.0)
+    assert outcome.ok, outcome.message
+    snapshot = await rig.venue.snapshot()
+    assert snapshot.orders == () and snapshot.positions == ()
+    assert all(p.size == 0 for p in rig.gateway.snapshot().positions)
+    assert rig.gateway.state is TradingState.HALTED
