@@ -29,7 +29,7 @@ from textual.message import Message
 from textual.widgets import Footer
 
 from console.bandwidth import BUDGETS, Bandwidth
-from console.handle import CommandResult, EngineHandle, EngineLost, ShutdownPolicy
+from console.handle import EngineHandle, EngineLost, ShutdownPolicy
 from console.keymap import CONSOLE_BINDINGS, checked_keymap, key_list
 from console.screens.confirm import ConfirmScreen
 from console.screens.help import HelpScreen
@@ -42,7 +42,6 @@ from console.view import (
     DepthView,
     EventKind,
     ImbalanceView,
-    RiskOverrides,
     Severity,
     TradingView,
 )
@@ -57,6 +56,8 @@ from console.widgets.status import CommandNote, StatusPane
 from console.widgets.verdicts import VerdictsPane
 from console.widgets.vram import VramPane
 from engine.risk.events import TradingState
+from engine.risk.overrides import RiskOverrides
+from engine.trading.commands import CommandResult
 
 
 @dataclass(frozen=True, slots=True)
@@ -475,7 +476,7 @@ class HftConsoleApp(App[None]):
         try:
             result = await asyncio.wrap_future(future)
         except Exception as error:  # the engine side failed: say so, keep the console
-            result = CommandResult(False, f"failed: {type(error).__name__}: {error}")
+            result = CommandResult(label, False, f"failed: {type(error).__name__}: {error}")
         if sent_at is not None:
             self._show_answer(label, result, sent_at)
         self.notify(
@@ -521,7 +522,7 @@ def _answer_note(label: str, result: CommandResult, answered_s: float) -> tuple[
     """What the status bar says of a safety key's answer, and for how long."""
     if not result.ok:
         return CommandNote(f"{label.upper()} FAILED: {result.message}", "failed"), math.inf
-    if result.elapsed_ms is not None:  # kill and flatten: until the venue confirmed flat
+    if result.elapsed_ms:  # kill and flatten: until the venue confirmed flat
         text = f"{label} done: flat after {fmt.duration_ms(result.elapsed_ms)}"
     else:
         text = f"{label} done in {fmt.duration_ms(answered_s * 1e3)}"

@@ -29,12 +29,22 @@ from concurrent.futures import Future
 from pathlib import Path
 
 from console.engine_process import EngineAdapterConfig, EngineSetup
-from console.handle import CommandResult, EngineLost, ShutdownPolicy
-from console.view import ConsoleEvent, ConsoleSnapshot, RiskOverrides
+from console.handle import EngineLost, ShutdownPolicy
+from console.view import ConsoleEvent, ConsoleSnapshot
 from engine.exchange.bitget_rest import Credentials
 from engine.exchange.credentials import mask_api_key
 from engine.node import EngineConfig
-from engine.trading import commands as engine_commands
+from engine.risk.overrides import RiskOverrides
+from engine.trading.commands import (
+    Command,
+    CommandResult,
+    Flatten,
+    Kill,
+    Pause,
+    Rearm,
+    Resume,
+    SetLimits,
+)
 from engine.trading.config import TradingMode
 
 __all__ = ["EngineAdapterConfig", "EngineNodeHandle", "EngineProcessError"]
@@ -174,7 +184,7 @@ class EngineNodeHandle:
         ones it sent with its shutdown answer once stopped."""
         if self._final_stats is not None:
             return self._final_stats
-        ok, payload = self._request("stats", None, self.config.command_timeout_s)
+        ok, payload = self._request(("stats",), self.config.command_timeout_s)
         if not ok or not isinstance(payload, dict):
             raise EngineProcessError(f"the engine could not give its figures: {payload}")
         return payload
@@ -201,30 +211,22 @@ class EngineNodeHandle:
     # EngineHandle: commands
 
     def pause(self) -> CommandResult:
-        return self._command("pause")
+        return self._command(Command(Pause()))
 
     def resume(self) -> CommandResult:
-        return self._command("resume")
+        return self._command(Command(Resume()))
 
     def flatten(self) -> CommandResult:
-        return self._command("flatten", limit_s=self._sequence_limit_s("flatten_timeout_s"))
+        return self._command(Command(Flatten()), self._sequence_limit_s("flatten_timeout_s"))
 
     def kill(self) -> CommandResult:
-        return self._command("kill", limit_s=self._sequence_limit_s("kill_timeout_s"))
+        return self._command(Command(Kill()), self._sequence_limit_s("kill_timeout_s"))
 
     def rearm(self, confirmation: str) -> CommandResult:
-        return self._command("rearm", confirmation)
+        return self._command(Command(Rearm(confirmation)))
 
     def apply_overrides(self, overrides: RiskOverrides) -> CommandResult:
-        wanted = engine_commands.RiskOverrides(
-            max_position=dict(overrides.max_position),
-            max_net_delta=overrides.max_net_delta,
-            max_slippage_bps=overrides.max_slippage_bps,
-            orders_per_second=overrides.orders_per_second,
-            orders_per_minute=overrides.orders_per_minute,
-            risk_scale=overrides.risk_scale,
-        )
-        return self._command("apply_overrides", wanted)
+        return self._command(Command(SetLimits(overrides)))
 
     def shutdown(self, policy: ShutdownPolicy, reason: str | None = None) -> CommandResult:
         """FLATTEN: the kill switch (HALTED, cancel all, close all, until the venue confirms
@@ -238,38 +240,40 @@ class EngineNodeHandle:
             if self._shutdown_result is not None:
                 return self._shutdown_result
             if self._lost is not None:
-                return CommandResult(False, str(self._lost))
+                return CommandResult("shutdown", False, str(self._lost))
             if self._refused_once:
                 return self._give_up()
             limit = self._sequence_limit_s("kill_timeout_s") + self.config.stop_timeout_s
             why = reason or f"the operator quit the console ({policy.value} and quit)"
             try:
-                ok, payload = self._request(("shutdown", policy.value), why, limit)
+                ok, payload = self._request(("shutdown", policy.value, why), limit)
             except TimeoutError:
                 self._refused_once = True
                 return CommandResult(
+                    "shutdown",
                     False,
                     f"the engine did not stop within {limit:g} s; quit again to kill its "
                     "process (orders may still rest at the exchange: check it)",
                 )
             except EngineProcessError as error:
                 if self._lost is not None:  # it died meanwhile
-                    return CommandResult(False, str(self._lost))
-                return CommandResult(False, f"{error}; nothing was flattened: check the exchange")
+                    return CommandResult("shutdown", False, str(self._lost))
+                message = f"{error}; nothing was flattened: check the exchange"
+                return CommandResult("shutdown", False, message)
             if not ok or not isinstance(payload, tuple):
-                return CommandResult(False, f"shutdown failed in the engine: {payload}")
+                return CommandResult("shutdown", False, f"shutdown failed in the engine: {payload}")
             result, stats = payload
             if not result.ok:
-                return CommandResult(False, result.message)
+                return result
             self._final_stats = stats
             self._wait_for_exit()
-            self._shutdown_result = CommandResult(True, result.message)
+            self._shutdown_result = result
             return self._shutdown_result
 
     def _give_up(self) -> CommandResult:
         # Set first: the process ending now is this kill, not a death to report.
         self._shutdown_result = CommandResult(
-            True, "the engine process was killed: check the exchange for open orders"
+            "shutdown", True, "the engine process was killed: check the exchange for open orders"
         )
         self._kill_process()
         return self._shutdown_result
@@ -280,29 +284,29 @@ class EngineNodeHandle:
             return self.config.command_timeout_s
         return getattr(trading.executor, name) + self.config.sequence_margin_s
 
-    def _command(
-        self, name: str, arguments: object = None, limit_s: float | None = None
-    ) -> CommandResult:
+    def _command(self, command: Command, limit_s: float | None = None) -> CommandResult:
+        name = command.name
         limit = self.config.command_timeout_s if limit_s is None else limit_s
         try:
-            ok, payload = self._request(name, arguments, limit)
+            ok, payload = self._request(("command", command), limit)
         except TimeoutError:
             return CommandResult(
+                name,
                 False,
                 f"{name}: the engine did not answer within {limit:g} s (it is stuck or "
                 "overloaded); check the exchange for open orders and positions",
             )
         except EngineProcessError as error:
-            return CommandResult(False, f"{name}: {error}")
-        if not ok or not isinstance(payload, engine_commands.CommandResult):
-            return CommandResult(False, f"{name} failed in the engine: {payload}")
-        return CommandResult(payload.ok, payload.message, payload.elapsed_ms or None)
+            return CommandResult(name, False, f"{name}: {error}")
+        if not ok or not isinstance(payload, CommandResult):
+            return CommandResult(name, False, f"{name} failed in the engine: {payload}")
+        return payload
 
     # The wire
 
-    def _request(self, name: object, arguments: object, limit_s: float) -> tuple[bool, object]:
-        """Send a command (or `("shutdown", policy)` as `name`, its reason as `arguments`) and
-        wait for its answer."""
+    def _request(self, message: tuple[object, ...], limit_s: float) -> tuple[bool, object]:
+        """Send a request (`("command", Command)`, `("stats",)`, `("shutdown", policy,
+        reason)`) under a fresh id and wait for its answer."""
         if not self._started.is_set() or self._shutdown_result is not None:
             raise EngineProcessError("the engine is not running")
         if self._gone is not None:
@@ -311,13 +315,9 @@ class EngineNodeHandle:
         future: Future[tuple[bool, object]] = Future()
         with self._waiting_lock:
             self._waiting[request_id] = future
-        if isinstance(name, tuple):
-            message: tuple[object, ...] = (name[0], request_id, name[1], arguments)
-        else:
-            message = ("command", request_id, name, arguments)
         try:
             try:
-                self._send(message)
+                self._send((message[0], request_id, *message[1:]))
             except OSError as error:
                 raise EngineProcessError(f"the engine process is unreachable: {error}") from None
             return future.result(limit_s)

@@ -7,8 +7,9 @@ engine the pictures it is sent.
 
 The wire (pickled tuples, one message per `Connection.send_bytes`):
 
-- console -> engine: the setup first (`EngineSetup`), then `("command", id, name, args)` and
-  `("shutdown", id, policy, reason)`, where `reason` says why the run ends (it is journaled).
+- console -> engine: the setup first (`EngineSetup`), then `("command", id, Command)`,
+  `("stats", id)` and `("shutdown", id, policy, reason)`, where `reason` says why the run ends
+  (it is journaled).
 - engine -> console: `("picture", at_ns, parts, status_line, finished)` with only the
   snapshot parts that changed since the last one sent; `("events", events)` in order;
   `("answer", id, ok, payload)`; `("started",)` or `("failed", why)` once.
@@ -41,7 +42,6 @@ from types import MappingProxyType
 
 from console.engine_views import (
     DEFAULT_STAGE_BUDGETS_P99_US,
-    MODE_OF_TRADING,
     PANE_STAGES,
     NodeWithKev,
     console_event,
@@ -73,7 +73,6 @@ from console.view import (
     KevDecisionView,
     LatencyView,
     LayaView,
-    Mode,
     OwnOrder,
     Severity,
     StatusView,
@@ -98,8 +97,8 @@ from engine.node import (
     format_warm_up,
 )
 from engine.pipeline import TIMED_STAGES
-from engine.trading.commands import CommandResult, RiskOverrides
-from engine.trading.config import default_risk_config
+from engine.trading.commands import Command, CommandResult, CommandSource, Flatten, Kill
+from engine.trading.config import TradingMode, default_risk_config
 from engine.trading.desk import TradingStatus
 from engine.trading.events import OrderFilled
 from engine.trading.tracked_order import OrderView
@@ -285,9 +284,9 @@ class SnapshotPublisher:
             else {}
         )
         self._mode = (
-            MODE_OF_TRADING[trading.mode]
+            trading.mode
             if trading is not None
-            else (Mode.SIM if node.config.market_source == "sim" else Mode.PAPER)
+            else (TradingMode.SIM if node.config.market_source == "sim" else TradingMode.PAPER)
         )
         self._watch_only = watch_only_view(default_risk_config()) if trading is None else None
         self._rates = _FrameRates(symbols)
@@ -875,29 +874,27 @@ class EngineServer:
         if kind == "shutdown":
             policy, reason = ShutdownPolicy(message[2]), str(message[3])
             self._spawn(self._answer_shutdown(request_id, policy, reason))
+        elif kind == "stats":
+            self._spawn(self._answer(request_id, None))
         else:
-            name, arguments = message[2], message[3]
-            self._spawn(self._answer(request_id, name, arguments))
+            command = message[2]
+            assert isinstance(command, Command)
+            self._spawn(self._answer(request_id, command))
 
     def _spawn(self, coroutine) -> None:
         task = asyncio.get_running_loop().create_task(coroutine)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _answer(self, request_id: object, name: object, arguments: object) -> None:
+    async def _answer(self, request_id: object, command: Command | None) -> None:
+        """A command's answer, or (None) the fast path's figures."""
         publisher = self._publisher
         assert publisher is not None
-        node = publisher.node
         try:
-            if name == "stats":
+            if command is None:
                 result: object = publisher.stats()
-            elif name == "rearm":
-                result = await node.rearm(str(arguments))
-            elif name == "apply_overrides":
-                assert isinstance(arguments, RiskOverrides)
-                result = await node.apply_overrides(arguments)
-            elif name in ("flatten", "kill"):
-                running = asyncio.ensure_future(getattr(node, str(name))())
+            elif isinstance(command.request, Kill | Flatten):
+                running = asyncio.ensure_future(publisher.node.execute(command))
                 await asyncio.sleep(0)  # it runs to its first wait: HALTED (REDUCING) is set
                 if not running.done():
                     # The state now, before the close sequence confirms flat: the console
@@ -905,15 +902,13 @@ class EngineServer:
                     self._send_fresh_picture()
                     self._outbox.put(("progress", request_id))
                 result = await running
-            elif name in ("pause", "resume"):
-                result = await getattr(node, str(name))()
             else:
-                raise ValueError(f"unknown command {name!r}")
+                result = await publisher.node.execute(command)
         except Exception as error:  # the console shows it; the engine carries on
-            logger.exception("command %s failed", name)
+            logger.exception("command %s failed", command.name if command else "stats")
             self._outbox.put(("answer", request_id, False, f"{type(error).__name__}: {error}"))
             return
-        if name != "stats":
+        if command is not None:
             self._send_fresh_picture()
         self._outbox.put(("answer", request_id, True, result))
 
@@ -976,7 +971,7 @@ class EngineServer:
         node = publisher.node
         done = []
         if policy is ShutdownPolicy.FLATTEN and node.desk is not None:
-            killed = await node.kill(reason)
+            killed = await node.execute(Command(Kill(reason), CommandSource.EXIT_POLICY))
             if not killed.ok and operator:
                 return CommandResult(
                     "shutdown",

@@ -22,11 +22,9 @@ from console.view import (
     KevOutcome,
     KevState,
     KevStatusView,
-    Mode,
     OwnOrder,
     PnlView,
     PositionLine,
-    RiskOverrides,
     Severity,
     StageLatency,
     TradingView,
@@ -62,7 +60,7 @@ from engine.risk.events import (
 )
 from engine.risk.intents import CancelIntent, OrderIntent, RiskRequest
 from engine.risk.limits import OverrideBounds, RiskGatewayConfig
-from engine.trading.config import TradingMode
+from engine.risk.overrides import RiskOverrides
 from engine.trading.desk import TradingStatus
 from engine.trading.events import (
     CommandExecuted,
@@ -100,12 +98,6 @@ _QUIET_EVENTS = (OrderAcknowledged, OrderCancelled)
 """Routine order traffic the event pane leaves to the orders pane and the journal (requoting
 makes several a second)."""
 
-MODE_OF_TRADING = {
-    TradingMode.SIM: Mode.SIM,
-    TradingMode.PAPER: Mode.PAPER,
-    TradingMode.DEMO: Mode.DEMO,
-    TradingMode.LIVE: Mode.LIVE,
-}
 _ORDER_STATUS = {
     OrderState.PARTIALLY_FILLED: OrderStatus.PARTIALLY_FILLED,
     OrderState.FILLED: OrderStatus.FILLED,

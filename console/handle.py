@@ -13,17 +13,9 @@ import enum
 from collections.abc import Callable, Sequence
 from typing import NamedTuple, Protocol
 
-from console.view import ConsoleEvent, ConsoleSnapshot, RiskOverrides
-
-
-class CommandResult(NamedTuple):
-    """`ok` False when the engine refused; `message` says what happened or why not;
-    `elapsed_ms` how long the engine took, kill and flatten from the command to the venue
-    confirming flat (None: not measured)."""
-
-    ok: bool
-    message: str
-    elapsed_ms: float | None = None
+from console.view import ConsoleEvent, ConsoleSnapshot
+from engine.risk.overrides import RiskOverrides
+from engine.trading.commands import CommandResult
 
 
 class EngineLost(NamedTuple):

@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import enum
 import math
-import types
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -30,18 +28,9 @@ from engine.gpu import GpuSample, VramBudget
 from engine.laya.decide import VerdictStreamView
 from engine.risk.events import TradingState
 from engine.risk.limits import OverrideBounds
+from engine.risk.overrides import RiskOverrides
+from engine.trading.config import TradingMode
 from engine.units import coin
-
-
-class Mode(enum.StrEnum):
-    """Where orders go: SIM (in-process simulated exchange), PAPER (real market data, simulated
-    fills), DEMO (Bitget's demo environment), LIVE (real money)."""
-
-    SIM = "SIM"
-    PAPER = "PAPER"
-    DEMO = "DEMO"
-    LIVE = "LIVE"
-
 
 # Status
 
@@ -74,68 +63,6 @@ class PnlView:
     unrealized: float
     fees: float
     daily: float
-
-
-def _require_number(name: str, value: float, low: float, high: float = math.inf) -> None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ValueError(f"{name} must be a number, got {value!r}")
-    if not (math.isfinite(value) and low <= value <= high):
-        bound = f"[{low:g}, {high:g}]" if math.isfinite(high) else f">= {low:g}"
-        raise ValueError(f"{name} must be {bound}, got {value!r}")
-
-
-def _require_rate(name: str, value: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
-
-
-@dataclass(frozen=True, slots=True)
-class RiskOverrides:
-    """The operator's risk limits, applied at once as a whole: `max_position` per symbol (base
-    coin), `max_net_delta` (USDT), `max_slippage_bps`, the order rate per second and per
-    minute, and `risk_scale` (0..1, multiplies the position, notional and net delta caps)."""
-
-    max_position: Mapping[str, float]
-    max_net_delta: float
-    max_slippage_bps: float
-    orders_per_second: int
-    orders_per_minute: int
-    risk_scale: float
-
-    def __post_init__(self) -> None:
-        # A read-only copy, so the overrides cannot change after validation.
-        object.__setattr__(self, "max_position", types.MappingProxyType(dict(self.max_position)))
-        if not self.max_position:
-            raise ValueError("max_position must name at least one symbol")
-        for symbol, size in self.max_position.items():
-            _require_number(f"max position {symbol}", size, 0.0)
-        _require_number("max net delta", self.max_net_delta, 0.0)
-        _require_number("max slippage", self.max_slippage_bps, 0.0, 10_000.0)
-        _require_rate("orders per second", self.orders_per_second)
-        _require_rate("orders per minute", self.orders_per_minute)
-        _require_number("risk scale", self.risk_scale, 0.0, 1.0)
-
-    def beyond(self, bounds: OverrideBounds) -> tuple[str, ...]:
-        """One line per value outside the engine's hard bounds (empty when all are within)."""
-        problems = [
-            f"max position {symbol}: no bound configured for this symbol"
-            for symbol in self.max_position
-            if symbol not in bounds.max_position
-        ]
-        problems += [
-            f"max position {symbol}: {size:g} is above the ceiling {bounds.max_position[symbol]:g}"
-            for symbol, size in self.max_position.items()
-            if symbol in bounds.max_position and size > bounds.max_position[symbol]
-        ]
-        for name, value, ceiling in (
-            ("max net delta", self.max_net_delta, bounds.max_net_delta),
-            ("max slippage", self.max_slippage_bps, bounds.max_slippage_bps),
-            ("orders per second", self.orders_per_second, bounds.max_orders_per_second),
-            ("orders per minute", self.orders_per_minute, bounds.max_orders_per_minute),
-        ):
-            if value > ceiling:
-                problems.append(f"{name}: {value:g} is above the ceiling {ceiling:g}")
-        return tuple(problems)
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,7 +131,7 @@ class KevStatusView:
 
 @dataclass(frozen=True, slots=True)
 class StatusView:
-    mode: Mode
+    mode: TradingMode
     feeds: tuple[FeedView, ...]
     trading: TradingView
     laya: LayaView

@@ -8,8 +8,8 @@ run on the clock's own loop (`node.clock.run(main)`).
 
 Threads. Everything runs on the engine's own event loop. Another thread (the console) reads
 `latest_status` (a frozen snapshot republished every `status_interval_s`) and `events`, and
-sends commands with `call_threadsafe(node.kill())`, which schedules the coroutine on the
-engine loop and returns a `concurrent.futures.Future` of its `CommandResult`.
+sends commands with `call_threadsafe(node.execute(Command(Kill())))`, which schedules the
+coroutine on the engine loop and returns a `concurrent.futures.Future` of its `CommandResult`.
 """
 
 from __future__ import annotations
@@ -49,9 +49,9 @@ from engine.pipeline import (
 from engine.sim.market import MarketGeneratorConfig
 from engine.sim.private_ws import PRIVATE_WS_PATH
 from engine.sim.server import SimExchange, SimExchangeConfig
-from engine.trading.commands import CommandResult, RiskOverrides
+from engine.trading.commands import Command, CommandResult
 from engine.trading.config import TradingConfig, TradingMode
-from engine.trading.desk import OPERATOR_KILL_REASON, TradingDesk, TradingStatus
+from engine.trading.desk import TradingDesk, TradingStatus
 from engine.trading.paper_venue import PaperVenue
 from engine.trading.rest_venue import RestVenue
 from engine.trading.venue import Venue
@@ -357,7 +357,7 @@ class EngineNode:
             desk.gateway,
             desk.clock,
             hedge=self.hedge_analytics,
-            apply=desk.apply_kev_command,
+            execute=desk.execute,
             journal=desk.journal,
             on_event=self.events.append,
             engine_clock=self.clock,
@@ -497,44 +497,21 @@ class EngineNode:
     # Commands (engine loop; from another thread through `call_threadsafe`)
 
     def call_threadsafe(self, command: Coroutine[Any, Any, _T]) -> concurrent.futures.Future[_T]:
-        """Run a command coroutine (e.g. `node.kill()`) on the engine loop from any thread."""
+        """Run a coroutine (e.g. `node.execute(command)`) on the engine loop from any thread."""
         if self._loop is None or self._loop.is_closed():
             command.close()
             raise RuntimeError("the engine is not running")
         return asyncio.run_coroutine_threadsafe(command, self._loop)
 
-    async def kill(self, reason: str = OPERATOR_KILL_REASON) -> CommandResult:
-        """The kill switch: HALTED (latched until `rearm`), cancel all, close all, retried until
-        the venue confirms no orders and flat; `elapsed_ms` is the time that took. `reason` is
-        journaled: the operator's kill switch, or why the run is ending."""
-        desk = self.desk
-        return await desk.kill(reason) if desk is not None else _no_trading("kill")
-
-    async def flatten(self) -> CommandResult:
-        """Cancel all and close all; REDUCING until flat, then PAUSED."""
-        desk = self.desk
-        return await desk.flatten() if desk is not None else _no_trading("flatten")
-
-    async def pause(self) -> CommandResult:
-        """No new orders, resting quotes cancelled, positions kept."""
-        desk = self.desk
-        return await desk.pause() if desk is not None else _no_trading("pause")
-
-    async def resume(self) -> CommandResult:
-        desk = self.desk
-        return await desk.resume() if desk is not None else _no_trading("resume")
-
-    async def rearm(self, confirmation: str) -> CommandResult:
-        """Release the kill switch into PAUSED; `confirmation` must be the configured phrase."""
-        desk = self.desk
-        return await desk.rearm(confirmation) if desk is not None else _no_trading("rearm")
-
-    async def apply_overrides(self, overrides: RiskOverrides) -> CommandResult:
-        """Operator limits, validated as a whole against the hard bounds, applied all or none."""
+    async def execute(self, command: Command) -> CommandResult:
+        """A command that changes risk or orders (`engine/trading/commands.py`), through the
+        trading desk's one way in; refused when the engine only watches the market."""
         desk = self.desk
         if desk is None:
-            return _no_trading("apply_overrides")
-        return await desk.apply_overrides(overrides)
+            return CommandResult(
+                command.name, False, "trading is off: the engine only watches the market"
+            )
+        return await desk.execute(command)
 
     @property
     def finished(self) -> bool:
@@ -584,10 +561,6 @@ class EngineNode:
             self.desk.status() if self.desk is not None else None,
             self.pipeline.warm_up_left_s(),
         )
-
-
-def _no_trading(command: str) -> CommandResult:
-    return CommandResult(command, False, "trading is off: the engine only watches the market")
 
 
 def format_status(status: EngineStatus) -> str:

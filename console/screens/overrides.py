@@ -1,5 +1,6 @@
-"""The risk override form: every limit at once, checked here against the engine's hard bounds
-before anything is sent, applied by the engine as a whole or not at all."""
+"""The risk override form: every limit at once, checked here by the engine's own rules
+(`RiskOverrides.problems`) before anything is sent, applied by the engine as a whole or not at
+all."""
 
 from __future__ import annotations
 
@@ -14,8 +15,8 @@ from textual.containers import Grid, Vertical
 from textual.widgets import Input, Label, Static
 
 from console.screens.dialog import DialogScreen
-from console.view import RiskOverrides
 from engine.risk.limits import OverrideBounds
+from engine.risk.overrides import RiskOverrides
 from engine.units import coin
 
 
@@ -128,22 +129,18 @@ class OverridesScreen(DialogScreen[RiskOverrides | None]):
                 problems.append(f"{label}: {text!r} is not {kind}")
         overrides = None
         if not problems:
-            try:
-                overrides = RiskOverrides(
-                    max_position={
-                        symbol: values[f"max-position-{symbol}"]
-                        for symbol in self._current.max_position
-                    },
-                    max_net_delta=values["max-net-delta"],
-                    max_slippage_bps=values["max-slippage"],
-                    orders_per_second=int(values["orders-per-second"]),
-                    orders_per_minute=int(values["orders-per-minute"]),
-                    risk_scale=values["risk-scale"],
-                )
-            except ValueError as error:
-                problems.append(str(error))
-        if overrides is not None:
-            problems += overrides.beyond(self._bounds)
+            overrides = RiskOverrides(
+                max_position={
+                    symbol: values[f"max-position-{symbol}"]
+                    for symbol in self._current.max_position
+                },
+                max_net_delta=values["max-net-delta"],
+                max_slippage_bps=values["max-slippage"],
+                orders_per_second=int(values["orders-per-second"]),
+                orders_per_minute=int(values["orders-per-minute"]),
+                risk_scale=values["risk-scale"],
+            )
+            problems = overrides.problems(self._bounds)
         if problems:
             self.query_one("#overrides-error", Static).update("\n".join(problems))
             return

@@ -8,11 +8,12 @@ from rich.text import Text
 from textual.reactive import var
 
 from console.handle import EngineLost
-from console.view import FeedView, KevState, Mode, StatusView
+from console.view import FeedView, KevState, StatusView
 from console.widgets import format as fmt
 from console.widgets.lines import LinePane, fit
 from engine.feed.events import FeedState
 from engine.risk.events import TradingState
+from engine.trading.config import TradingMode
 from engine.units import QUOTE_COIN, amount, coin
 
 _STATE_STYLE = {
@@ -110,8 +111,8 @@ class StatusPane(LinePane[StatusView]):
 
     def _mode_badge(self, view: StatusView) -> Text:
         badge = Text(
-            f" {view.mode.value} ",
-            self.style("status--live" if view.mode is Mode.LIVE else "status--mode"),
+            f" {view.mode.name} ",
+            self.style("status--live" if view.mode is TradingMode.LIVE else "status--mode"),
         )
         badge.append(" ")
         return badge

@@ -23,7 +23,7 @@ requests wait in the queue (still coalesced and bounded); a health probe every
 `health_interval_s` brings the hub back when the server appears, after one warm-up request
 that fills llama-server's prompt cache (a cold CPU server spends longer on the system prompt
 than a decision may take). The hub runs on the engine loop, so it may read the gateway
-directly; it changes it only through `apply` (the trading desk's, in the engine).
+directly; it changes it only through `execute` (the trading desk's, in the engine).
 """
 
 from __future__ import annotations
@@ -54,8 +54,9 @@ from engine.kev.context import displayed_percent, format_context, warmup_context
 from engine.kev.hedge import HedgeAnalytics
 from engine.kev.queue import KevQueue, KevQueueOverflow, KevRequest, KevSnapshot
 from engine.laya.verdict import Verdict
-from engine.risk.commands import KevAction, KevCommandOutcome
+from engine.risk.commands import KevCommandOutcome
 from engine.risk.gateway import RiskGateway
+from engine.trading.commands import Command, CommandResult, CommandSource, KevOrder, kev_result
 from engine.trading.events import TradingFault
 
 logger = logging.getLogger(__name__)
@@ -68,9 +69,9 @@ _JOURNALED_RAW_CHARS = 2_000
 """The most of an answer without a command that its journal entry keeps (a well-behaved
 server sends at most `max_tokens`, a few hundred characters)."""
 
-KevApply = Callable[[KevAction, float | None, float | None, int], KevCommandOutcome]
-"""How an in-time command reaches the gateway: `(action, risk_scale, hedge_ratio, now_ns)`,
-the signature of `RiskGateway.apply_kev_command` and `TradingDesk.apply_kev_command`."""
+KevExecute = Callable[[Command], Awaitable[CommandResult]]
+"""How an in-time command reaches the gateway: `TradingDesk.execute` in the engine, the one way
+in for every command; its result's `kev` says what the gateway did."""
 
 
 class KevOutcome(enum.Enum):
@@ -178,15 +179,15 @@ class KevHubConfig:
 
 
 class KevHub:
-    """Consumes the queue, asks Kev, applies in-time commands through `apply`.
+    """Consumes the queue, asks Kev, applies in-time commands through `execute`.
 
     `clock` is the engine's clock in epoch ns (the gateway's `now_ns`): contexts' ages, ttls,
     skews and journal times all follow it. `mid_of(symbol)` gives the current mid for the
     staleness check; without it the gateway's marks are used. `hedge` is the pair's analytics,
-    fed by the engine; its statistics join every context. `apply` takes a command to the
-    gateway (default: the gateway's own `apply_kev_command`). `journal` gets one `kev_decision`
-    entry per decision. `on_event` gets the hub's events (the warm-up's end, a decision the
-    journal refused) for the engine's event log.
+    fed by the engine; its statistics join every context. `execute` takes a command to the
+    gateway (without a desk: the gateway's own `apply_kev_command`). `journal` gets one
+    `kev_decision` entry per decision. `on_event` gets the hub's events (the warm-up's end, a
+    decision the journal refused) for the engine's event log.
 
     In a replay (`engine_clock` a MarketClock) market time stands still while a request is out
     to llama-server (its time limits then run on the real clock) and an answer takes effect
@@ -203,7 +204,7 @@ class KevHub:
         *,
         hedge: HedgeAnalytics | None = None,
         mid_of: Callable[[str], float | None] | None = None,
-        apply: KevApply | None = None,
+        execute: KevExecute | None = None,
         journal: Journal | None = None,
         on_event: Callable[[object], None] | None = None,
         engine_clock: EngineClock | None = None,
@@ -217,7 +218,7 @@ class KevHub:
         self._clock = clock
         self._hedge = hedge
         self._mid_of = mid_of or self._gateway_mid
-        self._apply = apply or gateway.apply_kev_command
+        self._execute = execute or self._apply_to_gateway
         self._journal = journal
         self._on_event = on_event
         self._journal_fault_said = False
@@ -441,12 +442,13 @@ class KevHub:
         if stale:
             self._conclude(request, KevOutcome.STALE, stale, reply, waited_ms, now_ns)
             return
-        outcome = self._apply(
+        order = KevOrder(
             command.action,
             _changed(command.risk_scale, risk.risk_scale),
             _changed(command.hedge_ratio, risk.hedge_ratio),
-            now_ns,
         )
+        outcome = (await self._execute(Command(order, CommandSource.KEV))).kev
+        assert outcome is not None
         notes = "; ".join(outcome.notes)
         if not outcome.accepted:
             self._conclude(request, KevOutcome.REFUSED, notes, reply, waited_ms, now_ns, outcome)
@@ -490,6 +492,15 @@ class KevHub:
             return await self._engine_clock.real_wait(call, limit_s + _REAL_LIMIT_MARGIN_S)
         except TimeoutError:
             return timed_out
+
+    async def _apply_to_gateway(self, command: Command) -> CommandResult:
+        order = command.request
+        assert isinstance(order, KevOrder)
+        return kev_result(
+            self._gateway.apply_kev_command(
+                order.action, order.risk_scale, order.hedge_ratio, self._clock()
+            )
+        )
 
     def _gateway_mid(self, symbol: str) -> float | None:
         for view in self._gateway.snapshot().positions:

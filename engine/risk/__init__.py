@@ -34,6 +34,7 @@ from engine.risk.limits import (
     RiskLimits,
     SymbolLimits,
 )
+from engine.risk.overrides import RiskOverrides
 from engine.risk.snapshot import LimitsInForce, PositionView, RiskSnapshot
 
 __all__ = [
@@ -64,6 +65,7 @@ __all__ = [
     "RiskGatewayConfig",
     "RiskLimitChanged",
     "RiskLimits",
+    "RiskOverrides",
     "RiskSnapshot",
     "Source",
     "SymbolLimits",

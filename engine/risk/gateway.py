@@ -59,6 +59,9 @@ from __future__ import annotations
 
 import math
 import types
+from collections.abc import Callable, Mapping
+from operator import attrgetter
+from typing import Any
 
 from engine.risk.commands import CommandOutcome, KevAction, KevCommandOutcome
 from engine.risk.events import (
@@ -93,6 +96,7 @@ from engine.risk.limits import (
     RiskLimits,
     SymbolLimits,
 )
+from engine.risk.overrides import RiskOverrides, finite_number
 from engine.risk.snapshot import LimitsInForce, PositionView, RiskSnapshot
 from engine.units import coin
 
@@ -242,10 +246,6 @@ class _SymbolRisk:
         self.feed_reason = ""
 
 
-def _is_number(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-
-
 def _parse_kev_command(
     action: KevAction | str, risk_scale: float | None, hedge_ratio: float | None
 ) -> tuple[KevAction | None, str]:
@@ -254,9 +254,9 @@ def _parse_kev_command(
         kev_action = KevAction(action)
     except (ValueError, TypeError):
         return None, f"unknown action {action!r}"
-    if risk_scale is not None and not (_is_number(risk_scale) and 0 <= risk_scale <= 1):
+    if risk_scale is not None and not (finite_number(risk_scale) and 0 <= risk_scale <= 1):
         return None, f"risk scale must be within [0, 1], got {risk_scale!r}"
-    if hedge_ratio is not None and not _is_number(hedge_ratio):
+    if hedge_ratio is not None and not finite_number(hedge_ratio):
         return None, f"hedge ratio must be a number, got {hedge_ratio!r}"
     return kev_action, ""
 
@@ -267,7 +267,7 @@ class RiskGateway:
 
     Inputs: `on_order_acknowledged`, `on_order_rejected`, `on_order_cancelled`, `on_fill`,
     `on_mark`, `on_feed_health`, `on_position_sync`. Operator: `pause`, `resume`, `flatten`,
-    `kill`, `rearm` and the `set_*` overrides. Kev: `apply_kev_command`. Out: `drain_events`,
+    `kill`, `rearm` and `set_limits`. Kev: `apply_kev_command`. Out: `drain_events`,
     `snapshot`, `closing_intents`.
     """
 
@@ -682,9 +682,9 @@ class RiskGateway:
         if (
             risk is None
             or (side is not _BUY and side is not _SELL)
-            or not (_is_number(size) and size > 0)
-            or not (_is_number(price) and price > 0)
-            or not _is_number(fee)
+            or not (finite_number(size) and size > 0)
+            or not (finite_number(price) and price > 0)
+            or not finite_number(fee)
         ):
             self._invalid_inputs += 1
             return
@@ -762,8 +762,8 @@ class RiskGateway:
         risk = self._symbols.get(symbol)
         if (
             risk is None
-            or not _is_number(size)
-            or not (_is_number(entry_price) and entry_price >= 0)
+            or not finite_number(size)
+            or not (finite_number(entry_price) and entry_price >= 0)
         ):
             self._invalid_inputs += 1
             return
@@ -858,103 +858,67 @@ class RiskGateway:
         self._set_state(_PAUSED, "re-armed by the operator", Source.OPERATOR, now_ns)
         return CommandOutcome(True, "re-armed: paused")
 
-    # Operator overrides, each within the configured hard bounds
+    # Operator overrides, within the configured hard bounds
 
-    def set_max_position(self, symbol: str, size: float, now_ns: int) -> CommandOutcome:
+    def set_limits(self, overrides: RiskOverrides, now_ns: int) -> CommandOutcome:
+        """Apply every override given, or none when any breaks the rules (`problems`); the
+        text names each limit now in force, in the order of `_LIMIT_SETTERS`."""
         self._advance_day(now_ns)
-        risk = self._symbols.get(symbol)
-        if risk is None:
-            return self._refuse(
-                "set_max_position", f"{symbol!r} is not configured", Source.OPERATOR, now_ns
-            )
-        ceiling = self.config.bounds.max_position[symbol]
-        if not (_is_number(size) and 0 <= size <= ceiling):
-            return self._refuse(
-                "set_max_position",
-                f"{symbol} max position must be within [0, {coin(symbol, ceiling)}], got {size!r}",
-                Source.OPERATOR,
-                now_ns,
-            )
-        old = risk.max_position_set
-        risk.max_position_set = float(size)
-        self._apply_limits()
-        self._limit_changed(f"max_position {symbol}", old, size, Source.OPERATOR, now_ns)
-        return CommandOutcome(True, f"{symbol} max position {coin(symbol, size)}")
+        problems = overrides.problems(self.config.bounds)
+        if problems:
+            return self._refuse("set_limits", "; ".join(problems), Source.OPERATOR, now_ns)
+        texts = []
+        for value_of, setter in _LIMIT_SETTERS:
+            value = value_of(overrides)
+            if value is not None:
+                texts.append(setter(self, value, now_ns))
+        return CommandOutcome(True, "; ".join(texts))
 
-    def set_max_net_delta(self, usdt: float, now_ns: int) -> CommandOutcome:
-        self._advance_day(now_ns)
-        ceiling = self.config.bounds.max_net_delta
-        if not (_is_number(usdt) and 0 <= usdt <= ceiling):
-            return self._refuse(
-                "set_max_net_delta",
-                f"max net delta must be within [0, {ceiling:g}] USDT, got {usdt!r}",
-                Source.OPERATOR,
-                now_ns,
-            )
+    def _set_max_position(self, sizes: Mapping[str, float], now_ns: int) -> str:
+        texts = []
+        for symbol, size in sizes.items():
+            risk = self._symbols[symbol]
+            old = risk.max_position_set
+            risk.max_position_set = float(size)
+            self._apply_limits()
+            self._limit_changed(f"max_position {symbol}", old, size, Source.OPERATOR, now_ns)
+            texts.append(f"{symbol} max position {coin(symbol, size)}")
+        return "; ".join(texts)
+
+    def _set_max_net_delta(self, usdt: float, now_ns: int) -> str:
         old = self._max_net_delta_set
         self._max_net_delta_set = float(usdt)
         self._apply_limits()
         self._limit_changed("max_net_delta", old, usdt, Source.OPERATOR, now_ns)
-        return CommandOutcome(True, f"max net delta {usdt:g} USDT")
+        return f"max net delta {usdt:g} USDT"
 
-    def set_max_slippage_bps(self, bps: float, now_ns: int) -> CommandOutcome:
-        self._advance_day(now_ns)
-        ceiling = self.config.bounds.max_slippage_bps
-        if not (_is_number(bps) and 0 <= bps <= ceiling):
-            return self._refuse(
-                "set_max_slippage_bps",
-                f"max slippage must be within [0, {ceiling:g}] bps, got {bps!r}",
-                Source.OPERATOR,
-                now_ns,
-            )
+    def _set_max_slippage_bps(self, bps: float, now_ns: int) -> str:
         old = self._max_slippage_bps
         self._max_slippage_bps = float(bps)
         self._apply_limits()
         self._limit_changed("max_slippage_bps", old, bps, Source.OPERATOR, now_ns)
-        return CommandOutcome(True, f"max slippage {bps:g} bps")
+        return f"max slippage {bps:g} bps"
 
-    def set_order_rate(self, per_second: int, per_minute: int, now_ns: int) -> CommandOutcome:
-        self._advance_day(now_ns)
-        bounds = self.config.bounds
-        for name, value, ceiling in (
-            ("per second", per_second, bounds.max_orders_per_second),
-            ("per minute", per_minute, bounds.max_orders_per_minute),
-        ):
-            if not (
-                isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= ceiling
-            ):
-                return self._refuse(
-                    "set_order_rate",
-                    f"orders {name} must be an integer within [1, {ceiling}], got {value!r}",
-                    Source.OPERATOR,
-                    now_ns,
-                )
+    def _set_order_rate(self, rate: tuple[int, int], now_ns: int) -> str:
+        per_second, per_minute = rate
         old_second, old_minute = self._orders_per_second, self._orders_per_minute
         self._orders_per_second, self._orders_per_minute = per_second, per_minute
         self._own_second = self._own_second.resized(per_second)
         self._own_minute = self._own_minute.resized(per_minute)
         self._limit_changed("orders_per_second", old_second, per_second, Source.OPERATOR, now_ns)
         self._limit_changed("orders_per_minute", old_minute, per_minute, Source.OPERATOR, now_ns)
-        return CommandOutcome(True, f"order rate {per_second}/s, {per_minute}/min")
+        return f"order rate {per_second}/s, {per_minute}/min"
 
-    def set_risk_scale(self, scale: float, now_ns: int) -> CommandOutcome:
-        self._advance_day(now_ns)
-        if not (_is_number(scale) and 0 <= scale <= 1):
-            return self._refuse(
-                "set_risk_scale",
-                f"risk scale must be within [0, 1], got {scale!r}",
-                Source.OPERATOR,
-                now_ns,
-            )
+    def _set_risk_scale(self, scale: float, now_ns: int) -> str:
         self._change_risk_scale(float(scale), Source.OPERATOR, now_ns)
-        return CommandOutcome(True, f"risk scale {scale:g}")
+        return f"risk scale {scale:g}"
 
     # Kev
 
     def set_hedge_ratio(self, ratio: float, now_ns: int) -> CommandOutcome:
         """Kev's hedge ratio, clamped into the configured band; the text says when it was."""
         self._advance_day(now_ns)
-        if not _is_number(ratio):
+        if not finite_number(ratio):
             return self._refuse(
                 "set_hedge_ratio",
                 f"hedge ratio must be a number, got {ratio!r}",
@@ -1284,3 +1248,13 @@ class RiskGateway:
         self._day_base_pnl = self._realized_total - self._fees_total + self._unrealized_total
         self._next_day_ns = day_start + _DAY_NS
         self._soft_loss_tripped = False
+
+
+_LIMIT_SETTERS: tuple[tuple[Callable[[RiskOverrides], Any], Callable[..., str]], ...] = (
+    (lambda overrides: overrides.max_position or None, RiskGateway._set_max_position),
+    (attrgetter("max_net_delta"), RiskGateway._set_max_net_delta),
+    (attrgetter("max_slippage_bps"), RiskGateway._set_max_slippage_bps),
+    (attrgetter("order_rate"), RiskGateway._set_order_rate),
+    (attrgetter("risk_scale"), RiskGateway._set_risk_scale),
+)
+"""Each override the operator may give (None: not given) and how the gateway applies it."""

@@ -1,103 +1,124 @@
-"""Operator commands' inputs and outcomes: what the console sends and what it gets back."""
+"""Every command that changes risk or orders: what is asked, by whom, and what became of it.
+
+One `Command` type whatever its source (a console key, the run's exit policy, the engine's own
+risk sequence, Kev), one way in (`TradingDesk.execute`), one `CommandResult` back.
+"""
 
 from __future__ import annotations
 
-import math
-import types
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+import enum
+from dataclasses import dataclass
+from typing import ClassVar
 
-from engine.risk.limits import OverrideBounds
-from engine.units import coin
+from engine.risk.commands import KevAction, KevCommandOutcome
+from engine.risk.intents import Source
+from engine.risk.overrides import RiskOverrides
+
+OPERATOR_KILL_REASON = "operator kill switch"
+
+
+class CommandSource(enum.Enum):
+    """Who gave a command. `journaled`: the desk journals it as an operator command and emits
+    `CommandExecuted` (Kev's are in KevHub's decision entries; the engine's own risk sequence
+    runs when the journal cannot write). `sequence` is the source a kill or flatten's cancels
+    and closing orders carry."""
+
+    OPERATOR = ("operator", True, Source.OPERATOR)
+    """A console key, or a headless run's operator."""
+    EXIT_POLICY = ("exit policy", True, Source.OPERATOR)
+    """The run ending: the operator's quit, a signal, the console gone."""
+    RISK = ("risk", False, Source.RISK)
+    """The engine itself: a journal that cannot write."""
+    KEV = ("kev", False, Source.RISK)
+
+    def __init__(self, label: str, journaled: bool, sequence: Source) -> None:
+        self.label = label
+        self.journaled = journaled
+        self.sequence = sequence
+
+
+@dataclass(frozen=True, slots=True)
+class Kill:
+    """The kill switch: HALTED, then cancel all and close all until the venue confirms flat;
+    `reason` goes with every journaled step."""
+
+    name: ClassVar[str] = "kill"
+    reason: str = OPERATOR_KILL_REASON
+
+
+@dataclass(frozen=True, slots=True)
+class Flatten:
+    """Cancel all, close all; REDUCING until flat, then PAUSED."""
+
+    name: ClassVar[str] = "flatten"
+
+
+@dataclass(frozen=True, slots=True)
+class Pause:
+    name: ClassVar[str] = "pause"
+
+
+@dataclass(frozen=True, slots=True)
+class Resume:
+    name: ClassVar[str] = "resume"
+
+
+@dataclass(frozen=True, slots=True)
+class Rearm:
+    """Release the kill switch into PAUSED; `confirmation` is the phrase the operator typed
+    (never journaled: an operator may paste anything into that field)."""
+
+    name: ClassVar[str] = "rearm"
+    confirmation: str
+
+
+@dataclass(frozen=True, slots=True)
+class SetLimits:
+    """Operator overrides, validated as a whole against the hard bounds, applied all or none."""
+
+    name: ClassVar[str] = "apply_overrides"
+    overrides: RiskOverrides
+
+
+@dataclass(frozen=True, slots=True)
+class KevOrder:
+    """Kev's portfolio command, inside the operator's limits (`RiskGateway.apply_kev_command`
+    says what Kev may do). None leaves a value as it is."""
+
+    name: ClassVar[str] = "kev"
+    action: KevAction | str
+    risk_scale: float | None = None
+    hedge_ratio: float | None = None
+
+
+Request = Kill | Flatten | Pause | Resume | Rearm | SetLimits | KevOrder
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    """What is asked (`request`) and by whom (`source`)."""
+
+    request: Request
+    source: CommandSource = CommandSource.OPERATOR
+
+    @property
+    def name(self) -> str:
+        return self.request.name
 
 
 @dataclass(frozen=True, slots=True)
 class CommandResult:
-    """The outcome of one engine command: `ok`, a line for the operator, and how long it took
-    (for kill and flatten: from the command to the venue confirming no orders and flat)."""
+    """The outcome of one command: `ok`, a line for the operator, and how long it took (kill
+    and flatten: from the command to the venue confirming no orders and flat; 0: not measured).
+    `kev` is what the gateway did with a Kev command."""
 
     command: str
     ok: bool
     message: str
     elapsed_ms: float = 0.0
+    kev: KevCommandOutcome | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class RiskOverrides:
-    """Operator overrides, applied as a whole or not at all; None leaves a limit as it is.
-
-    `max_position` maps symbols to base-coin caps; the order rate takes both figures.
-    """
-
-    max_position: Mapping[str, float] = field(default_factory=dict)
-    max_net_delta: float | None = None
-    max_slippage_bps: float | None = None
-    orders_per_second: int | None = None
-    orders_per_minute: int | None = None
-    risk_scale: float | None = None
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "max_position", types.MappingProxyType(dict(self.max_position)))
-
-    @property
-    def empty(self) -> bool:
-        return not self.max_position and all(
-            value is None
-            for value in (
-                self.max_net_delta,
-                self.max_slippage_bps,
-                self.orders_per_second,
-                self.orders_per_minute,
-                self.risk_scale,
-            )
-        )
-
-    def problems(self, bounds: OverrideBounds) -> list[str]:
-        """Every reason the overrides cannot be applied (empty: they can), judged by the same
-        rules and bounds as the gateway's own setters."""
-        found: list[str] = []
-        for symbol, size in self.max_position.items():
-            ceiling = bounds.max_position.get(symbol)
-            if ceiling is None:
-                found.append(f"{symbol!r} is not a configured symbol")
-            elif not (_number(size) and 0 <= size <= ceiling):
-                found.append(
-                    f"{symbol} max position must be within [0, {coin(symbol, ceiling)}], got "
-                    f"{size!r}"
-                )
-        if self.max_net_delta is not None and not (
-            _number(self.max_net_delta) and 0 <= self.max_net_delta <= bounds.max_net_delta
-        ):
-            found.append(
-                f"max net delta must be within [0, {bounds.max_net_delta:g}] USDT, "
-                f"got {self.max_net_delta!r}"
-            )
-        if self.max_slippage_bps is not None and not (
-            _number(self.max_slippage_bps) and 0 <= self.max_slippage_bps <= bounds.max_slippage_bps
-        ):
-            found.append(
-                f"max slippage must be within [0, {bounds.max_slippage_bps:g}] bps, "
-                f"got {self.max_slippage_bps!r}"
-            )
-        if (self.orders_per_second is None) != (self.orders_per_minute is None):
-            found.append("the order rate needs both orders per second and per minute")
-        else:
-            for name, value, ceiling in (
-                ("per second", self.orders_per_second, bounds.max_orders_per_second),
-                ("per minute", self.orders_per_minute, bounds.max_orders_per_minute),
-            ):
-                if value is not None and not (
-                    isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= ceiling
-                ):
-                    found.append(
-                        f"orders {name} must be an integer within [1, {ceiling}], got {value!r}"
-                    )
-        if self.risk_scale is not None and not (
-            _number(self.risk_scale) and 0 <= self.risk_scale <= 1
-        ):
-            found.append(f"risk scale must be within [0, 1], got {self.risk_scale!r}")
-        return found
-
-
-def _number(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+def kev_result(outcome: KevCommandOutcome) -> CommandResult:
+    """A Kev command's result: accepted when no part was refused, its notes as the message."""
+    return CommandResult(KevOrder.name, outcome.accepted, "; ".join(outcome.notes), kev=outcome)

@@ -7,11 +7,12 @@ bytes on the socket. Then the mark reaches the gateway and, for the quoted symbo
 are compared with what rests and replaced where they drifted. The hedge is looked at after
 every fill and every `hedge_interval_ms`.
 
-Operator commands (`kill`, `flatten`, `pause`, `resume`, `rearm`, `apply_overrides`) run on
-the engine loop, are journaled with their outcome, and each returns a `CommandResult`. Kev's
-(`apply_kev_command`) come from KevHub, which journals each of its decisions. The gateway's
-own state changes (a daily loss that halts, Kev's flatten) start the same cancel-and-close
-sequence the commands do.
+Every command that changes risk or orders (the operator's keys, the run's exit policy, a
+journal that cannot write, Kev's) comes in through `execute` as a `Command` with its source,
+runs on the engine loop and returns a `CommandResult`; the source says whether it is journaled
+as an operator command (Kev's are in KevHub's decision entries). The gateway's own state
+changes (a daily loss that halts, Kev's flatten) start the same cancel-and-close sequence the
+commands do.
 """
 
 from __future__ import annotations
@@ -37,13 +38,26 @@ from engine.journal import EntryKind, Journal, JournalEntry, JournalError, read_
 from engine.latency import LatencyHistogram
 from engine.laya.decide import QuoteGate, QuoteIntent
 from engine.pipeline import EventLog
-from engine.risk.commands import KevAction, KevCommandOutcome
+from engine.risk.commands import CommandOutcome
 from engine.risk.events import RiskEvent, TradingState, TradingStateChanged
 from engine.risk.gateway import RiskGateway
 from engine.risk.intents import OrderIntent, Source
 from engine.risk.snapshot import RiskSnapshot
 from engine.trading.close_sequence import SequenceOutcome
-from engine.trading.commands import CommandResult, RiskOverrides
+from engine.trading.commands import (
+    Command,
+    CommandResult,
+    CommandSource,
+    Flatten,
+    KevOrder,
+    Kill,
+    Pause,
+    Rearm,
+    Request,
+    Resume,
+    SetLimits,
+    kev_result,
+)
 from engine.trading.config import TradingConfig
 from engine.trading.events import CommandExecuted, TradingFault, VerdictActed
 from engine.trading.executor import ExecutorStats, OrderExecutor
@@ -53,8 +67,6 @@ from engine.trading.tracked_order import OrderRole, OrderState, OrderView
 from engine.trading.venue import CancelAllTicket, Venue
 
 logger = logging.getLogger(__name__)
-
-OPERATOR_KILL_REASON = "operator kill switch"
 
 _CANCEL_ALL = QuoteIntent.CANCEL_ALL
 _PULL_ASKS = QuoteIntent.PULL_ASKS
@@ -484,15 +496,18 @@ class TradingDesk:
 
     def on_journal_fault(self, reason: str) -> None:
         """The journal cannot write: trading must not go on unjournaled, so HALT."""
-        if self.gateway.state is not TradingState.HALTED:
-            self.gateway.kill(self._clock(), f"journal fault: {reason}")
-        self.executor.drain_risk_events()
+        if self.gateway.state is TradingState.HALTED:
+            self.executor.drain_risk_events()
+        else:  # the kill's first half only: nobody waits for its answer
+            self._apply(Command(Kill(f"journal fault: {reason}"), CommandSource.RISK))
 
     def _on_risk_event(self, event: RiskEvent) -> None:
         if not isinstance(event, TradingStateChanged):
             return
         new = event.new
-        source = Source.OPERATOR if event.reason.startswith("operator") else Source.RISK
+        # A command's own kill or flatten has started (`_apply`) before its events come here:
+        # what starts here is the gateway's own (a daily loss) or Kev's, carried out by risk.
+        source = Source.RISK
         if new is TradingState.HALTED:
             self._start_sequence("kill", event.reason, source)
         elif new is TradingState.PAUSED:
@@ -543,111 +558,88 @@ class TradingDesk:
 
     # Commands
 
-    async def kill(self, reason: str = OPERATOR_KILL_REASON) -> CommandResult:
-        """HALTED, then cancel all and close all until the venue confirms flat; `reason` (the
-        operator's kill switch, or why the run is ending) goes with every journaled step."""
-        started = asyncio.get_running_loop().time()  # the engine clock's
-        now = self._clock()
-        self.gateway.kill(now, reason)
-        task = self._start_sequence("kill", reason, Source.OPERATOR)
-        self.executor.drain_risk_events()
-        result = await asyncio.shield(task)
-        elapsed = (asyncio.get_running_loop().time() - started) * 1000
-        result = dataclasses.replace(result, elapsed_ms=elapsed)
-        self.last_kill = result
-        return self._command_done(result, {"reason": reason})
+    async def execute(self, command: Command) -> CommandResult:
+        """The one way in for every command that changes risk or orders: the gateway judges
+        and applies it by its rules for the source (Kev may only tighten), a kill or flatten is
+        carried until the venue confirms flat, then it is journaled and emitted as its source
+        says (`CommandSource.journaled`)."""
+        loop = asyncio.get_running_loop()
+        started = loop.time()  # the engine clock's
+        request = command.request
+        nothing = False
+        if isinstance(request, Flatten):
+            # Checked again after the venue's answer: an order or a fill may have come meanwhile.
+            nothing = await self.executor.holds_nothing() and not self.executor.has_open_orders()
+        applied = self._apply(command, nothing)
+        if isinstance(applied, asyncio.Task):
+            result = await asyncio.shield(applied)
+            if isinstance(request, Flatten) and result.ok:
+                state = self.gateway.state.name
+                result = dataclasses.replace(result, message=f"{result.message}; now {state}")
+        else:
+            result = applied
+        if isinstance(request, Kill | Flatten):
+            result = dataclasses.replace(result, elapsed_ms=(loop.time() - started) * 1000)
+            if isinstance(request, Kill):
+                self.last_kill = result
+        if command.source.journaled:
+            self._journal_command(result, _journaled_arguments(request))
+        return result
 
-    async def flatten(self) -> CommandResult:
-        """Cancel all, close all; REDUCING until flat, then PAUSED. With nothing open here and
-        at the venue it only pauses: nothing is cancelled or closed."""
-        started = asyncio.get_running_loop().time()  # the engine clock's
-        # Checked again after the venue's answer: an order or a fill may have come meanwhile.
-        nothing = await self.executor.holds_nothing() and not self.executor.has_open_orders()
-        now = self._clock()
-        outcome = self.gateway.flatten(now)
-        if nothing and self.gateway.state is not TradingState.REDUCING:
-            self.executor.drain_risk_events()
-            elapsed = (asyncio.get_running_loop().time() - started) * 1000
-            message = f"nothing to flatten: no orders, no positions; now {self.gateway.state.name}"
-            return self._command_done(CommandResult("flatten", True, message, elapsed), {})
-        task = self._start_sequence(
-            "flatten", f"operator flatten ({outcome.text})", Source.OPERATOR
-        )
-        self.executor.drain_risk_events()
-        result = await asyncio.shield(task)
-        elapsed = (asyncio.get_running_loop().time() - started) * 1000
-        state = self.gateway.state.name
-        message = f"{result.message}; now {state}" if result.ok else result.message
-        return self._command_done(CommandResult("flatten", result.ok, message, elapsed), {})
-
-    async def pause(self) -> CommandResult:
-        outcome = self.gateway.pause(self._clock())
-        self.executor.drain_risk_events()
-        return self._command_done(CommandResult("pause", outcome.accepted, outcome.text), {})
-
-    async def resume(self) -> CommandResult:
-        outcome = self.gateway.resume(self._clock())
-        self.executor.drain_risk_events()
-        return self._command_done(CommandResult("resume", outcome.accepted, outcome.text), {})
-
-    async def rearm(self, confirmation: str) -> CommandResult:
-        outcome = self.gateway.rearm(self._clock(), confirmation)
-        self.executor.drain_risk_events()
-        # The typed text is not journaled: an operator may paste anything into that field.
-        return self._command_done(CommandResult("rearm", outcome.accepted, outcome.text), {})
-
-    async def apply_overrides(self, overrides: RiskOverrides) -> CommandResult:
-        """Validated as a whole against the override bounds; applied only if all pass."""
-        arguments = _override_arguments(overrides)
-        problems = overrides.problems(self.gateway.config.bounds)
-        if overrides.empty:
-            problems = ["no override given"]
-        if problems:
-            return self._command_done(
-                CommandResult("apply_overrides", False, "; ".join(problems)), arguments
-            )
-        now = self._clock()
+    def _apply(
+        self, command: Command, nothing: bool = False
+    ) -> CommandResult | asyncio.Task[CommandResult]:
+        """The gateway's part of a command, at once, its events drained (so a flatten or a
+        pause acts now, not at the next frame): the result, or the close sequence under way.
+        `nothing`: a flatten found no orders and no positions here or at the venue."""
+        request = command.request
         gateway = self.gateway
-        texts = []
-        for symbol, size in overrides.max_position.items():
-            texts.append(gateway.set_max_position(symbol, size, now).text)
-        if overrides.max_net_delta is not None:
-            texts.append(gateway.set_max_net_delta(overrides.max_net_delta, now).text)
-        if overrides.max_slippage_bps is not None:
-            texts.append(gateway.set_max_slippage_bps(overrides.max_slippage_bps, now).text)
-        if overrides.orders_per_second is not None and overrides.orders_per_minute is not None:
-            texts.append(
-                gateway.set_order_rate(
-                    overrides.orders_per_second, overrides.orders_per_minute, now
-                ).text
-            )
-        if overrides.risk_scale is not None:
-            texts.append(gateway.set_risk_scale(overrides.risk_scale, now).text)
-        self.executor.drain_risk_events()
-        return self._command_done(
-            CommandResult("apply_overrides", True, "; ".join(texts)), arguments
-        )
+        now = self._clock()
+        try:
+            match request:
+                case Kill(reason=reason):
+                    gateway.kill(now, reason)
+                    return self._start_sequence("kill", reason, command.source.sequence)
+                case Flatten():
+                    outcome = gateway.flatten(now)
+                    if nothing and gateway.state is not TradingState.REDUCING:
+                        message = (
+                            f"nothing to flatten: no orders, no positions; now {gateway.state.name}"
+                        )
+                        return CommandResult("flatten", True, message)
+                    reason = f"operator flatten ({outcome.text})"
+                    return self._start_sequence("flatten", reason, command.source.sequence)
+                case Pause():
+                    outcome = gateway.pause(now)
+                case Resume():
+                    outcome = gateway.resume(now)
+                case Rearm(confirmation=confirmation):
+                    outcome = gateway.rearm(now, confirmation)
+                case SetLimits(overrides=overrides):
+                    problems = (
+                        ["no override given"]
+                        if overrides.empty
+                        else overrides.problems(gateway.config.bounds)
+                    )
+                    outcome = (
+                        CommandOutcome(False, "; ".join(problems))
+                        if problems
+                        else gateway.set_limits(overrides, now)
+                    )
+                case KevOrder(action=action, risk_scale=risk_scale, hedge_ratio=hedge_ratio):
+                    return kev_result(
+                        gateway.apply_kev_command(action, risk_scale, hedge_ratio, now)
+                    )
+            return CommandResult(request.name, outcome.accepted, outcome.text)
+        finally:
+            self.executor.drain_risk_events()
 
     @property
     def clock(self) -> Callable[[], int]:
         """The desk's clock (epoch ns); Kev's hub runs on the same one."""
         return self._clock
 
-    def apply_kev_command(
-        self,
-        action: KevAction | str,
-        risk_scale: float | None,
-        hedge_ratio: float | None,
-        now_ns: int,
-    ) -> KevCommandOutcome:
-        """Kev's portfolio command, inside the operator's limits (the gateway decides), from
-        KevHub, which journals each decision once with this outcome. The gateway's events are
-        drained at once, so a Kev flatten or pause acts now, not at the next frame."""
-        outcome = self.gateway.apply_kev_command(action, risk_scale, hedge_ratio, now_ns)
-        self.executor.drain_risk_events()
-        return outcome
-
-    def _command_done(self, result: CommandResult, arguments: dict[str, object]) -> CommandResult:
+    def _journal_command(self, result: CommandResult, arguments: dict[str, object]) -> None:
         now = self._clock()
         payload = {
             "command": result.command,
@@ -661,7 +653,6 @@ class TradingDesk:
         self.events.append(
             CommandExecuted(result.command, result.ok, result.message, result.elapsed_ms, now)
         )
-        return result
 
     # Status
 
@@ -696,12 +687,10 @@ class TradingDesk:
         )
 
 
-def _override_arguments(overrides: RiskOverrides) -> dict[str, object]:
-    return {
-        "max_position": dict(overrides.max_position),
-        "max_net_delta": overrides.max_net_delta,
-        "max_slippage_bps": overrides.max_slippage_bps,
-        "orders_per_second": overrides.orders_per_second,
-        "orders_per_minute": overrides.orders_per_minute,
-        "risk_scale": overrides.risk_scale,
-    }
+def _journaled_arguments(request: Request) -> dict[str, object]:
+    """What an operator command's journal entry adds to its outcome."""
+    if isinstance(request, Kill):
+        return {"reason": request.reason}
+    if isinstance(request, SetLimits):
+        return request.overrides.journaled()
+    return {}

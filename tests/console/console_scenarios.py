@@ -15,7 +15,7 @@ from pathlib import Path
 from textual.app import App, ComposeResult
 from textual.widget import Widget
 
-from console.handle import CommandResult, EngineLost, ShutdownPolicy
+from console.handle import EngineLost, ShutdownPolicy
 from console.view import (
     ConsoleEvent,
     ConsoleSnapshot,
@@ -32,11 +32,9 @@ from console.view import (
     KevStatusView,
     LatencyView,
     LayaView,
-    Mode,
     OwnOrder,
     PnlView,
     PositionLine,
-    RiskOverrides,
     Severity,
     StageLatency,
     StatusView,
@@ -52,6 +50,9 @@ from engine.laya.decide import QuoteIntent, VerdictRecord, VerdictStreamView
 from engine.laya.verdict import Verdict
 from engine.risk.events import TradingState
 from engine.risk.limits import OverrideBounds
+from engine.risk.overrides import RiskOverrides
+from engine.trading.commands import CommandResult
+from engine.trading.config import TradingMode
 
 STYLES = Path(__file__).resolve().parents[2] / "styles"
 
@@ -345,7 +346,9 @@ def trading_view(state: TradingState = TradingState.ACTIVE, exposed: bool = True
 
 
 def status_view(
-    state: TradingState = TradingState.ACTIVE, mode: Mode = Mode.SIM, exposed: bool = True
+    state: TradingState = TradingState.ACTIVE,
+    mode: TradingMode = TradingMode.SIM,
+    exposed: bool = True,
 ) -> StatusView:
     return StatusView(
         mode=mode,
@@ -360,7 +363,9 @@ def status_view(
 
 
 def fixed_snapshot(
-    state: TradingState = TradingState.ACTIVE, mode: Mode = Mode.SIM, exposed: bool = True
+    state: TradingState = TradingState.ACTIVE,
+    mode: TradingMode = TradingMode.SIM,
+    exposed: bool = True,
 ) -> ConsoleSnapshot:
     return ConsoleSnapshot(
         at_ns=AT_NS,
@@ -439,7 +444,7 @@ class FakeEngineHandle:
         gate = self.gates.get(name)
         if gate is not None and not gate.wait(10):
             raise TimeoutError(f"{name} gate never opened")
-        return self.results.get(name, CommandResult(True, f"{name} done"))
+        return self.results.get(name, CommandResult(name, True, f"{name} done"))
 
     def pause(self) -> CommandResult:
         return self._record("pause")

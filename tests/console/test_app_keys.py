@@ -11,15 +11,16 @@ from console_scenarios import OVERRIDES, FakeEngineHandle
 from textual.widgets import Input, Static
 
 from console.app import COMMAND_NOTE_S, ConsoleConfig, HftConsoleApp
-from console.handle import CommandResult, ShutdownPolicy
+from console.handle import ShutdownPolicy
 from console.screens.confirm import ConfirmScreen
 from console.screens.help import HelpScreen
 from console.screens.overrides import OverridesScreen
 from console.screens.quit import QuitScreen
 from console.screens.rearm import RearmScreen
-from console.view import RiskOverrides
 from console.widgets.status import StatusPane
 from engine.risk.events import TradingState
+from engine.risk.overrides import RiskOverrides
+from engine.trading.commands import CommandResult
 
 SIZE = (80, 24)
 """The compact layout: the keys are the same, and it draws less, so the tests run faster."""
@@ -144,7 +145,7 @@ async def test_ordinary_commands_run_in_the_order_given():
 
 
 async def test_a_refused_command_is_reported_as_an_error():
-    handle = FakeEngineHandle(results={"pause": CommandResult(False, "halted is latched")})
+    handle = FakeEngineHandle(results={"pause": CommandResult("pause", False, "halted is latched")})
     app = console(handle)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("p")
@@ -236,12 +237,12 @@ async def test_r_applies_every_override_at_once():
 
 
 BAD_OVERRIDES = (
-    ("risk-scale", "1.5", "risk scale must be [0, 1]"),
-    ("orders-per-second", "11", "orders per second: 11 is above the ceiling 10"),
-    ("max-position-ETHUSDT", "2", "max position ETHUSDT: 2 is above the ceiling 1"),
+    ("risk-scale", "1.5", "risk scale must be within [0, 1], got 1.5"),
+    ("orders-per-second", "11", "orders per second must be an integer within [1, 10], got 11"),
+    ("max-position-ETHUSDT", "2", "ETHUSDT max position must be within [0, 1 ETH], got 2.0"),
     ("max-net-delta", "", "max net delta USDT: '' is not a number"),
-    ("max-slippage", "-1", "max slippage must be [0, 10000]"),
-    ("orders-per-minute", "0", "orders per minute must be an integer >= 1"),
+    ("max-slippage", "-1", "max slippage must be within [0, 50] bps, got -1.0"),
+    ("orders-per-minute", "0", "orders per minute must be an integer within [1, 600], got 0"),
     ("max-net-delta", "inf", "max net delta USDT: 'inf' is not a number"),
 )
 
@@ -361,7 +362,9 @@ async def test_q_when_flat_shuts_down_and_exits_without_asking():
 
 
 async def test_a_refused_shutdown_keeps_the_console_open():
-    handle = FakeEngineHandle(results={"shutdown": CommandResult(False, "flatten timed out")})
+    handle = FakeEngineHandle(
+        results={"shutdown": CommandResult("shutdown", False, "flatten timed out")}
+    )
     handle.set_state(TradingState.ACTIVE, exposed=False)
     app = console(handle)
     async with app.run_test(size=SIZE) as pilot:
@@ -512,7 +515,7 @@ async def test_k_says_it_was_sent_then_shows_halted_and_the_answer_without_waiti
     def kill() -> CommandResult:
         gate.wait(10)
         handle.set_state(TradingState.HALTED)  # the picture that comes with the answer
-        return CommandResult(True, "venue confirms no open orders and flat", 5.3)
+        return CommandResult("kill", True, "venue confirms no open orders and flat", 5.3)
 
     handle.kill = kill
     app = console(handle, refresh_hz=1)
@@ -535,7 +538,7 @@ async def test_k_says_it_was_sent_then_shows_halted_and_the_answer_without_waiti
 async def test_a_done_note_leaves_after_its_time_and_a_failure_stays_until_the_next_key():
     clock = [100.0]
     handle = FakeEngineHandle(
-        results={"kill": CommandResult(False, "not confirmed flat after 15,000 ms")}
+        results={"kill": CommandResult("kill", False, "not confirmed flat after 15,000 ms")}
     )
     app = HftConsoleApp(handle, ConsoleConfig(), clock=lambda: clock[0])
     async with app.run_test(size=(160, 48)) as pilot:

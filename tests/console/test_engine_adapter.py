@@ -23,13 +23,11 @@ from console.engine_views import (
     kev_latency,
     kev_status_view,
 )
-from console.handle import CommandResult, EngineLost, ShutdownPolicy
+from console.handle import EngineLost, ShutdownPolicy
 from console.view import (
     EventKind,
     KevOutcome,
     KevState,
-    Mode,
-    RiskOverrides,
     Severity,
 )
 from engine.book import BookView
@@ -44,10 +42,12 @@ from engine.node import EngineConfig
 from engine.pipeline import TIMED_STAGES
 from engine.risk.commands import KevAction
 from engine.risk.events import TradingState
+from engine.risk.overrides import RiskOverrides
 from engine.sim.market import MarketGeneratorConfig
 from engine.sim.server import SimExchange, SimExchangeConfig
 from engine.tools.bench.trading import NEVER_EMERGENCY
-from engine.trading.config import QuotingStrategyConfig, TradingConfig
+from engine.trading.commands import CommandResult
+from engine.trading.config import QuotingStrategyConfig, TradingConfig, TradingMode
 
 FAST = EngineAdapterConfig(publish_hz=20, gpu=None)
 
@@ -111,7 +111,7 @@ async def test_the_snapshot_shows_the_running_engine(sim, running, laya_model):
     await eventually(quoting)
     snapshot = handle.snapshot()
     status = snapshot.status
-    assert status.mode is Mode.SIM
+    assert status.mode is TradingMode.SIM
     assert [feed.symbol for feed in status.feeds] == ["BTCUSDT", "ETHUSDT"]
     for feed in status.feeds:
         assert feed.state is FeedState.LIVE
@@ -200,7 +200,7 @@ async def test_commands_act_on_the_engine_and_kill_leaves_the_exchange_flat(sim,
     too_much = RiskOverrides({"BTCUSDT": 0.04, "ETHUSDT": 2.0}, 1_000, 5, 5, 100, 0.5)
     refused = await asyncio.to_thread(handle.apply_overrides, too_much)
     assert not refused.ok and "ETHUSDT" in refused.message
-    assert too_much.beyond(bounds)
+    assert too_much.problems(bounds)
     wanted = RiskOverrides({"BTCUSDT": 0.01, "ETHUSDT": 0.3}, 1_000, 5, 5, 100, 0.5)
     applied = await asyncio.to_thread(handle.apply_overrides, wanted)
     assert applied.ok, applied.message
@@ -308,7 +308,7 @@ def test_a_replay_ends_with_the_bench_figures_and_trades_nothing(replay_handle):
     for name, figures in stats["stages_us"].items():
         assert 0 <= figures["p50"] <= figures["p99"] <= figures["max"], name
     snapshot = handle.snapshot()
-    assert snapshot.status.mode is Mode.PAPER
+    assert snapshot.status.mode is TradingMode.PAPER
     assert snapshot.status.trading.state is TradingState.PAUSED
     assert "watch only" in snapshot.status.trading.reason
     refused = handle.pause()
@@ -372,10 +372,10 @@ def test_a_dead_engine_fails_commands_at_once_and_lets_the_console_go(replay_han
     started = time.monotonic()
     result = handle.kill()
     assert time.monotonic() - started < 0.5
-    assert result == CommandResult(False, "kill: the engine process was killed by SIGKILL")
+    assert result == CommandResult("kill", False, "kill: the engine process was killed by SIGKILL")
     for _ in range(2):  # never ok: nothing was stopped, the launcher's exit status says so
         refused = handle.shutdown(ShutdownPolicy.FLATTEN)
-        assert refused == CommandResult(False, str(handle.lost()))
+        assert refused == CommandResult("shutdown", False, str(handle.lost()))
 
 
 async def test_the_engine_flattens_and_exits_when_the_console_dies(sim, laya_model, tmp_path):

@@ -25,7 +25,6 @@ from textual.widgets import Input
 
 from console.app import ConsoleConfig, HftConsoleApp
 from console.handle import EngineLost
-from console.view import Mode
 from console.widgets.depth import DepthPane
 from console.widgets.events import EventsPane
 from console.widgets.imbalance import ImbalancePane
@@ -36,10 +35,13 @@ from console.widgets.status import StatusPane
 from console.widgets.verdicts import VerdictsPane
 from console.widgets.vram import VramPane
 from engine.risk.events import TradingState
+from engine.trading.config import TradingMode
 
 
 def console(
-    state: TradingState = TradingState.ACTIVE, mode: Mode = Mode.SIM, gone: EngineLost | None = None
+    state: TradingState = TradingState.ACTIVE,
+    mode: TradingMode = TradingMode.SIM,
+    gone: EngineLost | None = None,
 ) -> HftConsoleApp:
     handle = FakeEngineHandle(fixed_snapshot(state, mode), list(fixed_events()), gone=gone)
     return HftConsoleApp(handle, ConsoleConfig(), clock=lambda: 0.0)
@@ -95,7 +97,7 @@ def test_console(snap_compare, size):
 
 
 def test_console_live_and_halted_80x24(snap_compare):
-    assert snap_compare(console(TradingState.HALTED, Mode.LIVE), terminal_size=(80, 24))
+    assert snap_compare(console(TradingState.HALTED, TradingMode.LIVE), terminal_size=(80, 24))
 
 
 @pytest.mark.parametrize("size", [(80, 24), (160, 48)], ids=["80x24", "160x48"])

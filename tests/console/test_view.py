@@ -1,5 +1,5 @@
-"""The view models: overrides validated on construction and checked against the engine's
-bounds; derived figures of the depth and trading views."""
+"""The view models: the overrides the risk dialog sends, judged by the engine's own rules;
+derived figures of the depth and trading views."""
 
 from __future__ import annotations
 
@@ -10,10 +10,11 @@ import pytest
 from console_scenarios import BOUNDS, OVERRIDES, depth_view, trading_view
 
 from console.engine_views import console_event
-from console.view import DepthView, RiskOverrides
+from console.view import DepthView
 from engine.bitget.orders import OrderSide, OrderType
 from engine.risk.events import DailyPnlReset, OrderDenied, PositionReconciled, RiskLimitChanged
 from engine.risk.intents import DenialReason, OrderIntent, Source
+from engine.risk.overrides import RiskOverrides
 from engine.trading.events import OrderFilled
 
 
@@ -32,20 +33,19 @@ def overrides(**changes) -> RiskOverrides:
 @pytest.mark.parametrize(
     ("changes", "message"),
     [
-        ({"max_position": {}}, "at least one symbol"),
-        ({"max_position": {"BTCUSDT": -0.1}}, "max position BTCUSDT"),
+        ({"max_position": {"BTCUSDT": -0.1}}, "BTCUSDT max position"),
         ({"max_net_delta": math.nan}, "max net delta"),
         ({"max_slippage_bps": 10_001.0}, "max slippage"),
         ({"orders_per_second": 0}, "orders per second"),
         ({"orders_per_second": True}, "orders per second"),
         ({"orders_per_minute": 2.5}, "orders per minute"),
         ({"risk_scale": 1.01}, "risk scale"),
-        ({"risk_scale": "1"}, "risk scale must be a number"),
+        ({"risk_scale": "1"}, "risk scale must be within [0, 1], got '1'"),
     ],
 )
-def test_bad_overrides_are_refused_on_construction(changes, message):
-    with pytest.raises(ValueError, match=message):
-        overrides(**changes)
+def test_bad_overrides_are_refused_by_the_engines_rules(changes, message):
+    (problem,) = overrides(**changes).problems(BOUNDS)
+    assert message in problem
 
 
 def test_overrides_cannot_be_changed_after_validation():
@@ -58,7 +58,7 @@ def test_overrides_cannot_be_changed_after_validation():
 
 
 def test_overrides_within_the_bounds_have_nothing_beyond():
-    assert OVERRIDES.beyond(BOUNDS) == ()
+    assert OVERRIDES.problems(BOUNDS) == []
 
 
 def test_overrides_beyond_the_bounds_name_each_value():
@@ -66,13 +66,13 @@ def test_overrides_beyond_the_bounds_name_each_value():
         max_position={"BTCUSDT": 0.06, "SOLUSDT": 1.0},
         max_net_delta=6_000.0,
         orders_per_minute=601,
-    ).beyond(BOUNDS)
-    assert problems == (
-        "max position SOLUSDT: no bound configured for this symbol",
-        "max position BTCUSDT: 0.06 is above the ceiling 0.05",
-        "max net delta: 6000 is above the ceiling 5000",
-        "orders per minute: 601 is above the ceiling 600",
-    )
+    ).problems(BOUNDS)
+    assert problems == [
+        "BTCUSDT max position must be within [0, 0.05 BTC], got 0.06",
+        "'SOLUSDT' is not a configured symbol",
+        "max net delta must be within [0, 5000] USDT, got 6000.0",
+        "orders per minute must be an integer within [1, 600], got 601",
+    ]
 
 
 def test_depth_view_derives_spread_mid_and_bps():

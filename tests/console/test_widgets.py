@@ -19,7 +19,7 @@ from rich.text import Text
 from textual.geometry import Region
 from textual.widget import Widget
 
-from console.view import DepthLevel, HistogramBin, Mode, StageLatency
+from console.view import DepthLevel, HistogramBin, StageLatency
 from console.widgets.depth import DepthPane
 from console.widgets.kev import KevPane
 from console.widgets.latency import LatencyPane, sparkline
@@ -28,6 +28,7 @@ from console.widgets.orders import OrdersPane
 from console.widgets.status import StatusPane
 from console.widgets.vram import VramPane, split_cells
 from engine.risk.events import TradingState
+from engine.trading.config import TradingMode
 
 
 def rows(pane: Widget) -> list[str]:
@@ -89,7 +90,7 @@ async def test_the_ladder_shows_as_many_levels_as_fit():
 async def test_status_puts_live_in_its_own_badge_and_keeps_the_essentials_when_narrow():
     pane = StatusPane("status", classes="pane")
     async with PaneHost(pane).run_test(size=(60, 5)) as pilot:
-        pane.view = status_view(TradingState.HALTED, Mode.LIVE)
+        pane.view = status_view(TradingState.HALTED, TradingMode.LIVE)
         await pilot.pause()
         lines = rows(pane)
         live_style = pane.get_component_rich_style("status--live", partial=True)

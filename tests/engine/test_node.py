@@ -15,6 +15,7 @@ from engine.journal import read_journal
 from engine.laya.classifier import LayaClassifierConfig
 from engine.node import EngineConfig, EngineNode, format_status
 from engine.tools.bench.trading import NEVER_EMERGENCY
+from engine.trading.commands import Command, Kill, Pause, Resume
 from engine.trading.config import TradingConfig, TradingMode
 
 
@@ -50,10 +51,10 @@ def test_live_needs_the_confirmation_and_demo_needs_keys(tmp_path):
 
 async def test_without_trading_commands_say_so():
     node = EngineNode(EngineConfig())
-    result = await node.kill()
+    result = await node.execute(Command(Kill()))
     assert not result.ok and "trading is off" in result.message
     with pytest.raises(RuntimeError, match="not running"):
-        node.call_threadsafe(node.pause())
+        node.call_threadsafe(node.execute(Command(Pause())))
 
 
 async def test_the_default_node_trades_on_its_own_simulator(laya_model, tmp_path):
@@ -77,12 +78,14 @@ async def test_the_default_node_trades_on_its_own_simulator(laya_model, tmp_path
         assert published is not None and published.trading is not None
         assert published.trading.venue == "sim" and published.trading.mode == "sim"
         assert published.trading.private_stream == "live"
-        paused = await asyncio.to_thread(lambda: node.call_threadsafe(node.pause()).result(10))
+        paused = await asyncio.to_thread(
+            lambda: node.call_threadsafe(node.execute(Command(Pause()))).result(10)
+        )
         assert paused.ok
         while sim.open_orders():
             assert loop.time() < deadline + 5, "pause left quotes resting"
             await asyncio.sleep(0.05)
-        assert (await node.resume()).ok
+        assert (await node.execute(Command(Resume()))).ok
     finally:
         await node.stop()
     assert sim.open_orders() == []  # stopping cancels what rests

@@ -25,6 +25,7 @@ from engine.risk import (
     SymbolLimits,
     TradingState,
 )
+from engine.risk.overrides import RiskOverrides
 
 BTC, ETH = "BTCUSDT", "ETHUSDT"
 NOW_NS = 1_700_006_400_000_000_000
@@ -98,7 +99,7 @@ class KevTarget:
 
     def check_applied(self, command: KevCommand, state: TradingState, scale: float) -> None:
         gateway = RiskGateway(self.config)
-        gateway.set_risk_scale(scale, NOW_NS)
+        gateway.set_limits(RiskOverrides(risk_scale=scale), NOW_NS)
         if state is TradingState.REDUCING:
             gateway.apply_kev_command(KevAction.REDUCE, None, None, NOW_NS)
         elif state is TradingState.PAUSED:

@@ -38,6 +38,7 @@ from engine.risk import (
     SymbolLimits,
     TradingState,
 )
+from engine.risk.overrides import RiskOverrides
 from engine.risk.snapshot import RiskSnapshot
 
 BTC, ETH = "BTCUSDT", "ETHUSDT"
@@ -150,7 +151,7 @@ def make_gateway(now_ns: int) -> RiskGateway:
     )
     for symbol, mid in MIDS.items():
         gateway.on_mark(symbol, mid, mid, mid * 0.99999, mid * 1.00001, now_ns)
-    gateway.set_risk_scale(0.4, now_ns)
+    gateway.set_limits(RiskOverrides(risk_scale=0.4), now_ns)
     gateway.drain_events()
     return gateway
 

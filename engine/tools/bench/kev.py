@@ -47,6 +47,7 @@ from engine.risk import (
     RiskLimits,
     SymbolLimits,
 )
+from engine.risk.overrides import RiskOverrides
 from engine.sim.market import MarketGeneratorConfig
 from engine.sim.recording import simulate_recording
 
@@ -198,7 +199,7 @@ def _prepare(gateway: RiskGateway, context: MarketContext, now_ns: int) -> None:
     """The operator's reset before each request: ACTIVE, full risk, fresh marks, a long BTC
     position hedged by a short ETH one."""
     gateway.resume(now_ns)
-    gateway.set_risk_scale(1.0, now_ns)
+    gateway.set_limits(RiskOverrides(risk_scale=1.0), now_ns)
     gateway.set_hedge_ratio(0.8, now_ns)
     for symbol, (bid, ask) in context.touches.items():
         mid = 0.5 * (bid + ask)

@@ -45,6 +45,7 @@ from engine.risk.events import TradingState
 from engine.risk.intents import OrderIntent, Source
 from engine.sim.market import MarketGeneratorConfig
 from engine.sim.server import SimExchangeConfig
+from engine.trading.commands import Command, Kill, Rearm, Resume
 from engine.trading.config import QuotingStrategyConfig, TradingConfig, default_risk_config
 from engine.trading.desk import TradingDesk
 from engine.trading.rest_venue import RestVenue
@@ -377,7 +378,7 @@ async def bench_kill(
             assert desk is not None
             for run in range(runs):
                 await _open_risk(desk)
-                result = await node.kill()
+                result = await node.execute(Command(Kill()))
                 snapshot = await desk.venue.snapshot()
                 flat = not snapshot.orders and not any(p.size for p in snapshot.positions)
                 ok += result.ok and flat
@@ -386,8 +387,8 @@ async def bench_kill(
                 attempts.append(sequence.attempts if sequence is not None else 0)
                 report(f"  kill {run + 1:2d}: {result.elapsed_ms:6.1f} ms  {result.message}")
                 await asyncio.sleep(_KILL_SPACING_S)
-                await node.rearm(desk.gateway.config.rearm_confirmation)
-                await node.resume()
+                await node.execute(Command(Rearm(desk.gateway.config.rearm_confirmation)))
+                await node.execute(Command(Resume()))
                 await _until(lambda: desk.gateway.state is TradingState.ACTIVE, 5, "resume")
         finally:
             await node.stop()

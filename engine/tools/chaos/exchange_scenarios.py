@@ -20,6 +20,7 @@ from engine.tools.chaos.harness import (
     still_running,
 )
 from engine.tools.chaos.scenario import CheckList, Scenario
+from engine.trading.commands import Command, Kill, Pause, Resume
 from engine.trading.strategy import Grid
 from engine.trading.tracked_order import OrderRole, OrderState
 
@@ -118,7 +119,7 @@ async def _rest_timeouts_during_kill(rig: ChaosRig, checks: CheckList) -> tuple[
     transport = rig.desk.venue.stats()["errors"].get("transport", 0)  # type: ignore[union-attr]
     faults = rig.sim.faults
     faults.slow_rest(KILL_SLOW_REST_S)
-    kill = asyncio.ensure_future(rig.node.kill())
+    kill = asyncio.ensure_future(rig.node.execute(Command(Kill())))
     await asyncio.sleep(KILL_SLOW_WINDOW_S)
     faults.slow_rest(0.0)
     timeout_s = rig.desk.config.executor.kill_timeout_s + 5
@@ -167,7 +168,9 @@ async def _cancel_5xx(rig: ChaosRig, checks: CheckList) -> tuple[float | None, s
 
     faults.cancel_error(503, CANCEL_5XX)
     paused_at = time.monotonic()
-    paused = await rig.node.pause()  # cancels every quote: the cancels meet the 5xx
+    paused = await rig.node.execute(
+        Command(Pause())
+    )  # cancels every quote: the cancels meet the 5xx
 
     def cleared() -> bool:
         believed_cancelled_but_resting()
@@ -192,7 +195,7 @@ async def _cancel_5xx(rig: ChaosRig, checks: CheckList) -> tuple[float | None, s
         f"{sorted(violations)}" if violations else "none",
     )
     faults.cancel_error(503, 0)
-    resumed = await rig.node.resume()
+    resumed = await rig.node.execute(Command(Resume()))
     known = _known(rig)
     quoting = await rig.until(lambda: _quoting_again(rig, known), 15)
     checks.check(

@@ -41,6 +41,7 @@ from engine.node import EngineConfig, EngineNode
 from engine.risk.events import TradingState, TradingStateChanged
 from engine.tools.bench.trading import NEVER_EMERGENCY
 from engine.tools.chaos.scenario import CheckList, Scenario, ScenarioResult
+from engine.trading.commands import Command, Resume
 from engine.trading.config import QuotingStrategyConfig, TradingConfig
 from engine.trading.events import OrderAcknowledged, OrderFilled, TradingFault
 from engine.trading.tracked_order import OrderRole
@@ -804,7 +805,7 @@ async def _observe_journal_fault(
     )
     recover_s = time.monotonic() - injected_at if halted_and_flat else None
     await asyncio.sleep(_RUN_ON_S)
-    resume = await desk.resume()
+    resume = await desk.execute(Command(Resume()))
     events_after, _ = node.events.since(last_id_before)
     kill = desk.last_kill
     positions = tuple((p.symbol, p.size) for p in sim.positions())

@@ -24,6 +24,7 @@ from engine.kev.server import free_port
 from engine.laya.features import FEATURE_COUNT
 from engine.laya.verdict import Verdict
 from engine.risk import KevAction, RiskLimitChanged, Source, TradingState
+from engine.risk.overrides import RiskOverrides
 from engine.trading.events import TradingFault
 
 CHAT = "/v1/chat/completions"
@@ -143,7 +144,7 @@ async def test_an_accepted_command_is_applied_through_the_gateway(
 
 
 async def test_raising_the_risk_scale_is_refused_by_the_gateway(scripted, start_hub, gateway):
-    gateway.set_risk_scale(0.5, T0)
+    gateway.set_limits(RiskOverrides(risk_scale=0.5), T0)
     scripted.script(CHAT, command(act="hold", risk=100, skew=20))
     hub = await start_hub()
     hub.offer(snap())
@@ -214,7 +215,7 @@ async def test_invalid_output_is_rejected_and_nothing_applied(scripted, start_hu
 
 
 async def test_repeating_the_shown_percent_changes_nothing(scripted, start_hub, gateway):
-    gateway.set_risk_scale(0.335, T0)
+    gateway.set_limits(RiskOverrides(risk_scale=0.335), T0)
     gateway.drain_events()
     scripted.script(CHAT, command(act="hold", risk=33, hedge=50))
     hub = await start_hub()
@@ -390,7 +391,7 @@ ENTRY_KEYS = {
 async def test_each_decision_is_journaled_once_with_what_became_of_it(
     scripted, start_hub, gateway, clock, journal
 ):
-    gateway.set_risk_scale(0.5, T0)
+    gateway.set_limits(RiskOverrides(risk_scale=0.5), T0)
     answers = [
         command(act="hold", risk=100, why="calm"),  # raises the risk scale: refused
         command(act="hold", risk=50, hedge=120),  # outside the gateway's hedge band: clamped

@@ -26,6 +26,7 @@ from engine.laya.features import FEATURE_COUNT
 from engine.laya.verdict import Verdict
 from engine.risk.commands import KevAction
 from engine.risk.events import TradingState
+from engine.risk.overrides import RiskOverrides
 
 # (symbol, verdict, probabilities, key features in KEY_FEATURES order)
 MARKETS = [
@@ -153,7 +154,7 @@ def frozen_clock() -> int:
 
 async def test_a_command_raising_the_risk_scale_is_refused(start_hub):
     gateway = make_gateway()
-    gateway.set_risk_scale(0.5, T0)
+    gateway.set_limits(RiskOverrides(risk_scale=0.5), T0)
     spec = KevCommandSpec(actions=(KevAction.HOLD,), risk_pct=(100, 100), ttl_ms=SLOW_TTL)
     hub = await start_hub(gateway, spec.for_gateway(gateway.config), frozen_clock)
     decision = await consult(hub, 0)

@@ -35,6 +35,7 @@ from engine.risk import (
     RiskGateway,
     Source,
 )
+from engine.risk.overrides import RiskOverrides
 
 
 def reason_of(gateway: RiskGateway, intent: OrderIntent, now_ns: int = T0) -> DenialReason | None:
@@ -120,7 +121,7 @@ def test_sell_that_would_exceed_max_short_is_denied():
 def test_order_that_shrinks_a_position_above_a_lowered_limit_is_approved():
     gateway = make_gateway()
     gateway.on_position_sync(BTC, 0.9, MIDS[BTC], T0)
-    gateway.set_max_position(BTC, 0.2, T0)
+    gateway.set_limits(RiskOverrides(max_position={BTC: 0.2}), T0)
     assert reason_of(gateway, limit(BTC, BUY, 0.01)) is DenialReason.POSITION_LIMIT
     assert gateway.check(limit(BTC, SELL, 0.5), T0).approved
 

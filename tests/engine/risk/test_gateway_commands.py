@@ -16,6 +16,7 @@ from engine.risk import (
     Source,
     TradingState,
 )
+from engine.risk.overrides import RiskOverrides
 
 
 def limit_changes(gateway: RiskGateway) -> list[tuple[str, float, float, Source]]:
@@ -29,9 +30,9 @@ def limit_changes(gateway: RiskGateway) -> list[tuple[str, float, float, Source]
 def test_max_position_override_applies_at_once_with_an_event():
     gateway = make_gateway()
     gateway.drain_events()
-    assert gateway.set_max_position(BTC, 0.3, T0).accepted
+    assert gateway.set_limits(RiskOverrides(max_position={BTC: 0.3}), T0).accepted
     assert gateway.check(limit(BTC, BUY, 0.4), T0).reason is DenialReason.POSITION_LIMIT
-    assert gateway.set_max_position(BTC, 2.0, T0).accepted
+    assert gateway.set_limits(RiskOverrides(max_position={BTC: 2.0}), T0).accepted
     assert gateway.check(limit(BTC, BUY, 0.4), T0).approved
     assert limit_changes(gateway) == [
         ("max_position BTCUSDT", 1.0, 0.3, Source.OPERATOR),
@@ -40,45 +41,68 @@ def test_max_position_override_applies_at_once_with_an_event():
 
 
 @pytest.mark.parametrize(
-    ("command", "arguments"),
+    "overrides",
     [
-        ("set_max_position", (BTC, 2.5)),
-        ("set_max_position", (BTC, -0.1)),
-        ("set_max_position", (BTC, math.nan)),
-        ("set_max_position", ("XYZUSDT", 1.0)),
-        ("set_max_net_delta", (160_001,)),
-        ("set_max_net_delta", (math.inf,)),
-        ("set_max_slippage_bps", (51,)),
-        ("set_max_slippage_bps", (-1,)),
-        ("set_order_rate", (11, 100)),
-        ("set_order_rate", (5, 201)),
-        ("set_order_rate", (0, 100)),
-        ("set_order_rate", (2.5, 100)),
-        ("set_risk_scale", (1.01,)),
-        ("set_risk_scale", (-0.1,)),
-        ("set_risk_scale", (True,)),
+        RiskOverrides(max_position={BTC: 2.5}),
+        RiskOverrides(max_position={BTC: -0.1}),
+        RiskOverrides(max_position={BTC: math.nan}),
+        RiskOverrides(max_position={"XYZUSDT": 1.0}),
+        RiskOverrides(max_net_delta=160_001),
+        RiskOverrides(max_net_delta=math.inf),
+        RiskOverrides(max_slippage_bps=51),
+        RiskOverrides(max_slippage_bps=-1),
+        RiskOverrides(orders_per_second=11, orders_per_minute=100),
+        RiskOverrides(orders_per_second=5, orders_per_minute=201),
+        RiskOverrides(orders_per_second=0, orders_per_minute=100),
+        RiskOverrides(orders_per_second=2.5, orders_per_minute=100),  # type: ignore[arg-type]
+        RiskOverrides(risk_scale=1.01),
+        RiskOverrides(risk_scale=-0.1),
+        RiskOverrides(risk_scale=True),
+        RiskOverrides(max_net_delta=5_000, risk_scale=1.01),  # all or nothing
     ],
 )
-def test_override_outside_its_hard_bounds_is_refused(command, arguments):
+def test_override_outside_its_hard_bounds_is_refused(overrides):
     gateway = make_gateway()
     before = gateway.snapshot()
     gateway.drain_events()
-    outcome = getattr(gateway, command)(*arguments, T0)
+    outcome = gateway.set_limits(overrides, T0)
     assert not outcome.accepted
     (event,) = gateway.drain_events()
     assert isinstance(event, CommandRejected)
-    assert (event.command, event.source) == (command, Source.OPERATOR)
+    assert (event.command, event.source) == ("set_limits", Source.OPERATOR)
     after = gateway.snapshot()
     assert (after.limits, after.risk_scale) == (before.limits, before.risk_scale)
 
 
+def test_overrides_apply_together_and_say_what_is_in_force():
+    gateway = make_gateway()
+    overrides = RiskOverrides(
+        max_position={BTC: 0.5},
+        max_net_delta=5_000,
+        max_slippage_bps=25,
+        orders_per_second=3,
+        orders_per_minute=100,
+        risk_scale=0.5,
+    )
+    outcome = gateway.set_limits(overrides, T0)
+    assert outcome == (
+        True,
+        "BTCUSDT max position 0.5 BTC; max net delta 5000 USDT; max slippage 25 bps; "
+        "order rate 3/s, 100/min; risk scale 0.5",
+    )
+
+
 def test_risk_scale_scales_position_notional_and_net_delta():
     gateway = make_gateway()
-    gateway.set_risk_scale(0.5, T0)
+    gateway.set_limits(RiskOverrides(risk_scale=0.5), T0)
     assert gateway.check(limit(BTC, BUY, 0.5), T0).approved
     assert gateway.check(limit(BTC, BUY, 0.1), T0).reason is DenialReason.POSITION_LIMIT
-    gateway.set_risk_scale(0.0, T0)
+    gateway.set_limits(RiskOverrides(risk_scale=0.0), T0)
     assert gateway.check(limit(ETH, BUY, 0.1), T0).reason is DenialReason.POSITION_LIMIT
+
+
+def rate(per_second: int, per_minute: int) -> RiskOverrides:
+    return RiskOverrides(orders_per_second=per_second, orders_per_minute=per_minute)
 
 
 def test_order_rate_override_keeps_the_recent_history():
@@ -87,9 +111,13 @@ def test_order_rate_override_keeps_the_recent_history():
         intent = limit(ETH, BUY, 0.1)
         assert gateway.check(intent, T0 + number * MS).approved
         gateway.on_order_cancelled(intent.client_oid, T0)
-    assert gateway.set_order_rate(3, 100, T0).accepted
+    assert gateway.set_limits(
+        RiskOverrides(orders_per_second=3, orders_per_minute=100), T0
+    ).accepted
     assert gateway.check(limit(ETH, BUY, 0.1), T0 + 10 * MS).reason is DenialReason.ORDER_RATE
-    assert gateway.set_order_rate(10, 100, T0).accepted
+    assert gateway.set_limits(
+        RiskOverrides(orders_per_second=10, orders_per_minute=100), T0
+    ).accepted
     assert gateway.check(limit(ETH, BUY, 0.1), T0 + 10 * MS).approved
 
 
@@ -97,13 +125,13 @@ def test_slippage_override_moves_the_band_at_once():
     gateway = make_gateway()
     price = MIDS[BTC] * 1.002
     assert gateway.check(limit(BTC, BUY, 0.1, price=price), T0).reason is DenialReason.SLIPPAGE
-    gateway.set_max_slippage_bps(25, T0)
+    gateway.set_limits(RiskOverrides(max_slippage_bps=25), T0)
     assert gateway.check(limit(BTC, BUY, 0.1, price=price), T0).approved
 
 
 def test_max_net_delta_override_applies_at_once():
     gateway = make_gateway()
-    gateway.set_max_net_delta(5_000, T0)
+    gateway.set_limits(RiskOverrides(max_net_delta=5_000), T0)
     assert gateway.check(limit(BTC, BUY, 0.1), T0).reason is DenialReason.NET_DELTA_LIMIT
     assert gateway.check(limit(ETH, BUY, 3.0), T0).approved  # 9k x 0.5
 
@@ -119,7 +147,7 @@ def test_kev_may_lower_the_risk_scale():
 
 def test_kev_cannot_raise_the_risk_scale():
     gateway = make_gateway()
-    gateway.set_risk_scale(0.5, T0)
+    gateway.set_limits(RiskOverrides(risk_scale=0.5), T0)
     outcome = gateway.apply_kev_command(KevAction.HOLD, 0.8, None, T0)
     assert not outcome.accepted
     assert outcome.risk_scale == 0.5
@@ -131,7 +159,7 @@ def test_kev_cannot_undo_its_own_lowering_either():
     gateway.apply_kev_command(KevAction.HOLD, 0.3, None, T0)
     assert not gateway.apply_kev_command(KevAction.HOLD, 0.6, None, T0).accepted
     assert gateway.snapshot().risk_scale == 0.3
-    assert gateway.set_risk_scale(1.0, T0).accepted  # the operator can
+    assert gateway.set_limits(RiskOverrides(risk_scale=1.0), T0).accepted  # the operator can
 
 
 def test_kev_hedge_ratio_is_clamped_into_the_band_and_reported():

@@ -26,6 +26,7 @@ from engine.risk import (
     TradingState,
     TradingStateChanged,
 )
+from engine.risk.overrides import RiskOverrides
 
 HOUR = 3_600 * SECOND
 
@@ -201,7 +202,7 @@ def test_snapshot_reports_exposure_limits_and_counts():
     gateway = make_gateway()
     open_position(gateway, BTC, 0.5)
     assert gateway.check(limit(ETH, SELL, 2.0), T0).approved
-    gateway.set_risk_scale(0.5, T0)
+    gateway.set_limits(RiskOverrides(risk_scale=0.5), T0)
     snapshot = gateway.snapshot()
     btc, eth = snapshot.positions
     assert (btc.max_position, btc.max_notional) == (0.5, 45_000)

@@ -53,6 +53,7 @@ from engine.risk import (
     TimeInForce,
     TradingState,
 )
+from engine.risk.overrides import RiskOverrides
 
 TOLERANCE = 1e-9
 SYMBOLS = (BTC, ETH)
@@ -432,7 +433,7 @@ class RiskGatewayMachine(RuleBasedStateMachine):
     @rule(symbol=symbols, size=st.floats(-1.0, 50.0, allow_nan=False))
     def override_max_position(self, symbol, size):
         ceiling = self.config.bounds.max_position[symbol]
-        outcome = self.gateway.set_max_position(symbol, size, self.now)
+        outcome = self.gateway.set_limits(RiskOverrides(max_position={symbol: size}), self.now)
         assert outcome.accepted == (0 <= size <= ceiling)
         if outcome.accepted:
             self.max_position_set[symbol] = size
@@ -440,20 +441,22 @@ class RiskGatewayMachine(RuleBasedStateMachine):
 
     @rule(usdt=st.one_of(st.floats(-1_000.0, 30_000.0), st.floats(30_000.0, 200_000.0)))
     def override_max_net_delta(self, usdt):
-        outcome = self.gateway.set_max_net_delta(usdt, self.now)
+        outcome = self.gateway.set_limits(RiskOverrides(max_net_delta=usdt), self.now)
         assert outcome.accepted == (0 <= usdt <= self.config.bounds.max_net_delta)
         if outcome.accepted:
             self.max_net_delta_set = usdt
 
     @rule(bps=st.floats(-5.0, 80.0))
     def override_slippage(self, bps):
-        outcome = self.gateway.set_max_slippage_bps(bps, self.now)
+        outcome = self.gateway.set_limits(RiskOverrides(max_slippage_bps=bps), self.now)
         assert outcome.accepted == (0 <= bps <= self.config.bounds.max_slippage_bps)
 
     @rule(per_second=st.integers(0, 12), per_minute=st.integers(0, 250))
     def override_order_rate(self, per_second, per_minute):
         bounds = self.config.bounds
-        outcome = self.gateway.set_order_rate(per_second, per_minute, self.now)
+        outcome = self.gateway.set_limits(
+            RiskOverrides(orders_per_second=per_second, orders_per_minute=per_minute), self.now
+        )
         within = (
             1 <= per_second <= bounds.max_orders_per_second
             and 1 <= per_minute <= bounds.max_orders_per_minute
@@ -464,7 +467,7 @@ class RiskGatewayMachine(RuleBasedStateMachine):
 
     @rule(scale=st.floats(-0.2, 1.2))
     def override_risk_scale(self, scale):
-        outcome = self.gateway.set_risk_scale(scale, self.now)
+        outcome = self.gateway.set_limits(RiskOverrides(risk_scale=scale), self.now)
         assert outcome.accepted == (0 <= scale <= 1)
         if outcome.accepted:
             self.risk_scale = scale

@@ -15,6 +15,7 @@ from engine.risk import (
     TradingState,
     TradingStateChanged,
 )
+from engine.risk.overrides import RiskOverrides
 
 
 def state_changes(gateway: RiskGateway) -> list[tuple[TradingState, TradingState, Source]]:
@@ -226,7 +227,7 @@ def test_flatten_does_not_deadlock_on_the_net_delta_limit():
     gateway = make_gateway(hedge_ratio=1.0)
     gateway.on_position_sync(BTC, 1.0, MIDS[BTC], T0)
     gateway.on_position_sync(ETH, -20.0, MIDS[ETH], T0)
-    gateway.set_max_net_delta(10_000, T0)
+    gateway.set_limits(RiskOverrides(max_net_delta=10_000), T0)
     assert gateway.check(limit(BTC, SELL, 0.5), T0).reason is DenialReason.NET_DELTA_LIMIT
     gateway.flatten(T0)
     now = T0

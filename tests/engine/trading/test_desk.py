@@ -16,7 +16,18 @@ from engine.pipeline import EventLog
 from engine.risk.commands import KevAction
 from engine.risk.events import TradingState
 from engine.risk.intents import Source
-from engine.trading.commands import RiskOverrides
+from engine.risk.overrides import RiskOverrides
+from engine.trading.commands import (
+    Command,
+    CommandSource,
+    Flatten,
+    KevOrder,
+    Kill,
+    Pause,
+    Rearm,
+    Resume,
+    SetLimits,
+)
 from engine.trading.config import (
     PaperVenueConfig,
     QuotingStrategyConfig,
@@ -172,13 +183,13 @@ async def test_a_fill_is_hedged_back_inside_the_deadband(paper_desk):
 async def test_pause_cancels_quotes_and_resume_brings_them_back(paper_desk):
     paper_desk.book()
     await eventually(lambda: len(paper_desk.resting()) == 2)
-    result = await paper_desk.desk.pause()
+    result = await paper_desk.desk.execute(Command(Pause()))
     assert result.ok and paper_desk.desk.gateway.state is TradingState.PAUSED
     await eventually(lambda: not paper_desk.resting())
     paper_desk.book()
     await asyncio.sleep(0.02)
     assert paper_desk.resting() == []
-    assert (await paper_desk.desk.resume()).ok
+    assert (await paper_desk.desk.execute(Command(Resume()))).ok
     paper_desk.book()
     await eventually(lambda: len(paper_desk.resting()) == 2)
     commands = [e["command"] for e in paper_desk.entries(EntryKind.OPERATOR_COMMAND)]
@@ -192,7 +203,7 @@ async def test_kill_flattens_and_stays_latched_until_rearmed(paper_desk):
     paper_desk.book(bids=[(63_990.0, 0.5)], asks=[(63_996.0, 0.5)])  # fills our bid
     await eventually(lambda: desk.executor.stats().fills >= 2)
     paper_desk.book(bids=BTC_BIDS, asks=BTC_ASKS)
-    result = await desk.kill()
+    result = await desk.execute(Command(Kill()))
     assert result.ok, result.message
     assert result.elapsed_ms > 0
     snapshot = await paper_desk.venue.snapshot()
@@ -202,9 +213,9 @@ async def test_kill_flattens_and_stays_latched_until_rearmed(paper_desk):
     paper_desk.book()
     await asyncio.sleep(0.02)
     assert paper_desk.resting() == []  # nothing quotes while halted
-    assert not (await desk.resume()).ok
-    assert not (await desk.rearm("please")).ok
-    assert (await desk.rearm("REARM")).ok
+    assert not (await desk.execute(Command(Resume()))).ok
+    assert not (await desk.execute(Command(Rearm("please")))).ok
+    assert (await desk.execute(Command(Rearm("REARM")))).ok
     assert desk.gateway.state is TradingState.PAUSED
     logged = [(e.command, e.ok) for e in paper_desk.logged(CommandExecuted)]
     assert logged == [("kill", True), ("resume", False), ("rearm", False), ("rearm", True)]
@@ -217,7 +228,7 @@ async def test_flatten_goes_flat_then_pauses(paper_desk):
     paper_desk.book(bids=[(63_990.0, 0.5)], asks=[(63_996.0, 0.5)])
     await eventually(lambda: desk.executor.stats().fills >= 2)
     paper_desk.book(bids=BTC_BIDS, asks=BTC_ASKS)
-    result = await desk.flatten()
+    result = await desk.execute(Command(Flatten()))
     assert result.ok, result.message
     assert (await paper_desk.venue.snapshot()).positions == ()
     assert desk.gateway.state is TradingState.PAUSED
@@ -226,7 +237,7 @@ async def test_flatten_goes_flat_then_pauses(paper_desk):
 
 async def test_flatten_with_nothing_open_says_so_and_asks_for_no_close(paper_desk):
     desk = paper_desk.desk
-    result = await desk.flatten()
+    result = await desk.execute(Command(Flatten()))
     assert (result.ok, result.message) == (
         True,
         "nothing to flatten: no orders, no positions; now PAUSED",
@@ -247,7 +258,7 @@ async def test_flatten_with_only_quotes_open_cancels_them_and_asks_for_no_denied
     desk = paper_desk.desk
     paper_desk.book()
     await eventually(lambda: len(paper_desk.resting()) == 2)
-    result = await desk.flatten()
+    result = await desk.execute(Command(Flatten()))
     assert result.ok, result.message
     assert paper_desk.resting() == []
     assert desk.gateway.state is TradingState.PAUSED
@@ -267,7 +278,7 @@ async def test_a_halt_from_the_gateway_itself_starts_the_close_sequence(paper_de
 async def test_overrides_apply_as_a_whole_or_not_at_all(paper_desk):
     desk = paper_desk.desk
     bad = RiskOverrides(max_net_delta=2_000, risk_scale=1.5)
-    result = await desk.apply_overrides(bad)
+    result = await desk.execute(Command(SetLimits(bad)))
     assert not result.ok and "risk scale" in result.message
     assert desk.gateway.snapshot().max_net_delta == 1_500  # untouched
     good = RiskOverrides(
@@ -278,20 +289,26 @@ async def test_overrides_apply_as_a_whole_or_not_at_all(paper_desk):
         orders_per_minute=200,
         risk_scale=0.5,
     )
-    result = await desk.apply_overrides(good)
+    result = await desk.execute(Command(SetLimits(good)))
     assert result.ok, result.message
     risk = desk.gateway.snapshot()
     assert risk.limits.max_position["BTCUSDT"] == 0.03
     assert risk.limits.max_slippage_bps == 15 and risk.limits.orders_per_second == 5
     assert risk.risk_scale == 0.5 and risk.max_net_delta == 1_000
-    assert not (await desk.apply_overrides(RiskOverrides(orders_per_second=5))).ok
+    assert not (await desk.execute(Command(SetLimits(RiskOverrides(orders_per_second=5))))).ok
+
+
+async def kev(desk, action, risk_scale, hedge_ratio):
+    """What the gateway did with Kev's command, sent as KevHub sends it."""
+    order = KevOrder(action, risk_scale, hedge_ratio)
+    return (await desk.execute(Command(order, CommandSource.KEV))).kev
 
 
 async def test_kev_may_lower_the_risk_scale_but_not_raise_it(paper_desk):
     desk = paper_desk.desk
-    lowered = desk.apply_kev_command(KevAction.HOLD, 0.5, None, desk.clock())
+    lowered = await kev(desk, KevAction.HOLD, 0.5, None)
     assert lowered.accepted and lowered.risk_scale == 0.5
-    raised = desk.apply_kev_command(KevAction.HOLD, 0.9, None, desk.clock())
+    raised = await kev(desk, KevAction.HOLD, 0.9, None)
     assert not raised.accepted and raised.risk_scale == 0.5
     # The risk scale's change is journaled at once; the decisions themselves are KevHub's to
     # journal (once each, tests/engine/kev), so the refusal adds no entry of its own here.
@@ -307,7 +324,7 @@ async def test_kev_flatten_runs_the_close_sequence(paper_desk):
     paper_desk.book(bids=[(63_990.0, 0.5)], asks=[(63_996.0, 0.5)])
     await eventually(lambda: desk.executor.stats().fills >= 2)
     paper_desk.book(bids=BTC_BIDS, asks=BTC_ASKS)
-    outcome = desk.apply_kev_command(KevAction.FLATTEN, None, None, desk.clock())
+    outcome = await kev(desk, KevAction.FLATTEN, None, None)
     assert outcome.accepted
     await eventually(lambda: desk.gateway.state is TradingState.PAUSED)
     assert (await paper_desk.venue.snapshot()).positions == ()

@@ -13,6 +13,7 @@ from sim_engine import ALWAYS_EMERGENCY, NEVER_EMERGENCY, engine_config, eventua
 from engine.journal import EntryKind, read_journal
 from engine.node import EngineNode, format_status
 from engine.risk.events import TradingState
+from engine.trading.commands import Command, Kill
 from engine.trading.events import ReconciliationDone
 
 
@@ -95,7 +96,7 @@ async def test_kill_from_another_thread_leaves_the_exchange_flat(sim, node):
     await eventually(lambda: bool(sim.positions()), 30)  # a quote filled: a position is open
 
     def press_kill():
-        return node.call_threadsafe(node.kill()).result(15)
+        return node.call_threadsafe(node.execute(Command(Kill()))).result(15)
 
     result = await asyncio.to_thread(press_kill)
     assert result.ok, result.message

@@ -1,0 +1,105 @@
+"""The operator's risk overrides and the one set of rules they are judged by (the gateway,
+the trading desk and the console's risk dialog all ask `problems`)."""
+
+from __future__ import annotations
+
+import math
+import types
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from engine.risk.limits import OverrideBounds
+from engine.units import coin
+
+
+def finite_number(value: object) -> bool:
+    """A real number (not a bool), finite."""
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+@dataclass(frozen=True, slots=True)
+class RiskOverrides:
+    """Operator overrides, applied as a whole or not at all; None leaves a limit as it is.
+
+    `max_position` maps symbols to base-coin caps; the order rate takes both figures. The
+    console also uses it for the limits in force (every value given).
+    """
+
+    max_position: Mapping[str, float] = field(default_factory=dict)
+    max_net_delta: float | None = None
+    max_slippage_bps: float | None = None
+    orders_per_second: int | None = None
+    orders_per_minute: int | None = None
+    risk_scale: float | None = None
+
+    def __post_init__(self) -> None:
+        # A read-only copy, so the overrides cannot change after validation.
+        object.__setattr__(self, "max_position", types.MappingProxyType(dict(self.max_position)))
+
+    @property
+    def empty(self) -> bool:
+        return not self.max_position and all(
+            value is None
+            for value in (
+                self.max_net_delta,
+                self.max_slippage_bps,
+                self.orders_per_second,
+                self.orders_per_minute,
+                self.risk_scale,
+            )
+        )
+
+    @property
+    def order_rate(self) -> tuple[int, int] | None:
+        """Orders per second and per minute, or None when not given."""
+        if self.orders_per_second is None or self.orders_per_minute is None:
+            return None
+        return self.orders_per_second, self.orders_per_minute
+
+    def problems(self, bounds: OverrideBounds) -> list[str]:
+        """Every reason the overrides cannot be applied (empty: they can)."""
+        found: list[str] = []
+        for symbol, size in self.max_position.items():
+            ceiling = bounds.max_position.get(symbol)
+            if ceiling is None:
+                found.append(f"{symbol!r} is not a configured symbol")
+            elif not (finite_number(size) and 0 <= size <= ceiling):
+                found.append(
+                    f"{symbol} max position must be within [0, {coin(symbol, ceiling)}], got "
+                    f"{size!r}"
+                )
+        for name, value, ceiling, unit in (
+            ("max net delta", self.max_net_delta, bounds.max_net_delta, "USDT"),
+            ("max slippage", self.max_slippage_bps, bounds.max_slippage_bps, "bps"),
+        ):
+            if value is not None and not (finite_number(value) and 0 <= value <= ceiling):
+                found.append(f"{name} must be within [0, {ceiling:g}] {unit}, got {value!r}")
+        if (self.orders_per_second is None) != (self.orders_per_minute is None):
+            found.append("the order rate needs both orders per second and per minute")
+        else:
+            for name, rate, most in (
+                ("per second", self.orders_per_second, bounds.max_orders_per_second),
+                ("per minute", self.orders_per_minute, bounds.max_orders_per_minute),
+            ):
+                if rate is not None and not (
+                    isinstance(rate, int) and not isinstance(rate, bool) and 1 <= rate <= most
+                ):
+                    found.append(
+                        f"orders {name} must be an integer within [1, {most}], got {rate!r}"
+                    )
+        if self.risk_scale is not None and not (
+            finite_number(self.risk_scale) and 0 <= self.risk_scale <= 1
+        ):
+            found.append(f"risk scale must be within [0, 1], got {self.risk_scale!r}")
+        return found
+
+    def journaled(self) -> dict[str, object]:
+        """The overrides as an operator command's journal entry has them."""
+        return {
+            "max_position": dict(self.max_position),
+            "max_net_delta": self.max_net_delta,
+            "max_slippage_bps": self.max_slippage_bps,
+            "orders_per_second": self.orders_per_second,
+            "orders_per_minute": self.orders_per_minute,
+            "risk_scale": self.risk_scale,
+        }
