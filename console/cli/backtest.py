@@ -95,7 +95,7 @@ def _backtest(args: argparse.Namespace, scratch: Path) -> int:
     from console.cli.config import load_console_settings
     from engine.feed.recording import check_recording
     from engine.kev.command import KevCommandSpec
-    from engine.settings import SettingsError
+    from engine.settings.sources import SettingsError
     from engine.tools.backtest.plan import (
         COMPARED_GATES,
         backtest_specs,

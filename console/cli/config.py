@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, TextIO
 if TYPE_CHECKING:
     from console.engine_process import EngineAdapterConfig
     from engine.kev.server import LlamaServerConfig
-    from engine.settings import Settings
+    from engine.settings.schema import Settings
 
 RUN_FLAGS = {
     # run's flag -> (its attribute, the setting it overrides)
@@ -82,7 +82,7 @@ def run_config(
     args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None
 ) -> int:
     """0 done; 1 `show` found settings `run` cannot use; 2 an error (said on `err`)."""
-    from engine.settings import SettingsError
+    from engine.settings.sources import SettingsError
 
     out = out or sys.stdout
     err = err or sys.stderr
@@ -99,7 +99,7 @@ def run_config(
 
 
 def _file(args: argparse.Namespace) -> Path:
-    from engine.settings import settings_path
+    from engine.settings.reader import settings_path
 
     return Path(args.config).expanduser() if args.config else settings_path()
 
@@ -107,7 +107,9 @@ def _file(args: argparse.Namespace) -> Path:
 def _show(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """The settings; exit 1 when they load but cannot build what `run` needs (the console's
     own checks included)."""
-    from engine.settings import ENV_PREFIX, SettingsError, dump_settings
+    from engine.settings.reader import ENV_PREFIX
+    from engine.settings.sources import SettingsError
+    from engine.settings.writer import dump_settings
 
     settings = _read(args.config)
     file = _file(args)
@@ -139,7 +141,10 @@ def _path(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 def _init(args: argparse.Namespace, out: TextIO) -> int:
     """Write the commented defaults where there is no file yet, or over one with --force
     (keeping the old one as .bak). The file is written whole or not at all."""
-    from engine.settings import Settings, SettingsError, dump_settings, load_settings
+    from engine.settings.reader import load_settings
+    from engine.settings.schema import Settings
+    from engine.settings.sources import SettingsError
+    from engine.settings.writer import dump_settings
 
     file = _file(args)
     if file.exists() and not args.force:
@@ -181,7 +186,7 @@ def load_console_settings(config: str | os.PathLike[str] | None = None) -> Setti
 
 
 def _read(config: str | os.PathLike[str] | None) -> Settings:
-    from engine.settings import load_settings
+    from engine.settings.reader import load_settings
 
     return load_settings(path=Path(config).expanduser() if config else None)
 
@@ -233,7 +238,7 @@ def kev_serve_config(
 ) -> LlamaServerConfig:
     """`kev serve`'s llama-server: [kev] with `KEV_SERVE_FLAGS` on top; the model is
     `default_model()` when neither names one; --host and --port bind elsewhere than the url."""
-    from engine.settings import load_settings
+    from engine.settings.reader import load_settings
 
     settings = _with_flags(load_settings(), args, KEV_SERVE_FLAGS)
     config = settings.llama_server_config(settings.kev.model_path or default_model())
@@ -246,7 +251,7 @@ def kev_serve_config(
 
 def configured_kev_url() -> str:
     """Kev's server as the settings name it ([kev] url)."""
-    from engine.settings import load_settings
+    from engine.settings.reader import load_settings
 
     return load_settings().kev.url
 

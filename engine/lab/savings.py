@@ -21,7 +21,7 @@ import numpy as np
 from engine.lab.folds import FoldReport
 from engine.laya.decide import QuoteGate
 from engine.laya.model import LayaModelMetadata
-from engine.settings import Settings
+from engine.settings.schema import Settings
 from engine.tools.backtest.metrics import HORIZONS_MS, SessionMetrics
 from engine.tools.backtest.plan import GridPoint, backtest_specs, run_specs
 from engine.tools.backtest.report import compare_text

@@ -1166,7 +1166,8 @@ def check_configuration(
     build every engine configuration; the journal's directory is writable. `configurations`
     replaces what the settings build (tests)."""
     from engine.journal import default_journal_path
-    from engine.settings import SettingsError, load_settings, settings_path
+    from engine.settings.reader import load_settings, settings_path
+    from engine.settings.sources import SettingsError
 
     env = os.environ if environ is None else environ
     path = settings_path(env)

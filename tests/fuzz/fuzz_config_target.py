@@ -19,14 +19,10 @@ import hypothesis.strategies as st
 import orjson
 from fuzz_tally import require
 
-from engine.settings import (
-    ENV_PREFIX,
-    Settings,
-    SettingsError,
-    SourceKind,
-    dump_settings,
-    load_settings,
-)
+from engine.settings.reader import ENV_PREFIX, load_settings
+from engine.settings.schema import Settings
+from engine.settings.sources import SettingsError, SourceKind
+from engine.settings.writer import dump_settings
 
 DEFAULT_TEXT = dump_settings(Settings())
 DEFAULT_DOCUMENT = tomllib.loads(DEFAULT_TEXT)

@@ -32,7 +32,7 @@ from engine.kev.server import (
     LlamaServerProcess,
     free_port,
 )
-from engine.settings import Settings
+from engine.settings.schema import Settings
 
 REPO = Path(__file__).resolve().parents[2]
 KEV_KEY = "kev_7d1e9a3c5b2f4e6d8a0c1b3d5f7e9a2c"

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from engine.feed.recording import recording_symbols
 from engine.laya.decide import QuoteGate
-from engine.settings import Settings
+from engine.settings.schema import Settings
 from engine.tools.backtest.metrics import SessionMetrics, session_metrics
 from engine.tools.backtest.session import BacktestProgress, BacktestSpec, run_backtest
 

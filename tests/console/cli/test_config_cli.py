@@ -23,14 +23,10 @@ from console.cli.main import build_parser, main
 from console.handle import ShutdownPolicy
 from engine.gpu import GIB, VramBudget
 from engine.kev.server import free_port, llama_server_pid_path
-from engine.settings import (
-    SHUTDOWN_POLICIES,
-    ConsoleSettings,
-    Settings,
-    SourceKind,
-    dump_settings,
-    load_settings,
-)
+from engine.settings.reader import load_settings
+from engine.settings.schema import SHUTDOWN_POLICIES, ConsoleSettings, Settings
+from engine.settings.sources import SourceKind
+from engine.settings.writer import dump_settings
 
 
 @pytest.fixture

@@ -23,7 +23,7 @@ from engine.lab.folds import (
     session_weights,
 )
 from engine.lab.labels import LabelConfig
-from engine.lab.train import choose_verdicts
+from engine.lab.thresholds import choose_verdicts
 from engine.laya.features import CROSS_FEATURES, FEATURE_COUNT, FEATURE_NAMES
 from engine.laya.verdict import Verdict
 

@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from engine.lab.train import choose_verdicts
+from engine.lab.thresholds import choose_verdicts
 from engine.laya.classifier import (
     CPU_PROVIDER,
     CUDA_PROVIDER,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.settings import load_settings
+from engine.settings.reader import load_settings
 from engine.sim.recording import simulate_recording
 from engine.tools.backtest.metrics import SessionMetrics
 from engine.tools.backtest.plan import COMPARED_GATES, backtest_specs, grid, run_specs

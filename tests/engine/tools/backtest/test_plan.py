@@ -6,7 +6,8 @@ import pytest
 
 from engine.feed.recording import recording_symbols
 from engine.laya.decide import QuoteGate
-from engine.settings import SettingsError, load_settings
+from engine.settings.reader import load_settings
+from engine.settings.sources import SettingsError
 from engine.tools.backtest.plan import GridPoint, backtest_specs, grid, parse_set
 
 SETTINGS = load_settings(environ={"HFT_CONSOLE_LAYA__PREFER_GPU": "false"})

@@ -11,7 +11,7 @@ import pytest
 from engine.journal import read_journal
 from engine.laya.decide import QuoteGate
 from engine.node import EngineNode
-from engine.settings import load_settings
+from engine.settings.reader import load_settings
 from engine.tools.backtest.metrics import session_metrics
 from engine.tools.backtest.plan import backtest_specs, grid
 from engine.tools.backtest.session import run_backtest

@@ -1,0 +1,921 @@
+"""What a user may set, section by section, frozen, and the engine configs built from it.
+
+Each section checks its values by building the engine's own frozen configs from them, so a rule
+lives in one place (the engine config) and is never restated here; the keys only check types.
+A value that fails is reported with its key and where it was set (file and line, environment
+variable, flag). The `*_config()` methods build what the engine runs with.
+"""
+
+# ruff: noqa: RUF009  (every setting is a `dataclasses.field` made by `setting`/`section`)
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import types
+import typing
+import urllib.parse
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from engine.gpu import GIB, GpuMonitorConfig, VramBudget
+from engine.kev.client import KevClientConfig
+from engine.kev.command import KevCommandSpec
+from engine.kev.hub import KevHubConfig
+from engine.kev.queue import KevQueueOverflow
+from engine.kev.server import LlamaServerConfig
+from engine.laya.classifier import LayaClassifierConfig
+from engine.laya.decide import QuoteGate
+from engine.laya.model import DEFAULT_MODEL_PATH
+from engine.node import EngineConfig
+from engine.pipeline import MarketPipelineConfig
+from engine.risk.commands import KevAction
+from engine.risk.limits import OverrideBounds, RiskGatewayConfig, RiskLimits, SymbolLimits
+from engine.settings.keys import (
+    BadValue,
+    PathText,
+    coerce,
+    resolve,
+    section,
+    setting,
+    value_at,
+    whole_numbers_as_floats,
+)
+from engine.settings.layers import Overrides, assemble_settings
+from engine.settings.sources import (
+    DEFAULT_SOURCE,
+    SettingsError,
+    SettingSource,
+    SourceKind,
+    blame,
+)
+from engine.sim.instruments import BTCUSDT, ETHUSDT, Instrument, built_in_twin, instrument_for
+from engine.sim.market import MarketGeneratorConfig
+from engine.trading.config import (
+    OrderExecutorConfig,
+    PaperVenueConfig,
+    QuotingStrategyConfig,
+    TradingConfig,
+    TradingMode,
+    default_risk_config,
+)
+
+SHUTDOWN_POLICIES = ("flatten", "keep")
+"""The console's `ShutdownPolicy` values (the console checks they stay the same)."""
+
+
+# The engine's defaults, read once: a default lives in the engine config, never here.
+_ENGINE = EngineConfig()
+_LAYA = LayaClassifierConfig()
+_PIPELINE = MarketPipelineConfig()
+_TRADING = TradingConfig()
+_STRATEGY = _TRADING.strategy
+_EXECUTOR = _TRADING.executor
+_PAPER = _TRADING.paper
+_RISK = default_risk_config()
+_KEV_CLIENT = KevClientConfig()
+_KEV_HUB = KevHubConfig()
+_KEV_SPEC = KevCommandSpec()
+_LLAMA_DEFAULTS = {item.name: item.default for item in dataclasses.fields(LlamaServerConfig)}
+_GPU = GpuMonitorConfig()
+
+
+def _gib(n_bytes: int) -> float:
+    return round(n_bytes / GIB, 3)
+
+
+def _bytes(gib: float, name: str) -> int:
+    """GiB as bytes; a value no byte count can hold is refused naming its key (int() of an
+    infinite float raises OverflowError, which is not a configuration error)."""
+    n_bytes = gib * GIB
+    if not math.isfinite(n_bytes):
+        raise ValueError(f"{name} must be a finite number of GiB, got {gib!r}")
+    return int(n_bytes)
+
+
+# Sections
+
+
+@dataclass(frozen=True, slots=True)
+class EngineSettings:
+    """What the engine watches."""
+
+    symbols: tuple[str, ...] = setting(
+        _ENGINE.symbols,
+        "market symbols: the traded one first, then its hedge (optional); at most 2",
+    )
+    sim_seed: int = setting(_ENGINE.sim_seed, "seed of the built-in simulated market")
+    status_interval_s: float = setting(
+        _ENGINE.status_interval_s, "seconds between the engine's status snapshots"
+    )
+
+    def __post_init__(self) -> None:
+        whole_numbers_as_floats(self)
+        EngineConfig(
+            symbols=self.symbols, sim_seed=self.sim_seed, status_interval_s=self.status_interval_s
+        )
+        MarketGeneratorConfig(seed=self.sim_seed)
+        QuotingStrategyConfig(symbol=self.symbols[0], hedge_symbol=self.hedge_symbol)
+
+    @property
+    def hedge_symbol(self) -> str | None:
+        return self.symbols[1] if len(self.symbols) > 1 else None
+
+
+@dataclass(frozen=True, slots=True)
+class LayaSettings:
+    """Laya, the fast classifier (one ONNX Runtime session, CUDA first, then the CPU)."""
+
+    model_path: PathText | None = setting(
+        None, "Laya's ONNX model; unset: the shipped model", example="laya.onnx"
+    )
+    prefer_gpu: bool = setting(
+        _LAYA.prefer_gpu, "run on CUDA where it really works (false: always the CPU)"
+    )
+    device_id: int = setting(
+        _LAYA.device_id, "the CUDA device Laya runs on and the VRAM pane shows"
+    )
+    gpu_mem_limit_gib: float = setting(
+        _gib(_LAYA.gpu_mem_limit_bytes),
+        "cap on Laya's CUDA arena, GiB (also Laya's share of the VRAM budget)",
+        engine="gpu_mem_limit_bytes",
+    )
+    thresholds: tuple[float, ...] | None = setting(
+        None,
+        "class thresholds [HOLD, LEAN_BUY, LEAN_SELL, EMERGENCY]; unset: the model's own",
+        example=[0.5, 0.45, 0.45, 0.3],
+    )
+    warmup_runs: int = setting(
+        _LAYA.warmup_runs, "inferences at start, so the first frame is not slow"
+    )
+    warmup_s: float = setting(
+        30.0,
+        "market seconds per symbol (from its first book, and after a gap as long) in which "
+        "Laya stands aside: no verdicts, no quotes, while its feature windows fill",
+    )
+    cpu_runner: str = setting(
+        _LAYA.cpu_runner,
+        'on the CPU: "native" (the MLP as one compiled kernel, checked against ONNX Runtime '
+        'at start) or "onnxruntime"',
+    )
+    gate: str = setting(
+        _PIPELINE.gate.value,
+        'what pulls quotes: "laya" (its verdicts), "none" (quote on every frame) or '
+        '"imbalance" (the top-5 book imbalance beyond imbalance_gate); backtests compare them',
+    )
+    imbalance_gate: float = setting(
+        _PIPELINE.imbalance_gate,
+        "with gate imbalance: |top-5 imbalance| (0..1) beyond which the side it points "
+        "against is pulled",
+    )
+
+    def __post_init__(self) -> None:
+        whole_numbers_as_floats(self)
+        self.classifier_config()
+        if not 0 <= self.warmup_s <= 3_600:
+            raise ValueError(f"warmup_s must be within [0, 3600] s, got {self.warmup_s}")
+        MarketPipelineConfig(gate=QuoteGate(self.gate), imbalance_gate=self.imbalance_gate)
+
+    def classifier_config(self) -> LayaClassifierConfig:
+        return LayaClassifierConfig(
+            model_path=Path(self.model_path) if self.model_path else DEFAULT_MODEL_PATH,
+            prefer_gpu=self.prefer_gpu,
+            device_id=self.device_id,
+            gpu_mem_limit_bytes=_bytes(self.gpu_mem_limit_gib, "gpu_mem_limit_gib"),
+            thresholds=self.thresholds,
+            warmup_runs=self.warmup_runs,
+            cpu_runner=self.cpu_runner,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class StrategySettings:
+    """The quoting strategy: passive quotes on the traded symbol, a delta hedge on the hedge."""
+
+    quote_size: float = setting(
+        _STRATEGY.quote_size, "size of each quote, base coin (times the risk scale, whole lots)"
+    )
+    half_spread_bps: float = setting(
+        _STRATEGY.half_spread_bps, "bid and ask sit this far either side of the microprice, bps"
+    )
+    inventory_skew_bps: float = setting(
+        _STRATEGY.inventory_skew_bps, "quote shift per unit of position / max position, bps"
+    )
+    requote_threshold_bps: float = setting(
+        _STRATEGY.requote_threshold_bps, "a resting quote is replaced when its price is this off"
+    )
+    requote_size_fraction: float = setting(
+        _STRATEGY.requote_size_fraction, "... or when its size is this fraction off (0..1)"
+    )
+    emergency_cooldown_ms: int = setting(
+        _STRATEGY.emergency_cooldown_ms, "no quotes for this long after an EMERGENCY verdict, ms"
+    )
+    denial_backoff_ms: int = setting(
+        _STRATEGY.denial_backoff_ms, "a side waits this long after the risk gateway denied it, ms"
+    )
+    post_only: bool = setting(_STRATEGY.post_only, "quotes are post-only (never take liquidity)")
+    hedge_deadband_usdt: float = setting(
+        _STRATEGY.hedge_deadband_usdt, "hedge when the beta-adjusted net delta leaves this, USDT"
+    )
+    hedge_slippage_bps: float = setting(
+        _STRATEGY.hedge_slippage_bps, "hedge orders are IOC limits this far through the touch, bps"
+    )
+
+    def __post_init__(self) -> None:
+        whole_numbers_as_floats(self)
+        self.config()
+
+    def config(
+        self,
+        symbol: str = _STRATEGY.symbol,
+        hedge_symbol: str | None = _STRATEGY.hedge_symbol,
+    ) -> QuotingStrategyConfig:
+        values = {item.name: getattr(self, item.name) for item in dataclasses.fields(self)}
+        return QuotingStrategyConfig(symbol=symbol, hedge_symbol=hedge_symbol, **values)
+
+
+@dataclass(frozen=True, slots=True)
+class ExecutorSettings:
+    """The order executor: pacing, the kill switch's and flatten's limits, reconciliation."""
+
+    client_oid_prefix: str = setting(
+        _EXECUTOR.client_oid_prefix, "clientOid prefix of our orders (1-4 of [0-9A-Za-z_#-])"
+    )
+    maintenance_interval_ms: int = setting(
+        _EXECUTOR.maintenance_interval_ms, "period of the executor's housekeeping, ms"
+    )
+    hedge_interval_ms: int = setting(_EXECUTOR.hedge_interval_ms, "period of the hedge check, ms")
+    kill_timeout_s: float = setting(
+        _EXECUTOR.kill_timeout_s, "the kill switch retries cancel-all + close-all this long, s"
+    )
+    kill_retry_interval_ms: int = setting(
+        _EXECUTOR.kill_retry_interval_ms, "pause between the kill switch's attempts, ms"
+    )
+    flatten_timeout_s: float = setting(
+        _EXECUTOR.flatten_timeout_s, "flatten retries cancel-all + close-all this long, s"
+    )
+    position_settle_ms: int = setting(
+        _EXECUTOR.position_settle_ms, "quiet time before a drifted position is synced, ms"
+    )
+    drift_check_interval_s: float = setting(
+        _EXECUTOR.drift_check_interval_s, "period of the position and unknown-order check, s"
+    )
+    poll_interval_ms: int = setting(
+        _EXECUTOR.poll_interval_ms, "venue poll period while the private stream is down, ms"
+    )
+    unknown_order_grace_ms: int = setting(
+        _EXECUTOR.unknown_order_grace_ms, "an order of unknown outcome is looked up after, ms"
+    )
+    cancel_on_start: bool = setting(
+        _EXECUTOR.cancel_on_start, "cancel the venue's open orders at start (a previous run's)"
+    )
+    cancel_on_stop: bool = setting(_EXECUTOR.cancel_on_stop, "cancel resting orders when stopping")
+    journal_lookback_h: float = setting(
+        _EXECUTOR.journal_lookback_h, "hours of journal read at start to reconcile orders"
+    )
+
+    def __post_init__(self) -> None:
+        whole_numbers_as_floats(self)
+        self.config()
+
+    def config(self) -> OrderExecutorConfig:
+        values = {item.name: getattr(self, item.name) for item in dataclasses.fields(self)}
+        return dataclasses.replace(_EXECUTOR, **values)
+
+
+@dataclass(frozen=True, slots=True)
+class PaperSettings:
+    """Paper trading: real market data matched in-process."""
+
+    round_trip_ms: float = setting(
+        _PAPER.round_trip_ms,
+        "network round trip to Bitget: a request meets the book this long after it leaves, ms",
+    )
+    reaction_us: float = setting(
+        _PAPER.reaction_us, "our CPU from the frame to the request leaving, us"
+    )
+    feed_latency_ms: float | None = setting(
+        None,
+        "how long after the exchange has it the market reaches us, ms; unset: half the round trip",
+        example=30.0,
+    )
+    latency_jitter: float = setting(
+        _PAPER.latency_jitter, "lognormal sigma of each network leg (0: constant)"
+    )
+    latency_seed: int = setting(_PAPER.latency_seed, "seed of the jitter, so runs repeat")
+    maker_fee_rate: float = setting(_PAPER.maker_fee_rate, "maker fee, a fraction of the notional")
+    taker_fee_rate: float = setting(_PAPER.taker_fee_rate, "taker fee, a fraction of the notional")
+    initial_balance_usdt: float = setting(
+        _PAPER.initial_balance, "starting balance, USDT", engine="initial_balance"
+    )
+    leverage: int = setting(_PAPER.leverage, "leverage of the paper account (1..125)")
+
+    def __post_init__(self) -> None:
+        whole_numbers_as_floats(self)
+        self.config()
+
+    def config(self) -> PaperVenueConfig:
+        return PaperVenueConfig(
+            round_trip_ms=self.round_trip_ms,
+            reaction_us=self.reaction_us,
+            feed_latency_ms=self.feed_latency_ms,
+            latency_jitter=self.latency_jitter,
+            latency_seed=self.latency_seed,
+            maker_fee_rate=self.maker_fee_rate,
+            taker_fee_rate=self.taker_fee_rate,
+            initial_balance=self.initial_balance_usdt,
+            leverage=self.leverage,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class TradingSettings:
+    """Where orders go and how the desk trades."""
+
+    mode: TradingMode = setting(
+        _TRADING.mode,
+        "sim, paper, demo or live; live also needs run --live and the typed confirmation",
+    )
+    journal_path: PathText | None = setting(
+        None,
+        "the event journal (SQLite); unset: journal.sqlite in the per-user data directory",
+        example="journal.sqlite",
+    )
+    rest_timeout_s: float = setting(
+        _TRADING.rest_timeout_s, "a REST answer later than this leaves the outcome unknown, s"
+    )
+    cancel_lane: bool = setting(
+        _TRADING.cancel_lane, "cancel-all through a pre-connected keep-alive connection"
+    )
+    strategy: StrategySettings = section(StrategySettings)
+    executor: ExecutorSettings = section(ExecutorSettings)
+    paper: PaperSettings = section(PaperSettings)
+
+    def __post_init__(self) -> None:
+        whole_numbers_as_floats(self)
+        object.__setattr__(self, "mode", TradingMode(self.mode))
+        # The live gate is the command line's (--live and the typed confirmation); this checks
+        # every other value.
+        self.config(self.strategy.config(), _RISK, live_confirmed=True)
+
+    def config(
+        self,
+        strategy: QuotingStrategyConfig,
+        risk: RiskGatewayConfig,
+        *,
+        instruments: tuple[Instrument, ...] = (BTCUSDT, ETHUSDT),
+        rest_url: str | None = None,
+        private_ws_url: str | None = None,
+        live_confirmed: bool = False,
+    ) -> TradingConfig:
+        return TradingConfig(
+            mode=self.mode,
+            strategy=strategy,
+            risk=risk,
+            instruments=instruments,
+            executor=self.executor.config(),
+            paper=self.paper.config(),
+            journal_path=Path(self.journal_path) if self.journal_path else None,
+            rest_url=rest_url,
+            private_ws_url=private_ws_url,
+            cancel_lane=self.cancel_lane,
+            rest_timeout_s=self.rest_timeout_s,
+            live_confirmed=live_confirmed,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class SymbolRiskSettings:
+    """One symbol's caps. A symbol without built-in limits needs all four keys."""
+
+    max_position: float = setting(doc="largest position either way, base coin")
+    max_notional_usdt: float = setting(
+        doc="largest position's notional at the mid, USDT", engine="max_notional"
+    )
+    max_order_size: float = setting(doc="largest single order, base coin")
+    max_position_ceiling: float = setting(
+        doc="the operator may raise max_position up to this at run time, base coin"
+    )
+
+    def __post_init__(self) -> None:
+        whole_numbers_as_floats(self)
+        self.limits("SYMBOL")
+
+    def limits(self, symbol: str) -> SymbolLimits:
+        return SymbolLimits(symbol, self.max_position, self.max_notional_usdt, self.max_order_size)
+
+
+def _default_symbol_risk() -> dict[str, SymbolRiskSettings]:
+    ceilings = _RISK.bounds.max_position
+    return {
+        limits.symbol: SymbolRiskSettings(
+            limits.max_position, limits.max_notional, limits.max_order_size, ceilings[limits.symbol]
+        )
+        for limits in _RISK.limits.symbols
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class RiskBoundsSettings:
+    """Ceilings on what the operator may override at run time (the limits start below them)."""
+
+    max_net_delta_usdt: float = setting(
+        _RISK.bounds.max_net_delta, "highest max_net_delta_usdt, USDT", engine="max_net_delta"
+    )
+    max_slippage_bps: float = setting(_RISK.bounds.max_slippage_bps, "highest max_slippage_bps")
+    max_orders_per_second: int = setting(
+        _RISK.bounds.max_orders_per_second, "highest orders_per_second"
+    )
+    max_orders_per_minute: int = setting(
+        _RISK.bounds.max_orders_per_minute, "highest orders_per_minute"
+    )
+
+    def __post_init__(self) -> None:
+        whole_numbers_as_floats(self)
+
+
+@dataclass(frozen=True, slots=True)
+class RiskSettings:
+    """The risk gateway's limits: every order passes them before it reaches the exchange."""
+
+    max_net_delta_usdt: float = setting(
+        _RISK.limits.max_net_delta,
+        "cap on the beta-adjusted net delta of all positions, USDT",
+        engine="max_net_delta",
+    )
+    daily_loss_soft_usdt: float = setting(
+        _RISK.limits.daily_loss_soft,
+        "loss since the daily reset that switches to REDUCING, USDT",
+        engine="daily_loss_soft",
+    )
+    daily_loss_hard_usdt: float = setting(
+        _RISK.limits.daily_loss_hard,
+        "loss that HALTS trading and closes everything, USDT",
+        engine="daily_loss_hard",
+    )
+    max_slippage_bps: float = setting(
+        _RISK.limits.max_slippage_bps, "how far an order may pay through mid and microprice, bps"
+    )
+    max_closing_slippage_bps: float = setting(
+        _RISK.limits.max_closing_slippage_bps, "the wider band for orders that only shrink, bps"
+    )
+    orders_per_second: int = setting(
+        _RISK.limits.orders_per_second, "risk-increasing orders a second (Bitget allows 10)"
+    )
+    orders_per_minute: int = setting(
+        _RISK.limits.orders_per_minute, "risk-increasing orders a minute"
+    )
+    max_open_orders: int = setting(_RISK.limits.max_open_orders, "resting orders at once")
+    hedge_ratio: float = setting(
+        _RISK.hedge_ratio, "starting hedge ratio: the hedge's beta to the traded book"
+    )
+    hedge_ratio_band: tuple[float, float] = setting(
+        _RISK.hedge_ratio_band, "[low, high] the hedge ratio may move in, Kev included"
+    )
+    risk_scale: float = setting(
+        _RISK.risk_scale, "starting multiplier (0..1) on the position, notional and delta caps"
+    )
+    max_mark_age_ms: int = setting(
+        _RISK.max_mark_age_ms, "a mark older than this blocks risk-increasing orders, ms"
+    )
+    daily_reset_hour_utc: int = setting(
+        _RISK.daily_reset_hour_utc, "hour (UTC) at which the daily loss restarts from zero"
+    )
+    bounds: RiskBoundsSettings = section(RiskBoundsSettings)
+    symbols: Mapping[str, SymbolRiskSettings] = section(
+        _default_symbol_risk, "per-symbol caps, one table per symbol"
+    )
+
+    def __post_init__(self) -> None:
+        whole_numbers_as_floats(self)
+        object.__setattr__(self, "symbols", types.MappingProxyType(dict(self.symbols)))
+        self.gateway_config(None)
+
+    def gateway_config(
+        self, hedge_symbol: str | None, traded: tuple[str, ...] = ()
+    ) -> RiskGatewayConfig:
+        """The gateway's config; a `traded` symbol without a table of its own takes the caps of
+        the built-in one with its base coin (BTCUSD those of BTCUSDT), which hold in coin."""
+        entries = dict(self.symbols)
+        for symbol in traded:
+            twin = built_in_twin(symbol)
+            if symbol not in entries and twin in entries:
+                entries[symbol] = entries[twin]
+        bounds = self.bounds
+        limits = RiskLimits(
+            symbols=tuple(entry.limits(symbol) for symbol, entry in entries.items()),
+            max_net_delta=self.max_net_delta_usdt,
+            daily_loss_soft=self.daily_loss_soft_usdt,
+            daily_loss_hard=self.daily_loss_hard_usdt,
+            max_slippage_bps=self.max_slippage_bps,
+            max_closing_slippage_bps=self.max_closing_slippage_bps,
+            orders_per_second=self.orders_per_second,
+            orders_per_minute=self.orders_per_minute,
+            max_open_orders=self.max_open_orders,
+        )
+        override_bounds = OverrideBounds(
+            max_position={symbol: entry.max_position_ceiling for symbol, entry in entries.items()},
+            max_net_delta=bounds.max_net_delta_usdt,
+            max_slippage_bps=bounds.max_slippage_bps,
+            max_orders_per_second=bounds.max_orders_per_second,
+            max_orders_per_minute=bounds.max_orders_per_minute,
+        )
+        return dataclasses.replace(
+            _RISK,
+            limits=limits,
+            bounds=override_bounds,
+            hedge_symbol=hedge_symbol,
+            hedge_ratio=self.hedge_ratio,
+            hedge_ratio_band=self.hedge_ratio_band,
+            risk_scale=self.risk_scale,
+            max_mark_age_ms=self.max_mark_age_ms,
+            daily_reset_hour_utc=self.daily_reset_hour_utc,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class KevSettings:
+    """Kev, the slow hub: the local LLM behind llama-server, and what it may answer."""
+
+    url: str = setting(
+        _KEV_CLIENT.base_url,
+        "Kev's llama-server; kev serve binds this host and port",
+        engine="base_url",
+    )
+    model_path: PathText | None = setting(
+        None,
+        "GGUF model kev serve loads; unset: the tiny model, if fetched",
+        example="qwen2.5-coder-7b-instruct-q4_k_m.gguf",
+    )
+    llama_server: PathText | None = setting(
+        None, "llama-server binary; unset: the kev-local extra's, else PATH", example="llama-server"
+    )
+    context_size: int = setting(_LLAMA_DEFAULTS["context_size"], "llama-server context, tokens")
+    gpu_layers: int = setting(
+        _LLAMA_DEFAULTS["gpu_layers"], "layers offloaded to the GPU (99: all; 0: CPU only)"
+    )
+    threads: int | None = setting(
+        _LLAMA_DEFAULTS["threads"], "llama-server CPU threads; unset: its own choice", example=4
+    )
+    niceness: int = setting(
+        _LLAMA_DEFAULTS["niceness"], "llama-server's CPU priority, 0..19 (19: the engine first)"
+    )
+    ready_timeout_s: float = setting(
+        _LLAMA_DEFAULTS["ready_timeout_s"], "kev serve waits this long for the model to load, s"
+    )
+    request_timeout_s: float = setting(
+        _KEV_CLIENT.request_timeout_s, "a decision request's whole time limit, s"
+    )
+    connect_timeout_s: float = setting(_KEV_CLIENT.connect_timeout_s, "connect time limit, s")
+    probe_timeout_s: float = setting(_KEV_CLIENT.probe_timeout_s, "/health probe time limit, s")
+    max_tokens: int = setting(_KEV_CLIENT.max_tokens, "output tokens a decision may take")
+    temperature: float = setting(_KEV_CLIENT.temperature, "sampling temperature (0: greedy)")
+    queue_capacity: int = setting(_KEV_HUB.queue_capacity, "symbols that may wait for Kev at once")
+    queue_overflow: KevQueueOverflow = setting(
+        _KEV_HUB.overflow,
+        "beyond the capacity: drop_oldest or drop_newest (an EMERGENCY is never displaced)",
+        engine="overflow",
+    )
+    max_in_flight: int = setting(_KEV_HUB.max_in_flight, "concurrent requests (1: one GPU slot)")
+    max_mid_move_bps: float = setting(
+        _KEV_HUB.max_mid_move_bps, "an answer is stale once the mid moved this far, bps"
+    )
+    health_interval_s: float = setting(_KEV_HUB.health_interval_s, "period of the /health probe, s")
+    latency_scale: float = setting(
+        _KEV_HUB.latency_scale,
+        "in a replay, an answer takes effect this many times its latency after its request "
+        "(0.2: a server five times faster)",
+    )
+    ttl_ms: tuple[int, int] = setting(_KEV_SPEC.ttl_ms, "[shortest, longest] validity Kev may give")
+    actions: tuple[KevAction, ...] = setting(
+        _KEV_SPEC.actions, "actions Kev may ask for: hold, reduce, flatten, pause_quoting"
+    )
+    max_skew_tenths_bps: int = setting(
+        _KEV_SPEC.max_skew_tenths_bps, "bound on Kev's quote skew, tenths of a bps"
+    )
+
+    def __post_init__(self) -> None:
+        whole_numbers_as_floats(self)
+        self.client_config()
+        self.hub_config()
+        self.command_spec()
+        self.server_config(str(self.model_path or ""))
+
+    def client_config(self) -> KevClientConfig:
+        return dataclasses.replace(
+            _KEV_CLIENT,
+            base_url=self.url,
+            request_timeout_s=self.request_timeout_s,
+            connect_timeout_s=self.connect_timeout_s,
+            probe_timeout_s=self.probe_timeout_s,
+            max_tokens=self.max_tokens,
+            temperature=self.temperature,
+        )
+
+    def hub_config(self) -> KevHubConfig:
+        return dataclasses.replace(
+            _KEV_HUB,
+            queue_capacity=self.queue_capacity,
+            overflow=self.queue_overflow,
+            max_in_flight=self.max_in_flight,
+            max_mid_move_bps=self.max_mid_move_bps,
+            health_interval_s=self.health_interval_s,
+            latency_scale=self.latency_scale,
+        )
+
+    def command_spec(self) -> KevCommandSpec:
+        return dataclasses.replace(
+            _KEV_SPEC,
+            ttl_ms=self.ttl_ms,
+            actions=self.actions,
+            max_skew_tenths_bps=self.max_skew_tenths_bps,
+        )
+
+    def server_config(self, model: str) -> LlamaServerConfig:
+        address = urllib.parse.urlsplit(self.url)
+        try:
+            port = address.port
+        except ValueError as error:
+            raise ValueError(f"url {self.url!r} has no valid port: {error}") from None
+        return LlamaServerConfig(
+            model=model,
+            binary=self.llama_server,
+            host=address.hostname or _LLAMA_DEFAULTS["host"],
+            port=port or (443 if address.scheme == "https" else 80),
+            context_size=self.context_size,
+            gpu_layers=self.gpu_layers,
+            threads=self.threads,
+            niceness=self.niceness,
+            ready_timeout_s=self.ready_timeout_s,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class GpuSettings:
+    """The VRAM budget and its monitor. Laya's share is [laya] gpu_mem_limit_gib."""
+
+    kev_gib: float = setting(
+        _gib(_GPU.budget.kev_bytes), "what Kev's llama-server may take, GiB", engine="kev_bytes"
+    )
+    free_floor_gib: float = setting(
+        _gib(_GPU.budget.free_floor_bytes),
+        "headroom kept free on the card; below it the VRAM pane warns, GiB",
+        engine="free_floor_bytes",
+    )
+    interval_s: float = setting(_GPU.interval_s, "NVML sampling period (off the engine loop), s")
+
+    def __post_init__(self) -> None:
+        whole_numbers_as_floats(self)
+        self.monitor_config(0, 0)
+
+    def budget(self, laya_bytes: int) -> VramBudget:
+        return VramBudget(
+            kev_bytes=_bytes(self.kev_gib, "kev_gib"),
+            laya_bytes=laya_bytes,
+            free_floor_bytes=_bytes(self.free_floor_gib, "free_floor_gib"),
+        )
+
+    def monitor_config(
+        self, device_index: int, laya_bytes: int, kev_pid_file: str | None = None
+    ) -> GpuMonitorConfig:
+        return GpuMonitorConfig(
+            device_index=device_index,
+            interval_s=self.interval_s,
+            kev_pid_file=kev_pid_file,
+            budget=self.budget(laya_bytes),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ConsoleSettings:
+    """The terminal console. The console checks these values (the engine does not know it)."""
+
+    refresh_hz: float = setting(20.0, "snapshots drawn a second (1..60)")
+    bandwidth: Literal["full", "low"] = setting(
+        "full",
+        'what the console draws: "full", or "low" for links under about 256 kbit/s (fewer '
+        "redraws, the terminal's own 16 colours); run --low-bandwidth sets low",
+    )
+    shutdown_policy: Literal["flatten", "keep"] = setting(
+        "flatten",
+        "on SIGHUP (SSH dropped), SIGTERM or --duration: flatten (halt, cancel, close) or keep",
+    )
+    keymap: Mapping[str, str] = setting(
+        {},
+        'binding id -> keys (comma-separated), e.g. "console.kill" = "K"',
+        example={"console.kill": "K"},
+    )
+
+    def __post_init__(self) -> None:
+        whole_numbers_as_floats(self)
+        object.__setattr__(self, "keymap", types.MappingProxyType(dict(self.keymap)))
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """Everything a user configures. `path` is the file read (None: none); `sources` says
+    where each value that is not a default came from, by key path."""
+
+    engine: EngineSettings = section(EngineSettings)
+    laya: LayaSettings = section(LayaSettings)
+    trading: TradingSettings = section(TradingSettings)
+    risk: RiskSettings = section(RiskSettings)
+    kev: KevSettings = section(KevSettings)
+    gpu: GpuSettings = section(GpuSettings)
+    console: ConsoleSettings = section(ConsoleSettings)
+    path: Path | None = field(default=None, compare=False)
+    sources: Mapping[tuple[str, ...], SettingSource] = field(
+        default_factory=dict, compare=False, repr=False
+    )
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "sources", types.MappingProxyType(dict(self.sources)))
+
+    def source_of(self, key: str) -> SettingSource:
+        """Where the value of `key` ("risk.max_net_delta_usdt") came from; KeyError for a key
+        that does not exist."""
+        try:
+            path = resolve(Settings, key)[0]
+        except BadValue as error:
+            raise KeyError(str(error)) from None
+        return self.sources.get(path, DEFAULT_SOURCE)
+
+    def with_overrides(
+        self, values: Mapping[str, object], sources: Mapping[str, str] | None = None
+    ) -> Settings:
+        """These settings with `values` (key path -> value, e.g. {"laya.prefer_gpu": False})
+        on top, checked like the file's; None values are skipped (a flag not given).
+        `sources` names where each came from (e.g. {"laya.prefer_gpu": "--cpu"})."""
+        overrides: Overrides = {}
+        problems: list[str] = []
+        for key, value in values.items():
+            if value is None:
+                continue
+            origin = SettingSource(SourceKind.FLAG, (sources or {}).get(key, ""))
+            try:
+                path, annotation = resolve(Settings, key)
+                coerced = coerce(annotation, value, None)
+            except BadValue as error:
+                problems.append(f"{key} ({origin}): {error}")
+                continue
+            if isinstance(coerced, dict):  # a table of strings: each entry is a setting
+                overrides.update(
+                    {(*path, entry): (item, origin) for entry, item in coerced.items()}
+                )
+            else:
+                overrides[path] = (coerced, origin)
+        if problems:
+            raise SettingsError(problems)
+        # What was set before joins in, so that an error can name it too.
+        combined = self._set_keys()
+        combined.update(overrides)
+        return assemble_settings(self, combined, self.path)
+
+    def invalid(self, error: Exception, *sections: str) -> SettingsError:
+        """`error` (raised while building from these sections) as a `SettingsError` that
+        names the keys it is about and where they were set."""
+        return SettingsError(
+            [blame(Settings, error, [(name,) for name in sections], self._set_keys())]
+        )
+
+    def _set_keys(self) -> dict[tuple[str, ...], tuple[object, SettingSource]]:
+        return {path: (value_at(self, path), source) for path, source in self.sources.items()}
+
+    # The engine's configs
+
+    def laya_config(self) -> LayaClassifierConfig:
+        return self.laya.classifier_config()
+
+    def strategy_config(self) -> QuotingStrategyConfig:
+        engine = self.engine
+        return self._built(
+            lambda: self.trading.strategy.config(engine.symbols[0], engine.hedge_symbol),
+            "engine",
+            "trading",
+        )
+
+    def risk_config(self) -> RiskGatewayConfig:
+        engine = self.engine
+        return self._built(
+            lambda: self.risk.gateway_config(engine.hedge_symbol, engine.symbols), "engine", "risk"
+        )
+
+    def trading_config(
+        self,
+        *,
+        rest_url: str | None = None,
+        private_ws_url: str | None = None,
+        live_confirmed: bool = False,
+    ) -> TradingConfig:
+        """The desk's config; `rest_url`/`private_ws_url` point at a simulator started apart,
+        `live_confirmed` only after --live and the typed confirmation."""
+        strategy, risk = self.strategy_config(), self.risk_config()
+        return self._built(
+            lambda: self.trading.config(
+                strategy,
+                risk,
+                instruments=tuple(
+                    spec
+                    for limits in risk.limits.symbols
+                    if (spec := instrument_for(limits.symbol)) is not None
+                ),
+                rest_url=rest_url,
+                private_ws_url=private_ws_url,
+                live_confirmed=live_confirmed,
+            ),
+            "engine",
+            "risk",
+            "trading",
+        )
+
+    def engine_config(
+        self,
+        *,
+        replay_path: str | None = None,
+        replay_speed: float | None = 1.0,
+        live_url: str | None = None,
+        trading: TradingConfig | None = None,
+        status_interval_s: float | None = None,
+    ) -> EngineConfig:
+        """The node's config: the market from these arguments (a recording, a live feed, or
+        the simulator), trading as given (None: watch only); `status_interval_s` replaces
+        [engine] status_interval_s (a console that draws faster needs fresher status)."""
+        engine = self.engine
+        return self._built(
+            lambda: EngineConfig(
+                symbols=engine.symbols,
+                replay_path=replay_path,
+                replay_speed=replay_speed,
+                live_url=live_url,
+                sim_seed=engine.sim_seed,
+                laya=self.laya_config(),
+                laya_warmup_s=self.laya.warmup_s,
+                quote_gate=QuoteGate(self.laya.gate),
+                imbalance_gate=self.laya.imbalance_gate,
+                trading=trading,
+                status_interval_s=status_interval_s or engine.status_interval_s,
+                kev_client=self.kev_client_config(),
+                kev_hub=self.kev_hub_config(),
+            ),
+            "engine",
+            "trading",
+            "kev",
+        )
+
+    def kev_client_config(self) -> KevClientConfig:
+        return self.kev.client_config()
+
+    def kev_hub_config(self) -> KevHubConfig:
+        return self.kev.hub_config()
+
+    def kev_command_spec(self) -> KevCommandSpec:
+        return self.kev.command_spec()
+
+    def llama_server_config(self, default_model: str | Path | None = None) -> LlamaServerConfig:
+        """`kev serve`'s config: [kev] model_path, else `default_model`."""
+        model = self.kev.model_path or default_model
+        if not model:
+            raise SettingsError(
+                [
+                    "no Kev model: set [kev] model_path (the reference is "
+                    "Qwen2.5-Coder-7B-Instruct Q4_K_M), or fetch the tiny one with "
+                    "hft-console kev fetch-tiny-model"
+                ]
+            )
+        return self._built(lambda: self.kev.server_config(str(model)), "kev")
+
+    def vram_budget(self) -> VramBudget:
+        return self.gpu.budget(_bytes(self.laya.gpu_mem_limit_gib, "gpu_mem_limit_gib"))
+
+    def gpu_monitor_config(self, kev_pid_file: str | None = None) -> GpuMonitorConfig:
+        """The VRAM monitor on Laya's device; `kev_pid_file` where llama-server runs here."""
+        laya = self.laya
+        laya_bytes = _bytes(laya.gpu_mem_limit_gib, "gpu_mem_limit_gib")
+        return self.gpu.monitor_config(laya.device_id, laya_bytes, kev_pid_file)
+
+    def configurations(self) -> list[tuple[str, Callable[[], object]]]:
+        """Each engine config these settings build, by name (for `doctor`): building one
+        raises `SettingsError` when the settings cannot make it."""
+        return [
+            ("engine", lambda: self.engine_config()),
+            ("laya", self.laya_config),
+            ("risk", self.risk_config),
+            ("trading", lambda: self.trading_config(live_confirmed=True)),
+            ("kev client", self.kev_client_config),
+            ("kev hub", self.kev_hub_config),
+            ("kev commands", self.kev_command_spec),
+            ("gpu", self.gpu_monitor_config),
+        ]
+
+    def _built(self, build: Callable[[], _T], *sections: str) -> _T:
+        try:
+            return build()
+        except (ValueError, TypeError) as error:
+            if isinstance(error, SettingsError):
+                raise
+            raise self.invalid(error, *sections) from error
+
+
+_T = typing.TypeVar("_T")
