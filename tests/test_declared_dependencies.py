@@ -78,9 +78,10 @@ def _python_sources() -> Iterator[Path]:
 
 @cache
 def _local_modules() -> frozenset[str]:
-    """Helper modules the tests and scripts import by file name (their folders are on the path)."""
-    names = {path.stem for folder in ("tests", "scripts") for path in (REPO / folder).rglob("*.py")}
-    return frozenset(names)
+    """Helper modules and packages (tests/support) the tests and scripts import by name (their
+    folders are on the path)."""
+    paths = [path for folder in ("tests", "scripts") for path in (REPO / folder).rglob("*.py")]
+    return frozenset(path.parent.name if path.stem == "__init__" else path.stem for path in paths)
 
 
 def _imported_top_levels(path: Path) -> Iterator[tuple[str, int]]:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from aiohttp import web
+from support.loopback import serve
 
 from console.cli.main import main
 from engine.kev.server import free_port
@@ -43,16 +44,9 @@ async def server_time(request: web.Request) -> web.StreamResponse:
 @pytest.fixture
 async def loopback() -> AsyncIterator[str]:
     """One server answering as llama-server and as Bitget's public time."""
-    app = web.Application()
-    app.router.add_get("/health", health)
-    app.router.add_get("/props", props)
-    app.router.add_get("/api/v2/public/time", server_time)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    port = free_port()
-    await web.TCPSite(runner, "127.0.0.1", port).start()
-    yield f"http://127.0.0.1:{port}"
-    await runner.cleanup()
+    server = await serve({"/health": health, "/props": props, "/api/v2/public/time": server_time})
+    yield server.url
+    await server.stop()
 
 
 def credentials_file(folder: Path, mode: int) -> Path:
