@@ -9,7 +9,7 @@ Crash output (there is no crash-report file: what an unhandled failure leaves is
 console's exit traceback and the log files): the engine failing to start with the keys loaded
 (the venue refuses them), under the console and headless; and the console itself crashing on
 an unhandled exception while the engine trades with the keys, whose traceback Textual prints
-with every frame's local variables. Each is scanned with the scanner in tests/support/secret_scan.py.
+with every frame's local variables. Each is scanned with tests/support/secret_scan.py's scanner.
 """
 
 from __future__ import annotations

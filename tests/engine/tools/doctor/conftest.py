@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 import pytest
-from doctor_stand_ins import LOADED_PROPS, llama_routes, time_routes
+from support.doctor import LOADED_PROPS, llama_routes, time_routes
 from support.loopback import Loopback, serve
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from doctor_stand_ins import (
+from support.doctor import (
     time_routes,
 )
 from support.loopback import serve

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from doctor_stand_ins import (
+from support.doctor import (
     API_KEY,
     API_SECRET,
     DEMO_TABLE,

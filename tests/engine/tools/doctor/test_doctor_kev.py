@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from doctor_stand_ins import (
+from support.doctor import (
     llama_routes,
 )
 from support.loopback import serve

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from doctor_stand_ins import (
+from support.doctor import (
     CHECK_NAMES,
     DEMO_TABLE,
     write_credentials,

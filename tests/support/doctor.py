@@ -1,5 +1,5 @@
-"""What the doctor's tests stand in for: llama-server and Bitget's time endpoint as routes for
-a loopback server, and credentials files with secrets that must never be shown."""
+"""The doctor's stand-ins: llama-server and Bitget's time endpoint as routes for a loopback
+server, the checks in their order, and credentials files with secrets that must never be shown."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import time
 from pathlib import Path
 
 from aiohttp import web
-from support.loopback import Handler
 
 from engine.tools.doctor.report import CheckResult
+from support.loopback import Handler
 
 CHECK_NAMES = [
     "python",
