@@ -12,18 +12,26 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import binascii
 import html
 import logging
 import os
 import re
 import time
 import traceback
-from collections.abc import AsyncIterator, Iterable, Iterator
+from collections.abc import AsyncIterator, Iterable
 from pathlib import Path
 from urllib.parse import quote
 
 import pytest
+from support.secret_scan import (
+    API_KEY,
+    API_SECRET,
+    PASSPHRASE,
+    SECRETS,
+    WRONG_PASSPHRASE,
+    leaks,
+    sim_with_keys,
+)
 
 from console.cli.live_guard import confirm_live
 from engine.exchange.bitget_rest import (
@@ -44,16 +52,7 @@ from engine.exchange.credentials import (
     load_credentials,
 )
 from engine.journal import Journal, JournalConfig
-from engine.sim.market import MarketGeneratorConfig
-from engine.sim.server import SimExchange, SimExchangeConfig
-
-API_KEY = "bg_9f2c4e6a8b0d1f3e5a7c9b1d3f5e7a9c"
-API_SECRET = "c2NhbnNlY3JldDpmNGQ3YTlkMWUzYjVjN2U5ZjFhM2I1YzdkOWUxZjM="
-"""Bitget secrets are long random strings; this one is valid base64 too, so its decoded bytes
-are scanned for as well."""
-PASSPHRASE = "Scan9Passphrase7x"
-WRONG_PASSPHRASE = "Wrong4Passphrase2y"
-SECRETS = (API_KEY, API_SECRET, PASSPHRASE, WRONG_PASSPHRASE)
+from engine.sim.server import SimExchange
 
 FAST_RETRIES = {
     "retry_initial_s": 0.01,
@@ -62,45 +61,6 @@ FAST_RETRIES = {
     "request_timeout_s": 2.0,
     "connect_timeout_s": 1.0,
 }
-
-
-def _base64_anywhere(secret: bytes) -> Iterator[bytes]:
-    """The base64 characters that encode `secret` at each of the three byte alignments it can
-    have inside a longer encoded blob (only the characters made of its bits alone)."""
-    for offset in range(3):
-        for encode in (base64.b64encode, base64.urlsafe_b64encode):
-            encoded = encode(b"\0" * offset + secret + b"\0\0")
-            first = -(-8 * offset // 6)
-            last = (8 * (offset + len(secret)) - 6) // 6
-            yield encoded[first : last + 1].rstrip(b"=")
-
-
-def needles(secret: str) -> list[bytes]:
-    raw = secret.encode()
-    found = [
-        raw,
-        secret.encode("utf-16-le"),
-        raw.hex().encode(),
-        raw.hex().upper().encode(),
-        quote(secret, safe="").encode(),
-        *_base64_anywhere(raw),
-    ]
-    try:
-        decoded = base64.b64decode(secret, validate=True)
-    except binascii.Error:
-        decoded = b""
-    if len(decoded) >= 8:
-        found += [decoded, decoded.hex().encode()]
-    return found
-
-
-NEEDLES = {secret: needles(secret) for secret in SECRETS}
-
-
-def leaks(blob: bytes | str) -> list[str]:
-    """Which secrets `blob` carries, in any of the scanned forms."""
-    data = blob.encode() if isinstance(blob, str) else blob
-    return [secret for secret, forms in NEEDLES.items() if any(form in data for form in forms)]
 
 
 def test_the_scanner_finds_each_form_it_looks_for() -> None:
@@ -120,21 +80,8 @@ def test_the_scanner_finds_each_form_it_looks_for() -> None:
 
 @pytest.fixture
 async def sim() -> AsyncIterator[SimExchange]:
-    exchange = SimExchange(
-        SimExchangeConfig(
-            book_interval_ms=30,
-            warmup_ms=2_000,
-            market=MarketGeneratorConfig(seed=5),
-            api_key=API_KEY,
-            api_secret=API_SECRET,
-            passphrase=PASSPHRASE,
-        )
-    )
-    await exchange.start()
-    try:
+    async with sim_with_keys(5) as exchange:
         yield exchange
-    finally:
-        await exchange.stop()
 
 
 def _texts_of_error(error: BaseException) -> list[str]:

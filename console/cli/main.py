@@ -424,7 +424,7 @@ def _doctor(args: argparse.Namespace) -> int:
     """Exit 1 when a check failed, 0 otherwise (warnings included)."""
     import shutil
 
-    from engine.tools.doctor import DoctorConfig, run_doctor
+    from engine.tools.doctor.run import DoctorConfig, run_doctor
 
     report = run_doctor(
         DoctorConfig(

@@ -4,7 +4,8 @@ and input checked before anything is sent."""
 from __future__ import annotations
 
 import threading
-from dataclasses import replace
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 
 import pytest
 from console_scenarios import OVERRIDES, FakeEngineHandle
@@ -40,34 +41,99 @@ def notices(app: HftConsoleApp) -> list[str]:
     return [notification.message for notification in app._notifications]
 
 
-async def test_p_pauses_an_active_engine():
-    handle = FakeEngineHandle()
+def on_the_main_screen(app: HftConsoleApp) -> bool:
+    return app.screen is app.screen_stack[0]
+
+
+def asking_to_quit(app: HftConsoleApp) -> bool:
+    return isinstance(app.screen, QuitScreen)
+
+
+def exited(app: HftConsoleApp) -> bool:
+    return not app.is_running
+
+
+def running(app: HftConsoleApp) -> bool:
+    return app.is_running
+
+
+def notice(text: str) -> Callable[[HftConsoleApp], bool]:
+    return lambda app: text in notices(app)
+
+
+def notice_containing(fragment: str) -> Callable[[HftConsoleApp], bool]:
+    return lambda app: any(fragment in text for text in notices(app))
+
+
+@dataclass(frozen=True)
+class KeyCase:
+    """Keys pressed on a console whose engine is in `state` (None: the handle's own, active
+    with positions), the commands the engine gets, and what holds on screen once they settle."""
+
+    keys: tuple[str, ...]
+    commands: list[tuple[object, ...]]
+    state: TradingState | None = None
+    exposed: bool = True
+    results: Mapping[str, CommandResult] = field(default_factory=dict)
+    shows: tuple[Callable[[HftConsoleApp], bool], ...] = ()
+
+
+KEY_CASES = {
+    "p-pauses-an-active-engine": KeyCase(("p",), [("pause",)]),
+    "p-resumes-a-paused-engine": KeyCase(("p",), [("resume",)], TradingState.PAUSED),
+    "p-when-halted-sends-nothing-and-points-to-re-arm": KeyCase(
+        ("p",), [], TradingState.HALTED, shows=(notice_containing("Re-arm with a"),)
+    ),
+    "f-then-y-flattens": KeyCase(("f", "y"), [("flatten",)]),
+    "k-kills-at-once-without-a-dialog": KeyCase(("k",), [("kill",)], shows=(on_the_main_screen,)),
+    "a-refused-command-is-reported-as-an-error": KeyCase(
+        ("p",),
+        [("pause",)],
+        results={"pause": CommandResult("pause", False, "halted is latched")},
+        shows=(notice("pause: halted is latched"),),
+    ),
+    "a-when-not-halted-opens-nothing": KeyCase(("a",), [], shows=(on_the_main_screen,)),
+    "escape-leaves-the-rearm-dialog-without-a-command": KeyCase(
+        ("a", *"REA", "escape"), [], TradingState.HALTED, shows=(on_the_main_screen,)
+    ),
+    "q-then-f-shuts-down-flattening-and-exits": KeyCase(
+        ("q", "f"), [("shutdown", ShutdownPolicy.FLATTEN)], shows=(exited,)
+    ),
+    "q-then-l-shuts-down-keeping-positions-and-exits": KeyCase(
+        ("q", "l"), [("shutdown", ShutdownPolicy.KEEP)], shows=(exited,)
+    ),
+    "q-when-flat-shuts-down-and-exits-without-asking": KeyCase(
+        ("q",),
+        [("shutdown", ShutdownPolicy.FLATTEN)],
+        TradingState.ACTIVE,
+        exposed=False,
+        shows=(exited,),
+    ),
+    "a-refused-shutdown-keeps-the-console-open": KeyCase(
+        ("q",),
+        [("shutdown", ShutdownPolicy.FLATTEN)],
+        TradingState.ACTIVE,
+        exposed=False,
+        results={"shutdown": CommandResult("shutdown", False, "flatten timed out")},
+        shows=(running, notice("shutdown: flatten timed out")),
+    ),
+    "ctrl-c-asks-to-quit-like-q": KeyCase(("ctrl+c",), [], shows=(asking_to_quit,)),
+    "ctrl-q-goes-through-the-same-question": KeyCase(("ctrl+q",), [], shows=(asking_to_quit,)),
+}
+
+
+@pytest.mark.parametrize("case", KEY_CASES.values(), ids=KEY_CASES.keys())
+async def test_keys_send_their_command_and_leave_the_screen_as_they_should(case: KeyCase):
+    handle = FakeEngineHandle(results=dict(case.results))
+    if case.state is not None:
+        handle.set_state(case.state, exposed=case.exposed)
     app = console(handle)
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("p")
+        await pilot.press(*case.keys)
         await settle(app, pilot)
-    assert handle.commands == [("pause",)]
-
-
-async def test_p_resumes_a_paused_engine():
-    handle = FakeEngineHandle()
-    handle.set_state(TradingState.PAUSED)
-    app = console(handle)
-    async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("p")
-        await settle(app, pilot)
-    assert handle.commands == [("resume",)]
-
-
-async def test_p_when_halted_sends_nothing_and_points_to_re_arm():
-    handle = FakeEngineHandle()
-    handle.set_state(TradingState.HALTED)
-    app = console(handle)
-    async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("p")
-        await settle(app, pilot)
-        assert any("Re-arm with a" in text for text in notices(app))
-    assert handle.commands == []
+        for shown in case.shows:
+            assert shown(app), shown.__name__
+    assert handle.commands == case.commands
 
 
 async def test_f_asks_first_and_n_sends_nothing():
@@ -81,25 +147,6 @@ async def test_f_asks_first_and_n_sends_nothing():
         await settle(app, pilot)
         assert not isinstance(app.screen, ConfirmScreen)
     assert handle.commands == []
-
-
-async def test_f_then_y_flattens():
-    handle = FakeEngineHandle()
-    app = console(handle)
-    async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("f", "y")
-        await settle(app, pilot)
-    assert handle.commands == [("flatten",)]
-
-
-async def test_k_kills_at_once_without_a_dialog():
-    handle = FakeEngineHandle()
-    app = console(handle)
-    async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("k")
-        await settle(app, pilot)
-        assert app.screen is app.screen_stack[0]
-    assert handle.commands == [("kill",)]
 
 
 async def test_k_kills_from_inside_a_confirmation_dialog():
@@ -144,15 +191,6 @@ async def test_ordinary_commands_run_in_the_order_given():
     assert handle.commands == [("pause",), ("flatten",)]
 
 
-async def test_a_refused_command_is_reported_as_an_error():
-    handle = FakeEngineHandle(results={"pause": CommandResult("pause", False, "halted is latched")})
-    app = console(handle)
-    async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("p")
-        await settle(app, pilot)
-        assert "pause: halted is latched" in notices(app)
-
-
 async def test_a_rearm_needs_the_phrase_typed_exactly():
     handle = FakeEngineHandle()
     handle.set_state(TradingState.HALTED)
@@ -171,27 +209,6 @@ async def test_a_rearm_needs_the_phrase_typed_exactly():
         await settle(app, pilot)
         assert not isinstance(app.screen, RearmScreen)
     assert handle.commands == [("rearm", "REARM")]
-
-
-async def test_a_when_not_halted_opens_nothing():
-    handle = FakeEngineHandle()
-    app = console(handle)
-    async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("a")
-        await settle(app, pilot)
-        assert app.screen is app.screen_stack[0]
-    assert handle.commands == []
-
-
-async def test_escape_leaves_the_rearm_dialog_without_a_command():
-    handle = FakeEngineHandle()
-    handle.set_state(TradingState.HALTED)
-    app = console(handle)
-    async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("a", *"REA", "escape")
-        await settle(app, pilot)
-        assert app.screen is app.screen_stack[0]
-    assert handle.commands == []
 
 
 async def fill_overrides(pilot, app: HftConsoleApp, values: dict[str, str]) -> None:
@@ -328,52 +345,6 @@ async def test_q_with_open_positions_asks_and_escape_stays():
     assert handle.commands == []
 
 
-@pytest.mark.parametrize(
-    ("key", "policy"), [("f", ShutdownPolicy.FLATTEN), ("l", ShutdownPolicy.KEEP)]
-)
-async def test_q_then_a_choice_shuts_down_with_that_policy_and_exits(key, policy):
-    handle = FakeEngineHandle()
-    app = console(handle)
-    async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("q", key)
-        await settle(app, pilot)
-        assert not app.is_running
-    assert handle.commands == [("shutdown", policy)]
-
-
-async def test_ctrl_q_goes_through_the_same_question():
-    handle = FakeEngineHandle()
-    app = console(handle)
-    async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("ctrl+q")
-        await pilot.pause()
-        assert isinstance(app.screen, QuitScreen)
-
-
-async def test_q_when_flat_shuts_down_and_exits_without_asking():
-    handle = FakeEngineHandle()
-    handle.set_state(TradingState.ACTIVE, exposed=False)
-    app = console(handle)
-    async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("q")
-        await settle(app, pilot)
-        assert not app.is_running
-    assert handle.commands == [("shutdown", ShutdownPolicy.FLATTEN)]
-
-
-async def test_a_refused_shutdown_keeps_the_console_open():
-    handle = FakeEngineHandle(
-        results={"shutdown": CommandResult("shutdown", False, "flatten timed out")}
-    )
-    handle.set_state(TradingState.ACTIVE, exposed=False)
-    app = console(handle)
-    async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("q")
-        await settle(app, pilot)
-        assert app.is_running
-        assert "shutdown: flatten timed out" in notices(app)
-
-
 async def test_a_failing_engine_call_is_reported_and_the_console_stays():
     handle = FakeEngineHandle()
     handle.kill = lambda: (_ for _ in ()).throw(ConnectionError("engine thread gone"))
@@ -476,16 +447,6 @@ async def test_a_keymap_that_swaps_two_keys_is_taken_as_textual_reads_it():
         await pilot.press("exclamation_mark")
         await settle(app, pilot)
     assert handle.commands == [("kill",), ("pause",)]
-
-
-async def test_ctrl_c_asks_to_quit_like_q():
-    handle = FakeEngineHandle()
-    app = console(handle)
-    async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("ctrl+c")
-        await pilot.pause()
-        assert isinstance(app.screen, QuitScreen)
-    assert handle.commands == []
 
 
 @pytest.mark.parametrize("size", [(80, 24), (160, 48)], ids=["80x24", "160x48"])

@@ -14,22 +14,16 @@ from __future__ import annotations
 import hypothesis.strategies as st
 import orjson
 from fuzz_tally import deep_json, require
+from support.risk import T0, make_config
 
 from engine.kev.command import REASON_CHARACTERS, KevCommand, KevCommandError, KevCommandSpec
 from engine.risk import (
     KevAction,
-    OverrideBounds,
     RiskGateway,
-    RiskGatewayConfig,
-    RiskLimits,
-    SymbolLimits,
     TradingState,
 )
 from engine.risk.overrides import RiskOverrides
 
-BTC, ETH = "BTCUSDT", "ETHUSDT"
-NOW_NS = 1_700_006_400_000_000_000
-HEDGE_BAND = (0.25, 1.0)
 ERROR_TEXT_MAX = 400
 STATES = (TradingState.ACTIVE, TradingState.REDUCING, TradingState.PAUSED, TradingState.HALTED)
 ALLOWED_AFTER = {
@@ -41,43 +35,11 @@ ALLOWED_AFTER = {
 """Kev only tightens: FLATTEN when already flat ends in PAUSED."""
 
 
-def gateway_config() -> RiskGatewayConfig:
-    limits = RiskLimits(
-        symbols=(
-            SymbolLimits(BTC, max_position=1.0, max_notional=90_000, max_order_size=0.5),
-            SymbolLimits(ETH, max_position=20.0, max_notional=90_000, max_order_size=5.0),
-        ),
-        max_net_delta=80_000,
-        daily_loss_soft=500,
-        daily_loss_hard=1_000,
-        max_slippage_bps=10,
-        max_closing_slippage_bps=100,
-        orders_per_second=5,
-        orders_per_minute=100,
-        max_open_orders=6,
-    )
-    bounds = OverrideBounds(
-        max_position={BTC: 2.0, ETH: 40.0},
-        max_net_delta=160_000,
-        max_slippage_bps=50,
-        max_orders_per_second=10,
-        max_orders_per_minute=200,
-    )
-    return RiskGatewayConfig(
-        limits=limits,
-        bounds=bounds,
-        hedge_symbol=ETH,
-        hedge_ratio=0.5,
-        hedge_ratio_band=HEDGE_BAND,
-        max_mark_age_ms=2_000,
-    )
-
-
 class KevTarget:
     name = "kev"
 
     def __init__(self) -> None:
-        self.config = gateway_config()
+        self.config = make_config()
         self.specs = (KevCommandSpec(), KevCommandSpec().for_gateway(self.config))
 
     def check_bytes(self, data: bytes) -> None:
@@ -99,24 +61,24 @@ class KevTarget:
 
     def check_applied(self, command: KevCommand, state: TradingState, scale: float) -> None:
         gateway = RiskGateway(self.config)
-        gateway.set_limits(RiskOverrides(risk_scale=scale), NOW_NS)
+        gateway.set_limits(RiskOverrides(risk_scale=scale), T0)
         if state is TradingState.REDUCING:
-            gateway.apply_kev_command(KevAction.REDUCE, None, None, NOW_NS)
+            gateway.apply_kev_command(KevAction.REDUCE, None, None, T0)
         elif state is TradingState.PAUSED:
-            gateway.pause(NOW_NS)
+            gateway.pause(T0)
         elif state is TradingState.HALTED:
-            gateway.kill(NOW_NS)
+            gateway.kill(T0)
         before = gateway.snapshot()
         require(before.state is state, f"setup reached {before.state.name}, not {state.name}")
         outcome = gateway.apply_kev_command(
-            command.action, command.risk_scale, command.hedge_ratio, NOW_NS + 1
+            command.action, command.risk_scale, command.hedge_ratio, T0 + 1
         )
         after = gateway.snapshot()
         require(
             after.risk_scale <= before.risk_scale,
             f"Kev raised the risk scale {before.risk_scale} -> {after.risk_scale}",
         )
-        low, high = HEDGE_BAND
+        low, high = self.config.hedge_ratio_band
         require(low <= after.hedge_ratio <= high, f"hedge ratio {after.hedge_ratio} left the band")
         require(after.limits == before.limits, "Kev changed a limit")
         require(

@@ -19,6 +19,7 @@ import numpy as np
 import orjson
 import pytest
 from security_support import HostileLlama, chat_body
+from support.risk import BTC, MIDS, make_config
 
 from engine.kev.client import KevClient, KevClientConfig
 from engine.kev.command import KevCommandSpec
@@ -30,19 +31,13 @@ from engine.risk import (
     OrderIntent,
     OrderSide,
     OrderType,
-    OverrideBounds,
     RiskGateway,
-    RiskGatewayConfig,
-    RiskLimits,
     Source,
-    SymbolLimits,
     TradingState,
 )
 from engine.risk.overrides import RiskOverrides
 from engine.risk.snapshot import RiskSnapshot
 
-BTC, ETH = "BTCUSDT", "ETHUSDT"
-MIDS = {BTC: 60_000.0, ETH: 3_000.0}
 HEDGE_BAND = (0.25, 1.0)
 FEATURES = np.zeros((1, FEATURE_COUNT), np.float32)
 RESTRICTIVENESS = {
@@ -134,21 +129,7 @@ HOSTILE: dict[str, bytes] = {
 
 
 def make_gateway(now_ns: int) -> RiskGateway:
-    limits = RiskLimits(
-        symbols=(
-            SymbolLimits(BTC, max_position=1.0, max_notional=90_000, max_order_size=0.5),
-            SymbolLimits(ETH, max_position=20.0, max_notional=90_000, max_order_size=5.0),
-        ),
-        max_net_delta=80_000,
-        daily_loss_soft=500,
-        daily_loss_hard=1_000,
-    )
-    bounds = OverrideBounds({BTC: 2.0, ETH: 40.0}, 160_000, 50, 10, 300)
-    gateway = RiskGateway(
-        RiskGatewayConfig(
-            limits, bounds, hedge_symbol=ETH, hedge_ratio=0.5, hedge_ratio_band=HEDGE_BAND
-        )
-    )
+    gateway = RiskGateway(make_config())
     for symbol, mid in MIDS.items():
         gateway.on_mark(symbol, mid, mid, mid * 0.99999, mid * 1.00001, now_ns)
     gateway.set_limits(RiskOverrides(risk_scale=0.4), now_ns)

@@ -22,7 +22,7 @@ from typing import NamedTuple
 import httpx
 import pytest
 from security_support import real_llama_server
-from test_secrets_scan import needles
+from support.secret_scan import needles
 
 from engine.kev.client import KevClient, KevClientConfig, KevFailure
 from engine.kev.command import KevCommandSpec

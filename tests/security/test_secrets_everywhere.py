@@ -9,7 +9,7 @@ Crash output (there is no crash-report file: what an unhandled failure leaves is
 console's exit traceback and the log files): the engine failing to start with the keys loaded
 (the venue refuses them), under the console and headless; and the console itself crashing on
 an unhandled exception while the engine trades with the keys, whose traceback Textual prints
-with every frame's local variables. Each is scanned with tests/test_secrets_scan.py's scanner.
+with every frame's local variables. Each is scanned with tests/support/secret_scan.py's scanner.
 """
 
 from __future__ import annotations
@@ -24,12 +24,11 @@ from pathlib import Path
 
 import pytest
 from rich.console import Console
-from test_secrets_scan import API_KEY, API_SECRET, PASSPHRASE, leaks
+from support.secret_scan import API_KEY, API_SECRET, PASSPHRASE, leaks, sim_with_keys
 
 from engine.exchange.bitget_rest import Credentials
 from engine.exchange.credentials import CredentialsError, load_credentials
-from engine.sim.market import MarketGeneratorConfig
-from engine.sim.server import SimExchange, SimExchangeConfig
+from engine.sim.server import SimExchange
 
 TABLE = f'[live]\napi_key = "{API_KEY}"\napi_secret = "{API_SECRET}"\npassphrase = "{PASSPHRASE}"\n'
 LOOSE_MODES = (0o640, 0o644, 0o604, 0o660, 0o620, 0o602, 0o606, 0o610, 0o601, 0o666, 0o777)
@@ -106,21 +105,8 @@ def test_every_permission_bit_for_others_is_refused(private_dir: Path) -> None:
 @pytest.fixture
 async def keyed_sim() -> AsyncIterator[SimExchange]:
     """The simulator holding the keys the engine trades with."""
-    exchange = SimExchange(
-        SimExchangeConfig(
-            book_interval_ms=30,
-            warmup_ms=2_000,
-            market=MarketGeneratorConfig(seed=9),
-            api_key=API_KEY,
-            api_secret=API_SECRET,
-            passphrase=PASSPHRASE,
-        )
-    )
-    await exchange.start()
-    try:
+    async with sim_with_keys(9) as exchange:
         yield exchange
-    finally:
-        await exchange.stop()
 
 
 def _engine_config(sim: SimExchange, tmp_path: Path):

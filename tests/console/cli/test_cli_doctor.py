@@ -7,52 +7,31 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from aiohttp import web
+from support.doctor import CHECK_NAMES, llama_routes, time_routes
+from support.loopback import serve
 
 from console.cli.main import main
 from engine.kev.server import free_port
 
 STATUSES = {"ok", "warn", "fail", "skip"}
 SECRET = "CliDoctorSecretNeverShown"
-
-
-async def health(request: web.Request) -> web.StreamResponse:
-    return web.json_response({"status": "ok"})
-
-
-async def props(request: web.Request) -> web.StreamResponse:
-    return web.json_response(
-        {
-            "default_generation_settings": {"n_ctx": 4096},
-            "total_slots": 1,
-            "model_path": "/models/tiny.gguf",
-        }
-    )
-
-
-async def server_time(request: web.Request) -> web.StreamResponse:
-    now_ms = str(time.time_ns() // 1_000_000)
-    return web.json_response({"code": "00000", "msg": "success", "data": {"serverTime": now_ms}})
+TINY_PROPS = {
+    "default_generation_settings": {"n_ctx": 4096},
+    "total_slots": 1,
+    "model_path": "/models/tiny.gguf",
+}
 
 
 @pytest.fixture
 async def loopback() -> AsyncIterator[str]:
     """One server answering as llama-server and as Bitget's public time."""
-    app = web.Application()
-    app.router.add_get("/health", health)
-    app.router.add_get("/props", props)
-    app.router.add_get("/api/v2/public/time", server_time)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    port = free_port()
-    await web.TCPSite(runner, "127.0.0.1", port).start()
-    yield f"http://127.0.0.1:{port}"
-    await runner.cleanup()
+    server = await serve({**llama_routes(props=TINY_PROPS), **time_routes()})
+    yield server.url
+    await server.stop()
 
 
 def credentials_file(folder: Path, mode: int) -> Path:
@@ -126,20 +105,7 @@ async def test_the_table_shows_a_failed_check_with_its_fix_and_exits_1(
     assert code == 1
     lines = out.splitlines()
     rows = [line for line in lines if line[:1] not in (" ", "")]
-    assert [row.split()[1] for row in rows[:-1]] == [
-        "python",
-        "packages",
-        "onnxruntime",
-        "providers",
-        "cuda-libraries",
-        "gpu",
-        "vram-budget",
-        "llama-server",
-        "kev-serve",
-        "bitget",
-        "credentials",
-        "configuration",
-    ]
+    assert [row.split()[1] for row in rows[:-1]] == CHECK_NAMES
     failed = next(index for index, line in enumerate(lines) if line.startswith("FAIL  credentials"))
     assert "mode 0644" in " ".join(lines[failed : failed + 3])
     start = next(i for i in range(failed + 1, len(lines)) if lines[i].strip().startswith("fix:"))

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from scripted_llama import ScriptedLlama
+from support.risk import MIDS, T0, make_config
 
 from engine.kev.model_fetch import is_gguf, tiny_model_path
 from engine.kev.server import (
@@ -18,43 +19,12 @@ from engine.kev.server import (
     find_llama_server,
     free_port,
 )
-from engine.risk import (
-    OverrideBounds,
-    RiskGateway,
-    RiskGatewayConfig,
-    RiskLimits,
-    SymbolLimits,
-)
-
-BTC = "BTCUSDT"
-ETH = "ETHUSDT"
-MIDS = {BTC: 60_000.0, ETH: 3_000.0}
-T0 = 1_700_006_400_000_000_000
-"""2023-11-15 00:00:00 UTC, in ns."""
-MS = 1_000_000
+from engine.risk import RiskGateway
 
 
 def make_gateway(now_ns: int = T0, hedge_ratio: float = 0.5) -> RiskGateway:
     """BTCUSDT traded, ETHUSDT the hedge (band 0.25-1.0), both marked at `now_ns`."""
-    limits = RiskLimits(
-        symbols=(
-            SymbolLimits(BTC, max_position=1.0, max_notional=90_000, max_order_size=0.5),
-            SymbolLimits(ETH, max_position=20.0, max_notional=90_000, max_order_size=5.0),
-        ),
-        max_net_delta=80_000,
-        daily_loss_soft=500,
-        daily_loss_hard=1_000,
-    )
-    bounds = OverrideBounds({BTC: 2.0, ETH: 40.0}, 160_000, 50, 10, 300)
-    gateway = RiskGateway(
-        RiskGatewayConfig(
-            limits,
-            bounds,
-            hedge_symbol=ETH,
-            hedge_ratio=hedge_ratio,
-            hedge_ratio_band=(0.25, 1.0),
-        )
-    )
+    gateway = RiskGateway(make_config(hedge_ratio=hedge_ratio))
     for symbol, mid in MIDS.items():
         gateway.on_mark(symbol, mid, mid, mid * 0.99999, mid * 1.00001, now_ns)
     gateway.drain_events()

@@ -10,8 +10,9 @@ import math
 import numpy as np
 import orjson
 import pytest
-from conftest import BTC, ETH, MIDS, MS, T0, make_gateway
+from conftest import make_gateway
 from scripted_llama import TIMINGS, ScriptedLlama, command, completion, delayed
+from support.risk import BTC, ETH, MIDS, MS, T0
 
 from engine.journal import EntryKind, Journal, JournalConfig, read_journal
 from engine.kev.client import KevClient, KevClientConfig

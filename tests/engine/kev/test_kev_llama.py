@@ -13,7 +13,8 @@ import time
 import numpy as np
 import orjson
 import pytest
-from conftest import BTC, ETH, MIDS, T0, make_gateway, tiny_llama_server
+from conftest import make_gateway, tiny_llama_server
+from support.risk import BTC, ETH, MIDS, T0
 
 from engine.kev.client import KevClient, KevClientConfig, KevFailure
 from engine.kev.command import COMMAND_KEYS, KevCommandSpec

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 import pytest
-from risk_scenarios import (
+from support.risk import (
     BTC,
     BUY,
     ETH,

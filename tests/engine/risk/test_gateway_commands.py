@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 import pytest
-from risk_scenarios import BTC, BUY, ETH, MIDS, MS, SECOND, SELL, T0, limit, make_gateway
+from support.risk import BTC, BUY, ETH, MIDS, MS, SECOND, SELL, T0, limit, make_gateway
 
 from engine.risk import (
     CommandRejected,

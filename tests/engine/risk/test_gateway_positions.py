@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from risk_scenarios import (
+from support.risk import (
     BTC,
     BUY,
     ETH,

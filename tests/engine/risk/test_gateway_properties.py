@@ -33,7 +33,7 @@ from hypothesis.stateful import (
     precondition,
     rule,
 )
-from risk_scenarios import BTC, ETH, MIDS, MS, SECOND, T0, make_bounds, make_config, make_limits
+from support.risk import BTC, ETH, MIDS, MS, SECOND, T0, make_bounds, make_config, make_limits
 
 from engine.risk import (
     CancelIntent,

@@ -4,7 +4,7 @@ orders, and the events every change emits."""
 from __future__ import annotations
 
 import pytest
-from risk_scenarios import BTC, BUY, ETH, MIDS, MS, SECOND, SELL, T0, fill, limit, make_gateway
+from support.risk import BTC, BUY, ETH, MIDS, MS, SECOND, SELL, T0, fill, limit, make_gateway
 
 from engine.risk import (
     CommandRejected,

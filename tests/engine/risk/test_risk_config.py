@@ -6,7 +6,7 @@ import math
 from dataclasses import replace
 
 import pytest
-from risk_scenarios import BTC, ETH, make_bounds, make_config, make_limits
+from support.risk import BTC, ETH, make_bounds, make_config, make_limits
 
 from engine.risk import EndpointLimits, SymbolLimits
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from risk_scenarios import BTC, BUY, T0, limit, make_gateway
+from support.risk import BTC, BUY, T0, limit, make_gateway
 
 from engine.risk import EventsDropped, OrderDenied, OutboxOverflow, RiskLimitChanged, Source
 from engine.risk.events import EventOutbox

@@ -1,5 +1,6 @@
-"""Builders shared by the risk gateway tests: a two-symbol book (BTCUSDT traded, ETHUSDT the
-hedge at ratio 0.5), fresh marks, and order intents with generated client oids."""
+"""The book the risk, Kev, fuzz and security tests trade: two symbols (BTCUSDT traded, ETHUSDT
+the hedge at ratio 0.5) with their limits and override bounds, fresh marks, and order intents
+with generated client oids."""
 
 from __future__ import annotations
 

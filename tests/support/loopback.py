@@ -1,0 +1,37 @@
+"""An aiohttp app on 127.0.0.1, for stand-ins of the servers a test talks to."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+from aiohttp import web
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+class Loopback:
+    """`app` served on 127.0.0.1 at `port` (0: one the system picks), for the length of a test."""
+
+    def __init__(self, app: web.Application, port: int = 0) -> None:
+        self.runner = web.AppRunner(app, access_log=None, handle_signals=False)
+        self.port = port
+        self.url = ""
+
+    async def start(self) -> None:
+        await self.runner.setup()
+        await web.TCPSite(self.runner, "127.0.0.1", self.port).start()
+        self.port = self.runner.addresses[0][1]
+        self.url = f"http://127.0.0.1:{self.port}"
+
+    async def stop(self) -> None:
+        await self.runner.cleanup()
+
+
+async def serve(routes: dict[str, Handler]) -> Loopback:
+    """A started loopback server answering GET on each path of `routes`."""
+    app = web.Application()
+    for path, handler in routes.items():
+        app.router.add_get(path, handler)
+    server = Loopback(app)
+    await server.start()
+    return server
