@@ -130,7 +130,12 @@ async def test_a_private_stream_reconnect_reconciles_with_the_exchange(sim, node
 
     await eventually(lambda: bool(reconciled()), 20)
     executor = node.desk.executor
-    executor.invalidate_risk_view()
-    engine = {p.symbol: p.size for p in executor.risk_view().positions if p.size}
-    assert engine == pytest.approx({p.symbol: p.size for p in sim.positions()})
+
+    def positions_agree() -> bool:
+        # A quote may fill while this compares (the stream is back): agreement, not one reading.
+        executor.invalidate_risk_view()
+        engine = {p.symbol: p.size for p in executor.risk_view().positions if p.size}
+        return engine == pytest.approx({p.symbol: p.size for p in sim.positions()})
+
+    await eventually(positions_agree, 10)
     await eventually(lambda: len(ours(sim, node)) == 2, 15)  # quoting goes on
