@@ -24,9 +24,10 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from engine.bitget.credentials import Credentials
+from engine.bitget.public_ws import BitgetPublicFeed, BitgetPublicFeedConfig
+from engine.bitget.rest import BitgetRestConfig
 from engine.clock import EngineClock, MarketClock, WallClock
-from engine.exchange.bitget_rest import BitgetRestConfig, Credentials
-from engine.feed.bitget_ws import BitgetPublicFeed, BitgetPublicFeedConfig
 from engine.feed.events import BookSnapshot, FeedState
 from engine.feed.parse import FrameParser
 from engine.feed.record import RecordProgress, record

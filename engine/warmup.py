@@ -18,9 +18,9 @@ import numpy as np
 
 from engine.feed.parse import FrameParser
 from engine.laya.classifier import LayaClassifier
+from engine.market.instruments import Instrument, Side
 from engine.pipeline import MarketPipeline, MarketPipelineConfig
 from engine.sim.frames import depth_frame, format_levels, trade_frame
-from engine.sim.instruments import Instrument, Side
 from engine.sim.market import SimTrade
 
 _BOOK_FRAMES = 3

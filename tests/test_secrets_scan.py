@@ -26,22 +26,22 @@ from urllib.parse import quote
 import pytest
 
 from console.cli.live_guard import confirm_live
-from engine.exchange.bitget_rest import (
+from engine.bitget.credentials import (
+    ENV_API_KEY,
+    ENV_API_SECRET,
+    ENV_PASSPHRASE,
+    Credentials,
+    CredentialsError,
+    load_credentials,
+)
+from engine.bitget.rest import (
     PLACE_ORDER,
     BitgetApiError,
     BitgetRestClient,
     BitgetRestConfig,
     BitgetRestError,
-    Credentials,
     build_signed_request,
     place_order_body,
-)
-from engine.exchange.credentials import (
-    ENV_API_KEY,
-    ENV_API_SECRET,
-    ENV_PASSPHRASE,
-    CredentialsError,
-    load_credentials,
 )
 from engine.journal import Journal, JournalConfig
 from engine.sim.market import MarketGeneratorConfig

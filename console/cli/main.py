@@ -589,7 +589,7 @@ def _trading(args: argparse.Namespace, settings):
     credentials = None
     confirmed = False
     if mode in ("demo", "live"):
-        from engine.exchange.credentials import load_credentials, mask_api_key
+        from engine.bitget.credentials import load_credentials, mask_api_key
 
         path = Path(args.credentials) if args.credentials else None
         credentials = load_credentials(path=path, mode=mode)

@@ -37,7 +37,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from engine.sim.instruments import BTCUSDT, ETHUSDT, Instrument, Side
+from engine.market.instruments import BTCUSDT, ETHUSDT, Instrument, Side
 
 _POOL_SIZE = 8192
 _TRADE_ID_BASE = 1_220_000_000_000_000_000

@@ -24,9 +24,9 @@ from typing import NamedTuple
 import orjson
 
 from engine.bitget.signing import sign, ws_login_prehash
+from engine.market.matching import Liquidity, MatchingEngine, OrderEvent, SimAccount
+from engine.market.matching import OrderStatus as SimOrderStatus
 from engine.sim.frames import INST_TYPE, error_frame, event_frame
-from engine.sim.matching import Liquidity, MatchingEngine, OrderEvent, SimAccount
-from engine.sim.matching import OrderStatus as SimOrderStatus
 from engine.sim.rest import (
     MARGIN_COIN,
     TIMESTAMP_WINDOW_MS,

@@ -26,9 +26,8 @@ from aiohttp import web
 
 from engine.bitget.errors import SUCCESS_CODE, lookup_error
 from engine.bitget.signing import rest_prehash, sign_bytes
-from engine.sim.faults import FaultInjector, FaultSpecError
-from engine.sim.instruments import Side
-from engine.sim.matching import (
+from engine.market.instruments import Side
+from engine.market.matching import (
     Fill,
     MatchingEngine,
     Order,
@@ -40,6 +39,7 @@ from engine.sim.matching import (
     SimAccount,
     TimeInForce,
 )
+from engine.sim.faults import FaultInjector, FaultSpecError
 
 logger = logging.getLogger(__name__)
 

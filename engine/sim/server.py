@@ -24,6 +24,18 @@ from typing import NamedTuple
 import orjson
 from aiohttp import WSCloseCode, WSMsgType, web
 
+from engine.market.matching import (
+    FIRST_FILL_ID,
+    FIRST_ORDER_ID,
+    Fill,
+    IdSequence,
+    MatchingEngine,
+    MatchingEngineConfig,
+    Order,
+    Position,
+    SimAccount,
+    SimAccountConfig,
+)
 from engine.sim.faults import FaultInjector, corrupt_frame
 from engine.sim.frames import (
     INCREMENTAL_DEPTH_CHANNEL,
@@ -38,18 +50,6 @@ from engine.sim.frames import (
     trade_frame,
 )
 from engine.sim.market import MarketGenerator, MarketGeneratorConfig, SimTrade
-from engine.sim.matching import (
-    FIRST_FILL_ID,
-    FIRST_ORDER_ID,
-    Fill,
-    IdSequence,
-    MatchingEngine,
-    MatchingEngineConfig,
-    Order,
-    Position,
-    SimAccount,
-    SimAccountConfig,
-)
 from engine.sim.private_ws import PRIVATE_WS_PATH, PrivateSession, SimPrivateStream
 from engine.sim.rest import RestCredentials, SimRestApi
 

@@ -959,8 +959,8 @@ async def check_bitget(
     """Bitget's public time endpoint: reachable, and how far the local clock is from it."""
     import aiohttp
 
-    from engine.exchange.bitget_models import SIGNING_WINDOW_MS, MalformedAnswer, parse_server_time
-    from engine.exchange.bitget_rest import BITGET_REST_URL, SERVER_TIME
+    from engine.bitget.models import SIGNING_WINDOW_MS, MalformedAnswer, parse_server_time
+    from engine.bitget.rest import BITGET_REST_URL, SERVER_TIME
 
     url = f"{(base_url or BITGET_REST_URL).rstrip('/')}{SERVER_TIME}"
     offline = "only demo, live and Bitget's public feed need it; sim and replays work offline"
@@ -1050,7 +1050,7 @@ def check_credentials(path: str | Path | None, environ: Mapping[str, str]) -> Ch
     import stat
     import tomllib
 
-    from engine.exchange.credentials import (
+    from engine.bitget.credentials import (
         ENV_API_KEY,
         ENV_API_SECRET,
         ENV_PASSPHRASE,
@@ -1289,8 +1289,8 @@ def _identity(result: CheckResult) -> CheckResult:
 
 _CHECK_MODULES = (
     "aiohttp",
-    "engine.exchange.bitget_rest",
-    "engine.exchange.credentials",
+    "engine.bitget.credentials",
+    "engine.bitget.rest",
     "engine.journal",
     "engine.kev.client",
     "engine.kev.hub",

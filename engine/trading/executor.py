@@ -46,9 +46,9 @@ from collections.abc import Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+from engine.bitget.models import SIGNING_WINDOW_MS
 from engine.bitget.orders import OrderSide
-from engine.exchange.bitget_models import SIGNING_WINDOW_MS
-from engine.exchange.private_events import (
+from engine.bitget.private_events import (
     FillUpdate,
     OrderStatus,
     OrderUpdate,

@@ -26,7 +26,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 
 from engine.bitget.orders import OrderSide, OrderType
-from engine.exchange.private_events import (
+from engine.bitget.private_events import (
     FillUpdate,
     OrderStatus,
     OrderUpdate,
@@ -38,9 +38,8 @@ from engine.exchange.private_events import (
 )
 from engine.feed.events import BookSnapshot
 from engine.feed.tape import Trades
-from engine.risk.intents import OrderIntent
-from engine.sim.instruments import Instrument, Side
-from engine.sim.matching import (
+from engine.market.instruments import Instrument, Side
+from engine.market.matching import (
     FIRST_FILL_ID,
     FIRST_ORDER_ID,
     Fill,
@@ -54,6 +53,7 @@ from engine.sim.matching import (
     SimAccount,
     SimAccountConfig,
 )
+from engine.risk.intents import OrderIntent
 from engine.trading.config import PaperVenueConfig
 from engine.trading.venue import (
     CancelAllTicket,

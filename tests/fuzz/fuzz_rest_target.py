@@ -17,7 +17,8 @@ import hypothesis.strategies as st
 import orjson
 from fuzz_tally import deep_json, require
 
-from engine.exchange.bitget_models import (
+from engine.bitget.credentials import Credentials
+from engine.bitget.models import (
     BatchResult,
     MalformedAnswer,
     OpenPosition,
@@ -31,7 +32,7 @@ from engine.exchange.bitget_models import (
     parse_positions,
     parse_server_time,
 )
-from engine.exchange.bitget_rest import (
+from engine.bitget.rest import (
     ALL_POSITION,
     BATCH_CANCEL_ORDERS,
     CANCEL_ALL_ORDERS,
@@ -45,7 +46,6 @@ from engine.exchange.bitget_rest import (
     BitgetRestConfig,
     BitgetRestError,
     BitgetTransportError,
-    Credentials,
 )
 
 REST_SECRET = "rest-fuzz-secret-42"

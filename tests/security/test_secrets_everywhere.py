@@ -26,8 +26,7 @@ import pytest
 from rich.console import Console
 from test_secrets_scan import API_KEY, API_SECRET, PASSPHRASE, leaks
 
-from engine.exchange.bitget_rest import Credentials
-from engine.exchange.credentials import CredentialsError, load_credentials
+from engine.bitget.credentials import Credentials, CredentialsError, load_credentials
 from engine.sim.market import MarketGeneratorConfig
 from engine.sim.server import SimExchange, SimExchangeConfig
 
@@ -252,6 +251,6 @@ def test_the_crash_renderer_would_show_a_secret_held_in_a_local() -> None:
 
 
 def test_the_loaders_mode_check_uses_no_group_or_other_bit() -> None:
-    from engine.exchange import credentials
+    from engine.bitget import credentials
 
     assert credentials._PRIVATE_BITS == stat.S_IRWXG | stat.S_IRWXO

@@ -6,6 +6,7 @@ import numpy as np
 import orjson
 
 from engine.bitget.checksum import book_checksum
+from engine.market.instruments import BTCUSDT, ETHUSDT, Side
 from engine.sim.frames import (
     DepthPublisher,
     depth_frame,
@@ -14,7 +15,6 @@ from engine.sim.frames import (
     format_levels,
     trade_frame,
 )
-from engine.sim.instruments import BTCUSDT, ETHUSDT, Side
 from engine.sim.market import SimTrade
 
 

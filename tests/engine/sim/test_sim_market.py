@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from engine.bitget.checksum import book_checksum
+from engine.market.instruments import Side
 from engine.sim.frames import DepthPublisher, format_levels, trade_frame
-from engine.sim.instruments import Side
 from engine.sim.market import (
     InformedBurst,
     MarketGenerator,

@@ -14,7 +14,7 @@ import websockets
 from sim_clients import WAIT_S, BitgetRest, is_push
 
 from engine.bitget.signing import ws_login_args
-from engine.sim.instruments import Side
+from engine.market.instruments import Side
 from engine.sim.server import SimExchange
 
 POSITIONS_DEFAULT = ("positions", "default")
@@ -345,7 +345,7 @@ async def test_resting_order_filled_by_the_market_is_pushed_as_maker(
     price = passive_bid(sim)
     order_id = (await rest.place(price=price)).json()["data"]["orderId"]
     await subscribed.pushes_until(is_push("positions"))
-    # A print through our bid fills the whole order at its price (engine/sim/matching.py).
+    # A print through our bid fills the whole order at its price (engine/market/matching.py).
     engine = sim.engine("BTCUSDT")
     engine.on_trade(float(price) - engine.instrument.tick_size, 1.0, Side.SELL, sim.now_ms())
     pushes = await subscribed.pushes_until(is_push("positions"))

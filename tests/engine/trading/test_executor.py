@@ -11,13 +11,13 @@ import pytest
 from market_frames import MarketScript
 
 from engine.bitget.orders import OrderSide, OrderType, TimeInForce
-from engine.exchange.private_events import FillUpdate, OrderStatus, OrderUpdate
+from engine.bitget.private_events import FillUpdate, OrderStatus, OrderUpdate
 from engine.journal import EntryKind, Journal, JournalConfig, JournalFault, read_journal
+from engine.market.instruments import BTCUSDT, ETHUSDT
 from engine.pipeline import EventLog
 from engine.risk.events import OrderDenied, TradingState
 from engine.risk.gateway import RiskGateway
 from engine.risk.intents import DenialReason, OrderIntent, Source
-from engine.sim.instruments import BTCUSDT, ETHUSDT
 from engine.trading.config import OrderExecutorConfig, PaperVenueConfig, default_risk_config
 from engine.trading.desk import orders_open_in_journal
 from engine.trading.events import (

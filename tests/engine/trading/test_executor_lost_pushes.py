@@ -13,14 +13,15 @@ from decimal import Decimal
 import pytest
 from sim_engine import eventually, sim_rest
 
+from engine.bitget.credentials import Credentials
 from engine.bitget.orders import OrderSide, OrderType, TimeInForce
-from engine.exchange.bitget_rest import BitgetRestConfig, Credentials
-from engine.exchange.private_events import FillUpdate, PrivateStreamState
+from engine.bitget.private_events import FillUpdate, PrivateStreamState
+from engine.bitget.rest import BitgetRestConfig
 from engine.journal import EntryKind, Journal, JournalConfig, read_journal
+from engine.market.instruments import BTCUSDT, ETHUSDT
 from engine.pipeline import EventLog
 from engine.risk.gateway import RiskGateway
 from engine.risk.intents import OrderIntent, Source
-from engine.sim.instruments import BTCUSDT, ETHUSDT
 from engine.sim.server import SimExchange
 from engine.trading.config import OrderExecutorConfig, default_risk_config
 from engine.trading.events import OrderMissingAtVenue, TradingFault

@@ -10,7 +10,7 @@ import time
 import orjson
 import pytest
 
-from engine.feed.bitget_ws import (
+from engine.bitget.public_ws import (
     MAX_SUBSCRIBE_ARGS_BYTES,
     BitgetPublicFeed,
     BitgetPublicFeedConfig,

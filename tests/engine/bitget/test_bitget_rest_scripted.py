@@ -22,8 +22,8 @@ from scripted_exchange import (
     raw,
 )
 
-from engine.bitget.signing import rest_prehash, sign_bytes
-from engine.exchange.bitget_rest import (
+from engine.bitget.credentials import Credentials
+from engine.bitget.rest import (
     ALL_POSITION,
     ORDERS_PENDING,
     PLACE_ORDER,
@@ -32,8 +32,8 @@ from engine.exchange.bitget_rest import (
     BitgetRestClient,
     BitgetRestError,
     BitgetTransportError,
-    Credentials,
 )
+from engine.bitget.signing import rest_prehash, sign_bytes
 
 StartClient = Callable[..., Awaitable[BitgetRestClient]]
 

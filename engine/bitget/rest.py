@@ -41,9 +41,9 @@ import aiohttp
 import orjson
 from yarl import URL
 
+from engine.bitget.credentials import Credentials
 from engine.bitget.errors import SUCCESS_CODE, describe_error, lookup_error
-from engine.bitget.signing import canonical_query, rest_prehash, signed_headers
-from engine.exchange.bitget_models import (
+from engine.bitget.models import (
     CLIENT_OID_PATTERN,
     EMPTY_BATCH,
     BatchResult,
@@ -70,7 +70,8 @@ from engine.exchange.bitget_models import (
     parse_positions,
     parse_server_time,
 )
-from engine.exchange.rate_limit import SlidingWindowRateLimiter, backoff_delay_s
+from engine.bitget.rate_limit import SlidingWindowRateLimiter, backoff_delay_s
+from engine.bitget.signing import canonical_query, rest_prehash, signed_headers
 
 logger = logging.getLogger(__name__)
 _T = TypeVar("_T")
@@ -126,51 +127,6 @@ _FILL_PAGES_MAX = 20
 _EXCHANGE_MESSAGE_MAX = 200
 _CLIENT_OID_MAX = 32
 _REDACTED = "<redacted>"
-
-
-class Credentials:
-    """A Bitget API key with its secret and passphrase; repr and str never show the secrets.
-
-    Deliberately not a dataclass: `dataclasses.asdict` and orjson's native dataclass support
-    would serialise the secrets; as a plain class, orjson refuses it (so does the journal).
-    """
-
-    __slots__ = ("api_key", "api_secret", "passphrase")
-
-    def __init__(self, api_key: str, api_secret: str, passphrase: str) -> None:
-        for name, value in (
-            ("api_key", api_key),
-            ("api_secret", api_secret),
-            ("passphrase", passphrase),
-        ):
-            # The message names the field only: a malformed secret is still a secret.
-            if not isinstance(value, str) or not value or not value.isascii():
-                raise ValueError(f"{name} must be a non-empty ASCII string")
-            if not value.isprintable():
-                raise ValueError(f"{name} must not contain control characters or whitespace")
-        object.__setattr__(self, "api_key", api_key)
-        object.__setattr__(self, "api_secret", api_secret)
-        object.__setattr__(self, "passphrase", passphrase)
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError("Credentials are immutable")
-
-    def __repr__(self) -> str:
-        return (
-            f"Credentials(api_key={_mask_key(self.api_key)!r}, api_secret={_REDACTED}, "
-            f"passphrase={_REDACTED})"
-        )
-
-    __str__ = __repr__
-
-    @property
-    def secrets(self) -> tuple[str, str]:
-        """The values that must never be printed, logged or journaled."""
-        return (self.api_secret, self.passphrase)
-
-
-def _mask_key(api_key: str) -> str:
-    return f"{api_key[:4]}…" if len(api_key) > 8 else "…"
 
 
 @dataclass(frozen=True, slots=True)

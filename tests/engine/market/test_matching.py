@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from engine.sim.instruments import BTCUSDT, Side
-from engine.sim.matching import (
+from engine.market.instruments import BTCUSDT, Side
+from engine.market.matching import (
     Fill,
     Liquidity,
     MatchingEngine,

@@ -6,13 +6,13 @@ import dataclasses
 
 import pytest
 
-from engine.exchange.bitget_rest import (
+from engine.bitget.credentials import Credentials
+from engine.bitget.rest import (
     ALL_POSITION,
     MARGIN_COIN,
     PLACE_ORDER,
     PRODUCT_TYPE,
     BitgetRestConfig,
-    Credentials,
     build_signed_request,
     place_order_body,
 )

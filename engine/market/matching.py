@@ -40,7 +40,7 @@ from typing import NamedTuple
 import numpy as np
 
 from engine.bitget.orders import OrderType, TimeInForce
-from engine.sim.instruments import Instrument, Side
+from engine.market.instruments import Instrument, Side
 
 _LOT_EPSILON = 1e-9
 FIRST_ORDER_ID = 1_300_000_000_000_000_000

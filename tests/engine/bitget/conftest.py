@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 from scripted_exchange import ScriptedExchange
 
-from engine.exchange.bitget_rest import BitgetRestClient, BitgetRestConfig, Credentials
+from engine.bitget.credentials import Credentials
+from engine.bitget.rest import BitgetRestClient, BitgetRestConfig
 from engine.sim.market import MarketGeneratorConfig
 from engine.sim.server import SimExchange, SimExchangeConfig
 

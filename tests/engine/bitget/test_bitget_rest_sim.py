@@ -10,14 +10,9 @@ from decimal import Decimal
 import pytest
 from conftest import sim_credentials
 
-from engine.exchange.bitget_models import OrderSide, OrderType, TimeInForce
-from engine.exchange.bitget_rest import (
-    CANCEL_ORDER,
-    PLACE_ORDER,
-    BitgetApiError,
-    BitgetRestClient,
-    Credentials,
-)
+from engine.bitget.credentials import Credentials
+from engine.bitget.models import OrderSide, OrderType, TimeInForce
+from engine.bitget.rest import CANCEL_ORDER, PLACE_ORDER, BitgetApiError, BitgetRestClient
 from engine.sim.server import SimExchange
 
 StartClient = Callable[..., Awaitable[BitgetRestClient]]

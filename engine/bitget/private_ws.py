@@ -36,11 +36,10 @@ import orjson
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 
+from engine.bitget.credentials import Credentials
 from engine.bitget.errors import describe_error
 from engine.bitget.orders import OrderSide
-from engine.bitget.signing import ws_login_args
-from engine.exchange.bitget_rest import Credentials
-from engine.exchange.private_events import (
+from engine.bitget.private_events import (
     FillUpdate,
     OrderStatus,
     OrderUpdate,
@@ -50,7 +49,7 @@ from engine.exchange.private_events import (
     PrivateStreamChanged,
     PrivateStreamState,
 )
-from engine.feed.bitget_ws import (
+from engine.bitget.public_ws import (
     PING,
     ChannelArg,
     ClientMessageLimiter,
@@ -58,6 +57,7 @@ from engine.feed.bitget_ws import (
     channel_arg,
     encode_op,
 )
+from engine.bitget.signing import ws_login_args
 
 BITGET_PRIVATE_URL = "wss://ws.bitget.com/v2/ws/private"
 BITGET_DEMO_PRIVATE_URL = "wss://wspap.bitget.com/v2/ws/private"

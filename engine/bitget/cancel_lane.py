@@ -32,13 +32,8 @@ from collections.abc import Callable
 import orjson
 from yarl import URL
 
-from engine.exchange.bitget_rest import (
-    CANCEL_ALL_ORDERS,
-    MARGIN_COIN,
-    PRODUCT_TYPE,
-    SERVER_TIME,
-    Credentials,
-)
+from engine.bitget.credentials import Credentials
+from engine.bitget.rest import CANCEL_ALL_ORDERS, MARGIN_COIN, PRODUCT_TYPE, SERVER_TIME
 from engine.trading.venue import VenueOutcomeUnknown, VenueUnavailable
 
 logger = logging.getLogger(__name__)
