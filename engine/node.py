@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from engine.bitget.credentials import Credentials
+from engine.bitget.endpoints import PRIVATE_WS_PATH
 from engine.bitget.public_ws import BitgetPublicFeed, BitgetPublicFeedConfig
 from engine.bitget.rest import BitgetRestConfig
 from engine.clock import EngineClock, MarketClock, WallClock
@@ -48,7 +49,6 @@ from engine.pipeline import (
     MarketPipelineConfig,
 )
 from engine.sim.market import MarketGeneratorConfig
-from engine.sim.private_ws import PRIVATE_WS_PATH
 from engine.sim.server import SimExchange, SimExchangeConfig
 from engine.trading.commands import CommandResult, RiskOverrides
 from engine.trading.config import TradingConfig, TradingMode

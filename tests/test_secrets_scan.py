@@ -34,8 +34,8 @@ from engine.bitget.credentials import (
     CredentialsError,
     load_credentials,
 )
+from engine.bitget.endpoints import PLACE_ORDER
 from engine.bitget.rest import (
-    PLACE_ORDER,
     BitgetApiError,
     BitgetRestClient,
     BitgetRestConfig,

@@ -33,7 +33,7 @@ import orjson
 from yarl import URL
 
 from engine.bitget.credentials import Credentials
-from engine.bitget.rest import CANCEL_ALL_ORDERS, MARGIN_COIN, PRODUCT_TYPE, SERVER_TIME
+from engine.bitget.endpoints import CANCEL_ALL_ORDERS, MARGIN_COIN, PRODUCT_TYPE, SERVER_TIME
 from engine.trading.venue import VenueOutcomeUnknown, VenueUnavailable
 
 logger = logging.getLogger(__name__)

@@ -37,6 +37,13 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 
 from engine.bitget.credentials import Credentials
+from engine.bitget.endpoints import (
+    ALL_SYMBOLS,
+    BITGET_PRIVATE_URL,
+    FILL_CHANNEL,
+    ORDERS_CHANNEL,
+    PRIVATE_CHANNELS,
+)
 from engine.bitget.errors import describe_error
 from engine.bitget.orders import OrderSide
 from engine.bitget.private_events import (
@@ -59,13 +66,6 @@ from engine.bitget.public_ws import (
 )
 from engine.bitget.signing import ws_login_args
 
-BITGET_PRIVATE_URL = "wss://ws.bitget.com/v2/ws/private"
-BITGET_DEMO_PRIVATE_URL = "wss://wspap.bitget.com/v2/ws/private"
-ORDERS_CHANNEL = "orders"
-FILL_CHANNEL = "fill"
-POSITIONS_CHANNEL = "positions"
-PRIVATE_CHANNELS = (ORDERS_CHANNEL, FILL_CHANNEL, POSITIONS_CHANNEL)
-ALL_SYMBOLS = "default"
 LOGIN_REFUSAL_CODES = frozenset({"30005", "30011", "30012", "30013", "30014", "30015"})
 """Error codes that answer a login with "these credentials will not do": never retried."""
 CHANNEL_REFUSAL_CODES = frozenset({"30001", "30016"})

@@ -22,6 +22,7 @@ import orjson
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 
+from engine.bitget.endpoints import BITGET_PUBLIC_URL
 from engine.feed.events import (
     BookSnapshot,
     BookUpdate,
@@ -37,7 +38,6 @@ from engine.feed.sink import FeedNotice, FeedSink
 from engine.feed.tape import Trades
 from engine.latency import FrameTimings
 
-BITGET_PUBLIC_URL = "wss://ws.bitget.com/v2/ws/public"
 BOOK_CHANNELS = frozenset((*DEPTH_CHANNELS, INCREMENTAL_CHANNEL))
 SUPPORTED_CHANNELS = BOOK_CHANNELS | {TRADE_CHANNEL}
 MAX_CHANNELS_PER_CONNECTION = 1000

@@ -42,6 +42,23 @@ import orjson
 from yarl import URL
 
 from engine.bitget.credentials import Credentials
+from engine.bitget.endpoints import (
+    ALL_POSITION,
+    BATCH_CANCEL_ORDERS,
+    BITGET_REST_URL,
+    CANCEL_ALL_ORDERS,
+    CANCEL_ORDER,
+    CLOSE_POSITIONS,
+    MARGIN_COIN,
+    ORDER_DETAIL,
+    ORDER_FILLS,
+    ORDERS_PENDING,
+    PLACE_ORDER,
+    PRODUCT_TYPE,
+    RATE_LIMITS_PER_S,
+    RATE_WINDOW_S,
+    SERVER_TIME,
+)
 from engine.bitget.errors import SUCCESS_CODE, describe_error, lookup_error
 from engine.bitget.models import (
     CLIENT_OID_PATTERN,
@@ -55,10 +72,7 @@ from engine.bitget.models import (
     OrderFailure,
     OrderFill,
     OrderRef,
-    OrderSide,
-    OrderType,
     PendingOrder,
-    TimeInForce,
     TradeSide,
     decimal_text,
     parse_batch_result,
@@ -70,43 +84,12 @@ from engine.bitget.models import (
     parse_positions,
     parse_server_time,
 )
+from engine.bitget.orders import OrderSide, OrderType, TimeInForce
 from engine.bitget.rate_limit import SlidingWindowRateLimiter, backoff_delay_s
 from engine.bitget.signing import canonical_query, rest_prehash, signed_headers
 
 logger = logging.getLogger(__name__)
 _T = TypeVar("_T")
-
-BITGET_REST_URL = "https://api.bitget.com"
-PRODUCT_TYPE = "USDT-FUTURES"
-MARGIN_COIN = "USDT"
-
-_ORDER_PATH = "/api/v2/mix/order"
-PLACE_ORDER = f"{_ORDER_PATH}/place-order"
-CANCEL_ORDER = f"{_ORDER_PATH}/cancel-order"
-BATCH_CANCEL_ORDERS = f"{_ORDER_PATH}/batch-cancel-orders"
-CANCEL_ALL_ORDERS = f"{_ORDER_PATH}/cancel-all-orders"
-CLOSE_POSITIONS = f"{_ORDER_PATH}/close-positions"
-ORDERS_PENDING = f"{_ORDER_PATH}/orders-pending"
-ORDER_DETAIL = f"{_ORDER_PATH}/detail"
-ORDER_FILLS = f"{_ORDER_PATH}/fills"
-ALL_POSITION = "/api/v2/mix/position/all-position"
-SERVER_TIME = "/api/v2/public/time"
-
-RATE_LIMITS_PER_S: Mapping[str, int] = MappingProxyType(
-    {
-        PLACE_ORDER: 10,
-        CANCEL_ORDER: 10,
-        BATCH_CANCEL_ORDERS: 10,
-        CANCEL_ALL_ORDERS: 10,
-        CLOSE_POSITIONS: 1,
-        ALL_POSITION: 5,
-        ORDERS_PENDING: 10,
-        ORDER_DETAIL: 10,
-        ORDER_FILLS: 10,
-        SERVER_TIME: 20,
-    }
-)
-"""Bitget's per-UID (per-IP for server time) request limits, each over a 1 s window (§6)."""
 
 RETRYABLE_CODES = frozenset({"429", "503", "45001", "40725", "40808", "40015", "22035"})
 """Codes worth retrying with backoff: rate limits, gateway trouble, release-window errors."""
@@ -118,7 +101,6 @@ _NOTHING_TO_CANCEL = frozenset({"22001", "43004"})
 _NO_POSITION_TO_CLOSE = "22002"
 _TRANSPORT_ERROR_KEY = "transport"
 
-_RATE_WINDOW_S = 1.0
 _BATCH_CANCEL_MAX = 50
 _PENDING_PAGE_SIZE = 100
 _PENDING_PAGES_MAX = 50
@@ -383,7 +365,7 @@ class BitgetRestClient:
         self._trace_configs = tuple(trace_configs)
         self._wall_clock_ns = wall_clock_ns
         self._rng = rng if rng is not None else random.Random()
-        window_s = _RATE_WINDOW_S + config.rate_window_margin_s
+        window_s = RATE_WINDOW_S + config.rate_window_margin_s
         self._limiters = {
             path: SlidingWindowRateLimiter(limit, window_s)
             for path, limit in RATE_LIMITS_PER_S.items()

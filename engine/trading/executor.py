@@ -46,7 +46,7 @@ from collections.abc import Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from engine.bitget.models import SIGNING_WINDOW_MS
+from engine.bitget.endpoints import SIGNING_WINDOW_MS
 from engine.bitget.orders import OrderSide
 from engine.bitget.private_events import (
     FillUpdate,

@@ -20,12 +20,12 @@ import orjson
 
 from engine.bitget.cancel_lane import CancelLane, LaneAnswer
 from engine.bitget.credentials import Credentials
+from engine.bitget.endpoints import CANCEL_ALL_ORDERS
 from engine.bitget.errors import SUCCESS_CODE, describe_error
 from engine.bitget.models import MalformedAnswer, OpenPosition, parse_batch_result
 from engine.bitget.private_events import FillUpdate, OrderStatus, PositionEntry, PrivateStreamState
 from engine.bitget.private_ws import BitgetPrivateFeed, BitgetPrivateFeedConfig
 from engine.bitget.rest import (
-    CANCEL_ALL_ORDERS,
     BitgetApiError,
     BitgetRestClient,
     BitgetRestConfig,

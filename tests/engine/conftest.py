@@ -1,5 +1,5 @@
-"""Loopback fixtures for the feed tests: a scripted Bitget-like public websocket server,
-a sink that keeps what it receives, frame builders, and a polling `eventually` for waits.
+"""Loopback fixtures for the feed and Bitget tests: a scripted Bitget-like public websocket
+server, a sink that keeps what it receives, frame builders, and a polling `eventually` for waits.
 
 Test modules reach these through fixtures only, so no test imports this file.
 """

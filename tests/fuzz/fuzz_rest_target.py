@@ -18,6 +18,16 @@ import orjson
 from fuzz_tally import deep_json, require
 
 from engine.bitget.credentials import Credentials
+from engine.bitget.endpoints import (
+    ALL_POSITION,
+    BATCH_CANCEL_ORDERS,
+    CANCEL_ALL_ORDERS,
+    CANCEL_ORDER,
+    CLOSE_POSITIONS,
+    ORDERS_PENDING,
+    PLACE_ORDER,
+    SERVER_TIME,
+)
 from engine.bitget.models import (
     BatchResult,
     MalformedAnswer,
@@ -33,14 +43,6 @@ from engine.bitget.models import (
     parse_server_time,
 )
 from engine.bitget.rest import (
-    ALL_POSITION,
-    BATCH_CANCEL_ORDERS,
-    CANCEL_ALL_ORDERS,
-    CANCEL_ORDER,
-    CLOSE_POSITIONS,
-    ORDERS_PENDING,
-    PLACE_ORDER,
-    SERVER_TIME,
     BitgetApiError,
     BitgetRestClient,
     BitgetRestConfig,

@@ -15,6 +15,7 @@ from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
 
 from engine.bitget.credentials import Credentials
+from engine.bitget.endpoints import BITGET_DEMO_PRIVATE_URL, BITGET_PRIVATE_URL
 from engine.bitget.orders import OrderSide
 from engine.bitget.private_events import (
     FillUpdate,
@@ -27,8 +28,6 @@ from engine.bitget.private_events import (
     PrivateStreamState,
 )
 from engine.bitget.private_ws import (
-    BITGET_DEMO_PRIVATE_URL,
-    BITGET_PRIVATE_URL,
     BitgetPrivateFeed,
     BitgetPrivateFeedConfig,
     MalformedEntry,

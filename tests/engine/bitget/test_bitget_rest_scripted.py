@@ -23,11 +23,8 @@ from scripted_exchange import (
 )
 
 from engine.bitget.credentials import Credentials
+from engine.bitget.endpoints import ALL_POSITION, ORDERS_PENDING, PLACE_ORDER, SERVER_TIME
 from engine.bitget.rest import (
-    ALL_POSITION,
-    ORDERS_PENDING,
-    PLACE_ORDER,
-    SERVER_TIME,
     BitgetApiError,
     BitgetRestClient,
     BitgetRestError,

@@ -7,15 +7,8 @@ import dataclasses
 import pytest
 
 from engine.bitget.credentials import Credentials
-from engine.bitget.rest import (
-    ALL_POSITION,
-    MARGIN_COIN,
-    PLACE_ORDER,
-    PRODUCT_TYPE,
-    BitgetRestConfig,
-    build_signed_request,
-    place_order_body,
-)
+from engine.bitget.endpoints import ALL_POSITION, MARGIN_COIN, PLACE_ORDER, PRODUCT_TYPE
+from engine.bitget.rest import BitgetRestConfig, build_signed_request, place_order_body
 
 DOC_SECRET = "bitget_secret"
 DOC_TIMESTAMP = "1627366780545"

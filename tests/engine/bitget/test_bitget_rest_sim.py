@@ -11,8 +11,9 @@ import pytest
 from conftest import sim_credentials
 
 from engine.bitget.credentials import Credentials
-from engine.bitget.models import OrderSide, OrderType, TimeInForce
-from engine.bitget.rest import CANCEL_ORDER, PLACE_ORDER, BitgetApiError, BitgetRestClient
+from engine.bitget.endpoints import CANCEL_ORDER, PLACE_ORDER
+from engine.bitget.orders import OrderSide, OrderType, TimeInForce
+from engine.bitget.rest import BitgetApiError, BitgetRestClient
 from engine.sim.server import SimExchange
 
 StartClient = Callable[..., Awaitable[BitgetRestClient]]

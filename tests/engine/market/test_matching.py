@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from engine.bitget.orders import OrderType, TimeInForce
 from engine.market.instruments import BTCUSDT, Side
 from engine.market.matching import (
     Fill,
@@ -14,10 +15,8 @@ from engine.market.matching import (
     OrderRejected,
     OrderRequest,
     OrderStatus,
-    OrderType,
     SimAccount,
     SimAccountConfig,
-    TimeInForce,
 )
 
 Levels = list[tuple[float, float]]
