@@ -42,9 +42,8 @@ from engine.bitget.endpoints import (
     SIGNING_WINDOW_MS,
 )
 from engine.bitget.errors import SUCCESS_CODE, lookup_error
-from engine.bitget.orders import OrderType, TimeInForce
+from engine.bitget.orders import OrderSide, OrderType, TimeInForce
 from engine.bitget.signing import rest_prehash, sign_bytes
-from engine.market.instruments import Side
 from engine.market.matching import (
     Fill,
     MatchingEngine,
@@ -316,7 +315,7 @@ class SimRestApi:
         margin_mode = _choice(params, "marginMode", ("isolated", "crossed"))
         _margin_coin(params, required=True)
         size = _positive_number(params, "size")
-        side = Side(_choice(params, "side", ("buy", "sell")))
+        side = OrderSide(_choice(params, "side", ("buy", "sell")))
         if params.get("tradeSide") not in (None, ""):
             raise _RequestError(
                 "40774",
@@ -428,7 +427,7 @@ class SimRestApi:
         success: list[dict[str, str]] = []
         failure: list[dict[str, str]] = []
         for engine, position in targets:
-            side = Side.SELL if position.size > 0 else Side.BUY
+            side = OrderSide.SELL if position.size > 0 else OrderSide.BUY
             request = OrderRequest(side, OrderType.MARKET, abs(position.size), reduce_only=True)
             try:
                 result = engine.submit(request, self._now_ms())
@@ -777,7 +776,7 @@ def position_figures(
     position: Position, engine: MatchingEngine, account: SimAccount
 ) -> PositionFigures:
     size = abs(position.size)
-    closing_side = Side.SELL if position.size > 0 else Side.BUY
+    closing_side = OrderSide.SELL if position.size > 0 else OrderSide.BUY
     open_side = closing_side.opposite
     open_orders = engine.open_orders()
     locked = min(

@@ -12,8 +12,7 @@ from conftest import sim_credentials
 
 from engine.bitget.cancel_lane import PRESIGNED_MAX_AGE_MS, CancelLane, _ResponseReader
 from engine.bitget.credentials import Credentials
-from engine.bitget.orders import OrderType, TimeInForce
-from engine.market.instruments import Side
+from engine.bitget.orders import OrderSide, OrderType, TimeInForce
 from engine.market.matching import OrderRequest
 from engine.trading.venue import VenueOutcomeUnknown
 
@@ -62,7 +61,7 @@ def test_garbage_is_an_error_not_an_exception(raw, error):
 async def test_a_signed_cancel_all_is_accepted_and_cancels_everything(sim):
     engine = sim.engine("BTCUSDT")
     for k in range(3):
-        request = OrderRequest(Side.BUY, OrderType.LIMIT, 0.001, 60_000.0 - k, TimeInForce.GTC)
+        request = OrderRequest(OrderSide.BUY, OrderType.LIMIT, 0.001, 60_000.0 - k, TimeInForce.GTC)
         engine.submit(request, sim.now_ms())
     lane = CancelLane(sim.rest_url, sim_credentials(sim), demo=False, clock_offset_ms=lambda: 0)
     await lane.start()
