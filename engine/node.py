@@ -27,11 +27,11 @@ import numpy as np
 from engine.bitget.credentials import Credentials
 from engine.bitget.endpoints import PRIVATE_WS_PATH
 from engine.bitget.public_ws import BitgetPublicFeed, BitgetPublicFeedConfig
+from engine.bitget.record import RecordProgress, record
 from engine.bitget.rest import BitgetRestConfig
 from engine.clock import EngineClock, MarketClock, WallClock
 from engine.feed.events import BookSnapshot, FeedState
 from engine.feed.parse import FrameParser
-from engine.feed.record import RecordProgress, record
 from engine.feed.replay import ReplayFeed, replay_clock
 from engine.journal import Journal, JournalConfig
 from engine.kev.answers import KevAnswerRecorder, RecordedKevClient
