@@ -31,8 +31,7 @@ from pathlib import Path
 from console.engine_process import EngineAdapterConfig, EngineSetup
 from console.handle import EngineLost, ShutdownPolicy
 from console.view import ConsoleEvent, ConsoleSnapshot
-from engine.exchange.bitget_rest import Credentials
-from engine.exchange.credentials import mask_api_key
+from engine.bitget.credentials import Credentials, mask_api_key
 from engine.node import EngineConfig
 from engine.risk.overrides import RiskOverrides
 from engine.trading.commands import (

@@ -78,9 +78,9 @@ from console.view import (
     StatusView,
     VramView,
 )
+from engine.bitget.credentials import Credentials
+from engine.bitget.private_events import FillUpdate, OrderUpdate
 from engine.clock import EngineClock
-from engine.exchange.bitget_rest import Credentials
-from engine.exchange.private_events import FillUpdate, OrderUpdate
 from engine.feed.replay import ReplayFeed
 from engine.gpu import GpuMonitor, GpuMonitorConfig, GpuSample, VramBudget
 from engine.kev.hub import KevDecision, KevHub

@@ -29,14 +29,14 @@ from console.view import (
     StageLatency,
     TradingView,
 )
-from engine.book import BookView
-from engine.exchange.private_events import (
+from engine.bitget.private_events import (
     FillUpdate,
     OrderStatus,
     OrderUpdate,
     PrivateStreamChanged,
     PrivateStreamState,
 )
+from engine.book import BookView
 from engine.feed.events import (
     BookResyncNeeded,
     ChannelError,

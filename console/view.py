@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from engine.bitget.orders import OrderSide
-from engine.exchange.private_events import FillUpdate, OrderUpdate
+from engine.bitget.private_events import FillUpdate, OrderUpdate
 from engine.feed.events import FeedState
 from engine.gpu import GpuSample, VramBudget
 from engine.laya.decide import VerdictStreamView

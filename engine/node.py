@@ -24,12 +24,14 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from engine.bitget.credentials import Credentials
+from engine.bitget.endpoints import PRIVATE_WS_PATH
+from engine.bitget.public_ws import BitgetPublicFeed, BitgetPublicFeedConfig
+from engine.bitget.record import RecordProgress, record
+from engine.bitget.rest import BitgetRestConfig
 from engine.clock import EngineClock, MarketClock, WallClock
-from engine.exchange.bitget_rest import BitgetRestConfig, Credentials
-from engine.feed.bitget_ws import BitgetPublicFeed, BitgetPublicFeedConfig
 from engine.feed.events import BookSnapshot, FeedState
 from engine.feed.parse import FrameParser
-from engine.feed.record import RecordProgress, record
 from engine.feed.replay import ReplayFeed, replay_clock
 from engine.journal import Journal, JournalConfig
 from engine.kev.answers import KevAnswerRecorder, RecordedKevClient
@@ -47,7 +49,6 @@ from engine.pipeline import (
     MarketPipelineConfig,
 )
 from engine.sim.market import MarketGeneratorConfig
-from engine.sim.private_ws import PRIVATE_WS_PATH
 from engine.sim.server import SimExchange, SimExchangeConfig
 from engine.trading.commands import Command, CommandResult
 from engine.trading.config import TradingConfig, TradingMode

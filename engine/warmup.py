@@ -16,11 +16,12 @@ import time
 
 import numpy as np
 
+from engine.bitget.orders import OrderSide
 from engine.feed.parse import FrameParser
 from engine.laya.classifier import LayaClassifier
+from engine.market.instruments import Instrument
 from engine.pipeline import MarketPipeline, MarketPipelineConfig
 from engine.sim.frames import depth_frame, format_levels, trade_frame
-from engine.sim.instruments import Instrument, Side
 from engine.sim.market import SimTrade
 
 _BOOK_FRAMES = 3
@@ -34,7 +35,7 @@ def _frames(symbol: str, mid: float, ts_ms: int, trade_id: int) -> tuple[str, st
     sizes = 0.5 + 0.1 * steps
     bids = format_levels(mid - 0.01 * steps, sizes, instrument)
     asks = format_levels(mid + 0.01 * steps, sizes, instrument)
-    trade = SimTrade(symbol, mid, 0.01, Side.BUY, trade_id, ts_ms)
+    trade = SimTrade(symbol, mid, 0.01, OrderSide.BUY, trade_id, ts_ms)
     return (
         trade_frame(symbol, (trade,), instrument, action="update", push_ms=ts_ms),
         depth_frame(

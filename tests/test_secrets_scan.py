@@ -34,22 +34,22 @@ from support.secret_scan import (
 )
 
 from console.cli.live_guard import confirm_live
-from engine.exchange.bitget_rest import (
-    PLACE_ORDER,
+from engine.bitget.credentials import (
+    ENV_API_KEY,
+    ENV_API_SECRET,
+    ENV_PASSPHRASE,
+    Credentials,
+    CredentialsError,
+    load_credentials,
+)
+from engine.bitget.endpoints import PLACE_ORDER
+from engine.bitget.rest import (
     BitgetApiError,
     BitgetRestClient,
     BitgetRestConfig,
     BitgetRestError,
-    Credentials,
     build_signed_request,
     place_order_body,
-)
-from engine.exchange.credentials import (
-    ENV_API_KEY,
-    ENV_API_SECRET,
-    ENV_PASSPHRASE,
-    CredentialsError,
-    load_credentials,
 )
 from engine.journal import Journal, JournalConfig
 from engine.sim.server import SimExchange

@@ -108,7 +108,8 @@ def run_kev(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         return 130
     except (LlamaServerError, ModelFetchError, OSError, ValueError, RuntimeError) as error:
-        print(f"{name}: {error}", file=sys.stderr)
+        # A timeout says nothing by itself (its text is empty): name it.
+        print(f"{name}: {error or type(error).__name__}", file=sys.stderr)
         return 2
 
 

@@ -39,7 +39,7 @@ from console.bandwidth import Bandwidth
 from console.engine_adapter import EngineAdapterConfig, EngineNodeHandle, EngineProcessError
 from console.handle import ShutdownPolicy
 from console.widgets import format as fmt
-from engine.exchange.bitget_rest import Credentials
+from engine.bitget.credentials import Credentials
 from engine.feed.recording import RecordingUnreadable, check_recording
 from engine.node import EngineConfig
 from engine.trading.commands import CommandResult

@@ -7,7 +7,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Sequence
 
-from engine.exchange.credentials import mask_api_key
+from engine.bitget.credentials import mask_api_key
 from engine.risk.limits import RiskLimits
 
 _RULE = "=" * 72

@@ -23,8 +23,8 @@ from console.cli.config import add_config_parser, run_config
 from console.cli.importer import add_import_parser, run_import
 from console.cli.kev import add_kev_parser, run_kev
 from console.cli.soak import add_soak_parser, run_soak
+from engine.bitget.endpoints import BITGET_DEMO_PUBLIC_URL, BITGET_PUBLIC_URL
 
-BITGET_PUBLIC_URL = "wss://ws.bitget.com/v2/ws/public"
 DEFAULT_SYMBOLS = "BTCUSDT,ETHUSDT"
 
 
@@ -538,9 +538,7 @@ def _run(args: argparse.Namespace) -> int:
     mode = trading.mode.value if trading is not None else None
     url = args.url
     if url is None and args.replay is None and mode in ("demo", "live"):
-        from engine.trading.config import BITGET_DEMO_PUBLIC_WS_URL
-
-        url = BITGET_DEMO_PUBLIC_WS_URL if mode == "demo" else BITGET_PUBLIC_URL
+        url = BITGET_DEMO_PUBLIC_URL if mode == "demo" else BITGET_PUBLIC_URL
     refresh_hz = settings.console.refresh_hz
     config = settings.engine_config(
         replay_path=args.replay,
@@ -589,7 +587,7 @@ def _trading(args: argparse.Namespace, settings):
     credentials = None
     confirmed = False
     if mode in ("demo", "live"):
-        from engine.exchange.credentials import load_credentials, mask_api_key
+        from engine.bitget.credentials import load_credentials, mask_api_key
 
         path = Path(args.credentials) if args.credentials else None
         credentials = load_credentials(path=path, mode=mode)

@@ -9,7 +9,7 @@ from rich.text import Text
 from console.widgets import format as fmt
 from console.widgets.lines import LinePane
 from engine.bitget.orders import OrderSide
-from engine.exchange.private_events import FillUpdate, OrderUpdate
+from engine.bitget.private_events import FillUpdate, OrderUpdate
 from engine.units import coin, fee_usdt
 
 _WIDE = 60

@@ -1,1 +1,1 @@
-"""Bitget v2 protocol pieces shared by the client and the simulator."""
+"""The Bitget venue: endpoints, signing, REST client, public and private websockets, cancel lane."""

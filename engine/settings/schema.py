@@ -29,6 +29,7 @@ from engine.kev.server import LlamaServerConfig
 from engine.laya.classifier import LayaClassifierConfig
 from engine.laya.decide import QuoteGate
 from engine.laya.model import DEFAULT_MODEL_PATH
+from engine.market.instruments import BTCUSDT, ETHUSDT, Instrument, built_in_twin, instrument_for
 from engine.node import EngineConfig
 from engine.pipeline import MarketPipelineConfig
 from engine.risk.commands import KevAction
@@ -51,7 +52,6 @@ from engine.settings.sources import (
     SourceKind,
     blame,
 )
-from engine.sim.instruments import BTCUSDT, ETHUSDT, Instrument, built_in_twin, instrument_for
 from engine.sim.market import MarketGeneratorConfig
 from engine.trading.config import (
     OrderExecutorConfig,

@@ -1,1 +1,1 @@
-"""The simulated Bitget exchange: market generator, matching engine, loopback server."""
+"""The simulated Bitget exchange: market generator, frames, faults and the loopback server."""

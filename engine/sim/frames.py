@@ -13,7 +13,7 @@ import numpy as np
 import orjson
 
 from engine.bitget.checksum import book_checksum
-from engine.sim.instruments import Instrument
+from engine.market.instruments import Instrument
 from engine.sim.market import SimTrade
 
 INST_TYPE = "USDT-FUTURES"

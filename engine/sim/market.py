@@ -37,7 +37,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from engine.sim.instruments import BTCUSDT, ETHUSDT, Instrument, Side
+from engine.bitget.orders import OrderSide
+from engine.market.instruments import BTCUSDT, ETHUSDT, Instrument
 
 _POOL_SIZE = 8192
 _TRADE_ID_BASE = 1_220_000_000_000_000_000
@@ -71,7 +72,7 @@ class SimTrade(NamedTuple):
     symbol: str
     price: float
     size: float
-    side: Side
+    side: OrderSide
     trade_id: int
     ts_ms: int
 
@@ -103,7 +104,7 @@ class InformedBurst(NamedTuple):
     """An informed-flow episode: aggressive `side` flow from `start_ms`, then the jump."""
 
     symbol: str
-    side: Side
+    side: OrderSide
     start_ms: int
     jump_start_ms: int
     jump_end_ms: int
@@ -255,7 +256,7 @@ def _blocks(draw: Callable[[int], np.ndarray]) -> Iterator[float]:
 
 
 class _ActiveBurst(NamedTuple):
-    side: Side
+    side: OrderSide
     jump_start_ms: int
     jump_end_ms: int
     jump_per_step: float
@@ -278,14 +279,14 @@ class _SymbolBook:
         self.median_trade_lots = config.median_trade_size / config.instrument.size_step
         self.flow = 0.0
         self.lagged_flow = 0.0
-        self.drained_side: Side | None = None
+        self.drained_side: OrderSide | None = None
         self.extra_trade_rate = 0.0
         self.spread_ticks = 1
         start_ticks = config.instrument.to_ticks(config.start_price)
         self.bid_anchor = start_ticks
         self.ask_anchor = start_ticks + 1
-        self.bids = [self._fresh_lots(Side.BUY, depth) for depth in range(self.levels)]
-        self.asks = [self._fresh_lots(Side.SELL, depth) for depth in range(self.levels)]
+        self.bids = [self._fresh_lots(OrderSide.BUY, depth) for depth in range(self.levels)]
+        self.asks = [self._fresh_lots(OrderSide.SELL, depth) for depth in range(self.levels)]
         self.next_trade_ms = now_ms + random.exponential() * 1000.0 / self.trade_rate()
         self.next_event_ms = now_ms + random.exponential() * 1000.0 / config.book_event_rate_per_s
         self.trade_ids = trade_ids
@@ -293,7 +294,7 @@ class _SymbolBook:
     def trade_rate(self) -> float:
         return self.config.trade_rate_per_s * (1.0 + 0.5 * abs(self.flow)) + self.extra_trade_rate
 
-    def target_lots(self, side: Side, depth: int) -> float:
+    def target_lots(self, side: OrderSide, depth: int) -> float:
         target = self.mean_lots[depth]
         if depth < _TILT_DEPTH_LIMIT:
             tilt = side.sign * self.config.imbalance_strength * self.flow
@@ -304,11 +305,11 @@ class _SymbolBook:
 
     def drain(self) -> None:
         """Makers pull from the side informed flow is about to hit (once per step of a lead)."""
-        ladder = self.bids if self.drained_side is Side.BUY else self.asks
+        ladder = self.bids if self.drained_side is OrderSide.BUY else self.asks
         for depth in range(_BURST_TILT_DEPTH):
             ladder[depth] = int(ladder[depth] * _BURST_PULL_PER_STEP)
 
-    def _fresh_lots(self, side: Side, depth: int) -> int:
+    def _fresh_lots(self, side: OrderSide, depth: int) -> int:
         if depth > 0 and self.random.uniform() < _GAP_PROBABILITY:
             return 0
         noise = math.exp(0.5 * self.random.normal() - 0.125)
@@ -321,36 +322,38 @@ class _SymbolBook:
         shift = bid_anchor - self.bid_anchor
         if shift > 0:
             keep = self.bids[: max(0, self.levels - shift)]
-            fresh = [self._fresh_lots(Side.BUY, depth) for depth in range(min(shift, self.levels))]
+            fresh = [
+                self._fresh_lots(OrderSide.BUY, depth) for depth in range(min(shift, self.levels))
+            ]
             self.bids = fresh + keep
         elif shift < 0:
             keep = self.bids[-shift:]
             self.bids = keep + [
-                self._fresh_lots(Side.BUY, depth) for depth in range(len(keep), self.levels)
+                self._fresh_lots(OrderSide.BUY, depth) for depth in range(len(keep), self.levels)
             ]
         shift = ask_anchor - self.ask_anchor
         if shift < 0:
             keep = self.asks[: max(0, self.levels + shift)]
             fresh = [
-                self._fresh_lots(Side.SELL, depth) for depth in range(min(-shift, self.levels))
+                self._fresh_lots(OrderSide.SELL, depth) for depth in range(min(-shift, self.levels))
             ]
             self.asks = fresh + keep
         elif shift > 0:
             keep = self.asks[shift:]
             self.asks = keep + [
-                self._fresh_lots(Side.SELL, depth) for depth in range(len(keep), self.levels)
+                self._fresh_lots(OrderSide.SELL, depth) for depth in range(len(keep), self.levels)
             ]
         self.bid_anchor = bid_anchor
         self.ask_anchor = ask_anchor
 
     def book_event(self) -> None:
         """One add or cancel, pulling a level's size toward its target."""
-        side = Side.BUY if self.random.uniform() < 0.5 else Side.SELL
+        side = OrderSide.BUY if self.random.uniform() < 0.5 else OrderSide.SELL
         if self.random.uniform() < _EVENT_UNIFORM_SHARE:
             depth = int(self.random.uniform() * self.levels)
         else:
             depth = min(self.levels - 1, int(self.random.exponential() * _EVENT_DEPTH_SCALE))
-        ladder = self.bids if side is Side.BUY else self.asks
+        ladder = self.bids if side is OrderSide.BUY else self.asks
         size = ladder[depth]
         target = self.target_lots(side, depth)
         if self.random.uniform() < target / (target + size):
@@ -360,19 +363,19 @@ class _SymbolBook:
             cancelled = max(1, round(size * (0.2 + 0.8 * self.random.uniform())))
             ladder[depth] = max(0, size - cancelled)
 
-    def aggressive_order(self, ts_ms: int, burst_side: Side | None) -> list[SimTrade]:
+    def aggressive_order(self, ts_ms: int, burst_side: OrderSide | None) -> list[SimTrade]:
         """An aggressive order of random side and size; one print per level it consumes."""
         if burst_side is not None and self.random.uniform() < _BURST_AGGRESSOR_SHARE:
             side = burst_side
             size_scale = 3.0
         else:
             buy_probability = 1.0 / (1.0 + math.exp(-1.5 * self.flow))
-            side = Side.BUY if self.random.uniform() < buy_probability else Side.SELL
+            side = OrderSide.BUY if self.random.uniform() < buy_probability else OrderSide.SELL
             size_scale = 1.0 + 0.3 * abs(self.flow)
         wanted = max(
             1, round(self.median_trade_lots * size_scale * math.exp(0.8 * self.random.normal()))
         )
-        ladder = self.asks if side is Side.BUY else self.bids
+        ladder = self.asks if side is OrderSide.BUY else self.bids
         trades: list[SimTrade] = []
         for depth in range(min(_MAX_SWEEP_LEVELS, self.levels)):
             available = ladder[depth]
@@ -381,7 +384,7 @@ class _SymbolBook:
             taken = min(wanted, available)
             ladder[depth] = available - taken
             wanted -= taken
-            ticks = self.ask_anchor + depth if side is Side.BUY else self.bid_anchor - depth
+            ticks = self.ask_anchor + depth if side is OrderSide.BUY else self.bid_anchor - depth
             trades.append(
                 SimTrade(
                     self.instrument.symbol,
@@ -396,7 +399,7 @@ class _SymbolBook:
                 break
         return trades
 
-    def run_events(self, until_ms: float, burst_side: Side | None) -> list[SimTrade]:
+    def run_events(self, until_ms: float, burst_side: OrderSide | None) -> list[SimTrade]:
         """Process trade and book events due up to `until_ms`, in time order."""
         trades: list[SimTrade] = []
         event_interval_ms = 1000.0 / self.config.book_event_rate_per_s
@@ -582,7 +585,7 @@ class MarketGenerator:
     def _start_burst(self, start_ms: int) -> None:
         config = self.config
         latent = self._latent
-        side = Side.BUY if latent.uniform() < 0.5 else Side.SELL
+        side = OrderSide.BUY if latent.uniform() < 0.5 else OrderSide.SELL
         lead_ms = round(config.burst_lead_ms * (0.7 + 0.6 * latent.uniform()))
         lead_ms = max(2 * config.step_ms, lead_ms - lead_ms % config.step_ms)
         jump_steps = max(1, config.burst_jump_ms // config.step_ms)

@@ -23,25 +23,24 @@ from typing import NamedTuple
 
 import orjson
 
-from engine.bitget.signing import sign, ws_login_prehash
-from engine.sim.frames import INST_TYPE, error_frame, event_frame
-from engine.sim.matching import Liquidity, MatchingEngine, OrderEvent, SimAccount
-from engine.sim.matching import OrderStatus as SimOrderStatus
-from engine.sim.rest import (
+from engine.bitget.endpoints import (
+    ALL_SYMBOLS,
+    FILL_CHANNEL,
     MARGIN_COIN,
-    TIMESTAMP_WINDOW_MS,
+    ORDERS_CHANNEL,
+    POSITIONS_CHANNEL,
+    PRIVATE_CHANNELS,
+    SIGNING_WINDOW_MS,
+)
+from engine.bitget.signing import sign, ws_login_prehash
+from engine.market.matching import Liquidity, MatchingEngine, OrderEvent, SimAccount
+from engine.market.matching import OrderStatus as SimOrderStatus
+from engine.sim.frames import INST_TYPE, error_frame, event_frame
+from engine.sim.rest import (
     RestCredentials,
     number_text,
     position_figures,
 )
-
-PRIVATE_WS_PATH = "/v2/ws/private"
-ORDERS_CHANNEL = "orders"
-FILL_CHANNEL = "fill"
-POSITIONS_CHANNEL = "positions"
-PRIVATE_CHANNELS = frozenset({ORDERS_CHANNEL, FILL_CHANNEL, POSITIONS_CHANNEL})
-ALL_SYMBOLS = "default"
-"""The instId that selects every symbol of the product type."""
 
 LOGIN_REFUSED_CLOSE_CODE = 1008
 _USER_CANCEL_REASON = "canceled by user"
@@ -165,7 +164,7 @@ class SimPrivateStream:
         if not hmac.compare_digest(api_key.encode(), credentials.api_key.encode()):
             return 30011, "Invalid ACCESS_KEY"
         timestamp_ms = int(timestamp) * (1000 if len(timestamp) <= _SECONDS_TIMESTAMP_DIGITS else 1)
-        if abs(self._now_ms() - timestamp_ms) > TIMESTAMP_WINDOW_MS:
+        if abs(self._now_ms() - timestamp_ms) > SIGNING_WINDOW_MS:
             return 30014, "Request timestamp expired"
         if not hmac.compare_digest(passphrase.encode(), credentials.passphrase.encode()):
             return 30012, "Invalid ACCESS_PASSPHRASE"

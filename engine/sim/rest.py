@@ -24,57 +24,42 @@ from typing import NamedTuple
 import orjson
 from aiohttp import web
 
+from engine.bitget.endpoints import (
+    ALL_POSITION,
+    BATCH_CANCEL_ORDERS,
+    CANCEL_ALL_ORDERS,
+    CANCEL_ORDER,
+    CLOSE_POSITIONS,
+    MARGIN_COIN,
+    ORDER_DETAIL,
+    ORDER_FILLS,
+    ORDERS_PENDING,
+    PLACE_ORDER,
+    PRODUCT_TYPE,
+    RATE_LIMITS_PER_S,
+    RATE_WINDOW_S,
+    SERVER_TIME,
+    SIGNING_WINDOW_MS,
+)
 from engine.bitget.errors import SUCCESS_CODE, lookup_error
+from engine.bitget.orders import OrderSide, OrderType, TimeInForce
 from engine.bitget.signing import rest_prehash, sign_bytes
-from engine.sim.faults import FaultInjector, FaultSpecError
-from engine.sim.instruments import Side
-from engine.sim.matching import (
+from engine.market.matching import (
     Fill,
     MatchingEngine,
     Order,
     OrderRejected,
     OrderRequest,
     OrderStatus,
-    OrderType,
     Position,
     SimAccount,
-    TimeInForce,
 )
+from engine.sim.faults import FaultInjector, FaultSpecError
 
 logger = logging.getLogger(__name__)
 
-PRODUCT_TYPE = "USDT-FUTURES"
-MARGIN_COIN = "USDT"
-TIMESTAMP_WINDOW_MS = 30_000
-RATE_WINDOW_S = 1.0
-
-_ORDER_PATH = "/api/v2/mix/order"
-PLACE_ORDER = f"{_ORDER_PATH}/place-order"
-CANCEL_ORDER = f"{_ORDER_PATH}/cancel-order"
-BATCH_CANCEL_ORDERS = f"{_ORDER_PATH}/batch-cancel-orders"
-CANCEL_ALL_ORDERS = f"{_ORDER_PATH}/cancel-all-orders"
-CLOSE_POSITIONS = f"{_ORDER_PATH}/close-positions"
-ORDERS_PENDING = f"{_ORDER_PATH}/orders-pending"
-ORDER_DETAIL = f"{_ORDER_PATH}/detail"
-ORDER_FILLS = f"{_ORDER_PATH}/fills"
-ALL_POSITION = "/api/v2/mix/position/all-position"
-SERVER_TIME = "/api/v2/public/time"
 FAULTS = "/sim/faults"
 CANCEL_PATHS = frozenset({CANCEL_ORDER, BATCH_CANCEL_ORDERS, CANCEL_ALL_ORDERS})
-
-RATE_LIMITS_PER_S: Mapping[str, int] = {
-    PLACE_ORDER: 10,
-    CANCEL_ORDER: 10,
-    BATCH_CANCEL_ORDERS: 10,
-    CANCEL_ALL_ORDERS: 10,
-    CLOSE_POSITIONS: 1,
-    ORDERS_PENDING: 10,
-    ORDER_DETAIL: 10,
-    ORDER_FILLS: 10,
-    ALL_POSITION: 5,
-    SERVER_TIME: 20,
-}
-"""Requests per second, per API key for private endpoints and per IP for server time."""
 
 _CLIENT_OID = re.compile(r"^[0-9A-Za-z_:#+\- ]+$")
 _BATCH_CANCEL_MAX = 50
@@ -269,7 +254,7 @@ class SimRestApi:
             return self._failure("40006", "Invalid ACCESS_KEY")
         if not hmac.compare_digest(api_key.encode(), credentials.api_key.encode()):
             return self._failure("40037", "Apikey does not exist")
-        if abs(self._skewed_now_ms() - int(timestamp)) > TIMESTAMP_WINDOW_MS:
+        if abs(self._skewed_now_ms() - int(timestamp)) > SIGNING_WINDOW_MS:
             return self._failure("40008", "Request timestamp expired")
         if not hmac.compare_digest(passphrase.encode(), credentials.passphrase.encode()):
             return self._failure("40012", "apikey/password is incorrect")
@@ -330,7 +315,7 @@ class SimRestApi:
         margin_mode = _choice(params, "marginMode", ("isolated", "crossed"))
         _margin_coin(params, required=True)
         size = _positive_number(params, "size")
-        side = Side(_choice(params, "side", ("buy", "sell")))
+        side = OrderSide(_choice(params, "side", ("buy", "sell")))
         if params.get("tradeSide") not in (None, ""):
             raise _RequestError(
                 "40774",
@@ -442,7 +427,7 @@ class SimRestApi:
         success: list[dict[str, str]] = []
         failure: list[dict[str, str]] = []
         for engine, position in targets:
-            side = Side.SELL if position.size > 0 else Side.BUY
+            side = OrderSide.SELL if position.size > 0 else OrderSide.BUY
             request = OrderRequest(side, OrderType.MARKET, abs(position.size), reduce_only=True)
             try:
                 result = engine.submit(request, self._now_ms())
@@ -791,7 +776,7 @@ def position_figures(
     position: Position, engine: MatchingEngine, account: SimAccount
 ) -> PositionFigures:
     size = abs(position.size)
-    closing_side = Side.SELL if position.size > 0 else Side.BUY
+    closing_side = OrderSide.SELL if position.size > 0 else OrderSide.BUY
     open_side = closing_side.opposite
     open_orders = engine.open_orders()
     locked = min(

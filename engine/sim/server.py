@@ -24,6 +24,19 @@ from typing import NamedTuple
 import orjson
 from aiohttp import WSCloseCode, WSMsgType, web
 
+from engine.bitget.endpoints import PRIVATE_WS_PATH, PUBLIC_WS_PATH
+from engine.market.matching import (
+    FIRST_FILL_ID,
+    FIRST_ORDER_ID,
+    Fill,
+    IdSequence,
+    MatchingEngine,
+    MatchingEngineConfig,
+    Order,
+    Position,
+    SimAccount,
+    SimAccountConfig,
+)
 from engine.sim.faults import FaultInjector, corrupt_frame
 from engine.sim.frames import (
     INCREMENTAL_DEPTH_CHANNEL,
@@ -38,24 +51,11 @@ from engine.sim.frames import (
     trade_frame,
 )
 from engine.sim.market import MarketGenerator, MarketGeneratorConfig, SimTrade
-from engine.sim.matching import (
-    FIRST_FILL_ID,
-    FIRST_ORDER_ID,
-    Fill,
-    IdSequence,
-    MatchingEngine,
-    MatchingEngineConfig,
-    Order,
-    Position,
-    SimAccount,
-    SimAccountConfig,
-)
-from engine.sim.private_ws import PRIVATE_WS_PATH, PrivateSession, SimPrivateStream
+from engine.sim.private_ws import PrivateSession, SimPrivateStream
 from engine.sim.rest import RestCredentials, SimRestApi
 
 logger = logging.getLogger(__name__)
 
-PUBLIC_WS_PATH = "/v2/ws/public"
 _FILLS_KEPT = 10_000
 _FIRST_SEQ = 1_000_000_000
 _CLOSE_TIMEOUT_S = 2.0

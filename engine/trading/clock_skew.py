@@ -3,7 +3,7 @@ explained in words, with what it means for Bitget's signing window."""
 
 from __future__ import annotations
 
-from engine.exchange.bitget_models import SIGNING_WINDOW_MS
+from engine.bitget.endpoints import SIGNING_WINDOW_MS
 
 CLOCK_JUMP_MS = 1_000
 """A change of the venue's clock offset worth explaining (resyncs move it by a few ms)."""

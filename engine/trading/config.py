@@ -11,14 +11,11 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from engine.exchange.bitget_models import CLIENT_OID_PATTERN
-from engine.exchange.bitget_private_ws import BITGET_DEMO_PRIVATE_URL, BITGET_PRIVATE_URL
+from engine.bitget.endpoints import BITGET_DEMO_PRIVATE_URL, BITGET_PRIVATE_URL, BITGET_REST_URL
+from engine.bitget.models import CLIENT_OID_PATTERN
 from engine.journal import default_journal_path
+from engine.market.instruments import BTCUSDT, ETHUSDT, Instrument
 from engine.risk.limits import OverrideBounds, RiskGatewayConfig, RiskLimits, SymbolLimits
-from engine.sim.instruments import BTCUSDT, ETHUSDT, Instrument
-
-BITGET_REST_URL = "https://api.bitget.com"
-BITGET_DEMO_PUBLIC_WS_URL = "wss://wspap.bitget.com/v2/ws/public"
 
 
 class TradingMode(enum.StrEnum):

@@ -28,9 +28,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.bitget.orders import OrderSide, OrderType, TimeInForce
+from engine.bitget.private_events import FillUpdate
 from engine.book import OrderBook
 from engine.clock import EngineClock, WallClock
-from engine.exchange.private_events import FillUpdate
 from engine.feed.events import BookResyncNeeded, BookSnapshot, FeedState, FeedStateChanged
 from engine.feed.sink import FeedNotice
 from engine.feed.tape import Trades

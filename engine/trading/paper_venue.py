@@ -26,7 +26,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 
 from engine.bitget.orders import OrderSide, OrderType
-from engine.exchange.private_events import (
+from engine.bitget.private_events import (
     FillUpdate,
     OrderStatus,
     OrderUpdate,
@@ -38,9 +38,8 @@ from engine.exchange.private_events import (
 )
 from engine.feed.events import BookSnapshot
 from engine.feed.tape import Trades
-from engine.risk.intents import OrderIntent
-from engine.sim.instruments import Instrument, Side
-from engine.sim.matching import (
+from engine.market.instruments import Instrument
+from engine.market.matching import (
     FIRST_FILL_ID,
     FIRST_ORDER_ID,
     Fill,
@@ -54,6 +53,7 @@ from engine.sim.matching import (
     SimAccount,
     SimAccountConfig,
 )
+from engine.risk.intents import OrderIntent
 from engine.trading.config import PaperVenueConfig
 from engine.trading.venue import (
     CancelAllTicket,
@@ -65,8 +65,6 @@ from engine.trading.venue import (
     VenueSnapshot,
     VenueUnavailable,
 )
-
-_SIDE = {"buy": Side.BUY, "sell": Side.SELL}
 
 
 class PaperVenue:
@@ -156,7 +154,7 @@ class PaperVenue:
         for price, size, aggressor in trades.tape.read_prices(
             trades.symbol_row, trades.first, trades.count
         ):
-            side = Side.BUY if aggressor > 0 else Side.SELL
+            side = OrderSide.BUY if aggressor > 0 else OrderSide.SELL
             fills.extend(engine.on_trade(price, size, side, now_ms))
         if fills:
             self._report_fills(engine, fills)
@@ -168,7 +166,7 @@ class PaperVenue:
         self._requests["place"] += 1
         await asyncio.sleep(self._to_venue_s())
         request = OrderRequest(
-            _SIDE[intent.side],
+            intent.side,
             intent.order_type,
             intent.size,
             intent.price,
@@ -250,7 +248,7 @@ class PaperVenue:
             if not size:
                 continue
             request = OrderRequest(
-                Side.SELL if size > 0 else Side.BUY,
+                OrderSide.SELL if size > 0 else OrderSide.BUY,
                 OrderType.MARKET,
                 abs(size),
                 reduce_only=True,
@@ -357,7 +355,7 @@ def _order_update(order: Order, recv_ns: int) -> OrderUpdate:
         order.symbol,
         order.order_id,
         order.client_oid,
-        OrderSide(order.side.value),
+        order.side,
         order.price,
         order.size,
         order.filled_size,
@@ -376,7 +374,7 @@ def _fill_update(fill: Fill, recv_ns: int) -> FillUpdate:
         fill.order_id,
         fill.client_oid,
         fill.trade_id,
-        OrderSide(fill.side.value),
+        fill.side,
         fill.price,
         fill.size,
         fill.fee,
@@ -391,7 +389,7 @@ def _venue_order(order: Order) -> VenueOrder:
         order.symbol,
         order.order_id,
         order.client_oid,
-        OrderSide(order.side.value),
+        order.side,
         order.price,
         order.size,
         order.filled_size,

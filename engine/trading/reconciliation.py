@@ -18,7 +18,7 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
-from engine.exchange.private_events import OrderStatus, PositionEntry, PrivateStreamState
+from engine.bitget.private_events import OrderStatus, PositionEntry, PrivateStreamState
 from engine.journal import EntryKind
 from engine.risk.intents import Source
 from engine.trading.events import OrderMissingAtVenue, ReconciliationDone, UnknownOrderAtVenue

@@ -18,27 +18,22 @@ from types import SimpleNamespace
 import aiohttp
 import orjson
 
+from engine.bitget.cancel_lane import CancelLane, LaneAnswer
+from engine.bitget.credentials import Credentials
+from engine.bitget.endpoints import CANCEL_ALL_ORDERS
 from engine.bitget.errors import SUCCESS_CODE, describe_error
-from engine.exchange.bitget_models import MalformedAnswer, OpenPosition, parse_batch_result
-from engine.exchange.bitget_private_ws import BitgetPrivateFeed, BitgetPrivateFeedConfig
-from engine.exchange.bitget_rest import (
-    CANCEL_ALL_ORDERS,
+from engine.bitget.models import MalformedAnswer, OpenPosition, parse_batch_result
+from engine.bitget.private_events import FillUpdate, OrderStatus, PositionEntry, PrivateStreamState
+from engine.bitget.private_ws import BitgetPrivateFeed, BitgetPrivateFeedConfig
+from engine.bitget.rest import (
     BitgetApiError,
     BitgetRestClient,
     BitgetRestConfig,
     BitgetRestError,
     BitgetTransportError,
-    Credentials,
 )
-from engine.exchange.private_events import (
-    FillUpdate,
-    OrderStatus,
-    PositionEntry,
-    PrivateStreamState,
-)
+from engine.market.instruments import Instrument
 from engine.risk.intents import OrderIntent
-from engine.sim.instruments import Instrument
-from engine.trading.cancel_lane import CancelLane, LaneAnswer
 from engine.trading.venue import (
     CancelAllTicket,
     PlaceAck,

@@ -27,8 +27,8 @@ from typing import NamedTuple
 
 from engine.bitget.orders import OrderSide
 from engine.laya.decide import QuoteIntent
+from engine.market.instruments import Instrument
 from engine.risk.events import TradingState
-from engine.sim.instruments import Instrument
 from engine.trading.config import QuotingStrategyConfig
 
 _BPS = 1e-4

@@ -2,7 +2,7 @@
 
 Every venue (the simulator or Bitget over REST, the in-process paper venue) takes orders by
 clientOid, answers with acks and refusals, and reports what happens afterwards as the private
-stream's events (`engine.exchange.private_events`) through the sink given to it.
+stream's events (`engine.bitget.private_events`) through the sink given to it.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import NamedTuple, Protocol
 
 from engine.bitget.orders import OrderSide
-from engine.exchange.private_events import (
+from engine.bitget.private_events import (
     FillUpdate,
     OrderStatus,
     PositionEntry,

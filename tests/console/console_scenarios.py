@@ -43,7 +43,7 @@ from console.view import (
 )
 from console.widgets.events import EventsPane
 from engine.bitget.orders import OrderSide
-from engine.exchange.private_events import FillUpdate, OrderStatus, OrderUpdate
+from engine.bitget.private_events import FillUpdate, OrderStatus, OrderUpdate
 from engine.feed.events import FeedState
 from engine.gpu import GIB, GpuSample, ProcessMemory, VramBudget
 from engine.laya.decide import QuoteIntent, VerdictRecord, VerdictStreamView

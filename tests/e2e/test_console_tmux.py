@@ -26,7 +26,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engine.exchange.bitget_rest import BitgetRestClient, BitgetRestConfig, Credentials
+from engine.bitget.credentials import Credentials
+from engine.bitget.rest import BitgetRestClient, BitgetRestConfig
 from engine.journal import EntryKind, read_journal
 from engine.laya.features import FEATURE_COUNT, FEATURE_SET_VERSION
 from engine.laya.model import LayaModelMetadata, export_mlp

@@ -17,7 +17,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from engine.exchange.bitget_rest import Credentials
+from engine.bitget.credentials import Credentials
 from engine.journal import (
     EntryKind,
     Journal,

@@ -21,16 +21,16 @@ import orjson
 from fuzz_tally import deep_json, require, require_finite
 from websockets.exceptions import ConnectionClosed
 
-from engine.book import IncrementalBook, OrderBook
-from engine.exchange.bitget_private_ws import BitgetPrivateFeed, BitgetPrivateFeedConfig
-from engine.exchange.bitget_rest import Credentials
-from engine.exchange.private_events import (
+from engine.bitget.credentials import Credentials
+from engine.bitget.private_events import (
     FillUpdate,
     OrderUpdate,
     PositionsUpdate,
     PrivateStreamChanged,
     PrivateStreamState,
 )
+from engine.bitget.private_ws import BitgetPrivateFeed, BitgetPrivateFeedConfig
+from engine.book import IncrementalBook, OrderBook
 from engine.feed.events import (
     BookResyncNeeded,
     BookSnapshot,

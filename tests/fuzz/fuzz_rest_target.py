@@ -17,7 +17,18 @@ import hypothesis.strategies as st
 import orjson
 from fuzz_tally import deep_json, require
 
-from engine.exchange.bitget_models import (
+from engine.bitget.credentials import Credentials
+from engine.bitget.endpoints import (
+    ALL_POSITION,
+    BATCH_CANCEL_ORDERS,
+    CANCEL_ALL_ORDERS,
+    CANCEL_ORDER,
+    CLOSE_POSITIONS,
+    ORDERS_PENDING,
+    PLACE_ORDER,
+    SERVER_TIME,
+)
+from engine.bitget.models import (
     BatchResult,
     MalformedAnswer,
     OpenPosition,
@@ -31,21 +42,12 @@ from engine.exchange.bitget_models import (
     parse_positions,
     parse_server_time,
 )
-from engine.exchange.bitget_rest import (
-    ALL_POSITION,
-    BATCH_CANCEL_ORDERS,
-    CANCEL_ALL_ORDERS,
-    CANCEL_ORDER,
-    CLOSE_POSITIONS,
-    ORDERS_PENDING,
-    PLACE_ORDER,
-    SERVER_TIME,
+from engine.bitget.rest import (
     BitgetApiError,
     BitgetRestClient,
     BitgetRestConfig,
     BitgetRestError,
     BitgetTransportError,
-    Credentials,
 )
 
 REST_SECRET = "rest-fuzz-secret-42"

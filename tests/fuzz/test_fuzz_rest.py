@@ -19,13 +19,8 @@ from fuzz_tally import InvariantViolation, fuzz_settings
 from hypothesis import given
 from hypothesis import strategies as st
 
-from engine.exchange.bitget_rest import (
-    BitgetApiError,
-    BitgetRestClient,
-    BitgetRestConfig,
-    BitgetRestError,
-    Credentials,
-)
+from engine.bitget.credentials import Credentials
+from engine.bitget.rest import BitgetApiError, BitgetRestClient, BitgetRestConfig, BitgetRestError
 
 
 def test_documented_answers_parse(rest_target) -> None:

@@ -26,8 +26,7 @@ import pytest
 from rich.console import Console
 from support.secret_scan import API_KEY, API_SECRET, PASSPHRASE, leaks, sim_with_keys
 
-from engine.exchange.bitget_rest import Credentials
-from engine.exchange.credentials import CredentialsError, load_credentials
+from engine.bitget.credentials import Credentials, CredentialsError, load_credentials
 from engine.sim.server import SimExchange
 
 TABLE = f'[live]\napi_key = "{API_KEY}"\napi_secret = "{API_SECRET}"\npassphrase = "{PASSPHRASE}"\n'
@@ -238,6 +237,6 @@ def test_the_crash_renderer_would_show_a_secret_held_in_a_local() -> None:
 
 
 def test_the_loaders_mode_check_uses_no_group_or_other_bit() -> None:
-    from engine.exchange import credentials
+    from engine.bitget import credentials
 
     assert credentials._PRIVATE_BITS == stat.S_IRWXG | stat.S_IRWXO

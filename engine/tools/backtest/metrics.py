@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from engine.journal import JournalEntry
-from engine.sim.instruments import base_coin
+from engine.market.instruments import base_coin
 from engine.tools.backtest.session import MidSeries, SessionRecord
 
 HORIZONS_MS = (100, 1_000, 5_000, 30_000)

@@ -13,9 +13,9 @@ from functools import partial
 from engine.feed.events import BookResyncNeeded, BookSnapshot, FeedState
 from engine.feed.sink import FeedNotice
 from engine.laya.decide import QuoteIntent
+from engine.market.matching import Order
 from engine.risk.events import TradingState
 from engine.risk.intents import DenialReason, RiskDecision
-from engine.sim.matching import Order
 from engine.tools.chaos.harness import (
     ChaosRig,
     ChaosRigConfig,

@@ -19,15 +19,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from engine.bitget.orders import OrderSide, OrderType, TimeInForce
-from engine.feed.bitget_ws import BitgetPublicFeed
+from engine.bitget.public_ws import BitgetPublicFeed
 from engine.feed.events import FeedState
 from engine.journal import EntryKind, read_journal
 from engine.laya.classifier import LayaClassifierConfig
 from engine.laya.model import DEFAULT_MODEL_PATH
+from engine.market.matching import FIRST_ORDER_ID, Order
 from engine.node import EngineConfig, EngineNode
 from engine.risk.intents import OrderIntent, RiskDecision, Source
 from engine.sim.market import MarketGeneratorConfig
-from engine.sim.matching import FIRST_ORDER_ID, Order
 from engine.sim.server import SimExchange, SimExchangeConfig
 from engine.tools.bench.trading import NEVER_EMERGENCY
 from engine.tools.chaos.scenario import Check, CheckList, ScenarioResult

@@ -21,8 +21,8 @@ async def check_bitget(
     """Bitget's public time endpoint: reachable, and how far the local clock is from it."""
     import aiohttp
 
-    from engine.exchange.bitget_models import SIGNING_WINDOW_MS, MalformedAnswer, parse_server_time
-    from engine.exchange.bitget_rest import BITGET_REST_URL, SERVER_TIME
+    from engine.bitget.endpoints import BITGET_REST_URL, SERVER_TIME, SIGNING_WINDOW_MS
+    from engine.bitget.models import MalformedAnswer, parse_server_time
 
     url = f"{(base_url or BITGET_REST_URL).rstrip('/')}{SERVER_TIME}"
     offline = "only demo, live and Bitget's public feed need it; sim and replays work offline"

@@ -14,7 +14,7 @@ def check_credentials(path: str | Path | None, environ: Mapping[str, str]) -> Ch
     import stat
     import tomllib
 
-    from engine.exchange.credentials import (
+    from engine.bitget.credentials import (
         ENV_API_KEY,
         ENV_API_SECRET,
         ENV_PASSPHRASE,

@@ -75,8 +75,8 @@ def _identity(result: CheckResult) -> CheckResult:
 
 _CHECK_MODULES = (
     "aiohttp",
-    "engine.exchange.bitget_rest",
-    "engine.exchange.credentials",
+    "engine.bitget.rest",
+    "engine.bitget.credentials",
     "engine.journal",
     "engine.kev.client",
     "engine.kev.hub",

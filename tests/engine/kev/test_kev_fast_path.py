@@ -27,7 +27,7 @@ import statistics
 import time
 
 import pytest
-from conftest import make_gateway, tiny_llama_server
+from support.kev import make_gateway, tiny_llama_server
 
 from engine.feed.events import BookSnapshot
 from engine.feed.parse import FrameParser

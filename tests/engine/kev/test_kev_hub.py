@@ -10,8 +10,8 @@ import math
 import numpy as np
 import orjson
 import pytest
-from conftest import make_gateway
 from scripted_llama import TIMINGS, ScriptedLlama, command, completion, delayed
+from support.kev import make_gateway
 from support.risk import BTC, ETH, MIDS, MS, T0
 
 from engine.journal import EntryKind, Journal, JournalConfig, read_journal

@@ -13,7 +13,7 @@ import time
 import numpy as np
 import orjson
 import pytest
-from conftest import make_gateway, tiny_llama_server
+from support.kev import make_gateway, tiny_llama_server
 from support.risk import BTC, ETH, MIDS, T0
 
 from engine.kev.client import KevClient, KevClientConfig, KevFailure

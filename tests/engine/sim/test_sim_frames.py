@@ -6,6 +6,8 @@ import numpy as np
 import orjson
 
 from engine.bitget.checksum import book_checksum
+from engine.bitget.orders import OrderSide
+from engine.market.instruments import BTCUSDT, ETHUSDT
 from engine.sim.frames import (
     DepthPublisher,
     depth_frame,
@@ -14,7 +16,6 @@ from engine.sim.frames import (
     format_levels,
     trade_frame,
 )
-from engine.sim.instruments import BTCUSDT, ETHUSDT, Side
 from engine.sim.market import SimTrade
 
 
@@ -41,8 +42,8 @@ def test_books15_frame_is_the_documented_text() -> None:
 
 def test_trade_frame_lists_newest_first_with_string_fields() -> None:
     trades = [
-        SimTrade("BTCUSDT", 64010.5, 0.015, Side.BUY, 1220000000000000001, 1726000000321),
-        SimTrade("BTCUSDT", 64010.0, 0.2, Side.SELL, 1220000000000000002, 1726000000322),
+        SimTrade("BTCUSDT", 64010.5, 0.015, OrderSide.BUY, 1220000000000000001, 1726000000321),
+        SimTrade("BTCUSDT", 64010.0, 0.2, OrderSide.SELL, 1220000000000000002, 1726000000322),
     ]
     text = trade_frame("BTCUSDT", reversed(trades), BTCUSDT, action="update", push_ms=1726000000330)
     assert text == (

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from engine.bitget.checksum import book_checksum
+from engine.bitget.orders import OrderSide
 from engine.sim.frames import DepthPublisher, format_levels, trade_frame
-from engine.sim.instruments import Side
 from engine.sim.market import (
     InformedBurst,
     MarketGenerator,
@@ -202,7 +202,10 @@ def test_informed_bursts_precede_jumps(long_run: Sample) -> None:
     sigma = np.median(np.abs(one_second)) / 0.6745  # robust: ignores the jumps themselves
     trade_ts = np.array([trade.ts_ms for trade in long_run.trades])
     trade_signed = np.array([trade.size * trade.side.sign for trade in long_run.trades])
-    median_near = {Side.BUY: np.median(long_run.near_bid), Side.SELL: np.median(long_run.near_ask)}
+    median_near = {
+        OrderSide.BUY: np.median(long_run.near_bid),
+        OrderSide.SELL: np.median(long_run.near_ask),
+    }
     drained, jumped = 0, 0
     for burst in bursts:
         direction = burst.side.sign
@@ -211,7 +214,7 @@ def test_informed_bursts_precede_jumps(long_run: Sample) -> None:
         assert with_side > 0.8 * np.abs(trade_signed[lead]).sum(), burst
         before_jump = np.searchsorted(long_run.ts_ms, burst.jump_start_ms - SAMPLE_MS)
         hit_side = burst.side.opposite
-        near = long_run.near_bid if hit_side is Side.BUY else long_run.near_ask
+        near = long_run.near_bid if hit_side is OrderSide.BUY else long_run.near_ask
         drained += near[before_jump] < 0.5 * median_near[hit_side]
         start = np.searchsorted(long_run.ts_ms, burst.start_ms) - 1
         after = np.searchsorted(long_run.ts_ms, burst.jump_start_ms + 1000)

@@ -13,8 +13,8 @@ import pytest
 import websockets
 from sim_clients import WAIT_S, BitgetRest, is_push
 
+from engine.bitget.orders import OrderSide
 from engine.bitget.signing import ws_login_args
-from engine.sim.instruments import Side
 from engine.sim.server import SimExchange
 
 POSITIONS_DEFAULT = ("positions", "default")
@@ -345,9 +345,9 @@ async def test_resting_order_filled_by_the_market_is_pushed_as_maker(
     price = passive_bid(sim)
     order_id = (await rest.place(price=price)).json()["data"]["orderId"]
     await subscribed.pushes_until(is_push("positions"))
-    # A print through our bid fills the whole order at its price (engine/sim/matching.py).
+    # A print through our bid fills the whole order at its price (engine/market/matching.py).
     engine = sim.engine("BTCUSDT")
-    engine.on_trade(float(price) - engine.instrument.tick_size, 1.0, Side.SELL, sim.now_ms())
+    engine.on_trade(float(price) - engine.instrument.tick_size, 1.0, OrderSide.SELL, sim.now_ms())
     pushes = await subscribed.pushes_until(is_push("positions"))
     order = next(p["data"][0] for p in pushes if is_order("filled")(p))
     fill = next(p["data"][0] for p in pushes if is_push("fill")(p))

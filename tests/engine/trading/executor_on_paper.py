@@ -13,10 +13,10 @@ from market_frames import MarketScript
 
 from engine.bitget.orders import OrderType, TimeInForce
 from engine.journal import EntryKind, Journal, JournalConfig, read_journal
+from engine.market.instruments import BTCUSDT, ETHUSDT
 from engine.pipeline import EventLog
 from engine.risk.gateway import RiskGateway
 from engine.risk.intents import OrderIntent, Source
-from engine.sim.instruments import BTCUSDT, ETHUSDT
 from engine.trading.config import OrderExecutorConfig, PaperVenueConfig, default_risk_config
 from engine.trading.executor import OrderExecutor
 from engine.trading.paper_venue import PaperVenue

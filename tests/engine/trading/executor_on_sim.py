@@ -12,14 +12,15 @@ from pathlib import Path
 
 from sim_engine import eventually
 
+from engine.bitget.credentials import Credentials
 from engine.bitget.orders import OrderSide, OrderType, TimeInForce
-from engine.exchange.bitget_rest import BitgetRestConfig, Credentials
-from engine.exchange.private_events import PrivateStreamState
+from engine.bitget.private_events import PrivateStreamState
+from engine.bitget.rest import BitgetRestConfig
 from engine.journal import EntryKind, Journal, JournalConfig, read_journal
+from engine.market.instruments import BTCUSDT, ETHUSDT
 from engine.pipeline import EventLog
 from engine.risk.gateway import RiskGateway
 from engine.risk.intents import OrderIntent, Source
-from engine.sim.instruments import BTCUSDT, ETHUSDT
 from engine.sim.server import SimExchange
 from engine.trading.config import OrderExecutorConfig, default_risk_config
 from engine.trading.executor import OrderExecutor

@@ -6,10 +6,11 @@ import asyncio
 from collections.abc import Callable
 from pathlib import Path
 
-from engine.exchange.bitget_rest import BitgetRestClient, BitgetRestConfig, Credentials
+from engine.bitget.credentials import Credentials
+from engine.bitget.rest import BitgetRestClient, BitgetRestConfig
 from engine.laya.classifier import LayaClassifierConfig
+from engine.market.matching import FIRST_ORDER_ID, Order
 from engine.node import EngineConfig
-from engine.sim.matching import FIRST_ORDER_ID, Order
 from engine.sim.server import SimExchange
 from engine.tools.bench.trading import ALWAYS_EMERGENCY, NEVER_EMERGENCY
 from engine.trading.config import QuotingStrategyConfig, TradingConfig

@@ -9,7 +9,7 @@ import pytest
 from executor_on_paper import make_rig, order, settle, started_rig
 
 from engine.bitget.orders import OrderSide, TimeInForce
-from engine.exchange.private_events import FillUpdate, OrderStatus, OrderUpdate
+from engine.bitget.private_events import FillUpdate, OrderStatus, OrderUpdate
 from engine.journal import EntryKind, JournalFault
 from engine.risk.events import OrderDenied, TradingState
 from engine.risk.intents import DenialReason, Source

@@ -9,7 +9,7 @@ import pytest
 from market_frames import MarketScript
 
 from engine.bitget.orders import OrderSide, OrderType, TimeInForce
-from engine.exchange.private_events import (
+from engine.bitget.private_events import (
     FillUpdate,
     OrderStatus,
     OrderUpdate,
@@ -17,8 +17,8 @@ from engine.exchange.private_events import (
     PrivateStreamChanged,
     PrivateStreamState,
 )
+from engine.market.instruments import BTCUSDT, ETHUSDT
 from engine.risk.intents import OrderIntent, Source
-from engine.sim.instruments import BTCUSDT, ETHUSDT
 from engine.trading.config import PaperVenueConfig
 from engine.trading.paper_venue import PaperVenue
 from engine.trading.venue import VenueRejected, VenueUnavailable

@@ -7,7 +7,7 @@ import pytest
 from executor_on_paper import make_rig, order, settle, started_rig
 
 from engine.bitget.orders import OrderSide, TimeInForce
-from engine.exchange.private_events import FillUpdate
+from engine.bitget.private_events import FillUpdate
 from engine.journal import EntryKind, read_journal
 from engine.trading.desk import orders_open_in_journal
 from engine.trading.events import OrderMissingAtVenue, ReconciliationDone, UnknownOrderAtVenue

@@ -13,7 +13,7 @@ from executor_on_sim import SIZE, SYMBOL, Rig, started_rig
 from sim_engine import eventually, sim_rest
 
 from engine.bitget.orders import OrderSide
-from engine.exchange.private_events import FillUpdate
+from engine.bitget.private_events import FillUpdate
 from engine.journal import EntryKind
 from engine.trading.events import OrderMissingAtVenue
 from engine.trading.tracked_order import OrderState

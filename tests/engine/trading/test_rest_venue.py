@@ -9,12 +9,13 @@ from decimal import Decimal
 import pytest
 from sim_engine import eventually
 
+from engine.bitget.credentials import Credentials
+from engine.bitget.models import OpenPosition
 from engine.bitget.orders import OrderSide, OrderType, TimeInForce
-from engine.exchange.bitget_models import OpenPosition
-from engine.exchange.bitget_rest import BitgetRestConfig, Credentials
-from engine.exchange.private_events import OrderStatus, OrderUpdate, PrivateStreamState
+from engine.bitget.private_events import OrderStatus, OrderUpdate, PrivateStreamState
+from engine.bitget.rest import BitgetRestConfig
+from engine.market.instruments import BTCUSDT, ETHUSDT
 from engine.risk.intents import OrderIntent, Source
-from engine.sim.instruments import BTCUSDT, ETHUSDT
 from engine.trading.rest_venue import RestVenue, _net_positions
 from engine.trading.venue import VenueRejected, VenueUnavailable
 

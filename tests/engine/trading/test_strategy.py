@@ -6,8 +6,8 @@ import pytest
 
 from engine.bitget.orders import OrderSide
 from engine.laya.decide import QuoteIntent
+from engine.market.instruments import BTCUSDT, ETHUSDT, Instrument
 from engine.risk.events import TradingState
-from engine.sim.instruments import BTCUSDT, ETHUSDT, Instrument
 from engine.trading.config import QuotingStrategyConfig
 from engine.trading.strategy import Grid, Quote, QuotePlan, QuotingStrategy
 

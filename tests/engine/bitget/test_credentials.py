@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.exchange.credentials import (
+from engine.bitget.credentials import (
     ENV_API_KEY,
     ENV_API_SECRET,
     ENV_PASSPHRASE,

@@ -8,16 +8,12 @@ from collections.abc import Awaitable, Callable
 from decimal import Decimal
 
 import pytest
-from conftest import sim_credentials
+from support.bitget import sim_credentials
 
-from engine.exchange.bitget_models import OrderSide, OrderType, TimeInForce
-from engine.exchange.bitget_rest import (
-    CANCEL_ORDER,
-    PLACE_ORDER,
-    BitgetApiError,
-    BitgetRestClient,
-    Credentials,
-)
+from engine.bitget.credentials import Credentials
+from engine.bitget.endpoints import CANCEL_ORDER, PLACE_ORDER
+from engine.bitget.orders import OrderSide, OrderType, TimeInForce
+from engine.bitget.rest import BitgetApiError, BitgetRestClient
 from engine.sim.server import SimExchange
 
 StartClient = Callable[..., Awaitable[BitgetRestClient]]

@@ -10,7 +10,6 @@ from collections.abc import Awaitable, Callable
 import orjson
 import pytest
 from aiohttp import web
-from conftest import SCRIPTED_CREDENTIALS
 from scripted_exchange import (
     ScriptedExchange,
     drop_connection,
@@ -21,19 +20,17 @@ from scripted_exchange import (
     pending_order,
     raw,
 )
+from support.bitget import SCRIPTED_CREDENTIALS
 
-from engine.bitget.signing import rest_prehash, sign_bytes
-from engine.exchange.bitget_rest import (
-    ALL_POSITION,
-    ORDERS_PENDING,
-    PLACE_ORDER,
-    SERVER_TIME,
+from engine.bitget.credentials import Credentials
+from engine.bitget.endpoints import ALL_POSITION, ORDERS_PENDING, PLACE_ORDER, SERVER_TIME
+from engine.bitget.rest import (
     BitgetApiError,
     BitgetRestClient,
     BitgetRestError,
     BitgetTransportError,
-    Credentials,
 )
+from engine.bitget.signing import rest_prehash, sign_bytes
 
 StartClient = Callable[..., Awaitable[BitgetRestClient]]
 

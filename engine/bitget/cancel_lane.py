@@ -19,10 +19,7 @@ chunked body) and handed back for the caller to read as Bitget's envelope.
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
-import hashlib
-import hmac
 import logging
 import ssl
 import time
@@ -32,18 +29,22 @@ from collections.abc import Callable
 import orjson
 from yarl import URL
 
-from engine.exchange.bitget_rest import (
-    CANCEL_ALL_ORDERS,
-    MARGIN_COIN,
-    PRODUCT_TYPE,
-    SERVER_TIME,
-    Credentials,
+from engine.bitget.credentials import Credentials
+from engine.bitget.endpoints import CANCEL_ALL_ORDERS, MARGIN_COIN, PRODUCT_TYPE, SERVER_TIME
+from engine.bitget.signing import (
+    SIGN_HEADER,
+    TIMESTAMP_HEADER,
+    KeyedSigner,
+    key_headers,
+    rest_prehash,
 )
 from engine.trading.venue import VenueOutcomeUnknown, VenueUnavailable
 
 logger = logging.getLogger(__name__)
 
 _HEADER_END = b"\r\n\r\n"
+_TIMESTAMP_LINE = f"{TIMESTAMP_HEADER}: ".encode()
+_SIGN_LINE = f"\r\n{SIGN_HEADER}: ".encode()
 _MAX_HEADER_BYTES = 16_384
 _MAX_BODY_BYTES = 4 << 20
 _RATE_WINDOW_S = 1.1
@@ -196,17 +197,13 @@ class CancelLane:
         self._connect_timeout_s = connect_timeout_s
         self._answer_timeout_s = answer_timeout_s
         self._max_per_second = max_per_second
-        self._mac = hmac.new(credentials.api_secret.encode(), digestmod=hashlib.sha256)
+        self._signer = KeyedSigner(credentials.api_secret)
         self._cancel_body = orjson.dumps({"productType": PRODUCT_TYPE, "marginCoin": MARGIN_COIN})
-        self._cancel_prehash_tail = b"POST" + CANCEL_ALL_ORDERS.encode() + self._cancel_body
+        headers = key_headers(credentials.api_key, credentials.passphrase, demo)
         lines = [
             f"POST {CANCEL_ALL_ORDERS} HTTP/1.1",
             f"Host: {host_header}",
-            "Content-Type: application/json",
-            "locale: en-US",
-            f"ACCESS-KEY: {credentials.api_key}",
-            f"ACCESS-PASSPHRASE: {credentials.passphrase}",
-            *(["paptrading: 1"] if demo else []),
+            *(f"{name}: {value}" for name, value in headers.items()),
             f"Content-Length: {len(self._cancel_body)}",
             "",
         ]
@@ -289,18 +286,18 @@ class CancelLane:
 
     def _sign_cancel(self, now_ns: int) -> None:
         now_ms = now_ns // 1_000_000
-        timestamp = str(now_ms + self._clock_offset_ms()).encode()
-        mac = self._mac.copy()
-        mac.update(timestamp + self._cancel_prehash_tail)
+        timestamp = str(now_ms + self._clock_offset_ms())
+        body = self._cancel_body
+        prehash = rest_prehash(timestamp, "POST", CANCEL_ALL_ORDERS, "", body.decode())
         self._signed_cancel = b"".join(
             (
                 self._cancel_head,
-                b"ACCESS-TIMESTAMP: ",
-                timestamp,
-                b"\r\nACCESS-SIGN: ",
-                base64.b64encode(mac.digest()),
+                _TIMESTAMP_LINE,
+                timestamp.encode(),
+                _SIGN_LINE,
+                self._signer.sign(prehash.encode()),
                 b"\r\n\r\n",
-                self._cancel_body,
+                body,
             )
         )
         self._signed_at_ms = now_ms

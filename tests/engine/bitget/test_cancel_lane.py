@@ -8,13 +8,12 @@ import time
 
 import orjson
 import pytest
-from sim_engine import eventually
+from support.bitget import sim_credentials
 
-from engine.bitget.orders import OrderType, TimeInForce
-from engine.exchange.bitget_rest import Credentials
-from engine.sim.instruments import Side
-from engine.sim.matching import OrderRequest
-from engine.trading.cancel_lane import PRESIGNED_MAX_AGE_MS, CancelLane, _ResponseReader
+from engine.bitget.cancel_lane import PRESIGNED_MAX_AGE_MS, CancelLane, _ResponseReader
+from engine.bitget.credentials import Credentials
+from engine.bitget.orders import OrderSide, OrderType, TimeInForce
+from engine.market.matching import OrderRequest
 from engine.trading.venue import VenueOutcomeUnknown
 
 
@@ -59,17 +58,12 @@ def test_garbage_is_an_error_not_an_exception(raw, error):
     assert found == [] and error in text
 
 
-def credentials(sim) -> Credentials:
-    config = sim.config
-    return Credentials(config.api_key, config.api_secret, config.passphrase)
-
-
 async def test_a_signed_cancel_all_is_accepted_and_cancels_everything(sim):
     engine = sim.engine("BTCUSDT")
     for k in range(3):
-        request = OrderRequest(Side.BUY, OrderType.LIMIT, 0.001, 60_000.0 - k, TimeInForce.GTC)
+        request = OrderRequest(OrderSide.BUY, OrderType.LIMIT, 0.001, 60_000.0 - k, TimeInForce.GTC)
         engine.submit(request, sim.now_ms())
-    lane = CancelLane(sim.rest_url, credentials(sim), demo=False, clock_offset_ms=lambda: 0)
+    lane = CancelLane(sim.rest_url, sim_credentials(sim), demo=False, clock_offset_ms=lambda: 0)
     await lane.start()
     try:
         assert lane.ready
@@ -101,9 +95,13 @@ async def test_a_wrong_secret_is_refused_by_the_exchange(sim):
         await lane.stop()
 
 
-async def test_a_lost_connection_fails_the_answer_and_the_lane_reconnects(sim):
+async def test_a_lost_connection_fails_the_answer_and_the_lane_reconnects(sim, eventually):
     lane = CancelLane(
-        sim.rest_url, credentials(sim), demo=False, clock_offset_ms=lambda: 0, answer_timeout_s=0.3
+        sim.rest_url,
+        sim_credentials(sim),
+        demo=False,
+        clock_offset_ms=lambda: 0,
+        answer_timeout_s=0.3,
     )
     await lane.start()
     try:
@@ -121,7 +119,7 @@ async def test_a_lost_connection_fails_the_answer_and_the_lane_reconnects(sim):
 
 async def test_the_lane_steps_aside_past_the_endpoint_rate(sim):
     lane = CancelLane(
-        sim.rest_url, credentials(sim), demo=False, clock_offset_ms=lambda: 0, max_per_second=2
+        sim.rest_url, sim_credentials(sim), demo=False, clock_offset_ms=lambda: 0, max_per_second=2
     )
     await lane.start()
     try:
@@ -149,7 +147,7 @@ async def test_the_request_is_signed_ahead_and_renewed_or_signed_on_the_spot(sim
 
     lane = CancelLane(
         sim.rest_url,
-        credentials(sim),
+        sim_credentials(sim),
         demo=False,
         clock_offset_ms=lambda: 7,
         wall_clock_ns=wall_clock_ns,

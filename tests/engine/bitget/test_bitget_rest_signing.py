@@ -6,16 +6,9 @@ import dataclasses
 
 import pytest
 
-from engine.exchange.bitget_rest import (
-    ALL_POSITION,
-    MARGIN_COIN,
-    PLACE_ORDER,
-    PRODUCT_TYPE,
-    BitgetRestConfig,
-    Credentials,
-    build_signed_request,
-    place_order_body,
-)
+from engine.bitget.credentials import Credentials
+from engine.bitget.endpoints import ALL_POSITION, MARGIN_COIN, PLACE_ORDER, PRODUCT_TYPE
+from engine.bitget.rest import BitgetRestConfig, build_signed_request, place_order_body
 
 DOC_SECRET = "bitget_secret"
 DOC_TIMESTAMP = "1627366780545"

@@ -41,9 +41,26 @@ import aiohttp
 import orjson
 from yarl import URL
 
+from engine.bitget.credentials import Credentials
+from engine.bitget.endpoints import (
+    ALL_POSITION,
+    BATCH_CANCEL_ORDERS,
+    BITGET_REST_URL,
+    CANCEL_ALL_ORDERS,
+    CANCEL_ORDER,
+    CLOSE_POSITIONS,
+    MARGIN_COIN,
+    ORDER_DETAIL,
+    ORDER_FILLS,
+    ORDERS_PENDING,
+    PLACE_ORDER,
+    PRODUCT_TYPE,
+    RATE_LIMITS_PER_S,
+    RATE_WINDOW_S,
+    SERVER_TIME,
+)
 from engine.bitget.errors import SUCCESS_CODE, describe_error, lookup_error
-from engine.bitget.signing import canonical_query, rest_prehash, signed_headers
-from engine.exchange.bitget_models import (
+from engine.bitget.models import (
     CLIENT_OID_PATTERN,
     EMPTY_BATCH,
     BatchResult,
@@ -55,10 +72,7 @@ from engine.exchange.bitget_models import (
     OrderFailure,
     OrderFill,
     OrderRef,
-    OrderSide,
-    OrderType,
     PendingOrder,
-    TimeInForce,
     TradeSide,
     decimal_text,
     parse_batch_result,
@@ -70,42 +84,12 @@ from engine.exchange.bitget_models import (
     parse_positions,
     parse_server_time,
 )
-from engine.exchange.rate_limit import SlidingWindowRateLimiter, backoff_delay_s
+from engine.bitget.orders import OrderSide, OrderType, TimeInForce
+from engine.bitget.rate_limit import SlidingWindowRateLimiter, backoff_delay_s
+from engine.bitget.signing import canonical_query, rest_prehash, signed_headers
 
 logger = logging.getLogger(__name__)
 _T = TypeVar("_T")
-
-BITGET_REST_URL = "https://api.bitget.com"
-PRODUCT_TYPE = "USDT-FUTURES"
-MARGIN_COIN = "USDT"
-
-_ORDER_PATH = "/api/v2/mix/order"
-PLACE_ORDER = f"{_ORDER_PATH}/place-order"
-CANCEL_ORDER = f"{_ORDER_PATH}/cancel-order"
-BATCH_CANCEL_ORDERS = f"{_ORDER_PATH}/batch-cancel-orders"
-CANCEL_ALL_ORDERS = f"{_ORDER_PATH}/cancel-all-orders"
-CLOSE_POSITIONS = f"{_ORDER_PATH}/close-positions"
-ORDERS_PENDING = f"{_ORDER_PATH}/orders-pending"
-ORDER_DETAIL = f"{_ORDER_PATH}/detail"
-ORDER_FILLS = f"{_ORDER_PATH}/fills"
-ALL_POSITION = "/api/v2/mix/position/all-position"
-SERVER_TIME = "/api/v2/public/time"
-
-RATE_LIMITS_PER_S: Mapping[str, int] = MappingProxyType(
-    {
-        PLACE_ORDER: 10,
-        CANCEL_ORDER: 10,
-        BATCH_CANCEL_ORDERS: 10,
-        CANCEL_ALL_ORDERS: 10,
-        CLOSE_POSITIONS: 1,
-        ALL_POSITION: 5,
-        ORDERS_PENDING: 10,
-        ORDER_DETAIL: 10,
-        ORDER_FILLS: 10,
-        SERVER_TIME: 20,
-    }
-)
-"""Bitget's per-UID (per-IP for server time) request limits, each over a 1 s window (§6)."""
 
 RETRYABLE_CODES = frozenset({"429", "503", "45001", "40725", "40808", "40015", "22035"})
 """Codes worth retrying with backoff: rate limits, gateway trouble, release-window errors."""
@@ -117,7 +101,6 @@ _NOTHING_TO_CANCEL = frozenset({"22001", "43004"})
 _NO_POSITION_TO_CLOSE = "22002"
 _TRANSPORT_ERROR_KEY = "transport"
 
-_RATE_WINDOW_S = 1.0
 _BATCH_CANCEL_MAX = 50
 _PENDING_PAGE_SIZE = 100
 _PENDING_PAGES_MAX = 50
@@ -126,51 +109,6 @@ _FILL_PAGES_MAX = 20
 _EXCHANGE_MESSAGE_MAX = 200
 _CLIENT_OID_MAX = 32
 _REDACTED = "<redacted>"
-
-
-class Credentials:
-    """A Bitget API key with its secret and passphrase; repr and str never show the secrets.
-
-    Deliberately not a dataclass: `dataclasses.asdict` and orjson's native dataclass support
-    would serialise the secrets; as a plain class, orjson refuses it (so does the journal).
-    """
-
-    __slots__ = ("api_key", "api_secret", "passphrase")
-
-    def __init__(self, api_key: str, api_secret: str, passphrase: str) -> None:
-        for name, value in (
-            ("api_key", api_key),
-            ("api_secret", api_secret),
-            ("passphrase", passphrase),
-        ):
-            # The message names the field only: a malformed secret is still a secret.
-            if not isinstance(value, str) or not value or not value.isascii():
-                raise ValueError(f"{name} must be a non-empty ASCII string")
-            if not value.isprintable():
-                raise ValueError(f"{name} must not contain control characters or whitespace")
-        object.__setattr__(self, "api_key", api_key)
-        object.__setattr__(self, "api_secret", api_secret)
-        object.__setattr__(self, "passphrase", passphrase)
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError("Credentials are immutable")
-
-    def __repr__(self) -> str:
-        return (
-            f"Credentials(api_key={_mask_key(self.api_key)!r}, api_secret={_REDACTED}, "
-            f"passphrase={_REDACTED})"
-        )
-
-    __str__ = __repr__
-
-    @property
-    def secrets(self) -> tuple[str, str]:
-        """The values that must never be printed, logged or journaled."""
-        return (self.api_secret, self.passphrase)
-
-
-def _mask_key(api_key: str) -> str:
-    return f"{api_key[:4]}…" if len(api_key) > 8 else "…"
 
 
 @dataclass(frozen=True, slots=True)
@@ -427,7 +365,7 @@ class BitgetRestClient:
         self._trace_configs = tuple(trace_configs)
         self._wall_clock_ns = wall_clock_ns
         self._rng = rng if rng is not None else random.Random()
-        window_s = _RATE_WINDOW_S + config.rate_window_margin_s
+        window_s = RATE_WINDOW_S + config.rate_window_margin_s
         self._limiters = {
             path: SlidingWindowRateLimiter(limit, window_s)
             for path, limit in RATE_LIMITS_PER_S.items()

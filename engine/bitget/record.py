@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from engine.feed.bitget_ws import BitgetPublicFeed, BitgetPublicFeedConfig
+from engine.bitget.public_ws import BitgetPublicFeed, BitgetPublicFeedConfig
 from engine.feed.events import FeedState, FeedStateChanged
 from engine.feed.parse import FrameParser
 from engine.feed.recorder import FrameRecorder

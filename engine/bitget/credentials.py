@@ -40,8 +40,6 @@ from pathlib import Path
 
 import platformdirs
 
-from engine.exchange.bitget_rest import Credentials
-
 ENV_API_KEY = "BITGET_API_KEY"
 ENV_API_SECRET = "BITGET_API_SECRET"
 ENV_PASSPHRASE = "BITGET_API_PASSPHRASE"
@@ -56,6 +54,52 @@ _CREDENTIALS_FILE_NAME = "credentials.toml"
 _MAX_FILE_BYTES = 65_536
 _PRIVATE_BITS = stat.S_IRWXG | stat.S_IRWXO
 _TOML_POSITION = re.compile(r"\(at line \d+, column \d+\)|\(at end of document\)")
+_REDACTED = "<redacted>"
+
+
+class Credentials:
+    """A Bitget API key with its secret and passphrase; repr and str never show the secrets.
+
+    Deliberately not a dataclass: `dataclasses.asdict` and orjson's native dataclass support
+    would serialise the secrets; as a plain class, orjson refuses it (so does the journal).
+    """
+
+    __slots__ = ("api_key", "api_secret", "passphrase")
+
+    def __init__(self, api_key: str, api_secret: str, passphrase: str) -> None:
+        for name, value in (
+            ("api_key", api_key),
+            ("api_secret", api_secret),
+            ("passphrase", passphrase),
+        ):
+            # The message names the field only: a malformed secret is still a secret.
+            if not isinstance(value, str) or not value or not value.isascii():
+                raise ValueError(f"{name} must be a non-empty ASCII string")
+            if not value.isprintable():
+                raise ValueError(f"{name} must not contain control characters or whitespace")
+        object.__setattr__(self, "api_key", api_key)
+        object.__setattr__(self, "api_secret", api_secret)
+        object.__setattr__(self, "passphrase", passphrase)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError("Credentials are immutable")
+
+    def __repr__(self) -> str:
+        return (
+            f"Credentials(api_key={_mask_key(self.api_key)!r}, api_secret={_REDACTED}, "
+            f"passphrase={_REDACTED})"
+        )
+
+    __str__ = __repr__
+
+    @property
+    def secrets(self) -> tuple[str, str]:
+        """The values that must never be printed, logged or journaled."""
+        return (self.api_secret, self.passphrase)
+
+
+def _mask_key(api_key: str) -> str:
+    return f"{api_key[:4]}…" if len(api_key) > 8 else "…"
 
 
 class CredentialsError(ValueError):

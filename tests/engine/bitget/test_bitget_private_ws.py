@@ -14,19 +14,10 @@ import pytest
 from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
 
+from engine.bitget.credentials import Credentials
+from engine.bitget.endpoints import BITGET_DEMO_PRIVATE_URL, BITGET_PRIVATE_URL
 from engine.bitget.orders import OrderSide
-from engine.exchange.bitget_private_ws import (
-    BITGET_DEMO_PRIVATE_URL,
-    BITGET_PRIVATE_URL,
-    BitgetPrivateFeed,
-    BitgetPrivateFeedConfig,
-    MalformedEntry,
-    RejectReason,
-    parse_fill_update,
-    parse_order_update,
-)
-from engine.exchange.bitget_rest import BitgetRestClient, Credentials
-from engine.exchange.private_events import (
+from engine.bitget.private_events import (
     FillUpdate,
     OrderStatus,
     OrderUpdate,
@@ -36,6 +27,15 @@ from engine.exchange.private_events import (
     PrivateStreamChanged,
     PrivateStreamState,
 )
+from engine.bitget.private_ws import (
+    BitgetPrivateFeed,
+    BitgetPrivateFeedConfig,
+    MalformedEntry,
+    RejectReason,
+    parse_fill_update,
+    parse_order_update,
+)
+from engine.bitget.rest import BitgetRestClient
 from engine.sim.server import SimExchange
 
 StartClient = Callable[..., Awaitable[BitgetRestClient]]

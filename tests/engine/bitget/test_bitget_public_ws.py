@@ -10,15 +10,13 @@ import time
 import orjson
 import pytest
 
-from engine.feed.bitget_ws import (
+from engine.bitget.public_ws import (
     MAX_SUBSCRIBE_ARGS_BYTES,
     BitgetPublicFeed,
     BitgetPublicFeedConfig,
-    ClientMessageLimiter,
-    ReconnectBackoff,
     batch_channel_args,
-    channel_arg,
 )
+from engine.bitget.websocket import channel_arg
 from engine.feed.events import (
     AggressorSide,
     BookSnapshot,
@@ -82,47 +80,6 @@ def test_subscribe_batches_stay_within_the_args_limit_and_keep_order():
     # Greedy: each batch would overflow with the next batch's first arg.
     for batch, following in itertools.pairwise(batches):
         assert len(orjson.dumps([*batch, following[0]])) > MAX_SUBSCRIBE_ARGS_BYTES
-
-
-class _FixedDraw:
-    """A random source whose uniform(a, b) returns a fixed fraction of the way from a to b."""
-
-    def __init__(self, fraction: float) -> None:
-        self.fraction = fraction
-
-    def uniform(self, low: float, high: float) -> float:
-        return low + (high - low) * self.fraction
-
-
-def test_backoff_ceiling_doubles_then_is_capped():
-    backoff = ReconnectBackoff(0.5, 30.0)
-    ceilings = [backoff.ceiling_s(failures) for failures in range(1, 10)]
-    assert ceilings == [0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 30.0, 30.0, 30.0]
-    assert backoff.ceiling_s(10_000) == 30.0
-
-
-def test_backoff_delay_is_full_jitter_between_zero_and_the_ceiling():
-    assert ReconnectBackoff(0.5, 30.0, _FixedDraw(1.0)).delay_s(4) == 4.0
-    assert ReconnectBackoff(0.5, 30.0, _FixedDraw(0.0)).delay_s(4) == 0.0
-    assert ReconnectBackoff(0.5, 30.0, _FixedDraw(0.5)).delay_s(20) == 15.0
-    seeded = ReconnectBackoff(0.5, 30.0)
-    delays = [seeded.delay_s(failures) for failures in range(1, 12) for _ in range(20)]
-    assert all(0.0 <= delay <= 30.0 for delay in delays)
-    assert len(set(delays)) > 100  # jittered, not a fixed schedule
-
-
-async def test_limiter_holds_any_window_to_its_maximum():
-    limiter = ClientMessageLimiter(3, 0.1)
-    sent_at = []
-
-    async def send() -> None:
-        async with limiter:
-            sent_at.append(time.monotonic())
-
-    await asyncio.gather(*(send() for _ in range(9)))
-    assert len(sent_at) == 9
-    for first, fourth in zip(sent_at, sent_at[3:], strict=False):
-        assert fourth - first >= 0.1
 
 
 # Subscribing and receiving

@@ -7,9 +7,9 @@ import gzip
 
 import pytest
 
+from engine.bitget.record import RecordProgress, record
 from engine.feed.events import ChannelError, FeedState
 from engine.feed.parse import FrameParser
-from engine.feed.record import RecordProgress, record
 from engine.feed.recorder import FrameRecorder
 from engine.feed.recording import RecordingReadStats, iter_recording
 from engine.feed.replay import ReplayFeed, replay_clock

@@ -9,19 +9,28 @@ stat or a `FeedStateChanged`; nothing escapes the feed's tasks.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import math
-import random
 import time
-from collections import deque
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Coroutine, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from types import MappingProxyType, TracebackType
+from types import MappingProxyType
+from typing import Any
 
 import orjson
-from websockets.asyncio.client import ClientConnection, connect
+from websockets.asyncio.client import ClientConnection
 from websockets.exceptions import ConnectionClosed
 
+from engine.bitget.endpoints import BITGET_PUBLIC_URL
+from engine.bitget.websocket import (
+    ChannelArg,
+    ReconnectingSocket,
+    SessionEnd,
+    SocketCounters,
+    channel_arg,
+    describe,
+    describe_close,
+    encode_op,
+)
 from engine.feed.events import (
     BookSnapshot,
     BookUpdate,
@@ -37,19 +46,15 @@ from engine.feed.sink import FeedNotice, FeedSink
 from engine.feed.tape import Trades
 from engine.latency import FrameTimings
 
-BITGET_PUBLIC_URL = "wss://ws.bitget.com/v2/ws/public"
 BOOK_CHANNELS = frozenset((*DEPTH_CHANNELS, INCREMENTAL_CHANNEL))
 SUPPORTED_CHANNELS = BOOK_CHANNELS | {TRADE_CHANNEL}
 MAX_CHANNELS_PER_CONNECTION = 1000
 MAX_SUBSCRIBE_ARGS_BYTES = 4096
 """Bitget's limit on the JSON length of one subscribe message's `args`."""
 SYMBOL_NOT_FOUND = 30001
-PING = b"ping"
 _NS_PER_S = 1_000_000_000
 _STALE_CHECKS_PER_PERIOD = 4
 _MAX_STALE_CHECK_PERIOD_S = 0.5
-
-ChannelArg = dict[str, str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,10 +176,6 @@ class BitgetPublicFeedConfig:
             )
 
 
-def channel_arg(inst_type: str, channel: str, symbol: str) -> ChannelArg:
-    return {"instType": inst_type, "channel": channel, "instId": symbol}
-
-
 def batch_channel_args(args: Sequence[ChannelArg], max_args_bytes: int) -> list[list[ChannelArg]]:
     """Split args into consecutive batches whose JSON array stays within `max_args_bytes`."""
     batches: list[list[ChannelArg]] = []
@@ -190,64 +191,6 @@ def batch_channel_args(args: Sequence[ChannelArg], max_args_bytes: int) -> list[
     if batch:
         batches.append(batch)
     return batches
-
-
-def encode_op(op: str, args: Sequence[ChannelArg]) -> bytes:
-    return orjson.dumps({"op": op, "args": list(args)})
-
-
-class ReconnectBackoff:
-    """Capped exponential backoff with full jitter: a delay drawn from [0, ceiling]."""
-
-    def __init__(self, initial_s: float, max_s: float, rng: random.Random | None = None) -> None:
-        self.initial_s = initial_s
-        self.max_s = max_s
-        self._rng = rng if rng is not None else random.Random()
-
-    def ceiling_s(self, failures: int) -> float:
-        """The largest delay after `failures` consecutive failures (1 = the first)."""
-        exponent = min(max(failures - 1, 0), 64)  # 2**64 * initial is past any sane cap
-        return min(self.max_s, self.initial_s * 2.0**exponent)
-
-    def delay_s(self, failures: int) -> float:
-        return self._rng.uniform(0.0, self.ceiling_s(failures))
-
-
-class ClientMessageLimiter:
-    """Spaces sends so that no `window_s` window holds more than `max_messages`.
-
-    A log of the last `max_messages` send times, not a token bucket: a bucket that starts full
-    lets nearly twice its capacity through in the second around a refill, which is exactly
-    what gets a Bitget connection closed. Use as `async with limiter: await ws.send(...)`;
-    the slot is stamped when the send has completed.
-    """
-
-    def __init__(self, max_messages: int, window_s: float) -> None:
-        self.max_messages = max_messages
-        self.window_s = window_s
-        self._sent_at: deque[float] = deque(maxlen=max_messages)
-        self._lock = asyncio.Lock()
-
-    async def __aenter__(self) -> None:
-        await self._lock.acquire()
-        sent_at = self._sent_at
-        if len(sent_at) == self.max_messages:
-            wait_s = sent_at[0] + self.window_s - time.monotonic()
-            if wait_s > 0:
-                try:
-                    await asyncio.sleep(wait_s)
-                except BaseException:
-                    self._lock.release()
-                    raise
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self._sent_at.append(time.monotonic())
-        self._lock.release()
 
 
 @dataclass(frozen=True, slots=True)
@@ -297,47 +240,14 @@ class FeedStats:
     parser: Mapping[str, object]
 
 
-class _FeedCounters:
-    __slots__ = (
-        "bytes",
-        "channel_errors",
-        "connect_failures",
-        "connects",
-        "foreign_frames",
-        "frames",
-        "handler_errors",
-        "internal_errors",
-        "last_backoff_s",
-        "last_disconnect",
-        "last_handler_error",
-        "last_pong_latency_ms",
-        "messages_sent",
-        "pings_sent",
-        "pong_timeouts",
-        "pongs",
-        "reconnects",
-        "resyncs",
-    )
+class _FeedCounters(SocketCounters):
+    __slots__ = ("channel_errors", "foreign_frames", "resyncs")
 
     def __init__(self) -> None:
-        self.frames = 0
-        self.bytes = 0
-        self.connects = 0
-        self.reconnects = 0
-        self.connect_failures = 0
-        self.last_backoff_s = 0.0
-        self.last_disconnect = ""
-        self.messages_sent = 0
-        self.pings_sent = 0
-        self.pongs = 0
-        self.pong_timeouts = 0
-        self.last_pong_latency_ms: float | None = None
+        super().__init__()
         self.channel_errors = 0
         self.resyncs = 0
         self.foreign_frames = 0
-        self.handler_errors = 0
-        self.last_handler_error = ""
-        self.internal_errors = 0
 
 
 class _SymbolFeed:
@@ -411,31 +321,20 @@ class BitgetPublicFeed:
         self._symbols = {symbol: _SymbolFeed(symbol) for symbol in config.symbols}
         self._counters = _FeedCounters()
         self.timings = FrameTimings()
-        self._backoff = ReconnectBackoff(config.backoff_initial_s, config.backoff_max_s)
-        self._consecutive_failures = 0
-        self._run_task: asyncio.Task[None] | None = None
-        self._stopped = False
+        self._socket = ReconnectingSocket(config, self._counters)
         self._resync_pending: dict[str, None] = {}  # insertion-ordered set
         self._resync_requested = asyncio.Event()
-        self._pong_received = asyncio.Event()
-        self._ping_sent_ns = 0
 
     async def start(self) -> None:
         """Start connecting in the background and return at once."""
-        if self._run_task is not None or self._stopped:
-            raise RuntimeError("a BitgetPublicFeed can be started only once")
+        self._socket.start(self, "bitget-feed")
         for symbol_feed in self._symbols.values():
             self._set_state(symbol_feed, FeedState.CONNECTING, f"connecting to {self.config.url}")
-        self._run_task = asyncio.create_task(self._run(), name="bitget-feed")
 
     async def stop(self) -> None:
         """Cancel every task, close the connection, and move every symbol to STOPPED."""
-        if self._stopped:
+        if not await self._socket.stop():
             return
-        self._stopped = True
-        if self._run_task is not None:
-            self._run_task.cancel()
-            await asyncio.wait([self._run_task])
         for symbol_feed in self._symbols.values():
             self._set_state(symbol_feed, FeedState.STOPPED, "feed stopped")
 
@@ -481,7 +380,7 @@ class BitgetPublicFeed:
             connects=counters.connects,
             reconnects=counters.reconnects,
             connect_failures=counters.connect_failures,
-            consecutive_failures=self._consecutive_failures,
+            consecutive_failures=self._socket.consecutive_failures,
             last_backoff_s=counters.last_backoff_s,
             last_disconnect=counters.last_disconnect,
             messages_sent=counters.messages_sent,
@@ -507,93 +406,34 @@ class BitgetPublicFeed:
 
     # Connection lifecycle
 
-    async def _run(self) -> None:
-        config = self.config
-        counters = self._counters
-        while True:
-            try:
-                websocket = await connect(
-                    config.url,
-                    open_timeout=config.open_timeout_s,
-                    ping_interval=None,  # Bitget's keep-alive is the text "ping", sent below
-                    close_timeout=config.close_timeout_s,
-                    max_size=config.max_frame_bytes,
-                    compression=None,  # inflating every frame costs more than it saves here
-                )
-            except Exception as error:  # refused, timed out, bad handshake: all retried
-                counters.connect_failures += 1
-                reason = f"connect failed: {_describe(error)}"
-            else:
-                counters.connects += 1
-                connected_at = time.monotonic()
-                reason = await self._session(websocket)
-                if time.monotonic() - connected_at >= config.backoff_reset_after_s:
-                    self._consecutive_failures = 0
-            counters.last_disconnect = reason
-            self._consecutive_failures += 1
-            # Symbols the exchange refused stay FAILED with the exchange's own reason.
-            retried = [s for s in self._symbols.values() if s.state is not FeedState.FAILED]
-            if 0 < config.max_reconnect_attempts <= self._consecutive_failures:
-                for symbol_feed in retried:
-                    self._set_state(
-                        symbol_feed,
-                        FeedState.FAILED,
-                        f"gave up after {self._consecutive_failures} consecutive connection "
-                        f"failures; last: {reason}",
-                    )
-                return
-            delay_s = self._backoff.delay_s(self._consecutive_failures)
-            counters.last_backoff_s = delay_s
-            for symbol_feed in retried:
-                self._set_state(
-                    symbol_feed, FeedState.RECONNECTING, f"{reason}; retry in {delay_s:.2f} s"
-                )
-            await asyncio.sleep(delay_s)
-            counters.reconnects += 1
-
-    async def _session(self, websocket: ClientConnection) -> str:
-        """Run one connection until it ends; returns why it ended."""
+    def session_tasks(
+        self, websocket: ClientConnection
+    ) -> dict[str, Coroutine[Any, Any, SessionEnd]]:
         self._resync_pending.clear()
         self._resync_requested.clear()
-        self._pong_received.clear()
-        self._ping_sent_ns = 0
-        limiter = ClientMessageLimiter(
-            self.config.max_client_messages_per_s, 1.0 + self.config.send_window_margin_s
-        )
-        receiver = asyncio.create_task(self._receive(websocket), name="bitget-feed-receive")
-        tasks = {
-            receiver,
-            asyncio.create_task(self._control(websocket, limiter), name="bitget-feed-control"),
-            asyncio.create_task(self._keep_alive(websocket, limiter), name="bitget-feed-keepalive"),
-            asyncio.create_task(self._watch_staleness(), name="bitget-feed-staleness"),
+        return {
+            "bitget-feed-receive": self._receive(websocket),
+            "bitget-feed-control": self._control(),
+            "bitget-feed-keepalive": self._socket.keep_alive(),
+            "bitget-feed-staleness": self._watch_staleness(),
         }
-        try:
-            done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
-            # The receiver knows the close code; prefer its account when it ended too.
-            ended = receiver if receiver in done else done.pop()
-            if ended.exception() is not None:
-                self._counters.internal_errors += 1
-                return f"internal error: {_describe(ended.exception())}"
-            return ended.result()
-        finally:
-            for task in tasks:
-                task.cancel()
-            await asyncio.wait(tasks)
-            for symbol_feed in self._symbols.values():
-                symbol_feed.subscribed.clear()
-                symbol_feed.subscribed_ns = 0
-            # The connection is being dropped either way; a failing close changes nothing.
-            with contextlib.suppress(Exception):
-                await websocket.close()
 
-    async def _send(
-        self, websocket: ClientConnection, limiter: ClientMessageLimiter, message: bytes
-    ) -> None:
-        async with limiter:
-            await websocket.send(message, text=True)
-        self._counters.messages_sent += 1
+    def session_closed(self) -> None:
+        for symbol_feed in self._symbols.values():
+            symbol_feed.subscribed.clear()
+            symbol_feed.subscribed_ns = 0
 
-    async def _control(self, websocket: ClientConnection, limiter: ClientMessageLimiter) -> str:
+    def session_was_live(self) -> bool:
+        return True
+
+    def connection_down(self, reason: str, *, failed: bool) -> None:
+        # Symbols the exchange refused stay FAILED with the exchange's own reason.
+        state = FeedState.FAILED if failed else FeedState.RECONNECTING
+        for symbol_feed in self._symbols.values():
+            if symbol_feed.state is not FeedState.FAILED:
+                self._set_state(symbol_feed, state, reason)
+
+    async def _control(self) -> SessionEnd:
         """Subscribe everything, then serve resync requests, all through the rate limiter."""
         config = self.config
         symbols = self._symbols
@@ -605,7 +445,7 @@ class BitgetPublicFeed:
                 for channel in config.channels
             ]
             for batch in batch_channel_args(args, config.max_subscribe_args_bytes):
-                await self._send(websocket, limiter, encode_op("subscribe", batch))
+                await self._socket.send(encode_op("subscribe", batch))
                 sent_ns = time.time_ns()
                 for arg in batch:
                     symbols[arg["instId"]].subscribed_ns = sent_ns
@@ -620,32 +460,12 @@ class BitgetPublicFeed:
                 self._resync_pending.clear()
                 for op in ("unsubscribe", "subscribe"):
                     for batch in batch_channel_args(args, config.max_subscribe_args_bytes):
-                        await self._send(websocket, limiter, encode_op(op, batch))
+                        await self._socket.send(encode_op(op, batch))
                 self._counters.resyncs += len(args)
         except ConnectionClosed as closed:
-            return f"{_describe_close(closed)} while sending"
+            return SessionEnd(f"{describe_close(closed)} while sending")
 
-    async def _keep_alive(self, websocket: ClientConnection, limiter: ClientMessageLimiter) -> str:
-        """Ping every `ping_interval_s`; a missing pong ends the connection."""
-        config = self.config
-        pong_received = self._pong_received
-        try:
-            while True:
-                await asyncio.sleep(config.ping_interval_s)
-                pong_received.clear()
-                await self._send(websocket, limiter, PING)
-                self._ping_sent_ns = time.time_ns()
-                self._counters.pings_sent += 1
-                try:
-                    async with asyncio.timeout(config.pong_timeout_s):
-                        await pong_received.wait()
-                except TimeoutError:
-                    self._counters.pong_timeouts += 1
-                    return f"no pong within {config.pong_timeout_s:g} s of a ping"
-        except ConnectionClosed as closed:
-            return f"{_describe_close(closed)} while pinging"
-
-    async def _watch_staleness(self) -> str:
+    async def _watch_staleness(self) -> SessionEnd:
         """Mark symbols STALE when no book frame came for `stale_after_s`; never returns."""
         stale_after_s = self.config.stale_after_s
         stale_after_ns = int(stale_after_s * _NS_PER_S)
@@ -674,7 +494,7 @@ class BitgetPublicFeed:
 
     # The hot path
 
-    async def _receive(self, websocket: ClientConnection) -> str:
+    async def _receive(self, websocket: ClientConnection) -> SessionEnd:
         """Receive until the connection closes; returns why it closed."""
         counters = self._counters
         symbols = self._symbols
@@ -694,7 +514,7 @@ class BitgetPublicFeed:
             try:
                 raw = await receive(decode=False)
             except ConnectionClosed as closed:
-                return _describe_close(closed)
+                return SessionEnd(describe_close(closed))
             recv_ns = time_ns()
             counters.frames += 1
             counters.bytes += len(raw)
@@ -729,14 +549,14 @@ class BitgetPublicFeed:
                     on_market(frame)
                     trade_times.record(time_ns() - recv_ns)
                 elif kind is Pong:
-                    self._on_pong(frame)
+                    self._socket.pong(frame.recv_ns)
                 elif kind is ChannelAck:
                     self._on_ack(frame)
                 else:
                     self._on_channel_error(frame)
             except Exception as error:  # a parser or sink bug must not take the feed down
                 counters.handler_errors += 1
-                counters.last_handler_error = _describe(error)
+                counters.last_handler_error = describe(error)
 
     def _on_book_resumed(self, symbol_feed: _SymbolFeed) -> None:
         state = symbol_feed.state
@@ -749,13 +569,6 @@ class BitgetPublicFeed:
         else:
             reason = "first book frame"
         self._set_state(symbol_feed, FeedState.LIVE, reason)
-
-    def _on_pong(self, pong: Pong) -> None:
-        counters = self._counters
-        counters.pongs += 1
-        if self._ping_sent_ns:
-            counters.last_pong_latency_ms = (pong.recv_ns - self._ping_sent_ns) / 1e6
-        self._pong_received.set()
 
     def _on_ack(self, ack: ChannelAck) -> None:
         symbol_feed = self._symbols.get(ack.symbol)
@@ -785,19 +598,4 @@ class BitgetPublicFeed:
             self._sink.on_feed_event(event)
         except Exception as error:  # a sink bug must not take the feed down
             self._counters.handler_errors += 1
-            self._counters.last_handler_error = _describe(error)
-
-
-def _describe(error: BaseException) -> str:
-    text = str(error)
-    return f"{type(error).__name__}: {text}" if text else type(error).__name__
-
-
-def _describe_close(closed: ConnectionClosed) -> str:
-    if closed.rcvd is not None:
-        detail = f", {closed.rcvd.reason}" if closed.rcvd.reason else ""
-        return f"server closed the connection (code {closed.rcvd.code}{detail})"
-    if closed.sent is not None:
-        detail = f", {closed.sent.reason}" if closed.sent.reason else ""
-        return f"connection closed by this client (code {closed.sent.code}{detail})"
-    return "connection lost without a close frame"
+            self._counters.last_handler_error = describe(error)

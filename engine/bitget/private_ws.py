@@ -1,14 +1,14 @@
 """Bitget v2 private websocket: login, the `orders`, `fill` and `positions` channels, and the
-events of engine/exchange/private_events.py.
+events of engine/bitget/private_events.py.
 
 One connection: connect -> login (signed with engine/bitget/signing.py) -> subscribe the three
 channels for every symbol (`instId: default`) -> LIVE once all three are acknowledged. The
 text `ping` goes out every `ping_interval_s`; a missing `pong` ends the connection. A lost
-connection is retried with capped exponential backoff and full jitter (the public feed's
-`ReconnectBackoff`), then logs in and subscribes again; pushes sent while it was down are lost,
-which is why LIVE after RECONNECTING tells the executor to reconcile over REST. A refused login
-(bad key, passphrase, signature, timestamp) or a refused channel is FAILED at once: retrying
-cannot fix credentials, and hammering the exchange with them gets an IP blocked.
+connection is retried with capped exponential backoff and full jitter (engine/bitget/websocket.py,
+shared with the public feed), then logs in and subscribes again; pushes sent while it was down
+are lost, which is why LIVE after RECONNECTING tells the executor to reconcile over REST. A
+refused login (bad key, passphrase, signature, timestamp) or a refused channel is FAILED at once:
+retrying cannot fix credentials, and hammering the exchange with them gets an IP blocked.
 
 Whatever arrives (non-JSON, unknown events or channels, entries with missing or mistyped
 fields) is counted by reason in `stats.rejected` and never raises out of the feed. A positions
@@ -20,27 +20,32 @@ reason, a stat or a repr; exchange text is scrubbed of them before it is kept.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import enum
 import math
 import random
 import re
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import NamedTuple
+from typing import Any
 
 import orjson
-from websockets.asyncio.client import ClientConnection, connect
+from websockets.asyncio.client import ClientConnection
 from websockets.exceptions import ConnectionClosed
 
+from engine.bitget.credentials import Credentials
+from engine.bitget.endpoints import (
+    ALL_SYMBOLS,
+    BITGET_PRIVATE_URL,
+    FILL_CHANNEL,
+    ORDERS_CHANNEL,
+    PRIVATE_CHANNELS,
+)
 from engine.bitget.errors import describe_error
 from engine.bitget.orders import OrderSide
-from engine.bitget.signing import ws_login_args
-from engine.exchange.bitget_rest import Credentials
-from engine.exchange.private_events import (
+from engine.bitget.private_events import (
     FillUpdate,
     OrderStatus,
     OrderUpdate,
@@ -50,22 +55,18 @@ from engine.exchange.private_events import (
     PrivateStreamChanged,
     PrivateStreamState,
 )
-from engine.feed.bitget_ws import (
-    PING,
+from engine.bitget.signing import ws_login_args
+from engine.bitget.websocket import (
     ChannelArg,
-    ClientMessageLimiter,
-    ReconnectBackoff,
+    ReconnectingSocket,
+    SessionEnd,
+    SocketCounters,
     channel_arg,
+    describe,
+    describe_close,
     encode_op,
 )
 
-BITGET_PRIVATE_URL = "wss://ws.bitget.com/v2/ws/private"
-BITGET_DEMO_PRIVATE_URL = "wss://wspap.bitget.com/v2/ws/private"
-ORDERS_CHANNEL = "orders"
-FILL_CHANNEL = "fill"
-POSITIONS_CHANNEL = "positions"
-PRIVATE_CHANNELS = (ORDERS_CHANNEL, FILL_CHANNEL, POSITIONS_CHANNEL)
-ALL_SYMBOLS = "default"
 LOGIN_REFUSAL_CODES = frozenset({"30005", "30011", "30012", "30013", "30014", "30015"})
 """Error codes that answer a login with "these credentials will not do": never retried."""
 CHANNEL_REFUSAL_CODES = frozenset({"30001", "30016"})
@@ -198,67 +199,32 @@ class PrivateFeedStats:
     internal_errors: int
 
 
-class _Counters:
+class _Counters(SocketCounters):
     __slots__ = (
-        "bytes",
-        "connect_failures",
-        "connects",
         "exchange_errors",
         "fill_updates",
-        "frames",
-        "handler_errors",
-        "internal_errors",
-        "last_backoff_s",
-        "last_disconnect",
         "last_exchange_error",
-        "last_handler_error",
-        "last_pong_latency_ms",
         "last_rejection",
         "logins",
-        "messages_sent",
         "order_updates",
-        "pings_sent",
-        "pong_timeouts",
-        "pongs",
         "positions_updates",
-        "reconnects",
     )
 
     def __init__(self) -> None:
-        self.frames = 0
-        self.bytes = 0
-        self.connects = 0
-        self.reconnects = 0
-        self.connect_failures = 0
-        self.last_backoff_s = 0.0
-        self.last_disconnect = ""
+        super().__init__()
         self.logins = 0
-        self.messages_sent = 0
-        self.pings_sent = 0
-        self.pongs = 0
-        self.pong_timeouts = 0
-        self.last_pong_latency_ms: float | None = None
         self.order_updates = 0
         self.fill_updates = 0
         self.positions_updates = 0
         self.last_rejection = ""
         self.exchange_errors = 0
         self.last_exchange_error = ""
-        self.handler_errors = 0
-        self.last_handler_error = ""
-        self.internal_errors = 0
 
 
 class _Phase(enum.Enum):
     LOGIN = enum.auto()
     SUBSCRIBING = enum.auto()
     LIVE = enum.auto()
-
-
-class _SessionEnd(NamedTuple):
-    reason: str
-    refused: bool
-    """The exchange refused the login or a channel: FAILED, not retried."""
 
 
 class MalformedEntry(ValueError):
@@ -294,21 +260,18 @@ class BitgetPrivateFeed:
         self._sink = sink
         self._clock = clock
         self._exchange_offset_ms = exchange_offset_ms
-        self._backoff = ReconnectBackoff(config.backoff_initial_s, config.backoff_max_s, rng)
         self._counters = _Counters()
+        self._socket = ReconnectingSocket(
+            config, self._counters, clock=clock, rng=rng, scrub=self._scrubbed
+        )
         self._rejected: Counter[str] = Counter()
         self._state = PrivateStreamState.STOPPED
         self._reason = "not started"
-        self._consecutive_failures = 0
-        self._run_task: asyncio.Task[None] | None = None
-        self._stopped = False
         self._was_live = False
         self._phase = _Phase.LOGIN
         self._acked: set[str] = set()
         self._logged_in = asyncio.Event()
         self._subscribed = asyncio.Event()
-        self._pong_received = asyncio.Event()
-        self._ping_sent_ns = 0
 
     def __repr__(self) -> str:
         return f"BitgetPrivateFeed(url={self.config.url!r}, state={self._state.value!r})"
@@ -317,19 +280,13 @@ class BitgetPrivateFeed:
 
     async def start(self) -> None:
         """Start connecting in the background and return at once."""
-        if self._run_task is not None or self._stopped:
-            raise RuntimeError("a BitgetPrivateFeed can be started only once")
+        self._socket.start(self, "bitget-private-feed")
         self._set_state(PrivateStreamState.CONNECTING, f"connecting to {self.config.url}")
-        self._run_task = asyncio.create_task(self._run(), name="bitget-private-feed")
 
     async def stop(self) -> None:
         """Close the connection, end every task, and move to STOPPED."""
-        if self._stopped:
+        if not await self._socket.stop():
             return
-        self._stopped = True
-        if self._run_task is not None:
-            self._run_task.cancel()
-            await asyncio.wait([self._run_task])
         self._set_state(PrivateStreamState.STOPPED, "stopped")
 
     @property
@@ -347,7 +304,7 @@ class BitgetPrivateFeed:
             connects=counters.connects,
             reconnects=counters.reconnects,
             connect_failures=counters.connect_failures,
-            consecutive_failures=self._consecutive_failures,
+            consecutive_failures=self._socket.consecutive_failures,
             last_backoff_s=counters.last_backoff_s,
             last_disconnect=counters.last_disconnect,
             logins=counters.logins,
@@ -370,127 +327,53 @@ class BitgetPrivateFeed:
 
     # Connection lifecycle
 
-    async def _run(self) -> None:
-        config = self.config
-        counters = self._counters
-        while True:
-            try:
-                websocket = await connect(
-                    config.url,
-                    open_timeout=config.open_timeout_s,
-                    ping_interval=None,  # Bitget's keep-alive is the text "ping", sent below
-                    close_timeout=config.close_timeout_s,
-                    max_size=config.max_frame_bytes,
-                    compression=None,
-                )
-            except Exception as error:  # refused, timed out, bad handshake: all retried
-                counters.connect_failures += 1
-                end = _SessionEnd(f"connect failed: {self._scrubbed(_describe(error))}", False)
-            else:
-                counters.connects += 1
-                connected_at = time.monotonic()
-                end = await self._session(websocket)
-                lasted_s = time.monotonic() - connected_at
-                if self._phase is _Phase.LIVE and lasted_s >= config.backoff_reset_after_s:
-                    self._consecutive_failures = 0
-            counters.last_disconnect = end.reason
-            if end.refused:
-                self._set_state(PrivateStreamState.FAILED, end.reason)
-                return
-            self._consecutive_failures += 1
-            if 0 < config.max_reconnect_attempts <= self._consecutive_failures:
-                self._set_state(
-                    PrivateStreamState.FAILED,
-                    f"gave up after {self._consecutive_failures} consecutive connection "
-                    f"failures; last: {end.reason}",
-                )
-                return
-            delay_s = self._backoff.delay_s(self._consecutive_failures)
-            counters.last_backoff_s = delay_s
-            self._set_state(
-                PrivateStreamState.RECONNECTING, f"{end.reason}; retry in {delay_s:.2f} s"
-            )
-            await asyncio.sleep(delay_s)
-            counters.reconnects += 1
-
-    async def _session(self, websocket: ClientConnection) -> _SessionEnd:
-        """Log in, subscribe and run one connection until it ends; returns why it ended."""
+    def session_tasks(
+        self, websocket: ClientConnection
+    ) -> dict[str, Coroutine[Any, Any, SessionEnd | None]]:
         self._phase = _Phase.LOGIN
         self._acked.clear()
         self._logged_in.clear()
         self._subscribed.clear()
-        self._pong_received.clear()
-        self._ping_sent_ns = 0
-        limiter = ClientMessageLimiter(
-            self.config.max_client_messages_per_s, 1.0 + self.config.send_window_margin_s
-        )
-        receiver = asyncio.create_task(self._receive(websocket), name="bitget-private-receive")
-        handshake = asyncio.create_task(
-            self._handshake(websocket, limiter), name="bitget-private-login"
-        )
-        tasks = {
-            receiver,
-            handshake,
-            asyncio.create_task(
-                self._keep_alive(websocket, limiter), name="bitget-private-keepalive"
-            ),
+        return {
+            "bitget-private-receive": self._receive(websocket),
+            "bitget-private-login": self._handshake(),
+            "bitget-private-keepalive": self._socket.keep_alive(),
         }
-        try:
-            while True:
-                done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
-                # The receiver knows the close code and the exchange's refusals: prefer it.
-                ended = receiver if receiver in done else done.pop()
-                if ended is handshake and not ended.exception() and ended.result() is None:
-                    tasks.discard(handshake)  # logged in and subscribed: run on
-                    continue
-                if ended.exception() is not None:
-                    self._counters.internal_errors += 1
-                    return _SessionEnd(f"internal error: {_describe(ended.exception())}", False)
-                end = ended.result()
-                assert end is not None
-                return end
-        finally:
-            for task in tasks:
-                task.cancel()
-            await asyncio.wait(tasks)
-            # The connection is being dropped either way; a failing close changes nothing.
-            with contextlib.suppress(Exception):
-                await websocket.close()
 
-    async def _send(
-        self, websocket: ClientConnection, limiter: ClientMessageLimiter, message: bytes
-    ) -> None:
-        async with limiter:
-            await websocket.send(message, text=True)
-        self._counters.messages_sent += 1
+    def session_closed(self) -> None:
+        pass
 
-    async def _handshake(
-        self, websocket: ClientConnection, limiter: ClientMessageLimiter
-    ) -> _SessionEnd | None:
+    def session_was_live(self) -> bool:
+        return self._phase is _Phase.LIVE
+
+    def connection_down(self, reason: str, *, failed: bool) -> None:
+        state = PrivateStreamState.FAILED if failed else PrivateStreamState.RECONNECTING
+        self._set_state(state, reason)
+
+    async def _handshake(self) -> SessionEnd | None:
         """Log in and subscribe; None once every channel is acknowledged."""
         config = self.config
         try:
-            await self._send(websocket, limiter, self._login_message())
+            await self._socket.send(self._login_message())
             try:
                 async with asyncio.timeout(config.login_timeout_s):
                     await self._logged_in.wait()
             except TimeoutError:
-                return _SessionEnd(f"no login answer within {config.login_timeout_s:g} s", False)
+                return SessionEnd(f"no login answer within {config.login_timeout_s:g} s")
             args: list[ChannelArg] = [
                 channel_arg(config.inst_type, channel, ALL_SYMBOLS) for channel in PRIVATE_CHANNELS
             ]
-            await self._send(websocket, limiter, encode_op("subscribe", args))
+            await self._socket.send(encode_op("subscribe", args))
             try:
                 async with asyncio.timeout(config.subscribe_timeout_s):
                     await self._subscribed.wait()
             except TimeoutError:
                 missing = ", ".join(c for c in PRIVATE_CHANNELS if c not in self._acked)
-                return _SessionEnd(
-                    f"no subscribe ack for {missing} within {config.subscribe_timeout_s:g} s",
-                    False,
+                return SessionEnd(
+                    f"no subscribe ack for {missing} within {config.subscribe_timeout_s:g} s"
                 )
         except ConnectionClosed as closed:
-            return _SessionEnd(f"{_describe_close(closed)} while logging in", False)
+            return SessionEnd(f"{describe_close(closed)} while logging in")
         return None
 
     def _login_message(self) -> bytes:
@@ -504,33 +387,9 @@ class BitgetPrivateFeed:
         )
         return orjson.dumps({"op": "login", "args": [login]})
 
-    async def _keep_alive(
-        self, websocket: ClientConnection, limiter: ClientMessageLimiter
-    ) -> _SessionEnd:
-        """Ping every `ping_interval_s`; a missing pong ends the connection."""
-        config = self.config
-        pong_received = self._pong_received
-        try:
-            while True:
-                await asyncio.sleep(config.ping_interval_s)
-                pong_received.clear()
-                await self._send(websocket, limiter, PING)
-                self._ping_sent_ns = self._clock()
-                self._counters.pings_sent += 1
-                try:
-                    async with asyncio.timeout(config.pong_timeout_s):
-                        await pong_received.wait()
-                except TimeoutError:
-                    self._counters.pong_timeouts += 1
-                    return _SessionEnd(
-                        f"no pong within {config.pong_timeout_s:g} s of a ping", False
-                    )
-        except ConnectionClosed as closed:
-            return _SessionEnd(f"{_describe_close(closed)} while pinging", False)
-
     # Receiving
 
-    async def _receive(self, websocket: ClientConnection) -> _SessionEnd:
+    async def _receive(self, websocket: ClientConnection) -> SessionEnd:
         """Receive until the connection closes or the exchange refuses us."""
         counters = self._counters
         receive = websocket.recv
@@ -539,12 +398,12 @@ class BitgetPrivateFeed:
             try:
                 raw = await receive(decode=False)
             except ConnectionClosed as closed:
-                return _SessionEnd(_describe_close(closed), False)
+                return SessionEnd(describe_close(closed))
             recv_ns = clock()
             counters.frames += 1
             counters.bytes += len(raw)
             if raw == _PONG:
-                self._on_pong(recv_ns)
+                self._socket.pong(recv_ns)
                 continue
             try:
                 message = orjson.loads(raw)
@@ -563,14 +422,7 @@ class BitgetPrivateFeed:
             else:
                 self._reject(RejectReason.UNKNOWN_EVENT, f"neither event nor push: {_preview(raw)}")
 
-    def _on_pong(self, recv_ns: int) -> None:
-        counters = self._counters
-        counters.pongs += 1
-        if self._ping_sent_ns:
-            counters.last_pong_latency_ms = (recv_ns - self._ping_sent_ns) / 1e6
-        self._pong_received.set()
-
-    def _on_event(self, message: dict[str, object]) -> _SessionEnd | None:
+    def _on_event(self, message: dict[str, object]) -> SessionEnd | None:
         event = message.get("event")
         if event == "login":
             code = _code_text(message.get("code"))
@@ -614,7 +466,7 @@ class BitgetPrivateFeed:
             self._subscribed.set()
             self._set_state(PrivateStreamState.LIVE, reason)
 
-    def _on_error(self, message: dict[str, object]) -> _SessionEnd | None:
+    def _on_error(self, message: dict[str, object]) -> SessionEnd | None:
         counters = self._counters
         counters.exchange_errors += 1
         code = _code_text(message.get("code"))
@@ -623,13 +475,13 @@ class BitgetPrivateFeed:
         counters.last_exchange_error = text
         if self._phase is _Phase.LOGIN:
             refused = code in LOGIN_REFUSAL_CODES
-            return _SessionEnd(f"login {'refused' if refused else 'failed'}: {text}", refused)
+            return SessionEnd(f"login {'refused' if refused else 'failed'}: {text}", refused)
         if code == NOT_LOGGED_IN_CODE:
-            return _SessionEnd(f"the exchange no longer sees a login: {text}", False)
+            return SessionEnd(f"the exchange no longer sees a login: {text}")
         arg = message.get("arg")
         channel = arg.get("channel") if isinstance(arg, dict) else None
         if channel in PRIVATE_CHANNELS and code in CHANNEL_REFUSAL_CODES:
-            return _SessionEnd(f"the exchange refused the {channel} channel: {text}", True)
+            return SessionEnd(f"the exchange refused the {channel} channel: {text}", True)
         return None
 
     def _on_push(self, message: dict[str, object], recv_ns: int) -> None:
@@ -691,7 +543,7 @@ class BitgetPrivateFeed:
             self._sink(event)
         except Exception as error:  # a sink bug must not take the stream down
             self._counters.handler_errors += 1
-            self._counters.last_handler_error = self._scrubbed(_describe(error))
+            self._counters.last_handler_error = self._scrubbed(describe(error))
 
     def _scrubbed(self, value: object) -> str:
         """Text made safe to keep: printable, bounded, and never echoing a credential."""
@@ -883,18 +735,3 @@ def _preview(value: object, limit: int = 80) -> str:
     except RecursionError:  # orjson reads 1024 levels of nesting, repr manages fewer
         return f"a {type(value).__name__} nested too deep to show"
     return text if len(text) <= limit else f"{text[:limit]}…"
-
-
-def _describe(error: BaseException | None) -> str:
-    text = str(error)
-    return f"{type(error).__name__}: {text}" if text else type(error).__name__
-
-
-def _describe_close(closed: ConnectionClosed) -> str:
-    if closed.rcvd is not None:
-        detail = f", {closed.rcvd.reason}" if closed.rcvd.reason else ""
-        return f"server closed the connection (code {closed.rcvd.code}{detail})"
-    if closed.sent is not None:
-        detail = f", {closed.sent.reason}" if closed.sent.reason else ""
-        return f"connection closed by this client (code {closed.sent.code}{detail})"
-    return "connection lost without a close frame"

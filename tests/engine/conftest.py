@@ -1,5 +1,5 @@
-"""Loopback fixtures for the feed tests: a scripted Bitget-like public websocket server,
-a sink that keeps what it receives, frame builders, and a polling `eventually` for waits.
+"""Loopback fixtures for the feed and Bitget tests: a scripted Bitget-like public websocket
+server, a sink that keeps what it receives, frame builders, and a polling `eventually` for waits.
 
 Test modules reach these through fixtures only, so no test imports this file.
 """
@@ -19,7 +19,7 @@ from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 
-from engine.feed.bitget_ws import BitgetPublicFeed, BitgetPublicFeedConfig
+from engine.bitget.public_ws import BitgetPublicFeed, BitgetPublicFeedConfig
 from engine.feed.events import BookSnapshot, FeedState, FeedStateChanged, TradePrint
 from engine.feed.parse import FrameParser
 from engine.feed.recorder import FrameRecorder

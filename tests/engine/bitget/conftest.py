@@ -7,25 +7,12 @@ from typing import Any
 
 import pytest
 from scripted_exchange import ScriptedExchange
+from support.bitget import FAST_RETRIES, sim_credentials
 
-from engine.exchange.bitget_rest import BitgetRestClient, BitgetRestConfig, Credentials
+from engine.bitget.credentials import Credentials
+from engine.bitget.rest import BitgetRestClient, BitgetRestConfig
 from engine.sim.market import MarketGeneratorConfig
 from engine.sim.server import SimExchange, SimExchangeConfig
-
-FAST_RETRIES: dict[str, Any] = {
-    "retry_initial_s": 0.01,
-    "retry_max_s": 0.05,
-    "reconcile_grace_s": 0.05,
-    "request_timeout_s": 2.0,
-    "connect_timeout_s": 1.0,
-}
-"""Client settings that keep retry tests quick without changing what they exercise."""
-SCRIPTED_CREDENTIALS = Credentials("bg_test_key_0001", "scripted-secret-x9", "scripted-pass-q7")
-
-
-def sim_credentials(sim: SimExchange) -> Credentials:
-    config = sim.config
-    return Credentials(config.api_key, config.api_secret, config.passphrase)
 
 
 @pytest.fixture

@@ -2,26 +2,9 @@
 
 from __future__ import annotations
 
-import enum
 import math
 from dataclasses import dataclass
 from decimal import Decimal
-
-
-class Side(enum.StrEnum):
-    """Order or aggressor side, spelled as Bitget does."""
-
-    BUY = "buy"
-    SELL = "sell"
-
-    @property
-    def sign(self) -> int:
-        return 1 if self is Side.BUY else -1
-
-    @property
-    def opposite(self) -> Side:
-        return Side.SELL if self is Side.BUY else Side.BUY
-
 
 # Tolerance, in units of one tick or one size step, for treating a float as on the grid. Far
 # below any real mistake (a price off by a fraction of a tick) and far above float noise.

@@ -15,12 +15,11 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import TypeVar
 
+from engine.bitget.endpoints import SIGNING_WINDOW_MS
 from engine.bitget.orders import OrderSide, OrderType, TimeInForce
 
 _E = TypeVar("_E", bound=enum.StrEnum)
 
-SIGNING_WINDOW_MS = 30_000
-"""Bitget refuses a request whose timestamp is further than this from its clock (40008)."""
 CLIENT_OID_PATTERN = re.compile(r"^[0-9A-Za-z_#-]{1,32}$")
 """The clientOid alphabet and length every Bitget document accepts (see bitget-v2.md §4)."""
 ORDER_STATES = frozenset({"live", "partially_filled", "filled", "canceled"})

@@ -6,11 +6,11 @@ from __future__ import annotations
 from decimal import Decimal
 
 import pytest
-from conftest import FAST_RETRIES, sim_credentials
+from support.bitget import FAST_RETRIES, sim_credentials
 
+from engine.bitget.models import MalformedAnswer, parse_fill_page, parse_order_detail
 from engine.bitget.orders import OrderSide, TimeInForce
-from engine.exchange.bitget_models import MalformedAnswer, parse_fill_page, parse_order_detail
-from engine.exchange.bitget_rest import BitgetApiError, BitgetRestClient, BitgetRestConfig
+from engine.bitget.rest import BitgetApiError, BitgetRestClient, BitgetRestConfig
 
 
 @pytest.fixture

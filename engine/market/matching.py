@@ -39,8 +39,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from engine.bitget.orders import OrderType, TimeInForce
-from engine.sim.instruments import Instrument, Side
+from engine.bitget.orders import OrderSide, OrderType, TimeInForce
+from engine.market.instruments import Instrument
 
 _LOT_EPSILON = 1e-9
 FIRST_ORDER_ID = 1_300_000_000_000_000_000
@@ -85,7 +85,7 @@ class IdSequence:
 class OrderRequest:
     """What a client asks for; prices and sizes in quote/base units."""
 
-    side: Side
+    side: OrderSide
     order_type: OrderType
     size: float
     price: float | None = None
@@ -109,7 +109,7 @@ class Order(NamedTuple):
     order_id: str
     client_oid: str
     symbol: str
-    side: Side
+    side: OrderSide
     order_type: OrderType
     force: TimeInForce
     price: float | None
@@ -134,7 +134,7 @@ class Fill(NamedTuple):
     order_id: str
     client_oid: str
     symbol: str
-    side: Side
+    side: OrderSide
     price: float
     size: float
     fee: float
@@ -309,7 +309,7 @@ class SimAccount:
 class _WorkingOrder:
     order_id: str
     client_oid: str
-    side: Side
+    side: OrderSide
     order_type: OrderType
     force: TimeInForce
     price_ticks: int | None
@@ -457,15 +457,15 @@ class MatchingEngine:
                     )
                 )
                 continue
-            displayed = own.size_at(order.price_ticks, descending=order.side is Side.BUY)
+            displayed = own.size_at(order.price_ticks, descending=order.side is OrderSide.BUY)
             _update_queue(order, displayed)
         return fills
 
     def on_trade(
-        self, price: float, size: float, aggressor_side: Side | str, ts_ms: int
+        self, price: float, size: float, aggressor_side: OrderSide | str, ts_ms: int
     ) -> list[Fill]:
         """A public trade; fills for resting orders it reaches."""
-        aggressor = Side(aggressor_side)
+        aggressor = OrderSide(aggressor_side)
         trade_ticks = self.instrument.to_ticks(price)
         resting_side = aggressor.opposite
         if not any(  # most trades print away from our few orders: nothing to sort or fill
@@ -629,13 +629,13 @@ class MatchingEngine:
         best = opposite.best() if opposite is not None else None
         return self.instrument.price_of(best) if best is not None else None
 
-    def _sides(self, side: Side) -> tuple[_DisplayedSide, _DisplayedSide]:
+    def _sides(self, side: OrderSide) -> tuple[_DisplayedSide, _DisplayedSide]:
         """(own side, opposite side) of the last book for an order of `side`."""
         instrument = self.instrument
         empty = (_NO_LEVELS, _NO_LEVELS, instrument.tick_size, instrument.size_step)
         bids = self._bids or _DisplayedSide(*empty)
         asks = self._asks or _DisplayedSide(*empty)
-        return (bids, asks) if side is Side.BUY else (asks, bids)
+        return (bids, asks) if side is OrderSide.BUY else (asks, bids)
 
     def _match_new(self, order: _WorkingOrder, ts_ms: int) -> None:
         own, opposite = self._sides(order.side)
@@ -669,7 +669,7 @@ class MatchingEngine:
             self._close(order, OrderStatus.CANCELED, ts_ms, reason)
             return
         assert limit is not None
-        displayed = own.size_at(limit, descending=order.side is Side.BUY)
+        displayed = own.size_at(limit, descending=order.side is OrderSide.BUY)
         order.queue_ahead = displayed
         order.last_displayed = displayed
         for earlier in self._resting:
@@ -683,7 +683,7 @@ class MatchingEngine:
         self._resting.append(order)
 
     def _crossing_levels(
-        self, opposite: _DisplayedSide, side: Side, limit: int | None
+        self, opposite: _DisplayedSide, side: OrderSide, limit: int | None
     ) -> list[int]:
         """Indexes of opposite levels an order may take, best first."""
         levels: list[int] = []
@@ -782,7 +782,7 @@ class MatchingEngine:
         if self._listener is not None:
             self._listener(OrderEvent(self._view(order), fill, realized_pnl))
 
-    def _sorted_resting(self, side: Side) -> list[_WorkingOrder]:
+    def _sorted_resting(self, side: OrderSide) -> list[_WorkingOrder]:
         """Resting orders of `side`, best price first, then time."""
         direction = -side.sign
         return sorted(
@@ -813,14 +813,14 @@ class MatchingEngine:
         )
 
 
-def _reaches(side: Side, opposite_tick: int, limit_tick: int) -> bool:
+def _reaches(side: OrderSide, opposite_tick: int, limit_tick: int) -> bool:
     """Whether an order of `side` limited at `limit_tick` may trade at `opposite_tick`."""
-    return opposite_tick <= limit_tick if side is Side.BUY else opposite_tick >= limit_tick
+    return opposite_tick <= limit_tick if side is OrderSide.BUY else opposite_tick >= limit_tick
 
 
-def _beyond(resting_side: Side, trade_tick: int, order_tick: int) -> bool:
+def _beyond(resting_side: OrderSide, trade_tick: int, order_tick: int) -> bool:
     """Whether a trade printed strictly through a resting order's price."""
-    return trade_tick < order_tick if resting_side is Side.BUY else trade_tick > order_tick
+    return trade_tick < order_tick if resting_side is OrderSide.BUY else trade_tick > order_tick
 
 
 def _update_queue(order: _WorkingOrder, displayed: float | None) -> None:

@@ -1,0 +1,363 @@
+"""What Bitget's public and private websockets share: connect, send within the message limit,
+keep alive with the text `ping`, and reconnect with capped exponential backoff.
+
+`ReconnectingSocket` owns the loop: connect, run one session with the tasks its `SocketOwner`
+gives, count why the session ended, back off and connect again, until the exchange refuses the
+session or `max_reconnect_attempts` consecutive failures give up. The owner (the public feed,
+the private stream) hears every drop through `connection_down` and keeps its own state.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+import time
+from collections import deque
+from collections.abc import Callable, Coroutine, Mapping, Sequence
+from types import TracebackType
+from typing import Any, NamedTuple, Protocol
+
+import orjson
+from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import ConnectionClosed
+
+PING = b"ping"
+
+ChannelArg = dict[str, str]
+
+
+def channel_arg(inst_type: str, channel: str, symbol: str) -> ChannelArg:
+    return {"instType": inst_type, "channel": channel, "instId": symbol}
+
+
+def encode_op(op: str, args: Sequence[ChannelArg]) -> bytes:
+    return orjson.dumps({"op": op, "args": list(args)})
+
+
+class ReconnectBackoff:
+    """Capped exponential backoff with full jitter: a delay drawn from [0, ceiling]."""
+
+    def __init__(self, initial_s: float, max_s: float, rng: random.Random | None = None) -> None:
+        self.initial_s = initial_s
+        self.max_s = max_s
+        self._rng = rng if rng is not None else random.Random()
+
+    def ceiling_s(self, failures: int) -> float:
+        """The largest delay after `failures` consecutive failures (1 = the first)."""
+        exponent = min(max(failures - 1, 0), 64)  # 2**64 * initial is past any sane cap
+        return min(self.max_s, self.initial_s * 2.0**exponent)
+
+    def delay_s(self, failures: int) -> float:
+        return self._rng.uniform(0.0, self.ceiling_s(failures))
+
+
+class ClientMessageLimiter:
+    """Spaces sends so that no `window_s` window holds more than `max_messages`.
+
+    A log of the last `max_messages` send times, not a token bucket: a bucket that starts full
+    lets nearly twice its capacity through in the second around a refill, which is exactly
+    what gets a Bitget connection closed. Use as `async with limiter: await ws.send(...)`;
+    the slot is stamped when the send has completed.
+    """
+
+    def __init__(self, max_messages: int, window_s: float) -> None:
+        self.max_messages = max_messages
+        self.window_s = window_s
+        self._sent_at: deque[float] = deque(maxlen=max_messages)
+        self._lock = asyncio.Lock()
+
+    async def __aenter__(self) -> None:
+        await self._lock.acquire()
+        sent_at = self._sent_at
+        if len(sent_at) == self.max_messages:
+            wait_s = sent_at[0] + self.window_s - time.monotonic()
+            if wait_s > 0:
+                try:
+                    await asyncio.sleep(wait_s)
+                except BaseException:
+                    self._lock.release()
+                    raise
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self._sent_at.append(time.monotonic())
+        self._lock.release()
+
+
+class SessionEnd(NamedTuple):
+    """Why a session ended."""
+
+    reason: str
+    refused: bool = False
+    """The exchange refused the login or a channel: FAILED, not retried."""
+
+
+class SocketSettings(Protocol):
+    """The connection settings both feeds' configs carry."""
+
+    @property
+    def url(self) -> str: ...
+    @property
+    def open_timeout_s(self) -> float: ...
+    @property
+    def close_timeout_s(self) -> float: ...
+    @property
+    def max_frame_bytes(self) -> int: ...
+    @property
+    def ping_interval_s(self) -> float: ...
+    @property
+    def pong_timeout_s(self) -> float: ...
+    @property
+    def backoff_initial_s(self) -> float: ...
+    @property
+    def backoff_max_s(self) -> float: ...
+    @property
+    def backoff_reset_after_s(self) -> float: ...
+    @property
+    def max_reconnect_attempts(self) -> int: ...
+    @property
+    def max_client_messages_per_s(self) -> int: ...
+    @property
+    def send_window_margin_s(self) -> float: ...
+
+
+class SocketOwner(Protocol):
+    """The feed a `ReconnectingSocket` connects for."""
+
+    def session_tasks(
+        self, websocket: ClientConnection
+    ) -> Mapping[str, Coroutine[Any, Any, SessionEnd | None]]:
+        """One session's coroutines by task name, the receiver first. The first to return a
+        `SessionEnd` ends the session; one that returns None has done its part (the login)."""
+        ...
+
+    def session_closed(self) -> None:
+        """The session's tasks have ended; the connection is about to close."""
+        ...
+
+    def session_was_live(self) -> bool:
+        """Whether the session that just ended counts towards resetting the backoff."""
+        ...
+
+    def connection_down(self, reason: str, *, failed: bool) -> None:
+        """The connection is lost: retried after a backoff, or given up when `failed`."""
+        ...
+
+
+class SocketCounters:
+    """What both feeds count about their connection; each feed's counters add their own."""
+
+    __slots__ = (
+        "bytes",
+        "connect_failures",
+        "connects",
+        "frames",
+        "handler_errors",
+        "internal_errors",
+        "last_backoff_s",
+        "last_disconnect",
+        "last_handler_error",
+        "last_pong_latency_ms",
+        "messages_sent",
+        "pings_sent",
+        "pong_timeouts",
+        "pongs",
+        "reconnects",
+    )
+
+    def __init__(self) -> None:
+        self.frames = 0
+        self.bytes = 0
+        self.connects = 0
+        self.reconnects = 0
+        self.connect_failures = 0
+        self.last_backoff_s = 0.0
+        self.last_disconnect = ""
+        self.messages_sent = 0
+        self.pings_sent = 0
+        self.pongs = 0
+        self.pong_timeouts = 0
+        self.last_pong_latency_ms: float | None = None
+        self.handler_errors = 0
+        self.last_handler_error = ""
+        self.internal_errors = 0
+
+
+class ReconnectingSocket:
+    """One Bitget websocket kept connected for a `SocketOwner`; see the module docstring.
+
+    `clock` stamps the pings (epoch ns, the clock the owner stamps received frames with);
+    `scrub` cleans the text of a connect failure before it is kept.
+    """
+
+    def __init__(
+        self,
+        settings: SocketSettings,
+        counters: SocketCounters,
+        *,
+        clock: Callable[[], int] = time.time_ns,
+        rng: random.Random | None = None,
+        scrub: Callable[[str], str] = str,
+    ) -> None:
+        self._settings = settings
+        self._counters = counters
+        self._clock = clock
+        self._scrub = scrub
+        self._backoff = ReconnectBackoff(settings.backoff_initial_s, settings.backoff_max_s, rng)
+        self.consecutive_failures = 0
+        self._run_task: asyncio.Task[None] | None = None
+        self._stopped = False
+        self._websocket: ClientConnection | None = None
+        self._limiter: ClientMessageLimiter | None = None
+        self._pong_received = asyncio.Event()
+        self._ping_sent_ns = 0
+
+    def start(self, owner: SocketOwner, task_name: str) -> None:
+        """Start connecting in the background."""
+        if self._run_task is not None or self._stopped:
+            raise RuntimeError(f"a {type(owner).__name__} can be started only once")
+        self._run_task = asyncio.create_task(self._run(owner), name=task_name)
+
+    async def stop(self) -> bool:
+        """Cancel every task and close the connection; False when stopped already."""
+        if self._stopped:
+            return False
+        self._stopped = True
+        if self._run_task is not None:
+            self._run_task.cancel()
+            await asyncio.wait([self._run_task])
+        return True
+
+    async def send(self, message: bytes) -> None:
+        """Send on the session's connection within the exchange's message limit."""
+        websocket, limiter = self._websocket, self._limiter
+        assert websocket is not None and limiter is not None, "send outside a session"
+        async with limiter:
+            await websocket.send(message, text=True)
+        self._counters.messages_sent += 1
+
+    async def keep_alive(self) -> SessionEnd:
+        """Ping every `ping_interval_s`; a missing pong ends the connection."""
+        settings = self._settings
+        counters = self._counters
+        pong_received = self._pong_received
+        try:
+            while True:
+                await asyncio.sleep(settings.ping_interval_s)
+                pong_received.clear()
+                await self.send(PING)
+                self._ping_sent_ns = self._clock()
+                counters.pings_sent += 1
+                try:
+                    async with asyncio.timeout(settings.pong_timeout_s):
+                        await pong_received.wait()
+                except TimeoutError:
+                    counters.pong_timeouts += 1
+                    return SessionEnd(f"no pong within {settings.pong_timeout_s:g} s of a ping")
+        except ConnectionClosed as closed:
+            return SessionEnd(f"{describe_close(closed)} while pinging")
+
+    def pong(self, recv_ns: int) -> None:
+        counters = self._counters
+        counters.pongs += 1
+        if self._ping_sent_ns:
+            counters.last_pong_latency_ms = (recv_ns - self._ping_sent_ns) / 1e6
+        self._pong_received.set()
+
+    async def _run(self, owner: SocketOwner) -> None:
+        settings = self._settings
+        counters = self._counters
+        while True:
+            try:
+                websocket = await connect(
+                    settings.url,
+                    open_timeout=settings.open_timeout_s,
+                    ping_interval=None,  # Bitget's keep-alive is the text "ping", see keep_alive
+                    close_timeout=settings.close_timeout_s,
+                    max_size=settings.max_frame_bytes,
+                    compression=None,  # inflating every frame costs more than it saves here
+                )
+            except Exception as error:  # refused, timed out, bad handshake: all retried
+                counters.connect_failures += 1
+                end = SessionEnd(f"connect failed: {self._scrub(describe(error))}")
+            else:
+                counters.connects += 1
+                connected_at = time.monotonic()
+                end = await self._session(owner, websocket)
+                lasted_s = time.monotonic() - connected_at
+                if lasted_s >= settings.backoff_reset_after_s and owner.session_was_live():
+                    self.consecutive_failures = 0
+            counters.last_disconnect = end.reason
+            if end.refused:
+                owner.connection_down(end.reason, failed=True)
+                return
+            self.consecutive_failures += 1
+            failures = self.consecutive_failures
+            if 0 < settings.max_reconnect_attempts <= failures:
+                owner.connection_down(
+                    f"gave up after {failures} consecutive connection failures; last: {end.reason}",
+                    failed=True,
+                )
+                return
+            delay_s = self._backoff.delay_s(failures)
+            counters.last_backoff_s = delay_s
+            owner.connection_down(f"{end.reason}; retry in {delay_s:.2f} s", failed=False)
+            await asyncio.sleep(delay_s)
+            counters.reconnects += 1
+
+    async def _session(self, owner: SocketOwner, websocket: ClientConnection) -> SessionEnd:
+        """Run one connection until it ends; returns why it ended."""
+        settings = self._settings
+        self._pong_received.clear()
+        self._ping_sent_ns = 0
+        self._websocket = websocket
+        self._limiter = ClientMessageLimiter(
+            settings.max_client_messages_per_s, 1.0 + settings.send_window_margin_s
+        )
+        tasks = [
+            asyncio.create_task(coroutine, name=name)
+            for name, coroutine in owner.session_tasks(websocket).items()
+        ]
+        receiver = tasks[0]
+        running = set(tasks)
+        try:
+            while True:
+                done, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+                # The receiver knows the close code and the exchange's refusals: prefer it.
+                ended = receiver if receiver in done else done.pop()
+                error = ended.exception()
+                if error is not None:
+                    self._counters.internal_errors += 1
+                    return SessionEnd(f"internal error: {describe(error)}")
+                end = ended.result()
+                if end is not None:
+                    return end
+                running.discard(ended)  # its part is done: the others run on
+        finally:
+            for task in running:
+                task.cancel()
+            await asyncio.wait(running)
+            owner.session_closed()
+            # The connection is being dropped either way; a failing close changes nothing.
+            with contextlib.suppress(Exception):
+                await websocket.close()
+
+
+def describe(error: BaseException) -> str:
+    text = str(error)
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
+
+
+def describe_close(closed: ConnectionClosed) -> str:
+    if closed.rcvd is not None:
+        detail = f", {closed.rcvd.reason}" if closed.rcvd.reason else ""
+        return f"server closed the connection (code {closed.rcvd.code}{detail})"
+    if closed.sent is not None:
+        detail = f", {closed.sent.reason}" if closed.sent.reason else ""
+        return f"connection closed by this client (code {closed.sent.code}{detail})"
+    return "connection lost without a close frame"

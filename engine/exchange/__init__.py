@@ -1,1 +1,0 @@
-"""Order execution against the exchange: the signed Bitget REST client and its rate limiting."""
