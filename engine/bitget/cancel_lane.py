@@ -31,6 +31,7 @@ from yarl import URL
 
 from engine.bitget.credentials import Credentials
 from engine.bitget.endpoints import CANCEL_ALL_ORDERS, MARGIN_COIN, PRODUCT_TYPE, SERVER_TIME
+from engine.bitget.rest import BitgetTransportError
 from engine.bitget.signing import (
     SIGN_HEADER,
     TIMESTAMP_HEADER,
@@ -38,7 +39,6 @@ from engine.bitget.signing import (
     key_headers,
     rest_prehash,
 )
-from engine.trading.venue import VenueOutcomeUnknown, VenueUnavailable
 
 logger = logging.getLogger(__name__)
 
@@ -246,7 +246,7 @@ class CancelLane:
         protocol = self._protocol
         if protocol is not None and protocol.transport is not None:
             protocol.transport.close()
-        self._fail_waiting(VenueUnavailable("cancel lane stopped"))
+        self._fail_waiting(_lane_error("cancel lane stopped", request_sent=False))
 
     @property
     def ready(self) -> bool:
@@ -349,7 +349,7 @@ class CancelLane:
 
     def _answer_overdue(self) -> None:
         protocol = self._protocol
-        self._fail_waiting(VenueOutcomeUnknown(f"no answer within {self._answer_timeout_s:g} s"))
+        self._fail_waiting(_lane_error(f"no answer within {self._answer_timeout_s:g} s"))
         if protocol is not None:
             self._lost(protocol, "answer overdue")
 
@@ -375,9 +375,7 @@ class CancelLane:
             self._protocol = None
             self._connected.clear()
             self.last_error = reason
-        self._fail_waiting(
-            VenueOutcomeUnknown(f"cancel lane {reason} before the answer: outcome unknown")
-        )
+        self._fail_waiting(_lane_error(f"cancel lane {reason} before the answer: outcome unknown"))
         if self._keeper is not None and not self._stopping:
             # Wake the keeper to reconnect now rather than after its keep-alive sleep.
             self._keeper.cancel()
@@ -396,3 +394,9 @@ class CancelLane:
 def _consume(future: asyncio.Future[LaneAnswer]) -> None:
     if not future.cancelled():
         future.exception()  # a failed probe is handled by the reconnect; mark it retrieved
+
+
+def _lane_error(detail: str, *, request_sent: bool = True) -> BitgetTransportError:
+    """A lane request that got no answer, as the REST client says it: sent (outcome unknown)
+    or provably not."""
+    return BitgetTransportError(CANCEL_ALL_ORDERS, detail, request_sent=request_sent)

@@ -13,8 +13,8 @@ from support.bitget import sim_credentials
 from engine.bitget.cancel_lane import PRESIGNED_MAX_AGE_MS, CancelLane, _ResponseReader
 from engine.bitget.credentials import Credentials
 from engine.bitget.orders import OrderSide, OrderType, TimeInForce
+from engine.bitget.rest import BitgetTransportError
 from engine.market.matching import OrderRequest
-from engine.trading.venue import VenueOutcomeUnknown
 
 
 def answers(*chunks: bytes):
@@ -107,8 +107,9 @@ async def test_a_lost_connection_fails_the_answer_and_the_lane_reconnects(sim, e
     try:
         sim.faults.slow_rest(1.0)  # the answer will come too late
         future, _ = lane.send_cancel_all()
-        with pytest.raises(VenueOutcomeUnknown):
+        with pytest.raises(BitgetTransportError) as raised:
             await future
+        assert raised.value.request_sent  # it left: its outcome is unknown
         sim.faults.slow_rest(0.0)
         await eventually(lambda: lane.ready and lane.connects >= 2, 5)
         answer = await lane.send_cancel_all()[0]
