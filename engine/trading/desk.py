@@ -43,7 +43,7 @@ from engine.risk.events import RiskEvent, TradingState, TradingStateChanged
 from engine.risk.gateway import RiskGateway
 from engine.risk.intents import OrderIntent, Source
 from engine.risk.snapshot import RiskSnapshot
-from engine.trading.close_sequence import SequenceOutcome
+from engine.trading.close_sequence import SequenceOutcome, holds_nothing, run_close_sequence
 from engine.trading.commands import (
     Command,
     CommandResult,
@@ -544,7 +544,7 @@ class TradingDesk:
     async def _run_sequence(
         self, name: str, reason: str, source: Source, timeout_s: float
     ) -> CommandResult:
-        outcome = await self.executor.run_close_sequence(source, f"{name}: {reason}", timeout_s)
+        outcome = await run_close_sequence(self.executor, source, f"{name}: {reason}", timeout_s)
         self.last_sequence = outcome
         if outcome.ok and self.gateway.state is TradingState.REDUCING:
             now = self._clock()
@@ -569,7 +569,7 @@ class TradingDesk:
         nothing = False
         if isinstance(request, Flatten):
             # Checked again after the venue's answer: an order or a fill may have come meanwhile.
-            nothing = await self.executor.holds_nothing() and not self.executor.has_open_orders()
+            nothing = await holds_nothing(self.executor) and not self.executor.has_open_orders()
         applied = self._apply(command, nothing)
         if isinstance(applied, asyncio.Task):
             result = await asyncio.shield(applied)

@@ -17,9 +17,9 @@ Positions come from fills. A fill stamped no later than the venue snapshot a pos
 from is already in that position and moves nothing again.
 
 Beside the lifecycle, in their own modules: reconciliation with the venue (lost pushes, the
-position syncs; `reconciliation`), the kill and flatten sequence (`close_sequence`), the
-journal entries of the gateway's events (`risk_journal`) and the venue clock's explainer
-(`clock_skew`).
+position syncs; `reconciliation`), the kill and flatten sequence (`close_sequence`, which the
+desk runs on the executor), the journal entries of the gateway's events (`risk_journal`) and
+the venue clock's explainer (`clock_skew`).
 """
 
 from __future__ import annotations
@@ -49,9 +49,8 @@ from engine.risk.events import RiskEvent, TradingState
 from engine.risk.gateway import RiskGateway
 from engine.risk.intents import CancelIntent, CancelScope, OrderIntent, RiskDecision, Source
 from engine.risk.snapshot import RiskSnapshot
-from engine.trading import close_sequence, reconciliation
+from engine.trading import reconciliation
 from engine.trading.clock_skew import ClockWatch
-from engine.trading.close_sequence import SequenceOutcome
 from engine.trading.config import OrderExecutorConfig
 from engine.trading.events import (
     OrderAcknowledged,
@@ -492,18 +491,6 @@ class OrderExecutor:
     async def check_with_venue(self, reason: str) -> None:
         """Look up orders that ended unheard, re-sync positions; see `reconciliation`."""
         await reconciliation.check_with_venue(self, reason)
-
-    # Kill and flatten
-
-    async def holds_nothing(self) -> bool:
-        """Nothing open or held, here or at the venue; see `close_sequence.holds_nothing`."""
-        return await close_sequence.holds_nothing(self)
-
-    async def run_close_sequence(
-        self, source: Source, reason: str, timeout_s: float
-    ) -> SequenceOutcome:
-        """Cancel all and close all until the venue confirms; see `close_sequence`."""
-        return await close_sequence.run_close_sequence(self, source, reason, timeout_s)
 
     # Internals: placing and cancelling
 

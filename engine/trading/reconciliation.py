@@ -7,7 +7,8 @@ its status is taken. Positions are replaced by the venue's at start and after a 
 and, while quoting, when they are apart at two reads `position_settle_ms` apart with neither
 side moving in between (a fill on its way would move one of them).
 
-These work on the executor's own books (its orders, fills seen, positions synced).
+These work on the executor's own books (its orders, fills seen, positions synced), through
+`ExecutorBooks`: what of the executor they read and move, so that they need not import it.
 """
 
 from __future__ import annotations
@@ -15,23 +16,51 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
-from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING
+from collections import Counter, OrderedDict
+from collections.abc import Callable, Iterable, Mapping
+from typing import Protocol
 
-from engine.bitget.private_events import OrderStatus, PositionEntry, PrivateStreamState
+from engine.bitget.private_events import FillUpdate, OrderStatus, PositionEntry, PrivateStreamState
 from engine.journal import EntryKind
+from engine.pipeline import EventLog
+from engine.risk.gateway import RiskGateway
 from engine.risk.intents import Source
+from engine.trading.config import OrderExecutorConfig
 from engine.trading.events import OrderMissingAtVenue, ReconciliationDone, UnknownOrderAtVenue
 from engine.trading.tracked_order import FILL_TOLERANCE, IN_FLIGHT, OrderState, TrackedOrder
-from engine.trading.venue import VENUE_ERRORS, VenueOrder, VenueSnapshot
+from engine.trading.venue import VENUE_ERRORS, CancelAllTicket, Venue, VenueOrder, VenueSnapshot
 from engine.units import coin
 
-if TYPE_CHECKING:
-    from engine.trading.executor import OrderExecutor
+
+class ExecutorBooks(Protocol):
+    """What reconciliation reads and moves of the executor (`OrderExecutor` is the one)."""
+
+    config: OrderExecutorConfig
+    gateway: RiskGateway
+    venue: Venue
+    events: EventLog
+    session: str
+    _clock: Callable[[], int]
+    _orders: dict[str, TrackedOrder]
+    _seen_trades: OrderedDict[str, None]
+    _synced_ms: dict[str, int]
+    _last_fill_ns: dict[str, int]
+    _counts: Counter[str]
+
+    def invalidate_risk_view(self) -> None: ...
+    def cancel_all_now(self, source: Source, reason: str) -> CancelAllTicket: ...
+    def _acknowledge(self, order: TrackedOrder, order_id: str | None, now: int) -> None: ...
+    def _cancelled(self, order: TrackedOrder, reason: str, now: int) -> None: ...
+    def _finish(self, order: TrackedOrder, now: int) -> None: ...
+    def _report_missing(self, client_oid: str, symbol: str, detail: str, now: int) -> None: ...
+    def _journal(self, kind: EntryKind, payload: Mapping[str, object], at_ns: int) -> None: ...
+    def _fault(self, reason: str) -> None: ...
+    def _venue_error(self, what: str, error: BaseException) -> None: ...
+    def _on_fill_update(self, fill: FillUpdate, source: str = "stream") -> None: ...
 
 
 async def reconcile(
-    executor: OrderExecutor,
+    executor: ExecutorBooks,
     reason: str,
     journal_orders: Iterable[Mapping[str, object]] = (),
     *,
@@ -145,7 +174,7 @@ async def reconcile(
     return done
 
 
-def _journal_stale_cancel(executor: OrderExecutor, venue_order: VenueOrder, reason: str) -> None:
+def _journal_stale_cancel(executor: ExecutorBooks, venue_order: VenueOrder, reason: str) -> None:
     executor._journal(
         EntryKind.ORDER_ACK,
         {
@@ -161,11 +190,11 @@ def _journal_stale_cancel(executor: OrderExecutor, venue_order: VenueOrder, reas
     )
 
 
-def _is_ours(executor: OrderExecutor, client_oid: str) -> bool:
+def _is_ours(executor: ExecutorBooks, client_oid: str) -> bool:
     return client_oid.startswith(executor.config.client_oid_prefix)
 
 
-def sync_positions(executor: OrderExecutor, snapshot: VenueSnapshot, now: int, reason: str) -> int:
+def sync_positions(executor: ExecutorBooks, snapshot: VenueSnapshot, now: int, reason: str) -> int:
     """Replace the gateway's positions with the venue's (every fill stamped up to the
     snapshot is in them); the count of symbols that changed."""
     venue_sizes = {entry.symbol: entry for entry in snapshot.positions}
@@ -183,7 +212,7 @@ def sync_positions(executor: OrderExecutor, snapshot: VenueSnapshot, now: int, r
 
 
 def _sync_symbol(
-    executor: OrderExecutor,
+    executor: ExecutorBooks,
     symbol: str,
     entry: PositionEntry | None,
     old_size: float,
@@ -209,7 +238,7 @@ def _sync_symbol(
     )
 
 
-async def check_with_venue(executor: OrderExecutor, reason: str) -> None:
+async def check_with_venue(executor: ExecutorBooks, reason: str) -> None:
     """The periodic check, and the one after a feed outage: orders that ended unheard are
     looked up (their fills recovered), unknown outcomes resolved, positions re-synced."""
     sent_ns = executor._clock()
@@ -242,7 +271,7 @@ async def check_with_venue(executor: OrderExecutor, reason: str) -> None:
         await _confirm_drift(executor, snapshot, sent_ns, reason)
 
 
-async def _recover(executor: OrderExecutor, order: TrackedOrder, reason: str) -> None:
+async def _recover(executor: ExecutorBooks, order: TrackedOrder, reason: str) -> None:
     """Settle an order from the venue's own record: the fills it made that never reached
     us are applied (once: by trade id) and journaled, then its status is taken."""
     intent = order.intent
@@ -313,7 +342,7 @@ async def _recover(executor: OrderExecutor, order: TrackedOrder, reason: str) ->
 
 
 async def _confirm_drift(
-    executor: OrderExecutor, first: VenueSnapshot, sent_ns: int, reason: str
+    executor: ExecutorBooks, first: VenueSnapshot, sent_ns: int, reason: str
 ) -> None:
     """Re-sync positions the venue reports differently while orders rest. A fill still
     on its way would explain a gap, so a symbol is synced only when the gap holds at two
@@ -364,7 +393,7 @@ async def _confirm_drift(
     executor.invalidate_risk_view()
 
 
-def _positions_apart(executor: OrderExecutor, snapshot: VenueSnapshot) -> dict[str, float]:
+def _positions_apart(executor: ExecutorBooks, snapshot: VenueSnapshot) -> dict[str, float]:
     """The symbols whose venue position differs from the gateway's, with the venue's."""
     venue = {entry.symbol: entry.size for entry in snapshot.positions}
     return {

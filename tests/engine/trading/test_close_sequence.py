@@ -8,6 +8,7 @@ from executor_on_paper import ETH_ASKS, ETH_BIDS, order, settle, started_rig
 from engine.bitget.orders import OrderSide, TimeInForce
 from engine.risk.events import TradingState
 from engine.risk.intents import Source
+from engine.trading.close_sequence import run_close_sequence
 from engine.trading.tracked_order import OrderRole
 
 
@@ -38,7 +39,7 @@ async def test_kill_sequence_ends_flat_with_nothing_open(rig):
     rig.gateway.kill(rig.executor._clock())
     rig.book()  # fresh liquidity for the closing orders
     rig.book("ETHUSDT", ETH_BIDS, ETH_ASKS)
-    outcome = await rig.executor.run_close_sequence(Source.OPERATOR, "test kill", 5.0)
+    outcome = await run_close_sequence(rig.executor, Source.OPERATOR, "test kill", 5.0)
     assert outcome.ok, outcome.message
     snapshot = await rig.venue.snapshot()
     assert snapshot.orders == () and snapshot.positions == ()
