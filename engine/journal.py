@@ -331,12 +331,7 @@ class Journal:
     def append(self, kind: EntryKind | str, payload: Mapping[str, object], at_ns: int) -> None:
         """Queue an entry for the writer; raises `JournalBackpressure` if the queue is full."""
         record = self._record(kind, payload, at_ns, None)
-        self._check_usable()
-        try:
-            self._queue.put_nowait(record)
-        except queue.Full:
-            raise self._refused() from None
-        self._count_appended()
+        self._queue_now(record)
 
     def append_durable(
         self, kind: EntryKind | str, payload: Mapping[str, object], at_ns: int
@@ -369,14 +364,18 @@ class Journal:
         started = time.perf_counter()
         ticket = _AsyncTicket(asyncio.get_running_loop())
         record = self._record(kind, payload, at_ns, ticket)
+        self._queue_now(record)
+        committed = await ticket.wait_async(self.config.durable_timeout_s, self._clock)
+        return self._durable_result(ticket, committed, started)
+
+    def _queue_now(self, record: _Record) -> None:
+        """Queue without waiting; a full queue refuses with `JournalBackpressure`."""
         self._check_usable()
         try:
             self._queue.put_nowait(record)
         except queue.Full:
             raise self._refused() from None
         self._count_appended()
-        committed = await ticket.wait_async(self.config.durable_timeout_s, self._clock)
-        return self._durable_result(ticket, committed, started)
 
     def flush(self) -> None:
         """Block until everything appended before this call is committed and fsynced."""

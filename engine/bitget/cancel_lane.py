@@ -359,12 +359,8 @@ class CancelLane:
         self._protocol = protocol
 
     def _answered(self, answer: LaneAnswer) -> None:
-        waiting = self._waiting
-        self._waiting = None
-        if self._timeout is not None:
-            self._timeout.cancel()
-            self._timeout = None
-        if waiting is not None and not waiting.done():
+        waiting = self._take_waiting()
+        if waiting is not None:
             waiting.set_result(answer)
 
     def _lost(self, protocol: _LaneProtocol, reason: str) -> None:
@@ -382,13 +378,19 @@ class CancelLane:
             self._keeper = asyncio.get_running_loop().create_task(self._keep(), name="cancel-lane")
 
     def _fail_waiting(self, error: Exception) -> None:
+        waiting = self._take_waiting()
+        if waiting is not None:
+            waiting.set_exception(error)
+
+    def _take_waiting(self) -> asyncio.Future[LaneAnswer] | None:
+        """The request still waiting for its answer, if any, now no longer awaited; stops the
+        answer timeout."""
         waiting = self._waiting
         self._waiting = None
         if self._timeout is not None:
             self._timeout.cancel()
             self._timeout = None
-        if waiting is not None and not waiting.done():
-            waiting.set_exception(error)
+        return waiting if waiting is not None and not waiting.done() else None
 
 
 def _consume(future: asyncio.Future[LaneAnswer]) -> None:

@@ -61,7 +61,9 @@ from engine.bitget.websocket import (
     ReconnectingSocket,
     SessionEnd,
     SocketCounters,
+    SocketStats,
     channel_arg,
+    check_socket_settings,
     describe,
     describe_close,
     encode_op,
@@ -126,43 +128,24 @@ class BitgetPrivateFeedConfig:
             raise ValueError(f"url must start with ws:// or wss://, got {self.url!r}")
         if not isinstance(self.inst_type, str) or not self.inst_type:
             raise ValueError("inst_type must be a non-empty string such as USDT-FUTURES")
-        for name in (
-            "ping_interval_s",
-            "pong_timeout_s",
-            "login_timeout_s",
-            "subscribe_timeout_s",
-            "open_timeout_s",
-            "close_timeout_s",
-            "backoff_initial_s",
-            "backoff_max_s",
-        ):
-            value = getattr(self, name)
-            if not (math.isfinite(value) and value > 0):
-                raise ValueError(f"{name} must be a finite number > 0, got {value}")
-        if self.backoff_max_s < self.backoff_initial_s:
-            raise ValueError(
-                f"backoff_max_s ({self.backoff_max_s}) must be >= backoff_initial_s "
-                f"({self.backoff_initial_s})"
-            )
-        for name in ("backoff_reset_after_s", "send_window_margin_s"):
-            value = getattr(self, name)
-            if not (math.isfinite(value) and value >= 0):
-                raise ValueError(f"{name} must be a finite number >= 0, got {value}")
-        if self.max_reconnect_attempts < 0:
-            raise ValueError(
-                f"max_reconnect_attempts must be >= 0 (0 = forever), "
-                f"got {self.max_reconnect_attempts}"
-            )
-        if self.max_client_messages_per_s < 1:
-            raise ValueError(
-                f"max_client_messages_per_s must be >= 1, got {self.max_client_messages_per_s}"
-            )
-        if self.max_frame_bytes < 1024:
-            raise ValueError(f"max_frame_bytes must be >= 1024, got {self.max_frame_bytes}")
+        check_socket_settings(
+            self,
+            (
+                "ping_interval_s",
+                "pong_timeout_s",
+                "login_timeout_s",
+                "subscribe_timeout_s",
+                "open_timeout_s",
+                "close_timeout_s",
+                "backoff_initial_s",
+                "backoff_max_s",
+            ),
+            min_frame_bytes=1024,
+        )
 
 
 @dataclass(frozen=True, slots=True)
-class PrivateFeedStats:
+class PrivateFeedStats(SocketStats):
     """A snapshot of the feed's counters, safe to hand to another thread.
 
     `rejected` counts frames (or push entries) by `RejectReason`, `last_rejection` says what
@@ -173,20 +156,7 @@ class PrivateFeedStats:
 
     state: PrivateStreamState
     reason: str
-    frames: int
-    bytes: int
-    connects: int
-    reconnects: int
-    connect_failures: int
-    consecutive_failures: int
-    last_backoff_s: float
-    last_disconnect: str
     logins: int
-    messages_sent: int
-    pings_sent: int
-    pongs: int
-    pong_timeouts: int
-    last_pong_latency_ms: float | None
     order_updates: int
     fill_updates: int
     positions_updates: int
@@ -194,9 +164,6 @@ class PrivateFeedStats:
     last_rejection: str
     exchange_errors: int
     last_exchange_error: str
-    handler_errors: int
-    last_handler_error: str
-    internal_errors: int
 
 
 class _Counters(SocketCounters):
@@ -297,22 +264,10 @@ class BitgetPrivateFeed:
     def stats(self) -> PrivateFeedStats:
         counters = self._counters
         return PrivateFeedStats(
+            **self._socket.stats_fields(),
             state=self._state,
             reason=self._reason,
-            frames=counters.frames,
-            bytes=counters.bytes,
-            connects=counters.connects,
-            reconnects=counters.reconnects,
-            connect_failures=counters.connect_failures,
-            consecutive_failures=self._socket.consecutive_failures,
-            last_backoff_s=counters.last_backoff_s,
-            last_disconnect=counters.last_disconnect,
             logins=counters.logins,
-            messages_sent=counters.messages_sent,
-            pings_sent=counters.pings_sent,
-            pongs=counters.pongs,
-            pong_timeouts=counters.pong_timeouts,
-            last_pong_latency_ms=counters.last_pong_latency_ms,
             order_updates=counters.order_updates,
             fill_updates=counters.fill_updates,
             positions_updates=counters.positions_updates,
@@ -320,9 +275,6 @@ class BitgetPrivateFeed:
             last_rejection=counters.last_rejection,
             exchange_errors=counters.exchange_errors,
             last_exchange_error=counters.last_exchange_error,
-            handler_errors=counters.handler_errors,
-            last_handler_error=counters.last_handler_error,
-            internal_errors=counters.internal_errors,
         )
 
     # Connection lifecycle

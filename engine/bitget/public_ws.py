@@ -9,7 +9,6 @@ stat or a `FeedStateChanged`; nothing escapes the feed's tasks.
 from __future__ import annotations
 
 import asyncio
-import math
 import time
 from collections.abc import Coroutine, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -26,7 +25,9 @@ from engine.bitget.websocket import (
     ReconnectingSocket,
     SessionEnd,
     SocketCounters,
+    SocketStats,
     channel_arg,
+    check_socket_settings,
     describe,
     describe_close,
     encode_op,
@@ -121,44 +122,19 @@ class BitgetPublicFeedConfig:
                 f"{channel_count} channels exceed Bitget's {MAX_CHANNELS_PER_CONNECTION} "
                 "per connection"
             )
-        for name in (
-            "ping_interval_s",
-            "pong_timeout_s",
-            "stale_after_s",
-            "backoff_initial_s",
-            "backoff_max_s",
-            "open_timeout_s",
-            "close_timeout_s",
-        ):
-            value = getattr(self, name)
-            if not (math.isfinite(value) and value > 0):
-                raise ValueError(f"{name} must be a finite number > 0, got {value}")
-        if self.backoff_max_s < self.backoff_initial_s:
-            raise ValueError(
-                f"backoff_max_s ({self.backoff_max_s}) must be >= backoff_initial_s "
-                f"({self.backoff_initial_s})"
-            )
-        if not (math.isfinite(self.backoff_reset_after_s) and self.backoff_reset_after_s >= 0):
-            raise ValueError(
-                f"backoff_reset_after_s must be a finite number >= 0, "
-                f"got {self.backoff_reset_after_s}"
-            )
-        if not (math.isfinite(self.send_window_margin_s) and self.send_window_margin_s >= 0):
-            raise ValueError(
-                f"send_window_margin_s must be a finite number >= 0, "
-                f"got {self.send_window_margin_s}"
-            )
-        if self.max_reconnect_attempts < 0:
-            raise ValueError(
-                f"max_reconnect_attempts must be >= 0 (0 = forever), "
-                f"got {self.max_reconnect_attempts}"
-            )
-        if self.max_client_messages_per_s < 1:
-            raise ValueError(
-                f"max_client_messages_per_s must be >= 1, got {self.max_client_messages_per_s}"
-            )
-        if self.max_frame_bytes < 1:
-            raise ValueError(f"max_frame_bytes must be >= 1, got {self.max_frame_bytes}")
+        check_socket_settings(
+            self,
+            (
+                "ping_interval_s",
+                "pong_timeout_s",
+                "stale_after_s",
+                "backoff_initial_s",
+                "backoff_max_s",
+                "open_timeout_s",
+                "close_timeout_s",
+            ),
+            min_frame_bytes=1,
+        )
         if not 2 < self.max_subscribe_args_bytes <= MAX_SUBSCRIBE_ARGS_BYTES:
             raise ValueError(
                 f"max_subscribe_args_bytes must be in 3..{MAX_SUBSCRIBE_ARGS_BYTES}, "
@@ -208,7 +184,7 @@ class SymbolFeedStats:
 
 
 @dataclass(frozen=True, slots=True)
-class FeedStats:
+class FeedStats(SocketStats):
     """A snapshot of a feed's counters, safe to hand to another thread.
 
     `frames`/`bytes` count every received frame; `foreign_frames` are market frames for a
@@ -217,25 +193,9 @@ class FeedStats:
     a connection.
     """
 
-    frames: int
-    bytes: int
-    connects: int
-    reconnects: int
-    connect_failures: int
-    consecutive_failures: int
-    last_backoff_s: float
-    last_disconnect: str
-    messages_sent: int
-    pings_sent: int
-    pongs: int
-    pong_timeouts: int
-    last_pong_latency_ms: float | None
     channel_errors: int
     resyncs: int
     foreign_frames: int
-    handler_errors: int
-    last_handler_error: str
-    internal_errors: int
     symbols: Mapping[str, SymbolFeedStats]
     parser: Mapping[str, object]
 
@@ -375,25 +335,10 @@ class BitgetPublicFeed:
             for symbol, feed in self._symbols.items()
         }
         return FeedStats(
-            frames=counters.frames,
-            bytes=counters.bytes,
-            connects=counters.connects,
-            reconnects=counters.reconnects,
-            connect_failures=counters.connect_failures,
-            consecutive_failures=self._socket.consecutive_failures,
-            last_backoff_s=counters.last_backoff_s,
-            last_disconnect=counters.last_disconnect,
-            messages_sent=counters.messages_sent,
-            pings_sent=counters.pings_sent,
-            pongs=counters.pongs,
-            pong_timeouts=counters.pong_timeouts,
-            last_pong_latency_ms=counters.last_pong_latency_ms,
+            **self._socket.stats_fields(),
             channel_errors=counters.channel_errors,
             resyncs=counters.resyncs,
             foreign_frames=counters.foreign_frames,
-            handler_errors=counters.handler_errors,
-            last_handler_error=counters.last_handler_error,
-            internal_errors=counters.internal_errors,
             symbols=MappingProxyType(symbols),
             parser=MappingProxyType(self._parser.stats.as_dict()),
         )

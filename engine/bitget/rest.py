@@ -34,7 +34,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
-from types import MappingProxyType, TracebackType
+from types import MappingProxyType
 from typing import Any, NamedTuple, TypeVar
 
 import aiohttp
@@ -87,6 +87,7 @@ from engine.bitget.models import (
 from engine.bitget.orders import OrderSide, OrderType, TimeInForce
 from engine.bitget.rate_limit import SlidingWindowRateLimiter, backoff_delay_s
 from engine.bitget.signing import canonical_query, rest_prehash, signed_headers
+from engine.http_session import HttpSessionClient
 
 logger = logging.getLogger(__name__)
 _T = TypeVar("_T")
@@ -347,7 +348,7 @@ class _Answer(NamedTuple):
     received_wall_ns: int
 
 
-class BitgetRestClient:
+class BitgetRestClient(HttpSessionClient):
     """The signed REST client: one keep-alive HTTP connection pool, limiter and stats."""
 
     def __init__(
@@ -387,11 +388,9 @@ class BitgetRestClient:
 
     # Lifecycle
 
-    async def start(self) -> None:
-        if self._http is not None:
-            raise RuntimeError("BitgetRestClient is already started")
+    def _open_session(self) -> aiohttp.ClientSession:
         config = self.config
-        self._http = aiohttp.ClientSession(
+        return aiohttp.ClientSession(
             connector=aiohttp.TCPConnector(limit=config.max_connections),
             timeout=aiohttp.ClientTimeout(
                 total=config.request_timeout_s, connect=config.connect_timeout_s
@@ -400,23 +399,6 @@ class BitgetRestClient:
             trust_env=False,
             trace_configs=list(self._trace_configs) or None,
         )
-
-    async def stop(self) -> None:
-        if self._http is not None:
-            await self._http.close()
-            self._http = None
-
-    async def __aenter__(self) -> BitgetRestClient:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        await self.stop()
 
     # Introspection
 
@@ -825,9 +807,7 @@ class BitgetRestClient:
         signed: bool = True,
     ) -> _Answer:
         """One attempt: wait for the limiter, sign, send, check the answer."""
-        http = self._http
-        if http is None:
-            raise RuntimeError("BitgetRestClient is not started")
+        http = self._session()
         waited_s = await self._limiters[path].acquire()
         if waited_s > 0:
             self._rate_limit_waits[path] += 1

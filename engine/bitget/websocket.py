@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import random
 import time
 from collections import deque
 from collections.abc import Callable, Coroutine, Mapping, Sequence
+from dataclasses import dataclass, fields
 from types import TracebackType
 from typing import Any, NamedTuple, Protocol
 
@@ -126,6 +128,39 @@ class SocketSettings(Protocol):
     def send_window_margin_s(self) -> float: ...
 
 
+def check_socket_settings(
+    settings: SocketSettings, positive: Sequence[str], *, min_frame_bytes: int
+) -> None:
+    """Raise ValueError on the first connection setting out of range; `positive` names the
+    config's durations that must be > 0 (each feed has its own timeouts beside the shared)."""
+    for name in positive:
+        value = getattr(settings, name)
+        if not (math.isfinite(value) and value > 0):
+            raise ValueError(f"{name} must be a finite number > 0, got {value}")
+    if settings.backoff_max_s < settings.backoff_initial_s:
+        raise ValueError(
+            f"backoff_max_s ({settings.backoff_max_s}) must be >= backoff_initial_s "
+            f"({settings.backoff_initial_s})"
+        )
+    for name in ("backoff_reset_after_s", "send_window_margin_s"):
+        value = getattr(settings, name)
+        if not (math.isfinite(value) and value >= 0):
+            raise ValueError(f"{name} must be a finite number >= 0, got {value}")
+    if settings.max_reconnect_attempts < 0:
+        raise ValueError(
+            f"max_reconnect_attempts must be >= 0 (0 = forever), "
+            f"got {settings.max_reconnect_attempts}"
+        )
+    if settings.max_client_messages_per_s < 1:
+        raise ValueError(
+            f"max_client_messages_per_s must be >= 1, got {settings.max_client_messages_per_s}"
+        )
+    if settings.max_frame_bytes < min_frame_bytes:
+        raise ValueError(
+            f"max_frame_bytes must be >= {min_frame_bytes}, got {settings.max_frame_bytes}"
+        )
+
+
 class SocketOwner(Protocol):
     """The feed a `ReconnectingSocket` connects for."""
 
@@ -188,6 +223,34 @@ class SocketCounters:
         self.internal_errors = 0
 
 
+@dataclass(frozen=True, slots=True)
+class SocketStats:
+    """What both feeds' stats snapshots say about their connection; each feed's adds its own."""
+
+    frames: int
+    bytes: int
+    connects: int
+    reconnects: int
+    connect_failures: int
+    consecutive_failures: int
+    last_backoff_s: float
+    last_disconnect: str
+    messages_sent: int
+    pings_sent: int
+    pongs: int
+    pong_timeouts: int
+    last_pong_latency_ms: float | None
+    handler_errors: int
+    last_handler_error: str
+    internal_errors: int
+
+
+_COUNTED_STATS = tuple(
+    field.name for field in fields(SocketStats) if field.name != "consecutive_failures"
+)
+"""The `SocketStats` fields read from `SocketCounters` by the same name."""
+
+
 class ReconnectingSocket:
     """One Bitget websocket kept connected for a `SocketOwner`; see the module docstring.
 
@@ -232,6 +295,13 @@ class ReconnectingSocket:
             self._run_task.cancel()
             await asyncio.wait([self._run_task])
         return True
+
+    def stats_fields(self) -> dict[str, Any]:
+        """The `SocketStats` fields of the owner's stats snapshot, by name."""
+        counters = self._counters
+        values = {name: getattr(counters, name) for name in _COUNTED_STATS}
+        values["consecutive_failures"] = self.consecutive_failures
+        return values
 
     async def send(self, message: bytes) -> None:
         """Send on the session's connection within the exchange's message limit."""

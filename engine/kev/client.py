@@ -20,12 +20,12 @@ import math
 import os
 import time
 from dataclasses import dataclass, field
-from types import TracebackType
 from typing import NamedTuple
 
 import aiohttp
 import orjson
 
+from engine.http_session import HttpSessionClient
 from engine.kev.command import KevCommand, KevCommandError, KevCommandSpec
 from engine.kev.context import system_prompt
 
@@ -180,7 +180,7 @@ def _timings(document: dict) -> KevTimings | None:
         return None
 
 
-class KevClient:
+class KevClient(HttpSessionClient):
     """One keep-alive connection pool to llama-server. `start`/`stop` own the pool."""
 
     def __init__(self, config: KevClientConfig, spec: KevCommandSpec) -> None:
@@ -215,40 +215,16 @@ class KevClient:
     def __repr__(self) -> str:
         return f"KevClient(base_url={self._url!r})"
 
-    async def start(self) -> None:
-        if self._http is not None:
-            raise RuntimeError("KevClient is already started")
+    def _open_session(self) -> aiohttp.ClientSession:
         headers = {"Content-Type": "application/json"}
         if self.config.api_key:
             headers["Authorization"] = f"Bearer {self.config.api_key}"
-        self._http = aiohttp.ClientSession(
+        return aiohttp.ClientSession(
             connector=aiohttp.TCPConnector(limit=self.config.max_connections),
             headers=headers,
             # A local server only: an inherited proxy setting must not reroute it.
             trust_env=False,
         )
-
-    async def stop(self) -> None:
-        if self._http is not None:
-            await self._http.close()
-            self._http = None
-
-    async def __aenter__(self) -> KevClient:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        await self.stop()
-
-    def _session(self) -> aiohttp.ClientSession:
-        if self._http is None:
-            raise RuntimeError("KevClient is not started")
-        return self._http
 
     def request_body(self, context: str, max_tokens: int | None = None) -> bytes:
         """The exact bytes `ask` sends for `context`."""

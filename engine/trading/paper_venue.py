@@ -174,14 +174,8 @@ class PaperVenue:
             intent.reduce_only,
             intent.client_oid,
         )
-        try:
-            result = engine.submit(request, self._now_ms())
-        except OrderRejected as rejection:
-            raise VenueRejected(rejection.code, rejection.message) from None
-        self._emit(_order_update(result.order, self._clock()))
-        if result.fills:
-            self._report_fills(engine, result.fills)
-        return PlaceAck(intent.client_oid, result.order.order_id, False)
+        order = self._submit(engine, request)
+        return PlaceAck(intent.client_oid, order.order_id, False)
 
     async def cancel(self, symbol: str, client_oid: str) -> None:
         engine = self._engine(symbol)
@@ -253,13 +247,7 @@ class PaperVenue:
                 abs(size),
                 reduce_only=True,
             )
-            try:
-                result = engine.submit(request, self._now_ms())
-            except OrderRejected as rejection:
-                raise VenueRejected(rejection.code, rejection.message) from None
-            self._emit(_order_update(result.order, self._clock()))
-            if result.fills:
-                self._report_fills(engine, result.fills)
+            self._submit(engine, request)
 
     async def snapshot(self) -> VenueSnapshot:
         if self._sink is None:
@@ -310,6 +298,17 @@ class PaperVenue:
         if engine is None:
             raise VenueRejected("40034", f"Parameter {symbol} does not exist")
         return engine
+
+    def _submit(self, engine: MatchingEngine, request: OrderRequest) -> Order:
+        """Match `request` now and push its order update and fills, as the exchange would."""
+        try:
+            result = engine.submit(request, self._now_ms())
+        except OrderRejected as rejection:
+            raise VenueRejected(rejection.code, rejection.message) from None
+        self._emit(_order_update(result.order, self._clock()))
+        if result.fills:
+            self._report_fills(engine, result.fills)
+        return result.order
 
     def _report_fills(self, engine: MatchingEngine, fills: list[Fill]) -> None:
         recv_ns = self._clock()
