@@ -3,9 +3,9 @@
 It polls `EngineHandle.snapshot()` and `events_since()` at `refresh_hz` on the UI loop (both
 return at once) and offers each pane its part of the snapshot; panes redraw only what changed,
 ordinary changes no more often than the `[console] bandwidth` budget allows (console.bandwidth),
-and what the terminal is sent is compacted and counted (console.terminal_output). Commands run
-off the UI loop, one at a time in the order given, except the kill switch, which has a lane of
-its own so it never waits behind another command.
+and what the terminal is sent is compacted and counted (console.terminal_output). Commands are
+awaited on the UI loop, which goes on drawing meanwhile, one at a time in the order given,
+except the kill switch, which never waits for its turn behind another command.
 """
 
 from __future__ import annotations
@@ -13,8 +13,7 @@ from __future__ import annotations
 import asyncio
 import math
 import time
-from collections.abc import Callable, Mapping
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import PurePath
 from types import MappingProxyType
@@ -29,7 +28,7 @@ from textual.message import Message
 from textual.widgets import Footer
 
 from console.bandwidth import BUDGETS, Bandwidth
-from console.handle import EngineHandle, EngineLost, ShutdownPolicy
+from console.engine.handle import EngineHandle, EngineLost, ShutdownPolicy
 from console.keymap import CONSOLE_BINDINGS, checked_keymap, key_list
 from console.screens.confirm import ConfirmScreen
 from console.screens.help import HelpScreen
@@ -138,8 +137,8 @@ class HftConsoleApp(App[None]):
         self._one_pane = False
         """At the full size, `v` shows one pane large beside the ladder (the compact layout
         always does)."""
-        self._commands = ThreadPoolExecutor(1, thread_name_prefix="console-command")
-        self._kill_lane = ThreadPoolExecutor(1, thread_name_prefix="console-kill")
+        self._command_turn = asyncio.Lock()
+        """Held by the command being answered; the kill switch never takes it."""
         self._footer = Footer()
         # Held here: queries run against the screen on top, which may be a dialog.
         secondary = "pane secondary"
@@ -204,10 +203,6 @@ class HftConsoleApp(App[None]):
         self.handle.on_progress = lambda: self.post_message(EngineProgressed())
         self.poll()
         self.set_interval(1 / self.config.refresh_hz, self.poll)
-
-    def on_unmount(self) -> None:
-        self._commands.shutdown(wait=False)
-        self._kill_lane.shutdown(wait=False)
 
     def on_resize(self, event: events.Resize) -> None:
         self._apply_layout(event.size.width, event.size.height)
@@ -443,25 +438,25 @@ class HftConsoleApp(App[None]):
             if result.ok:
                 self.exit()
 
-        self._send("shutdown", lambda: self.handle.shutdown(policy), then=done)
+        # It waits for the engine process to exit: off the loop.
+        self._send("shutdown", lambda: asyncio.to_thread(self.handle.shutdown, policy), then=done)
 
     def _send(
         self,
         label: str,
-        command: Callable[[], CommandResult],
+        command: Callable[[], Awaitable[CommandResult]],
         *,
         urgent: bool = False,
         safety: bool = False,
         then: Callable[[CommandResult], None] | None = None,
     ) -> None:
-        """`urgent`: the kill switch's own lane. `safety`: the status bar says the command
-        was sent, then its answer."""
-        lane = self._kill_lane if urgent else self._commands
+        """`urgent`: sent at once, without waiting for its turn. `safety`: the status bar says
+        the command was sent, then its answer."""
         sent_at = self._clock()
         if safety:
             self._note(CommandNote(f"{label} sent…", "sent"), math.inf)
         self.run_worker(
-            self._finish(label, lane.submit(command), then, sent_at if safety else None),
+            self._finish(label, command, urgent, then, sent_at if safety else None),
             group="commands",
             exit_on_error=False,
         )
@@ -469,12 +464,17 @@ class HftConsoleApp(App[None]):
     async def _finish(
         self,
         label: str,
-        future: Future[CommandResult],
+        command: Callable[[], Awaitable[CommandResult]],
+        urgent: bool,
         then: Callable[[CommandResult], None] | None,
         sent_at: float | None,
     ) -> None:
         try:
-            result = await asyncio.wrap_future(future)
+            if urgent:
+                result = await command()
+            else:
+                async with self._command_turn:  # FIFO: in the order the operator gave them
+                    result = await command()
         except Exception as error:  # the engine side failed: say so, keep the console
             result = CommandResult(label, False, f"failed: {type(error).__name__}: {error}")
         if sent_at is not None:

@@ -242,8 +242,9 @@ async def test_no_secret_on_the_console_screen(sim: SimExchange, tmp_path: Path)
     the console: the screen shows the masked key and nothing more of any secret; neither do
     the console's events or the engine's log."""
     from console.app import ConsoleConfig, HftConsoleApp
-    from console.engine_adapter import EngineAdapterConfig, EngineNodeHandle
-    from console.handle import ShutdownPolicy
+    from console.engine.config import EngineAdapterConfig
+    from console.engine.handle import ShutdownPolicy
+    from console.engine.node_handle import EngineNodeHandle
     from console.widgets.events import EventsPane
     from engine.laya.classifier import LayaClassifierConfig
     from engine.node import EngineConfig

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:
-    from console.engine_process import EngineAdapterConfig
+    from console.engine.config import EngineAdapterConfig
     from engine.kev.server import LlamaServerConfig
     from engine.settings.schema import Settings
 
@@ -199,7 +199,7 @@ def console_keymap(settings: Settings) -> dict[str, str]:
 def adapter_config(settings: Settings) -> EngineAdapterConfig:
     """How the engine feeds the console: pictures at [console] refresh_hz, and the VRAM
     monitor on Laya's GPU with the [gpu] budget, finding Kev through `kev serve`'s pid file."""
-    from console.engine_process import EngineAdapterConfig
+    from console.engine.config import EngineAdapterConfig
     from engine.kev.server import llama_server_pid_path
 
     return EngineAdapterConfig(

@@ -36,8 +36,9 @@ from typing import TYPE_CHECKING, TextIO
 import platformdirs
 
 from console.bandwidth import Bandwidth
-from console.engine_adapter import EngineAdapterConfig, EngineNodeHandle, EngineProcessError
-from console.handle import ShutdownPolicy
+from console.engine.config import EngineAdapterConfig
+from console.engine.handle import ShutdownPolicy
+from console.engine.node_handle import EngineNodeHandle, EngineProcessError
 from console.widgets import format as fmt
 from engine.bitget.credentials import Credentials
 from engine.feed.recording import RecordingUnreadable, check_recording

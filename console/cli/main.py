@@ -551,7 +551,7 @@ def _run(args: argparse.Namespace) -> int:
 
     from console.bandwidth import Bandwidth
     from console.cli.launch import LaunchOptions, launch
-    from console.handle import ShutdownPolicy
+    from console.engine.handle import ShutdownPolicy
 
     options = LaunchOptions(
         headless=args.headless,

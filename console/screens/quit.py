@@ -10,7 +10,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Button, Static
 
-from console.handle import ShutdownPolicy
+from console.engine.handle import ShutdownPolicy
 from console.screens.dialog import DialogScreen
 
 

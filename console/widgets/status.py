@@ -7,7 +7,7 @@ from typing import ClassVar, Literal, NamedTuple
 from rich.text import Text
 from textual.reactive import var
 
-from console.handle import EngineLost
+from console.engine.handle import EngineLost
 from console.view import FeedView, KevState, StatusView
 from console.widgets import format as fmt
 from console.widgets.lines import LinePane, fit

@@ -6,6 +6,7 @@ formulas, so snapshot SVGs only change when the drawing does.
 
 from __future__ import annotations
 
+import asyncio
 import math
 import threading
 from collections.abc import Callable, Sequence
@@ -15,7 +16,7 @@ from pathlib import Path
 from textual.app import App, ComposeResult
 from textual.widget import Widget
 
-from console.handle import EngineLost, ShutdownPolicy
+from console.engine.handle import EngineLost, ShutdownPolicy
 from console.view import (
     ConsoleEvent,
     ConsoleSnapshot,
@@ -439,33 +440,41 @@ class FakeEngineHandle:
             self.current, status=replace(status, trading=trading_view(state, exposed))
         )
 
-    def _record(self, name: str, *arguments: object) -> CommandResult:
+    def _record(self, name: str, *arguments: object) -> threading.Event | None:
         self.commands.append((name, *arguments))
-        gate = self.gates.get(name)
-        if gate is not None and not gate.wait(10):
+        return self.gates.get(name)
+
+    def _result(self, name: str, opened: bool) -> CommandResult:
+        if not opened:
             raise TimeoutError(f"{name} gate never opened")
         return self.results.get(name, CommandResult(name, True, f"{name} done"))
 
-    def pause(self) -> CommandResult:
-        return self._record("pause")
+    async def _command(self, name: str, *arguments: object) -> CommandResult:
+        """Recorded on the App's loop, in the order sent; a gate is waited for off it."""
+        gate = self._record(name, *arguments)
+        return self._result(name, gate is None or await asyncio.to_thread(gate.wait, 10))
 
-    def resume(self) -> CommandResult:
-        return self._record("resume")
+    async def pause(self) -> CommandResult:
+        return await self._command("pause")
 
-    def flatten(self) -> CommandResult:
-        return self._record("flatten")
+    async def resume(self) -> CommandResult:
+        return await self._command("resume")
 
-    def kill(self) -> CommandResult:
-        return self._record("kill")
+    async def flatten(self) -> CommandResult:
+        return await self._command("flatten")
 
-    def rearm(self, confirmation: str) -> CommandResult:
-        return self._record("rearm", confirmation)
+    async def kill(self) -> CommandResult:
+        return await self._command("kill")
 
-    def apply_overrides(self, overrides: RiskOverrides) -> CommandResult:
-        return self._record("apply_overrides", overrides)
+    async def rearm(self, confirmation: str) -> CommandResult:
+        return await self._command("rearm", confirmation)
+
+    async def apply_overrides(self, overrides: RiskOverrides) -> CommandResult:
+        return await self._command("apply_overrides", overrides)
 
     def shutdown(self, policy: ShutdownPolicy) -> CommandResult:
-        return self._record("shutdown", policy)
+        gate = self._record("shutdown", policy)
+        return self._result("shutdown", gate is None or gate.wait(10))
 
 
 class PaneHost(App[None]):

@@ -8,12 +8,12 @@ import os
 import signal
 
 from console_scenarios import FakeEngineHandle
-from test_engine_adapter import FAST, eventually, sim, sim_engine  # noqa: F401 (sim: a fixture)
+from support.console_engine import FAST, eventually, sim_engine, sim_exchange  # noqa: F401
 from textual.widget import Widget
 
 from console.app import ConsoleConfig, HftConsoleApp
-from console.engine_adapter import EngineNodeHandle
-from console.handle import EngineLost, ShutdownPolicy
+from console.engine.handle import EngineLost, ShutdownPolicy
+from console.engine.node_handle import EngineNodeHandle
 
 DIED = EngineLost(
     "the engine process was killed by SIGKILL",
@@ -31,7 +31,7 @@ def said(lines: list[str]) -> str:
 
 
 async def test_an_engine_killed_by_sigkill_is_said_at_once_and_quitting_exits_1(
-    sim,  # noqa: F811
+    sim,
     laya_model,
     tmp_path,
 ):

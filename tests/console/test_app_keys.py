@@ -3,6 +3,7 @@ and input checked before anything is sent."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
@@ -12,7 +13,7 @@ from console_scenarios import OVERRIDES, FakeEngineHandle
 from textual.widgets import Input, Static
 
 from console.app import COMMAND_NOTE_S, ConsoleConfig, HftConsoleApp
-from console.handle import ShutdownPolicy
+from console.engine.handle import ShutdownPolicy
 from console.screens.confirm import ConfirmScreen
 from console.screens.help import HelpScreen
 from console.screens.overrides import OverridesScreen
@@ -473,8 +474,8 @@ async def test_k_says_it_was_sent_then_shows_halted_and_the_answer_without_waiti
     gate = threading.Event()
     handle = FakeEngineHandle()
 
-    def kill() -> CommandResult:
-        gate.wait(10)
+    async def kill() -> CommandResult:
+        await asyncio.to_thread(gate.wait, 10)
         handle.set_state(TradingState.HALTED)  # the picture that comes with the answer
         return CommandResult("kill", True, "venue confirms no open orders and flat", 5.3)
 

@@ -24,7 +24,7 @@ from console_scenarios import (
 from textual.widgets import Input
 
 from console.app import ConsoleConfig, HftConsoleApp
-from console.handle import EngineLost
+from console.engine.handle import EngineLost
 from console.widgets.depth import DepthPane
 from console.widgets.events import EventsPane
 from console.widgets.imbalance import ImbalancePane

@@ -9,7 +9,7 @@ from dataclasses import replace
 import pytest
 from console_scenarios import BOUNDS, OVERRIDES, depth_view, trading_view
 
-from console.engine_views import console_event
+from console.engine.views import console_event
 from console.view import DepthView
 from engine.bitget.orders import OrderSide, OrderType
 from engine.risk.events import DailyPnlReset, OrderDenied, PositionReconciled, RiskLimitChanged

@@ -214,7 +214,7 @@ def engine_pid(session: str) -> int:
         if not entry.name.isdigit():
             continue
         try:
-            if b"console.engine_process" not in (entry / "cmdline").read_bytes():
+            if b"console.engine.server" not in (entry / "cmdline").read_bytes():
                 continue
             pid = int(entry.name)
             while pid > 1:

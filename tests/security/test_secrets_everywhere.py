@@ -183,8 +183,9 @@ async def test_a_console_crash_with_the_keys_loaded_prints_no_secret(
 ) -> None:
     """Textual prints the crash's traceback, with each frame's locals, when the app exits."""
     from console.app import ConsoleConfig, HftConsoleApp
-    from console.engine_adapter import EngineAdapterConfig, EngineNodeHandle
-    from console.handle import ShutdownPolicy
+    from console.engine.config import EngineAdapterConfig
+    from console.engine.handle import ShutdownPolicy
+    from console.engine.node_handle import EngineNodeHandle
     from console.widgets.events import EventsPane
 
     add = EventsPane.add

@@ -20,7 +20,7 @@ from console.cli.config import (
 )
 from console.cli.launch import LaunchOptions
 from console.cli.main import build_parser, main
-from console.handle import ShutdownPolicy
+from console.engine.handle import ShutdownPolicy
 from engine.gpu import GIB, VramBudget
 from engine.kev.server import free_port, llama_server_pid_path
 from engine.settings.reader import load_settings

@@ -19,8 +19,9 @@ from pathlib import Path
 import pytest
 from support.recordings import write_recording
 
-from console.engine_adapter import EngineAdapterConfig, EngineNodeHandle
-from console.handle import ShutdownPolicy
+from console.engine.config import EngineAdapterConfig
+from console.engine.handle import ShutdownPolicy
+from console.engine.node_handle import EngineNodeHandle
 from engine.journal import read_journal
 from engine.laya.classifier import LayaClassifierConfig
 from engine.node import EngineConfig

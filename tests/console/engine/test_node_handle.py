@@ -4,85 +4,37 @@ loop), the engine in its own process, and what the console reads and sends."""
 from __future__ import annotations
 
 import asyncio
-import math
 import os
 import signal
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
-from pathlib import Path
 
 import pytest
+from support.console_engine import FAST, eventually, sim_engine, sim_exchange  # noqa: F401
 from support.recordings import write_recording
 
-from console.engine_adapter import EngineAdapterConfig, EngineNodeHandle
-from console.engine_views import (
+from console.engine.config import EngineAdapterConfig
+from console.engine.handle import EngineLost, ShutdownPolicy
+from console.engine.node_handle import EngineNodeHandle
+from console.engine.views import (
     PANE_STAGES,
-    console_event,
     imbalance_reading,
-    kev_decision_view,
-    kev_latency,
-    kev_status_view,
 )
-from console.handle import EngineLost, ShutdownPolicy
 from console.view import (
     EventKind,
-    KevOutcome,
     KevState,
-    Severity,
 )
 from engine.book import BookView
 from engine.feed.events import FeedState
-from engine.kev.client import KevTimings
-from engine.kev.command import KevCommand
-from engine.kev.hub import KevDecision, KevStatus, KevWarmUpEnded
-from engine.kev.hub import KevOutcome as HubOutcome
 from engine.laya.classifier import LayaClassifierConfig
 from engine.laya.features import FEATURE_SET_VERSION
 from engine.node import EngineConfig
 from engine.pipeline import TIMED_STAGES
-from engine.risk.commands import KevAction
 from engine.risk.events import TradingState
 from engine.risk.overrides import RiskOverrides
-from engine.sim.market import MarketGeneratorConfig
-from engine.sim.server import SimExchange, SimExchangeConfig
-from engine.tools.bench.trading import NEVER_EMERGENCY
+from engine.sim.server import SimExchange
 from engine.trading.commands import CommandResult
-from engine.trading.config import QuotingStrategyConfig, TradingConfig, TradingMode
-
-FAST = EngineAdapterConfig(publish_hz=20, gpu=None)
-
-
-@pytest.fixture
-async def sim() -> AsyncIterator[SimExchange]:
-    exchange = SimExchange(
-        SimExchangeConfig(
-            book_interval_ms=30, warmup_ms=2_000, market=MarketGeneratorConfig(seed=5)
-        )
-    )
-    await exchange.start()
-    try:
-        yield exchange
-    finally:
-        await exchange.stop()
-
-
-def sim_engine(sim: SimExchange, model: Path, journal: Path) -> EngineConfig:
-    """The engine on `sim` (started apart), quoting close to the touch, Laya never EMERGENCY."""
-    trading = TradingConfig(
-        strategy=QuotingStrategyConfig(half_spread_bps=0.05, emergency_cooldown_ms=200),
-        journal_path=journal,
-        rest_url=sim.rest_url,
-    )
-    laya = LayaClassifierConfig(model_path=model, prefer_gpu=False, thresholds=NEVER_EMERGENCY)
-    return EngineConfig(live_url=sim.ws_url, laya=laya, trading=trading, status_interval_s=0.05)
-
-
-async def eventually(condition: Callable[[], bool], timeout_s: float = 15.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not reached in time")
-        await asyncio.sleep(0.02)
+from engine.trading.config import TradingMode
 
 
 @pytest.fixture
@@ -189,20 +141,20 @@ async def test_commands_act_on_the_engine_and_kill_leaves_the_exchange_flat(sim,
     def state() -> TradingState:
         return handle.snapshot().status.trading.state
 
-    paused = await asyncio.to_thread(handle.pause)
+    paused = await handle.pause()
     assert paused.ok, paused.message
     assert state() is TradingState.PAUSED
     await eventually(lambda: not ours(sim), 5)
-    resumed = await asyncio.to_thread(handle.resume)
+    resumed = await handle.resume()
     assert resumed.ok, resumed.message
 
     bounds = handle.snapshot().status.trading.bounds
     too_much = RiskOverrides({"BTCUSDT": 0.04, "ETHUSDT": 2.0}, 1_000, 5, 5, 100, 0.5)
-    refused = await asyncio.to_thread(handle.apply_overrides, too_much)
+    refused = await handle.apply_overrides(too_much)
     assert not refused.ok and "ETHUSDT" in refused.message
     assert too_much.problems(bounds)
     wanted = RiskOverrides({"BTCUSDT": 0.01, "ETHUSDT": 0.3}, 1_000, 5, 5, 100, 0.5)
-    applied = await asyncio.to_thread(handle.apply_overrides, wanted)
+    applied = await handle.apply_overrides(wanted)
     assert applied.ok, applied.message
     await eventually(lambda: handle.snapshot().status.trading.overrides == wanted, 5)
 
@@ -215,7 +167,7 @@ async def test_commands_act_on_the_engine_and_kill_leaves_the_exchange_flat(sim,
     # says the kill progressed, before the venue confirmed flat.
     progressed: list[TradingState] = []
     handle.on_progress = lambda: progressed.append(state())
-    killed = await asyncio.to_thread(handle.kill)
+    killed = await handle.kill()
     assert progressed == [TradingState.HALTED]
     assert killed.ok, killed.message
     assert killed.elapsed_ms is not None and killed.elapsed_ms > 0
@@ -228,9 +180,9 @@ async def test_commands_act_on_the_engine_and_kill_leaves_the_exchange_flat(sim,
         await asyncio.sleep(0.05)
         assert state() is TradingState.HALTED
 
-    wrong = await asyncio.to_thread(handle.rearm, "rearm please")
+    wrong = await handle.rearm("rearm please")
     assert not wrong.ok
-    rearmed = await asyncio.to_thread(handle.rearm, "REARM")
+    rearmed = await handle.rearm("REARM")
     assert rearmed.ok, rearmed.message
     assert state() is TradingState.PAUSED
     commands = shown(EventKind.COMMAND)
@@ -248,7 +200,7 @@ async def test_commands_act_on_the_engine_and_kill_leaves_the_exchange_flat(sim,
     assert result.ok and "halted and flat" in result.message and "engine stopped" in result.message
     assert not handle.running
     assert await asyncio.to_thread(handle.shutdown, ShutdownPolicy.KEEP) is result
-    after = await asyncio.to_thread(handle.pause)
+    after = await handle.pause()
     assert not after.ok and "not running" in after.message
     assert handle.snapshot().status.trading.state is TradingState.HALTED  # the last picture
 
@@ -311,7 +263,7 @@ def test_a_replay_ends_with_the_bench_figures_and_trades_nothing(replay_handle):
     assert snapshot.status.mode is TradingMode.PAPER
     assert snapshot.status.trading.state is TradingState.PAUSED
     assert "watch only" in snapshot.status.trading.reason
-    refused = handle.pause()
+    refused = asyncio.run(handle.pause())
     assert not refused.ok and "trading is off" in refused.message
     result = handle.shutdown(ShutdownPolicy.FLATTEN)  # nothing to flatten: stops
     assert result.ok and result.message == "engine stopped"
@@ -346,7 +298,7 @@ def test_a_stuck_engine_answers_not_ok_in_time_and_keeps_its_last_picture(replay
     os.kill(handle.pid, signal.SIGSTOP)  # the engine hangs: nothing of it runs
     try:
         started = time.monotonic()
-        result = handle.pause()
+        result = asyncio.run(handle.pause())
         assert time.monotonic() - started < 2.0
         assert not result.ok
         assert "did not answer within 0.5 s" in result.message
@@ -354,7 +306,9 @@ def test_a_stuck_engine_answers_not_ok_in_time_and_keeps_its_last_picture(replay
     finally:
         os.kill(handle.pid, signal.SIGCONT)
     deadline = time.monotonic() + 10
-    while not handle.pause().message.startswith("trading is off"):  # alive again: answers
+    while not asyncio.run(handle.pause()).message.startswith(
+        "trading is off"
+    ):  # alive again: answers
         assert time.monotonic() < deadline, "the engine did not answer after it resumed"
     assert handle.shutdown(ShutdownPolicy.KEEP).ok
 
@@ -370,7 +324,7 @@ def test_a_dead_engine_fails_commands_at_once_and_lets_the_console_go(replay_han
         "the engine process was killed by SIGKILL", "it traded nothing (watch only)"
     )
     started = time.monotonic()
-    result = handle.kill()
+    result = asyncio.run(handle.kill())
     assert time.monotonic() - started < 0.5
     assert result == CommandResult("kill", False, "kill: the engine process was killed by SIGKILL")
     for _ in range(2):  # never ok: nothing was stopped, the launcher's exit status says so
@@ -386,88 +340,3 @@ async def test_the_engine_flattens_and_exits_when_the_console_dies(sim, laya_mod
     await eventually(lambda: not handle.running, 30)  # the engine process has exited
     assert not sim.open_orders()
     assert all(position.size == 0 for position in sim.positions())
-
-
-# Kev: the hub's figures as the panes show them
-
-
-def kev_decision(
-    decision_id: int,
-    outcome: HubOutcome,
-    reason: str,
-    command: KevCommand | None,
-    wall_ms: float,
-) -> KevDecision:
-    return KevDecision(
-        decision_id,
-        1_723_111_200_000_000_000 + decision_id,
-        "BTCUSDT",
-        "EMERGENCY",
-        outcome,
-        reason,
-        command,
-        '{"action": "reduce"}' if command is None else "",
-        "qwen2.5-0.5b",
-        wall_ms,
-        3.0,
-        KevTimings(0, 120, 40.0, 20, 300.0),
-        0,
-    )
-
-
-def test_kev_status_and_decisions_map_to_the_panes():
-    assert kev_status_view(None).state is KevState.OFFLINE
-    assert kev_status_view(None).detail.startswith("Kev is off")
-    online = KevStatus("online", "", "qwen", 812.0, 0, 0, 3, 0, 0, 0, {})
-    assert kev_status_view(online).state is KevState.ONLINE
-    assert kev_status_view(online).last_latency_ms == 812.0
-    busy = kev_status_view(KevStatus("busy", "", "qwen", 812.0, 2, 1, 3, 0, 0, 0, {}))
-    assert busy.state is KevState.BUSY and busy.detail == "1 in flight, 2 waiting"
-    loading = kev_status_view(KevStatus("loading", "503", "", None, 0, 0, 0, 0, 0, 0, {}))
-    assert loading.state is KevState.OFFLINE and loading.detail == "loading: 503"
-
-    reduce = KevCommand(KevAction.REDUCE, 0.5, 1.0, 0.0, 2_000, "depth thinned on the bid")
-    accepted = kev_decision_view(kev_decision(1, HubOutcome.ACCEPTED, "risk 0.5", reduce, 900))
-    assert (accepted.action, accepted.outcome, accepted.why) == (
-        "reduce",
-        KevOutcome.ACCEPTED,
-        "risk 0.5",
-    )
-    assert accepted.reasoning == "depth thinned on the bid" and accepted.latency_ms == 900
-    refused = kev_decision_view(
-        kev_decision(2, HubOutcome.REFUSED, "raising the risk scale", reduce, 800)
-    )
-    assert refused.outcome is KevOutcome.REJECTED
-    assert refused.why == "refused by the risk gateway: raising the risk scale"
-    invalid = kev_decision_view(kev_decision(3, HubOutcome.REJECTED, "invalid JSON", None, 700))
-    assert (invalid.action, invalid.reasoning) == ("none", '{"action": "reduce"}')
-    stale = kev_decision_view(kev_decision(4, HubOutcome.STALE, "mid moved 9 bps", reduce, 60))
-    assert stale.outcome is KevOutcome.STALE
-
-    decisions = [kev_decision(n, HubOutcome.ACCEPTED, "", reduce, 100.0 * n) for n in range(1, 101)]
-    latency = kev_latency(decisions, 3e6)
-    assert (latency.count, latency.p50_us, latency.p99_us, latency.max_us) == (
-        100,
-        5e6,
-        9.9e6,
-        1e7,
-    )
-    assert latency.over_budget
-    empty = kev_latency([], None)
-    assert empty.count == 0 and math.isnan(empty.p50_us)
-
-
-def test_kev_warm_up_shows_in_the_status_and_the_events():
-    detail = "warming the prompt cache (up to 90 s)"
-    warming = kev_status_view(KevStatus("warming", detail, "tiny.gguf", None, 1, 0, 1, 0, 0, 0, {}))
-    assert (warming.state, warming.detail) == (KevState.OFFLINE, detail)  # no decision yet
-    text = "prompt cache warmed in 19.2 s (560 prompt tokens evaluated, 0 cached)"
-    warmed = console_event(KevWarmUpEnded(True, 19_200.0, text, 7), 0)
-    assert warmed == (EventKind.KEV, Severity.INFO, f"Kev: {text}", 7)
-    failed = "warm-up failed after 90.0 s: timeout: no answer within 90 s"
-    assert console_event(KevWarmUpEnded(False, 90_000.0, failed, 8), 0) == (
-        EventKind.KEV,
-        Severity.WARNING,
-        f"Kev: {failed}",
-        8,
-    )

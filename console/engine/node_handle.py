@@ -1,23 +1,23 @@
 """`EngineNodeHandle`: the console's `EngineHandle` over a real `EngineNode`.
 
-The node runs in an engine process of its own (`console.engine_process`), so drawing the
+The node runs in an engine process of its own (`console.engine.server`), so drawing the
 console never holds the fast path's GIL. That process builds a frozen `ConsoleSnapshot` at
 `publish_hz` and sends the parts that changed; a receiver thread here merges them into the
 latest snapshot and keeps the events in order, so `snapshot()` and `events_since()` hand over
 what is already here and never wait on the engine.
 
-Commands are requests with a time limit: a stuck engine answers "not ok" when the limit runs
-out, a dead one at once; neither hangs the console.
+Commands are requests with a time limit, awaited on the caller's loop: a stuck engine answers
+"not ok" when the limit runs out, a dead one at once; neither hangs the console.
 """
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import logging
 import multiprocessing
 import multiprocessing.connection
 import os
-import pickle
 import signal
 import subprocess
 import sys
@@ -28,8 +28,24 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from pathlib import Path
 
-from console.engine_process import EngineAdapterConfig, EngineSetup
-from console.handle import EngineLost, ShutdownPolicy
+from console.engine.config import EngineAdapterConfig
+from console.engine.handle import EngineLost, ShutdownPolicy
+from console.engine.protocol import (
+    Answer,
+    EngineSetup,
+    Events,
+    Picture,
+    Progress,
+    Request,
+    Shutdown,
+    Started,
+    StartFailed,
+    Stats,
+    ToConsole,
+    ToEngine,
+    decode,
+    encode,
+)
 from console.view import ConsoleEvent, ConsoleSnapshot
 from engine.bitget.credentials import Credentials, mask_api_key
 from engine.node import EngineConfig
@@ -45,8 +61,6 @@ from engine.trading.commands import (
     SetLimits,
 )
 from engine.trading.config import TradingMode
-
-__all__ = ["EngineAdapterConfig", "EngineNodeHandle", "EngineProcessError"]
 
 logger = logging.getLogger(__name__)
 
@@ -86,7 +100,7 @@ class EngineNodeHandle:
         self._connection: multiprocessing.connection.Connection | None = None
         self._send_lock = threading.Lock()
         self._requests = itertools.count(1)
-        self._waiting: dict[int, Future[tuple[bool, object]]] = {}
+        self._waiting: dict[int, Future[Answer]] = {}
         self._waiting_lock = threading.Lock()
         self._parts: dict[str, object] = {}
         self._latest: ConsoleSnapshot | None = None
@@ -114,7 +128,7 @@ class EngineNodeHandle:
         ours, theirs = multiprocessing.Pipe(duplex=True)
         try:
             self._process = subprocess.Popen(
-                [sys.executable, "-m", "console.engine_process", str(theirs.fileno())],
+                [sys.executable, "-m", "console.engine.server", str(theirs.fileno())],
                 pass_fds=(theirs.fileno(),),
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,
@@ -183,10 +197,10 @@ class EngineNodeHandle:
         ones it sent with its shutdown answer once stopped."""
         if self._final_stats is not None:
             return self._final_stats
-        ok, payload = self._request(("stats",), self.config.command_timeout_s)
-        if not ok or not isinstance(payload, dict):
-            raise EngineProcessError(f"the engine could not give its figures: {payload}")
-        return payload
+        answer = self._request(Stats(), self.config.command_timeout_s)
+        if not answer.ok or not isinstance(answer.payload, dict):
+            raise EngineProcessError(f"the engine could not give its figures: {answer.payload}")
+        return answer.payload
 
     # EngineHandle: reads
 
@@ -207,25 +221,26 @@ class EngineNodeHandle:
     def lost(self) -> EngineLost | None:
         return self._lost if self._shutdown_result is None else None
 
-    # EngineHandle: commands
+    # EngineHandle: commands, awaited on the caller's loop
 
-    def pause(self) -> CommandResult:
-        return self._command(Command(Pause()))
+    async def pause(self) -> CommandResult:
+        return await self._command(Command(Pause()))
 
-    def resume(self) -> CommandResult:
-        return self._command(Command(Resume()))
+    async def resume(self) -> CommandResult:
+        return await self._command(Command(Resume()))
 
-    def flatten(self) -> CommandResult:
-        return self._command(Command(Flatten()), self._sequence_limit_s("flatten_timeout_s"))
+    async def flatten(self) -> CommandResult:
+        limit_s = self._sequence_limit_s("flatten_timeout_s")
+        return await self._command(Command(Flatten()), limit_s)
 
-    def kill(self) -> CommandResult:
-        return self._command(Command(Kill()), self._sequence_limit_s("kill_timeout_s"))
+    async def kill(self) -> CommandResult:
+        return await self._command(Command(Kill()), self._sequence_limit_s("kill_timeout_s"))
 
-    def rearm(self, confirmation: str) -> CommandResult:
-        return self._command(Command(Rearm(confirmation)))
+    async def rearm(self, confirmation: str) -> CommandResult:
+        return await self._command(Command(Rearm(confirmation)))
 
-    def apply_overrides(self, overrides: RiskOverrides) -> CommandResult:
-        return self._command(Command(SetLimits(overrides)))
+    async def apply_overrides(self, overrides: RiskOverrides) -> CommandResult:
+        return await self._command(Command(SetLimits(overrides)))
 
     def shutdown(self, policy: ShutdownPolicy, reason: str | None = None) -> CommandResult:
         """FLATTEN: the kill switch (HALTED, cancel all, close all, until the venue confirms
@@ -245,7 +260,7 @@ class EngineNodeHandle:
             limit = self._sequence_limit_s("kill_timeout_s") + self.config.stop_timeout_s
             why = reason or f"the operator quit the console ({policy.value} and quit)"
             try:
-                ok, payload = self._request(("shutdown", policy.value, why), limit)
+                answer = self._request(Shutdown(policy, why), limit)
             except TimeoutError:
                 self._refused_once = True
                 return CommandResult(
@@ -259,9 +274,10 @@ class EngineNodeHandle:
                     return CommandResult("shutdown", False, str(self._lost))
                 message = f"{error}; nothing was flattened: check the exchange"
                 return CommandResult("shutdown", False, message)
-            if not ok or not isinstance(payload, tuple):
-                return CommandResult("shutdown", False, f"shutdown failed in the engine: {payload}")
-            result, stats = payload
+            if not answer.ok or not isinstance(answer.payload, tuple):
+                message = f"shutdown failed in the engine: {answer.payload}"
+                return CommandResult("shutdown", False, message)
+            result, stats = answer.payload
             if not result.ok:
                 return result
             self._final_stats = stats
@@ -283,11 +299,11 @@ class EngineNodeHandle:
             return self.config.command_timeout_s
         return getattr(trading.executor, name) + self.config.sequence_margin_s
 
-    def _command(self, command: Command, limit_s: float | None = None) -> CommandResult:
+    async def _command(self, command: Command, limit_s: float | None = None) -> CommandResult:
         name = command.name
         limit = self.config.command_timeout_s if limit_s is None else limit_s
         try:
-            ok, payload = self._request(("command", command), limit)
+            answer = await self._request_awaited(command, limit)
         except TimeoutError:
             return CommandResult(
                 name,
@@ -297,38 +313,57 @@ class EngineNodeHandle:
             )
         except EngineProcessError as error:
             return CommandResult(name, False, f"{name}: {error}")
-        if not ok or not isinstance(payload, CommandResult):
-            return CommandResult(name, False, f"{name} failed in the engine: {payload}")
-        return payload
+        if not answer.ok or not isinstance(answer.payload, CommandResult):
+            return CommandResult(name, False, f"{name} failed in the engine: {answer.payload}")
+        return answer.payload
 
-    # The wire
+    # The wire (console.engine.protocol)
 
-    def _request(self, message: tuple[object, ...], limit_s: float) -> tuple[bool, object]:
-        """Send a request (`("command", Command)`, `("stats",)`, `("shutdown", policy,
-        reason)`) under a fresh id and wait for its answer."""
+    def _request(self, asked: Command | Stats | Shutdown, limit_s: float) -> Answer:
+        """Ask and wait for the answer, blocking (the launcher's shutdown and figures)."""
+        request_id, answer = self._send_request(asked)
+        try:
+            return answer.result(limit_s)
+        finally:
+            self._forget(request_id)
+
+    async def _request_awaited(self, asked: Command | Stats | Shutdown, limit_s: float) -> Answer:
+        """Ask and await the answer on the caller's loop, which goes on meanwhile."""
+        request_id, answer = self._send_request(asked)
+        try:
+            # Shielded: a timeout must not cancel the answer the receiver thread may be setting.
+            return await asyncio.wait_for(asyncio.shield(asyncio.wrap_future(answer)), limit_s)
+        finally:
+            self._forget(request_id)
+
+    def _send_request(self, asked: Command | Stats | Shutdown) -> tuple[int, Future[Answer]]:
+        """Send `asked` under a fresh id; the future takes its answer (set by the receiver)."""
         if not self._started.is_set() or self._shutdown_result is not None:
             raise EngineProcessError("the engine is not running")
         if self._gone is not None:
             raise EngineProcessError(self._gone)
         request_id = next(self._requests)
-        future: Future[tuple[bool, object]] = Future()
+        answer: Future[Answer] = Future()
         with self._waiting_lock:
-            self._waiting[request_id] = future
+            self._waiting[request_id] = answer
         try:
-            try:
-                self._send((message[0], request_id, *message[1:]))
-            except OSError as error:
-                raise EngineProcessError(f"the engine process is unreachable: {error}") from None
-            return future.result(limit_s)
-        finally:
-            with self._waiting_lock:
-                self._waiting.pop(request_id, None)
+            self._send(Request(request_id, asked))
+        except OSError as error:
+            self._forget(request_id)
+            raise EngineProcessError(f"the engine process is unreachable: {error}") from None
+        return request_id, answer
 
-    def _send(self, message: object) -> None:
+    def _forget(self, request_id: int) -> None:
+        with self._waiting_lock:
+            self._waiting.pop(request_id, None)
+
+    def _send(self, message: ToEngine) -> None:
+        # On the caller's loop too: a request is a few hundred bytes, and the engine's reader
+        # thread takes each off the socket at once, so this never waits for the engine loop.
         connection = self._connection
         if connection is None:
             raise EngineProcessError("the engine was not started")
-        payload = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+        payload = encode(message)
         with self._send_lock:
             connection.send_bytes(payload)
 
@@ -337,40 +372,38 @@ class EngineNodeHandle:
         assert connection is not None
         try:
             while True:
-                self._dispatch(pickle.loads(connection.recv_bytes()))
+                self._take(decode(connection.recv_bytes()))
         except (EOFError, OSError):
             pass
         except Exception:  # a message this side cannot read: the link is unusable
             logger.exception("unreadable message from the engine process")
         self._on_gone()
 
-    def _dispatch(self, message: tuple[object, ...]) -> None:
-        kind = message[0]
-        if kind == "picture":
-            _, at_ns, parts, status_line, finished = message
-            self._parts.update(parts)  # type: ignore[arg-type]
-            self._latest = ConsoleSnapshot(at_ns=at_ns, **self._parts)  # type: ignore[arg-type]
-            if status_line is not None:
-                self._status_line = status_line  # type: ignore[assignment]
-            self._finished = bool(finished)
-        elif kind == "events":
-            self._buffer.extend(message[1])  # type: ignore[arg-type]
-            self._events = tuple(self._buffer)
-        elif kind == "answer":
-            _, request_id, ok, payload = message
-            with self._waiting_lock:
-                future = self._waiting.get(request_id)  # type: ignore[arg-type]
-            if future is not None and not future.done():
-                future.set_result((bool(ok), payload))
-        elif kind == "progress":  # a kill or flatten has set its state; its answer follows
-            on_progress = self.on_progress
-            if on_progress is not None:
-                on_progress()
-        elif kind == "started":
-            self._started.set()
-        elif kind == "failed":
-            self._start_failure = str(message[1])
-            self._started.set()
+    def _take(self, message: ToConsole) -> None:
+        match message:
+            case Picture():
+                self._parts.update(message.parts)
+                self._latest = ConsoleSnapshot(at_ns=message.at_ns, **self._parts)  # type: ignore[arg-type]
+                if message.status_line is not None:
+                    self._status_line = message.status_line
+                self._finished = message.finished
+            case Events():
+                self._buffer.extend(message.events)
+                self._events = tuple(self._buffer)
+            case Answer():
+                with self._waiting_lock:
+                    answer = self._waiting.get(message.request_id)
+                if answer is not None and not answer.done():
+                    answer.set_result(message)
+            case Progress():  # a kill or flatten has set its state; its answer follows
+                on_progress = self.on_progress
+                if on_progress is not None:
+                    on_progress()
+            case Started():
+                self._started.set()
+            case StartFailed():
+                self._start_failure = message.why
+                self._started.set()
 
     def _on_gone(self) -> None:
         process = self._process

@@ -1,10 +1,12 @@
 """The one interface between the console and the engine it watches.
 
 The App polls `snapshot()` and `events_since()` on its own loop, so both must return at once
-(hand over the latest published objects; never wait on the engine loop). Commands may block
-until the engine has acted; the App calls them from a worker thread, one at a time in the order
-the operator gave them, except `kill`, which has a thread of its own and so may arrive while
-another command is still running. An exception from a command is shown as a failure.
+(hand over the latest published objects; never wait on the engine loop). Commands are awaited
+on that loop until the engine has acted, and must never block it: the App awaits them one at a
+time in the order the operator gave them, except `kill`, which never waits for its turn and so
+may arrive while another command is still running. `shutdown` may block (it waits for the
+engine process to exit): the App runs it off its loop. An exception from a command is shown as
+a failure.
 """
 
 from __future__ import annotations
@@ -60,21 +62,21 @@ class EngineHandle(Protocol):
         and after a shutdown); without waiting."""
         ...
 
-    def pause(self) -> CommandResult: ...
+    async def pause(self) -> CommandResult: ...
 
-    def resume(self) -> CommandResult: ...
+    async def resume(self) -> CommandResult: ...
 
-    def flatten(self) -> CommandResult: ...
+    async def flatten(self) -> CommandResult: ...
 
-    def kill(self) -> CommandResult:
+    async def kill(self) -> CommandResult:
         """The kill switch: HALTED, latched until `rearm`; cancels everything and flattens."""
         ...
 
-    def rearm(self, confirmation: str) -> CommandResult:
+    async def rearm(self, confirmation: str) -> CommandResult:
         """Release the kill switch; `confirmation` is the phrase the operator typed."""
         ...
 
-    def apply_overrides(self, overrides: RiskOverrides) -> CommandResult:
+    async def apply_overrides(self, overrides: RiskOverrides) -> CommandResult:
         """Apply every value at once, or none (and say which one was refused)."""
         ...
 
