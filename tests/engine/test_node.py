@@ -8,6 +8,7 @@ import gzip
 
 import orjson
 import pytest
+from support.waiting import eventually
 
 from engine.feed.recording import encode_line
 from engine.feed.replay import START_LEAD_NS
@@ -70,9 +71,12 @@ async def test_the_default_node_trades_on_its_own_simulator(laya_model, tmp_path
         assert sim is not None
         loop = asyncio.get_running_loop()
         deadline = loop.time() + 20
-        while len(sim.open_orders()) < 2:
-            assert loop.time() < deadline, "no quotes rested on the simulator"
-            await asyncio.sleep(0.05)
+        await eventually(
+            lambda: len(sim.open_orders()) >= 2,
+            20,
+            "quotes resting on the simulator",
+            interval_s=0.05,
+        )
         await asyncio.sleep(0.1)
         published = node.latest_status
         assert published is not None and published.trading is not None
@@ -82,9 +86,12 @@ async def test_the_default_node_trades_on_its_own_simulator(laya_model, tmp_path
             lambda: node.call_threadsafe(node.execute(Command(Pause()))).result(10)
         )
         assert paused.ok
-        while sim.open_orders():
-            assert loop.time() < deadline + 5, "pause left quotes resting"
-            await asyncio.sleep(0.05)
+        await eventually(
+            lambda: not sim.open_orders(),
+            deadline + 5 - loop.time(),
+            "the pause to take the quotes off",
+            interval_s=0.05,
+        )
         assert (await node.execute(Command(Resume()))).ok
     finally:
         await node.stop()

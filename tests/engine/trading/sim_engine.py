@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Callable
 from pathlib import Path
 
 from engine.bitget.credentials import Credentials
@@ -63,12 +61,3 @@ async def sim_rest(sim: SimExchange) -> BitgetRestClient:
     )
     await client.start()
     return client
-
-
-async def eventually(condition: Callable[[], bool], timeout_s: float = 10.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout_s
-    while not condition():
-        if loop.time() > deadline:
-            raise AssertionError("condition not reached in time")
-        await asyncio.sleep(0.01)
