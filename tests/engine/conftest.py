@@ -15,6 +15,7 @@ from typing import NamedTuple
 
 import orjson
 import pytest
+from support.sim import running_sim
 from support.waiting import eventually as support_eventually
 from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
@@ -320,12 +321,10 @@ async def bitget_server() -> AsyncIterator[ScriptedBitgetServer]:
 @pytest.fixture
 async def sim_exchange():
     """The project's simulated Bitget exchange on loopback, pushing every 50 ms."""
-    from engine.sim.server import SimExchange, SimExchangeConfig
+    from engine.sim.server import SimExchangeConfig
 
-    sim = SimExchange(SimExchangeConfig(book_interval_ms=50, warmup_ms=1_000))
-    await sim.start()
-    yield sim
-    await sim.stop()
+    async with running_sim(SimExchangeConfig(book_interval_ms=50, warmup_ms=1_000)) as sim:
+        yield sim
 
 
 @pytest.fixture

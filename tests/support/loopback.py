@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
 
 from aiohttp import web
 
@@ -25,6 +27,24 @@ class Loopback:
 
     async def stop(self) -> None:
         await self.runner.cleanup()
+
+
+def catch_all(handler: Handler, **settings: Any) -> web.Application:
+    """An app sending every method on every path to `handler` (`settings`: the app's own)."""
+    app = web.Application(**settings)
+    app.router.add_route("*", "/{tail:.*}", handler)
+    return app
+
+
+@contextlib.asynccontextmanager
+async def serving(app: web.Application) -> AsyncIterator[Loopback]:
+    """`app` on a started loopback server, stopped on the way out."""
+    server = Loopback(app)
+    await server.start()
+    try:
+        yield server
+    finally:
+        await server.stop()
 
 
 async def serve(routes: dict[str, Handler]) -> Loopback:
