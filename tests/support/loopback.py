@@ -29,6 +29,17 @@ class Loopback:
         await self.runner.cleanup()
 
 
+def drop_connection() -> Handler:
+    """A reply that closes the socket without answering: the client cannot know what happened."""
+
+    async def reply(request: web.Request) -> web.StreamResponse:
+        assert request.transport is not None
+        request.transport.close()
+        return web.Response(status=200)
+
+    return reply
+
+
 def catch_all(handler: Handler, **settings: Any) -> web.Application:
     """An app sending every method on every path to `handler` (`settings`: the app's own)."""
     app = web.Application(**settings)

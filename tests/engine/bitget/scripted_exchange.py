@@ -55,17 +55,6 @@ def raw(text: str, status: int = 200, content_type: str = "text/html") -> Reply:
     return reply
 
 
-def drop_connection() -> Reply:
-    """Close the socket without answering: the client cannot know what happened."""
-
-    async def reply(request: web.Request) -> web.StreamResponse:
-        assert request.transport is not None
-        request.transport.close()
-        return web.Response(status=200)
-
-    return reply
-
-
 def pending(*orders: dict[str, str]) -> Reply:
     return ok({"entrustedList": list(orders) or None, "endId": None})
 

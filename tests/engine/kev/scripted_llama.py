@@ -89,15 +89,6 @@ def delayed(seconds: float, then: Reply, before: Callable[[], None] | None = Non
     return reply
 
 
-def drop_connection() -> Reply:
-    async def reply(request: web.Request) -> web.StreamResponse:
-        assert request.transport is not None
-        request.transport.close()
-        return web.Response(status=200)
-
-    return reply
-
-
 class ScriptedLlama:
     """Answers each path from its script in order; the last reply of a script repeats.
     `/health` answers ok and `/props` a small model unless scripted otherwise."""
