@@ -25,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from support.waiting import eventually
 
 from engine.bitget.credentials import Credentials
 from engine.bitget.rest import BitgetRestClient, BitgetRestConfig
@@ -68,15 +69,15 @@ def alive(session: str) -> bool:
     return subprocess.run(command, capture_output=True, check=False).returncode == 0
 
 
-async def eventually(
+async def on_screen(
     condition: Callable[[], bool], timeout_s: float, what: str, session: str = ""
 ) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            shown = screen(session) if session and alive(session) else "(no screen)"
-            raise AssertionError(f"timed out after {timeout_s} s waiting for {what}\n{shown}")
-        await asyncio.sleep(0.1)
+    """support's `eventually` every 0.1 s, showing the console's screen if it times out."""
+
+    def shown() -> str:
+        return screen(session) if session and alive(session) else "(no screen)"
+
+    await eventually(condition, timeout_s, what, interval_s=0.1, explain=shown)
 
 
 @pytest.fixture(scope="module")
@@ -242,13 +243,13 @@ async def test_kill_key_leaves_the_exchange_flat_and_the_screen_halted(
     start_console(session, (160, 48), sim_urls, hold_model, tmp_path)
     venue = Venue(exchange)
     await until(venue, lambda: venue.quote_sides == {"buy", "sell"}, 40, "quotes", session)
-    await eventually(lambda: "ACTIVE" in screen(session), 30, "the console", session)
+    await on_screen(lambda: "ACTIVE" in screen(session), 30, "the console", session)
 
     tmux("send-keys", "-t", session, "k")
     await until(venue, lambda: venue.orders == 0 and venue.open_positions == 0, 15, "flat", session)
     # HALTED, the command's answer (a notification) and the emptied order count can reach the
     # screen one snapshot apart.
-    await eventually(
+    await on_screen(
         lambda: (
             "HALTED" in (shown := screen(session))
             and "KILL: venue confirms no open orders" in shown  # the answer (it wraps)
@@ -260,7 +261,7 @@ async def test_kill_key_leaves_the_exchange_flat_and_the_screen_halted(
     )
 
     tmux("send-keys", "-t", session, "q")  # nothing open: quits at once
-    await eventually(lambda: not alive(session), 20, "the console to exit")
+    await on_screen(lambda: not alive(session), 20, "the console to exit")
     assert ("kill", True) in operator_commands(tmp_path / "journal.sqlite")
 
 
@@ -280,7 +281,7 @@ async def test_a_hangup_flattens_before_the_console_exits(sim_urls, hold_model, 
             return True
         return False
 
-    await eventually(exited, 20, "the console to exit after SIGHUP")
+    await on_screen(exited, 20, "the console to exit after SIGHUP")
     await venue.refresh()
     assert (venue.orders, venue.open_positions) == (0, 0)
     assert ("kill", True) in operator_commands(tmp_path / "journal.sqlite")
@@ -294,7 +295,7 @@ async def test_80x24_compact_layout_resize_and_quit_with_open_orders(
     venue = Venue(exchange)
     await until(venue, lambda: venue.quote_sides == {"buy", "sell"}, 40, "quotes", session)
     # The footer (KILL) can be drawn a frame after the panes.
-    await eventually(
+    await on_screen(
         lambda: all(text in screen(session) for text in ("depth BTCUSDT", "SIM", "ACTIVE", "KILL")),
         30,
         "the ladder, the status bar and the footer",
@@ -303,10 +304,10 @@ async def test_80x24_compact_layout_resize_and_quit_with_open_orders(
     assert "latency" not in screen(session)  # compact: one pane beside the ladder
 
     tmux("send-keys", "-t", session, "v")
-    await eventually(lambda: "latency" in screen(session), 5, "the next pane", session)
+    await on_screen(lambda: "latency" in screen(session), 5, "the next pane", session)
 
     tmux("resize-window", "-t", session, "-x", "160", "-y", "48")
-    await eventually(
+    await on_screen(
         lambda: all(title in screen(session) for title in ("VRAM", "Kev decisions", "events")),
         10,
         "the full layout after the resize",
@@ -320,16 +321,16 @@ async def test_80x24_compact_layout_resize_and_quit_with_open_orders(
         await until(venue, lambda: venue.open_positions > 0, 10, "a fill", session)
     if venue.open_positions == 0:
         await exchange.place_order("BTCUSDT", "buy", "0.002", order_type="market")
-    await eventually(
+    await on_screen(
         lambda: re.search(r"[+-][\d.]+ (BTC|ETH) ", screen(session)) is not None,
         30,
         "a position on the status bar",
         session,
     )
     tmux("send-keys", "-t", session, "q")
-    await eventually(lambda: "Still open" in screen(session), 5, "the quit dialog", session)
+    await on_screen(lambda: "Still open" in screen(session), 5, "the quit dialog", session)
     tmux("send-keys", "-t", session, "f")  # flatten and quit
-    await eventually(lambda: not alive(session), 20, "the console to exit")
+    await on_screen(lambda: not alive(session), 20, "the console to exit")
     await venue.refresh()
     assert (venue.orders, venue.open_positions) == (0, 0)
 
@@ -349,7 +350,7 @@ async def test_a_killed_console_still_leaves_the_exchange_flat(
     # The engine journals the kill's outcome once it has confirmed flat: it can trail the venue.
     journal = tmp_path / "journal.sqlite"
     try:
-        await eventually(lambda: ("kill", True) in operator_commands(journal), 30, "the kill")
+        await on_screen(lambda: ("kill", True) in operator_commands(journal), 30, "the kill")
     except AssertionError as error:
         log = tmp_path / "state" / "hft-console" / "log" / "console.log"
         tail = log.read_text()[-4000:] if log.exists() else "(no log)"
@@ -364,10 +365,10 @@ async def test_a_killed_engine_is_said_on_the_screen_at_once_and_the_console_exi
     start_console(session, (160, 48), sim_urls, hold_model, tmp_path, exit_status=status)
     venue = Venue(exchange)
     await until(venue, lambda: venue.quote_sides == {"buy", "sell"}, 40, "quotes", session)
-    await eventually(lambda: "ACTIVE" in screen(session), 30, "the console", session)
+    await on_screen(lambda: "ACTIVE" in screen(session), 30, "the console", session)
 
     os.kill(engine_pid(session), signal.SIGKILL)
-    await eventually(
+    await on_screen(
         lambda: "ENGINE DIED  the engine process was killed by SIGKILL" in screen(session),
         10,
         "the engine's death on the status bar, no key pressed",
@@ -378,7 +379,7 @@ async def test_a_killed_engine_is_said_on_the_screen_at_once_and_the_console_exi
     assert "STALE" not in shown
 
     tmux("send-keys", "-t", session, "q")  # nothing to stop: it quits at once
-    await eventually(lambda: status.exists() and status.read_text().strip() != "", 20, "the exit")
+    await on_screen(lambda: status.exists() and status.read_text().strip() != "", 20, "the exit")
     assert status.read_text().strip() == "1"
     # What the dead engine left at the simulator must not reach the next test.
     await exchange.cancel_all()
@@ -407,7 +408,7 @@ async def test_k_to_halted_on_screen_over_20_presses_is_printed(
     latencies_ms = []
     for _ in range(KILL_PRESSES):
         await until(venue, lambda: venue.quote_sides == {"buy", "sell"}, 40, "quotes", session)
-        await eventually(lambda: "ACTIVE" in status_bar(), 30, "ACTIVE", session)
+        await on_screen(lambda: "ACTIVE" in status_bar(), 30, "ACTIVE", session)
         started = time.perf_counter()
         tmux("send-keys", "-t", session, "k")
         while "HALTED" not in status_bar():
@@ -415,9 +416,9 @@ async def test_k_to_halted_on_screen_over_20_presses_is_printed(
         latencies_ms.append((time.perf_counter() - started) * 1e3)
         await until(venue, flat, 15, "flat", session)
         tmux("send-keys", "-t", session, "a")
-        await eventually(lambda: "REARM" in screen(session), 5, "the re-arm dialog", session)
+        await on_screen(lambda: "REARM" in screen(session), 5, "the re-arm dialog", session)
         tmux("send-keys", "-t", session, "REARM", "Enter")
-        await eventually(lambda: "PAUSED" in status_bar(), 5, "PAUSED after re-arm", session)
+        await on_screen(lambda: "PAUSED" in status_bar(), 5, "PAUSED after re-arm", session)
         tmux("send-keys", "-t", session, "p")  # resume: quotes rest again
 
     ordered = sorted(latencies_ms)
@@ -429,4 +430,4 @@ async def test_k_to_halted_on_screen_over_20_presses_is_printed(
             f"p99 {p99:.1f} ms (min {ordered[0]:.1f}, max {ordered[-1]:.1f}; targets 40 / 100)"
         )
     tmux("send-keys", "-t", session, "q")
-    await eventually(lambda: not alive(session), 20, "the console to exit")
+    await on_screen(lambda: not alive(session), 20, "the console to exit")

@@ -1,5 +1,5 @@
 """Loopback fixtures for the feed and Bitget tests: a scripted Bitget-like public websocket
-server, a sink that keeps what it receives, frame builders, and a polling `eventually` for waits.
+server, a sink that keeps what it receives, frame builders, and support's `eventually` for waits.
 
 Test modules reach these through fixtures only, so no test imports this file.
 """
@@ -15,6 +15,8 @@ from typing import NamedTuple
 
 import orjson
 import pytest
+from support.sim import running_sim
+from support.waiting import eventually as support_eventually
 from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
@@ -305,16 +307,7 @@ def make_config() -> Callable[..., BitgetPublicFeedConfig]:
 
 @pytest.fixture
 def eventually() -> Callable[..., Awaitable[None]]:
-    async def wait_until(
-        predicate: Callable[[], bool], timeout_s: float = 5.0, what: str = "condition"
-    ) -> None:
-        deadline = time.monotonic() + timeout_s
-        while not predicate():
-            if time.monotonic() > deadline:
-                raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
-            await asyncio.sleep(0.005)
-
-    return wait_until
+    return support_eventually
 
 
 @pytest.fixture
@@ -328,12 +321,10 @@ async def bitget_server() -> AsyncIterator[ScriptedBitgetServer]:
 @pytest.fixture
 async def sim_exchange():
     """The project's simulated Bitget exchange on loopback, pushing every 50 ms."""
-    from engine.sim.server import SimExchange, SimExchangeConfig
+    from engine.sim.server import SimExchangeConfig
 
-    sim = SimExchange(SimExchangeConfig(book_interval_ms=50, warmup_ms=1_000))
-    await sim.start()
-    yield sim
-    await sim.stop()
+    async with running_sim(SimExchangeConfig(book_interval_ms=50, warmup_ms=1_000)) as sim:
+        yield sim
 
 
 @pytest.fixture

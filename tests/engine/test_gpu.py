@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import os
 import sys
-import time
 import types
 from typing import NamedTuple
 
 import pytest
+from support.waiting import eventually_blocking
 
 from engine.gpu import GIB, GpuMonitor, GpuMonitorConfig, VramBudget, read_pid_file
 
@@ -231,9 +231,7 @@ def test_the_thread_publishes_samples_and_stop_shuts_nvml_down(nvml):
     assert gpu.latest().reason == "not sampled yet"
     gpu.start()
     try:
-        deadline = time.monotonic() + 5
-        while not gpu.latest().available and time.monotonic() < deadline:
-            time.sleep(0.01)
+        eventually_blocking(lambda: gpu.latest().available, 5, "a sample", interval_s=0.01)
         assert gpu.latest().available
     finally:
         gpu.stop()

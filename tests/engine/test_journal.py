@@ -9,13 +9,13 @@ import sqlite3
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
 
 import orjson
 import pytest
+from support.waiting import eventually_blocking
 
 from engine.bitget.credentials import Credentials
 from engine.journal import (
@@ -239,9 +239,8 @@ def test_full_queue_pushes_back_instead_of_dropping(journal_path: Path) -> None:
     try:
         blocker.execute("BEGIN IMMEDIATE")  # holds the write lock: the writer must wait
         journal.append("fill", {"n": 0}, T0)
-        deadline = time.monotonic() + 5
-        while journal.stats().queued and time.monotonic() < deadline:
-            time.sleep(0.005)  # until the writer has taken entry 0 and is blocked on the lock
+        # until the writer has taken entry 0 and is blocked on the lock
+        eventually_blocking(lambda: not journal.stats().queued, 5, "the writer to take entry 0")
         for n in range(1, 6):
             journal.append("fill", {"n": n}, T0 + n)
         with pytest.raises(JournalBackpressure, match="queue full"):

@@ -4,12 +4,11 @@ recording, commands from another thread, the published status."""
 from __future__ import annotations
 
 import asyncio
-import gzip
 
-import orjson
 import pytest
+from support.recordings import write_books
+from support.waiting import eventually
 
-from engine.feed.recording import encode_line
 from engine.feed.replay import START_LEAD_NS
 from engine.journal import read_journal
 from engine.laya.classifier import LayaClassifierConfig
@@ -70,9 +69,12 @@ async def test_the_default_node_trades_on_its_own_simulator(laya_model, tmp_path
         assert sim is not None
         loop = asyncio.get_running_loop()
         deadline = loop.time() + 20
-        while len(sim.open_orders()) < 2:
-            assert loop.time() < deadline, "no quotes rested on the simulator"
-            await asyncio.sleep(0.05)
+        await eventually(
+            lambda: len(sim.open_orders()) >= 2,
+            20,
+            "quotes resting on the simulator",
+            interval_s=0.05,
+        )
         await asyncio.sleep(0.1)
         published = node.latest_status
         assert published is not None and published.trading is not None
@@ -82,9 +84,12 @@ async def test_the_default_node_trades_on_its_own_simulator(laya_model, tmp_path
             lambda: node.call_threadsafe(node.execute(Command(Pause()))).result(10)
         )
         assert paused.ok
-        while sim.open_orders():
-            assert loop.time() < deadline + 5, "pause left quotes resting"
-            await asyncio.sleep(0.05)
+        await eventually(
+            lambda: not sim.open_orders(),
+            deadline + 5 - loop.time(),
+            "the pause to take the quotes off",
+            interval_s=0.05,
+        )
         assert (await node.execute(Command(Resume()))).ok
     finally:
         await node.stop()
@@ -93,20 +98,9 @@ async def test_the_default_node_trades_on_its_own_simulator(laya_model, tmp_path
 
 @pytest.fixture
 def recording(tmp_path):
-    path = tmp_path / "btc.bitget.gz"
-    with gzip.open(path, "wb") as out:
-        for k in range(40):
-            ts = 1_726_000_000_000 + 100 * k
-            data = {
-                "asks": [["64000.2", "0.5"], ["64000.3", "1"]],
-                "bids": [["64000.0", "0.5"], ["63999.9", "1"]],
-                "seq": k,
-                "ts": str(ts),
-            }
-            arg = {"instType": "USDT-FUTURES", "channel": "books15", "instId": "BTCUSDT"}
-            frame = orjson.dumps({"action": "snapshot", "arg": arg, "data": [data], "ts": ts})
-            out.write(encode_line(ts * 1_000_000, frame))
-    return path
+    asks = [["64000.2", "0.5"], ["64000.3", "1"]]
+    bids = [["64000.0", "0.5"], ["63999.9", "1"]]
+    return write_books(tmp_path / "btc.bitget.gz", 40, asks, bids)
 
 
 def test_a_recording_trades_on_paper_in_its_own_time(recording, laya_model, tmp_path):

@@ -18,6 +18,7 @@ from fuzz_rest_target import (
 from fuzz_tally import InvariantViolation, fuzz_settings
 from hypothesis import given
 from hypothesis import strategies as st
+from support.loopback import catch_all, serving
 
 from engine.bitget.credentials import Credentials
 from engine.bitget.rest import BitgetApiError, BitgetRestClient, BitgetRestConfig, BitgetRestError
@@ -66,22 +67,15 @@ async def _call_loopback(status: int, body: bytes) -> list[BaseException | objec
     async def answer(request: web.Request) -> web.Response:
         return web.Response(status=status, body=body, content_type="application/json")
 
-    app = web.Application()
-    app.router.add_route("*", "/{tail:.*}", answer)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]
-    config = BitgetRestConfig(
-        base_url=f"http://127.0.0.1:{port}",
-        max_attempts=1,
-        reconcile_grace_s=0,
-        retry_initial_s=0.001,
-        retry_max_s=0.001,
-    )
     results: list[BaseException | object] = []
-    try:
+    async with serving(catch_all(answer)) as server:
+        config = BitgetRestConfig(
+            base_url=server.url,
+            max_attempts=1,
+            reconcile_grace_s=0,
+            retry_initial_s=0.001,
+            retry_max_s=0.001,
+        )
         async with BitgetRestClient(
             config, Credentials("rest-fuzz-key", "rest-fuzz-secret-42", "rest-fuzz-pass-42")
         ) as client:
@@ -98,8 +92,6 @@ async def _call_loopback(status: int, body: bytes) -> list[BaseException | objec
                     results.append(await call)
                 except BitgetRestError as error:
                     results.append(error)
-    finally:
-        await runner.cleanup()
     return results
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import orjson
 import pytest
 from aiohttp import web
+from support.loopback import Loopback, catch_all
 
 from engine.kev.model_fetch import is_gguf, tiny_model_path
 from engine.kev.server import LlamaServerError, find_llama_server
@@ -34,7 +35,7 @@ class HostileLlama:
 
     def __init__(self) -> None:
         self._answer: tuple[int, bytes] | None = None
-        self._runner: web.AppRunner | None = None
+        self._server: Loopback | None = None
         self.url = ""
         self.chat_requests = 0
 
@@ -42,17 +43,14 @@ class HostileLlama:
         self._answer = (status, body)
 
     async def start(self) -> None:
-        app = web.Application(client_max_size=64 * 1024 * 1024)
-        app.router.add_route("*", "/{tail:.*}", self._serve)
-        self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
-        await self._runner.setup()
-        await web.TCPSite(self._runner, "127.0.0.1", 0).start()
-        self.url = f"http://127.0.0.1:{self._runner.addresses[0][1]}"
+        self._server = Loopback(catch_all(self._serve, client_max_size=64 * 1024 * 1024))
+        await self._server.start()
+        self.url = self._server.url
 
     async def stop(self) -> None:
-        if self._runner is not None:
-            await self._runner.cleanup()
-            self._runner = None
+        if self._server is not None:
+            await self._server.stop()
+            self._server = None
 
     async def _serve(self, request: web.Request) -> web.StreamResponse:
         if request.path == "/health":

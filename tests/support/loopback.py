@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
 
 from aiohttp import web
 
@@ -25,6 +27,35 @@ class Loopback:
 
     async def stop(self) -> None:
         await self.runner.cleanup()
+
+
+def drop_connection() -> Handler:
+    """A reply that closes the socket without answering: the client cannot know what happened."""
+
+    async def reply(request: web.Request) -> web.StreamResponse:
+        assert request.transport is not None
+        request.transport.close()
+        return web.Response(status=200)
+
+    return reply
+
+
+def catch_all(handler: Handler, **settings: Any) -> web.Application:
+    """An app sending every method on every path to `handler` (`settings`: the app's own)."""
+    app = web.Application(**settings)
+    app.router.add_route("*", "/{tail:.*}", handler)
+    return app
+
+
+@contextlib.asynccontextmanager
+async def serving(app: web.Application) -> AsyncIterator[Loopback]:
+    """`app` on a started loopback server, stopped on the way out."""
+    server = Loopback(app)
+    await server.start()
+    try:
+        yield server
+    finally:
+        await server.stop()
 
 
 async def serve(routes: dict[str, Handler]) -> Loopback:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import os
 import shutil
@@ -11,12 +10,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-import orjson
 import pytest
+from support.recordings import write_books
 
 from console.cli.main import build_parser, main
 from engine.feed.parse import FrameParser
-from engine.feed.recording import encode_line, iter_recording
+from engine.feed.recording import iter_recording
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -34,20 +33,9 @@ def hft_console(*args: str, timeout: float = 120) -> subprocess.CompletedProcess
 
 @pytest.fixture
 def recording(tmp_path) -> Path:
-    path = tmp_path / "tiny.bitget.gz"
-    with gzip.open(path, "wb") as out:
-        for k in range(50):
-            ts = 1_726_000_000_000 + 100 * k
-            data = {
-                "asks": [["100.5", "1"], ["101", "2"]],
-                "bids": [["100", "1"], ["99.5", "3"]],
-                "seq": k,
-                "ts": str(ts),
-            }
-            arg = {"instType": "USDT-FUTURES", "channel": "books15", "instId": "BTCUSDT"}
-            frame = orjson.dumps({"action": "snapshot", "arg": arg, "data": [data], "ts": ts})
-            out.write(encode_line(ts * 1_000_000, frame))
-    return path
+    asks = [["100.5", "1"], ["101", "2"]]
+    bids = [["100", "1"], ["99.5", "3"]]
+    return write_books(tmp_path / "tiny.bitget.gz", 50, asks, bids)
 
 
 def test_help_lists_every_command():

@@ -3,37 +3,23 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
+from functools import partial
 from typing import Any
 
 import pytest
 from scripted_exchange import ScriptedExchange
 from support.bitget import FAST_RETRIES, sim_credentials
+from support.sim import StartSim, sim_config, sim_starter
 
 from engine.bitget.credentials import Credentials
 from engine.bitget.rest import BitgetRestClient, BitgetRestConfig
-from engine.sim.market import MarketGeneratorConfig
-from engine.sim.server import SimExchange, SimExchangeConfig
+from engine.sim.server import SimExchange
 
 
 @pytest.fixture
-async def start_sim() -> AsyncIterator[Callable[..., Awaitable[SimExchange]]]:
-    started: list[SimExchange] = []
-
-    async def start(**overrides: Any) -> SimExchange:
-        settings: dict[str, Any] = {
-            "book_interval_ms": 30,
-            "warmup_ms": 2_000,
-            "market": MarketGeneratorConfig(seed=11),
-        }
-        settings.update(overrides)
-        exchange = SimExchange(SimExchangeConfig(**settings))
-        await exchange.start()
-        started.append(exchange)
-        return exchange
-
-    yield start
-    for exchange in started:
-        await exchange.stop()
+async def start_sim() -> AsyncIterator[StartSim]:
+    async with sim_starter(partial(sim_config, 11)) as start:
+        yield start
 
 
 @pytest.fixture

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import orjson
 from aiohttp import web
+from support.loopback import Loopback, catch_all
 
 Reply = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -54,17 +55,6 @@ def raw(text: str, status: int = 200, content_type: str = "text/html") -> Reply:
     return reply
 
 
-def drop_connection() -> Reply:
-    """Close the socket without answering: the client cannot know what happened."""
-
-    async def reply(request: web.Request) -> web.StreamResponse:
-        assert request.transport is not None
-        request.transport.close()
-        return web.Response(status=200)
-
-    return reply
-
-
 def pending(*orders: dict[str, str]) -> Reply:
     return ok({"entrustedList": list(orders) or None, "endId": None})
 
@@ -93,7 +83,7 @@ class ScriptedExchange:
     def __init__(self) -> None:
         self.arrivals: list[Arrival] = []
         self._scripts: dict[str, deque[Reply]] = defaultdict(deque)
-        self._runner: web.AppRunner | None = None
+        self._server: Loopback | None = None
         self.url = ""
 
     def script(self, path: str, *replies: Reply) -> None:
@@ -103,18 +93,13 @@ class ScriptedExchange:
         return [arrival for arrival in self.arrivals if arrival.path == path]
 
     async def start(self) -> None:
-        app = web.Application()
-        app.router.add_route("*", "/{tail:.*}", self._serve)
-        self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        port = self._runner.addresses[0][1]
-        self.url = f"http://127.0.0.1:{port}"
+        self._server = Loopback(catch_all(self._serve))
+        await self._server.start()
+        self.url = self._server.url
 
     async def stop(self) -> None:
-        if self._runner is not None:
-            await self._runner.cleanup()
+        if self._server is not None:
+            await self._server.stop()
 
     async def _serve(self, request: web.Request) -> web.StreamResponse:
         body = await request.read()

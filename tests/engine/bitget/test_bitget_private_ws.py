@@ -11,6 +11,7 @@ from typing import Any
 
 import orjson
 import pytest
+from support.waiting import eventually
 from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
 
@@ -71,14 +72,6 @@ class Recorder:
 
     def states(self) -> list[PrivateStreamState]:
         return [event.state for event in self.of(PrivateStreamChanged)]
-
-
-async def eventually(predicate: Callable[[], bool], what: str, timeout_s: float = WAIT_S) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
-        await asyncio.sleep(0.005)
 
 
 class ScriptedPrivateServer:
@@ -189,7 +182,7 @@ async def live_on_sim(
 ) -> tuple[BitgetPrivateFeed, Recorder]:
     sink = Recorder()
     feed = await start_feed(sim.private_ws_url, sim_credentials(sim), sink)
-    await eventually(lambda: sink.of(PositionsUpdate), "LIVE and the positions snapshot")
+    await eventually(lambda: sink.of(PositionsUpdate), what="LIVE and the positions snapshot")
     return feed, sink
 
 
@@ -326,7 +319,7 @@ async def test_login_is_signed_like_the_documented_vector_then_all_channels_subs
     feed = await start_feed(
         scripted_ws.url, SCRIPTED_CREDENTIALS, sink, clock, exchange_offset_ms=lambda: offset_ms
     )
-    await eventually(lambda: feed.state is PrivateStreamState.LIVE, "LIVE")
+    await eventually(lambda: feed.state is PrivateStreamState.LIVE, what="LIVE")
     (login,) = scripted_ws.requests("login")
     (subscribe,) = scripted_ws.requests("subscribe")
     assert login["args"][0]["timestamp"] == timestamp
@@ -381,7 +374,7 @@ async def test_refused_login_fails_once_without_retrying(
     sink = Recorder()
     clock = lambda: time.time_ns() + skew_s * 1_000_000_000  # noqa: E731
     feed = await start_feed(sim.private_ws_url, used, sink, clock)
-    await eventually(lambda: feed.state is PrivateStreamState.FAILED, "FAILED")
+    await eventually(lambda: feed.state is PrivateStreamState.FAILED, what="FAILED")
     await asyncio.sleep(0.2)  # ten backoff ceilings: a retry would have connected by now
     assert sink.states() == [PrivateStreamState.CONNECTING, PrivateStreamState.FAILED]
     failed = sink.of(PrivateStreamChanged)[-1]
@@ -401,7 +394,7 @@ async def test_order_lifecycle_reaches_the_sink(
     feed, sink = live_on_sim
     price = passive_bid(sim)
     ack = await client.place_order("BTCUSDT", "buy", "0.010", price=price, client_oid="life-1")
-    await eventually(lambda: sink.of(OrderUpdate), "the live OrderUpdate")
+    await eventually(lambda: sink.of(OrderUpdate), what="the live OrderUpdate")
     (live,) = sink.of(OrderUpdate)
     assert live == OrderUpdate(
         symbol="BTCUSDT",
@@ -420,7 +413,7 @@ async def test_order_lifecycle_reaches_the_sink(
     )
     assert abs(live.updated_ms - sim.now_ms()) < 5_000 and live.recv_ns > 0
     await client.cancel_order("BTCUSDT", client_oid="life-1")
-    await eventually(lambda: len(sink.of(OrderUpdate)) == 2, "the canceled OrderUpdate")
+    await eventually(lambda: len(sink.of(OrderUpdate)) == 2, what="the canceled OrderUpdate")
     canceled = sink.of(OrderUpdate)[-1]
     assert canceled.status is OrderStatus.CANCELED and canceled.status.terminal
     assert canceled.cancel_reason == "normal_cancel" and canceled.order_id == ack.order_id
@@ -434,7 +427,7 @@ async def test_fills_orders_and_positions_from_a_marketable_order_then_a_flash_c
 ) -> None:
     feed, sink = live_on_sim
     ack = await client.place_order("BTCUSDT", "buy", "0.050", order_type="market")
-    await eventually(lambda: len(sink.of(PositionsUpdate)) >= 2, "the position after the fill")
+    await eventually(lambda: len(sink.of(PositionsUpdate)) >= 2, what="the position after the fill")
     fills: list[FillUpdate] = sink.of(FillUpdate)
     assert fills and all(f.order_id == ack.order_id and not f.maker for f in fills)
     assert sum(f.size for f in fills) == pytest.approx(0.05)
@@ -455,7 +448,8 @@ async def test_fills_orders_and_positions_from_a_marketable_order_then_a_flash_c
     closed = await client.close_positions("BTCUSDT")
     assert closed.succeeded
     await eventually(
-        lambda: any(isinstance(e, PositionsUpdate) for e in sink.events[seen:]), "flat positions"
+        lambda: any(isinstance(e, PositionsUpdate) for e in sink.events[seen:]),
+        what="flat positions",
     )
     after = sink.events[seen:]
     close_order = [e for e in after if isinstance(e, OrderUpdate)][-1]
@@ -472,7 +466,7 @@ async def test_disconnect_fault_reconnects_relogs_and_resubscribes(
 ) -> None:
     feed, sink = live_on_sim
     sim.faults.disconnect()
-    await eventually(lambda: len(sink.states()) == 4, "RECONNECTING, then LIVE again")
+    await eventually(lambda: len(sink.states()) == 4, what="RECONNECTING, then LIVE again")
     assert sink.states() == [
         PrivateStreamState.CONNECTING,
         PrivateStreamState.LIVE,
@@ -487,7 +481,7 @@ async def test_disconnect_fault_reconnects_relogs_and_resubscribes(
     ack = await client.place_order("BTCUSDT", "buy", "0.010", price=passive_bid(sim))
     await eventually(
         lambda: any(u.order_id == ack.order_id for u in sink.of(OrderUpdate)),
-        "an order pushed on the new connection",
+        what="an order pushed on the new connection",
     )
 
 
@@ -509,7 +503,7 @@ async def test_malformed_and_unexpected_frames_are_counted_not_raised(
 ) -> None:
     sink = Recorder()
     feed = await start_feed(scripted_ws.url, SCRIPTED_CREDENTIALS, sink)
-    await eventually(lambda: feed.state is PrivateStreamState.LIVE, "LIVE")
+    await eventually(lambda: feed.state is PrivateStreamState.LIVE, what="LIVE")
     await scripted_ws.push(
         b"<html>502 Bad Gateway</html>",
         b'{"action":"snapshot","arg":',
@@ -539,7 +533,7 @@ async def test_malformed_and_unexpected_frames_are_counted_not_raised(
         # Then good ones: still delivered.
         push(ORDERS, [order_entry(orderId="ok-1")]),
     )
-    await eventually(lambda: feed.stats.order_updates == 1, "the good order")
+    await eventually(lambda: feed.stats.order_updates == 1, what="the good order")
     stats = feed.stats
     assert stats.rejected == {
         RejectReason.NOT_JSON: 2,
@@ -565,7 +559,7 @@ async def test_good_entries_become_events_with_bitget_conventions(
 ) -> None:
     sink = Recorder()
     feed = await start_feed(scripted_ws.url, SCRIPTED_CREDENTIALS, sink)
-    await eventually(lambda: feed.state is PrivateStreamState.LIVE, "LIVE")
+    await eventually(lambda: feed.state is PrivateStreamState.LIVE, what="LIVE")
     await scripted_ws.push(
         push(
             ORDERS,
@@ -601,7 +595,7 @@ async def test_good_entries_become_events_with_bitget_conventions(
             ],
         ),
     )
-    await eventually(lambda: sink.of(PositionsUpdate), "the positions")
+    await eventually(lambda: sink.of(PositionsUpdate), what="the positions")
     market, canceled = sink.of(OrderUpdate)
     assert market.price is None and market.average_price == 63010.5 and market.reduce_only
     assert market.status is OrderStatus.FILLED and market.filled_size == 0.01
@@ -623,9 +617,9 @@ async def test_a_failing_sink_is_counted_and_the_stream_goes_on(
     sink = Recorder()
     sink.raise_on = OrderUpdate
     feed = await start_feed(scripted_ws.url, SCRIPTED_CREDENTIALS, sink)
-    await eventually(lambda: feed.state is PrivateStreamState.LIVE, "LIVE")
+    await eventually(lambda: feed.state is PrivateStreamState.LIVE, what="LIVE")
     await scripted_ws.push(push(ORDERS, [order_entry()]), push(FILL, [fill_entry()]))
-    await eventually(lambda: sink.of(FillUpdate), "the fill after the failing order")
+    await eventually(lambda: sink.of(FillUpdate), what="the fill after the failing order")
     stats = feed.stats
     assert stats.handler_errors == 1 and stats.last_handler_error == "RuntimeError: sink bug"
     assert feed.state is PrivateStreamState.LIVE
@@ -637,7 +631,7 @@ async def test_refused_channel_fails_and_login_errors_never_leak_secrets(
     scripted_ws.refused_channels = {"fill"}
     sink = Recorder()
     feed = await start_feed(scripted_ws.url, SCRIPTED_CREDENTIALS, sink)
-    await eventually(lambda: feed.state is PrivateStreamState.FAILED, "FAILED")
+    await eventually(lambda: feed.state is PrivateStreamState.FAILED, what="FAILED")
     assert sink.of(PrivateStreamChanged)[-1].reason.startswith(
         "the exchange refused the fill channel: 30016:"
     )
@@ -649,7 +643,7 @@ async def test_refused_channel_fails_and_login_errors_never_leak_secrets(
     }
     sink = Recorder()
     feed = await start_feed(scripted_ws.url, SCRIPTED_CREDENTIALS, sink)
-    await eventually(lambda: feed.state is PrivateStreamState.FAILED, "FAILED")
+    await eventually(lambda: feed.state is PrivateStreamState.FAILED, what="FAILED")
     reason = sink.of(PrivateStreamChanged)[-1].reason
     assert reason.startswith("login refused: 30005:") and "<redacted>" in reason
     shown = reason + repr(feed.stats)
@@ -670,20 +664,24 @@ async def test_missing_pong_or_login_answer_reconnects_with_backoff(
         pong_timeout_s=0.05,
         login_timeout_s=0.1,
     )
-    await eventually(lambda: feed.stats.pong_timeouts >= 1, "a pong timeout")
-    await eventually(lambda: PrivateStreamState.RECONNECTING in sink.states(), "RECONNECTING")
+    await eventually(lambda: feed.stats.pong_timeouts >= 1, what="a pong timeout")
+    await eventually(lambda: PrivateStreamState.RECONNECTING in sink.states(), what="RECONNECTING")
     assert "no pong within 0.05 s" in sink.of(PrivateStreamChanged)[2].reason
     # From here no session logs in. Pings stay unanswered until a session has started since,
     # so one that logged in just before is ended by its pongs rather than staying LIVE; with
     # pings answered again, sessions end only at the login timeout.
     scripted_ws.login_answer = None
     connects = feed.stats.connects
-    await eventually(lambda: feed.stats.connects > connects, "a session without a login answer")
+    await eventually(
+        lambda: feed.stats.connects > connects, what="a session without a login answer"
+    )
     scripted_ws.answer_pings = True
-    await eventually(lambda: "no login answer" in feed.stats.last_disconnect, "a login timeout")
+    await eventually(
+        lambda: "no login answer" in feed.stats.last_disconnect, what="a login timeout"
+    )
     scripted_ws.login_answer = {"event": "login", "code": "0", "msg": ""}
-    await eventually(lambda: feed.state is PrivateStreamState.LIVE, "LIVE again")
-    await eventually(lambda: feed.stats.pongs >= 1, "a pong on the new session")
+    await eventually(lambda: feed.state is PrivateStreamState.LIVE, what="LIVE again")
+    await eventually(lambda: feed.stats.pongs >= 1, what="a pong on the new session")
     assert feed.stats.last_pong_latency_ms is not None
 
 
@@ -698,7 +696,7 @@ async def test_gives_up_after_max_reconnect_attempts(start_feed) -> None:
         sink,
         max_reconnect_attempts=3,
     )
-    await eventually(lambda: feed.state is PrivateStreamState.FAILED, "FAILED")
+    await eventually(lambda: feed.state is PrivateStreamState.FAILED, what="FAILED")
     assert sink.states() == [
         PrivateStreamState.CONNECTING,
         PrivateStreamState.RECONNECTING,

@@ -12,7 +12,6 @@ import pytest
 from aiohttp import web
 from scripted_exchange import (
     ScriptedExchange,
-    drop_connection,
     envelope,
     error,
     ok,
@@ -21,6 +20,7 @@ from scripted_exchange import (
     raw,
 )
 from support.bitget import SCRIPTED_CREDENTIALS
+from support.loopback import drop_connection
 
 from engine.bitget.credentials import Credentials
 from engine.bitget.endpoints import ALL_POSITION, ORDERS_PENDING, PLACE_ORDER, SERVER_TIME

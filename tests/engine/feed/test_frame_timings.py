@@ -3,12 +3,12 @@ parse and dispatch for trade frames (`FrameTimings`), live and replayed."""
 
 from __future__ import annotations
 
-import gzip
 import time
+
+from support.recordings import MS_NS, write_lines
 
 from engine.feed.events import BookSnapshot
 from engine.feed.parse import FrameParser
-from engine.feed.recording import encode_line
 from engine.feed.replay import ReplayFeed, replay_clock
 from engine.feed.sink import FeedNotice, MarketFrame
 from engine.feed.tape import Trades
@@ -67,12 +67,12 @@ async def test_the_live_feed_times_parse_and_the_whole_frame(
 
 def test_a_replay_times_parse_and_the_whole_frame(tmp_path, frames):
     warm_the_parser(frames)
-    path = tmp_path / "timed.bitget.gz"
-    with gzip.open(path, "wb") as out:
-        for index in range(4):
-            ts = 1_726_000_000_000 + 10 * index
-            out.write(encode_line(ts * 1_000_000, frames.books15("BTCUSDT", ts, seq=index)))
-            out.write(encode_line(ts * 1_000_000 + 1, frames.trade("BTCUSDT", ts, str(index))))
+    lines = []
+    for index in range(4):
+        ts = 1_726_000_000_000 + 10 * index
+        lines.append((ts * MS_NS, frames.books15("BTCUSDT", ts, seq=index)))
+        lines.append((ts * MS_NS + 1, frames.trade("BTCUSDT", ts, str(index))))
+    path = write_lines(tmp_path / "timed.bitget.gz", lines)
     sink = SlowBookSink()
     clock = replay_clock(path)
     feed = ReplayFeed(path, FrameParser(("BTCUSDT",)), sink, clock)

@@ -11,6 +11,7 @@ import zlib
 from pathlib import Path
 
 import pytest
+from support.waiting import eventually_blocking
 
 from engine.feed.recorder import FrameRecorder
 from engine.feed.recording import RecordingReadStats, encode_line, iter_recording
@@ -124,10 +125,7 @@ def test_a_full_disk_while_recording_becomes_a_fault(tmp_path):
     recorder = FrameRecorder("/dev/full", flush_interval_s=0.05, overwrite=True)
     recorder.start()
     recorder.write(1, b"x" * 100_000)
-    deadline = time.monotonic() + 3.0
-    while recorder.fault is None:
-        assert time.monotonic() < deadline, "no fault reported"
-        time.sleep(0.01)
+    eventually_blocking(lambda: recorder.fault is not None, 3.0, "a fault", interval_s=0.01)
     recorder.write(2, b"after the fault")
     recorder.stop()
     assert recorder.fault.startswith("write to /dev/full failed:")

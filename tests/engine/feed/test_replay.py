@@ -8,11 +8,12 @@ import time
 from pathlib import Path
 
 import pytest
+from support.recordings import write_lines
 
 from engine.clock import MarketClock, MarketTimeLoop
 from engine.feed.events import BookSnapshot, ChannelError, FeedState, FeedStateChanged
 from engine.feed.parse import FrameParser
-from engine.feed.recording import RecordingReadStats, encode_line
+from engine.feed.recording import RecordingReadStats
 from engine.feed.replay import ReplayFeed, iter_recording, replay_clock
 from engine.feed.tape import Trades
 
@@ -26,12 +27,6 @@ SHARED_RECORDING = (
 )
 MS = 1_000_000
 T0 = 1_726_000_000_000_000_000
-
-
-def write_recording(path: Path, lines: list[tuple[int, bytes]]) -> Path:
-    content = b"".join(encode_line(recv_ns, raw) for recv_ns, raw in lines)
-    path.write_bytes(gzip.compress(content) if path.suffix == ".gz" else content)
-    return path
 
 
 def session_frames(frames) -> list[tuple[int, bytes]]:
@@ -123,7 +118,7 @@ def test_concatenated_gzip_members_are_read_as_one_recording(tmp_path):
 
 def test_a_gzip_stream_cut_short_yields_its_complete_lines(tmp_path):
     lines = [(T0 + i, b'{"frame":%d,"padding":"%s"}' % (i, b"x" * 50)) for i in range(2000)]
-    whole = write_recording(tmp_path / "whole.gz", lines).read_bytes()
+    whole = write_lines(tmp_path / "whole.gz", lines).read_bytes()
     cut = tmp_path / "cut.gz"
     cut.write_bytes(whole[: len(whole) // 2])
     stats = RecordingReadStats()
@@ -145,7 +140,7 @@ def test_corrupt_gzip_data_stops_reading_with_a_recorded_error(tmp_path):
 
 
 def test_replay_delivers_what_parsing_the_file_directly_gives(tmp_path, frames, make_sink):
-    path = write_recording(tmp_path / "session.gz", session_frames(frames))
+    path = write_lines(tmp_path / "session.gz", session_frames(frames))
     direct = make_sink()
     parser = FrameParser()
     for recv_ns, raw in iter_recording(path):
@@ -197,7 +192,7 @@ def test_replay_delivers_what_parsing_the_file_directly_gives(tmp_path, frames, 
 
 @pytest.mark.parametrize("speed", [None, 10.0, 40.0])
 def test_each_frame_plays_at_its_recorded_time_on_the_market_clock(tmp_path, frames, speed):
-    path = write_recording(tmp_path / "session.gz", session_frames(frames))
+    path = write_lines(tmp_path / "session.gz", session_frames(frames))
     sink = ClockedSink()
     started_s = time.perf_counter()
     stats, clock = replay(path, sink, speed)
@@ -220,7 +215,7 @@ def test_receive_times_that_go_backwards_do_not_stall_the_replay(tmp_path, frame
         (T0 + 10 * MS, frames.books15("BTCUSDT", 1_726_000_000_300, seq=3)),
     ]
     sink = ClockedSink()
-    replay(write_recording(tmp_path / "backwards.txt", lines), sink, 1.0)
+    replay(write_lines(tmp_path / "backwards.txt", lines), sink, 1.0)
     # Market time never runs backwards: the late frame plays at once, at the time reached.
     assert [market for _, market, _ in sink.arrivals] == [T0, T0, T0 + 10 * MS]
 
@@ -232,7 +227,7 @@ def test_stop_ends_a_paced_replay_and_stops_every_symbol_seen(
         (T0, frames.books15("BTCUSDT", 1_726_000_000_100)),
         (T0 + 60_000 * MS, frames.books15("BTCUSDT", 1_726_000_060_100)),
     ]
-    path = write_recording(tmp_path / "slow.gz", lines)
+    path = write_lines(tmp_path / "slow.gz", lines)
     sink = make_sink()
     clock = replay_clock(path, 1.0)
     replay = ReplayFeed(path, FrameParser(), sink, clock)
@@ -253,7 +248,7 @@ def test_stop_ends_a_paced_replay_and_stops_every_symbol_seen(
 
 
 def test_start_then_wait_returns_the_final_stats(tmp_path, frames, make_sink):
-    path = write_recording(tmp_path / "session.txt", session_frames(frames))
+    path = write_lines(tmp_path / "session.txt", session_frames(frames))
     clock = replay_clock(path)
     replay = ReplayFeed(path, FrameParser(), make_sink(), clock)
 
@@ -270,7 +265,7 @@ def test_start_then_wait_returns_the_final_stats(tmp_path, frames, make_sink):
 
 
 async def test_a_replay_refuses_a_loop_that_does_not_run_on_its_clock(tmp_path, frames, make_sink):
-    path = write_recording(tmp_path / "session.txt", session_frames(frames))
+    path = write_lines(tmp_path / "session.txt", session_frames(frames))
     replay = ReplayFeed(path, FrameParser(), make_sink(), replay_clock(path))
     with pytest.raises(RuntimeError, match="MarketClock's loop"):
         await replay.start()
@@ -278,14 +273,14 @@ async def test_a_replay_refuses_a_loop_that_does_not_run_on_its_clock(tmp_path, 
 
 @pytest.mark.parametrize("speed", [0.0, -1.0, float("inf"), float("nan")])
 def test_speed_must_be_positive_and_finite(tmp_path, speed):
-    path = write_recording(tmp_path / "x.txt", [(1, b"pong")])
+    path = write_lines(tmp_path / "x.txt", [(1, b"pong")])
     with pytest.raises(ValueError, match="speed"):
         replay_clock(path, speed)
 
 
 def test_a_recording_without_frames_has_no_clock_to_start(tmp_path):
     with pytest.raises(ValueError, match="no frame to replay"):
-        replay_clock(write_recording(tmp_path / "empty.txt", []))
+        replay_clock(write_lines(tmp_path / "empty.txt", []))
 
 
 @pytest.mark.skipif(

@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable
 
 import orjson
 from aiohttp import web
+from support.loopback import Loopback, catch_all
 
 Reply = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -88,15 +89,6 @@ def delayed(seconds: float, then: Reply, before: Callable[[], None] | None = Non
     return reply
 
 
-def drop_connection() -> Reply:
-    async def reply(request: web.Request) -> web.StreamResponse:
-        assert request.transport is not None
-        request.transport.close()
-        return web.Response(status=200)
-
-    return reply
-
-
 class ScriptedLlama:
     """Answers each path from its script in order; the last reply of a script repeats.
     `/health` answers ok and `/props` a small model unless scripted otherwise."""
@@ -105,7 +97,7 @@ class ScriptedLlama:
         self.port = port
         self.requests: list[dict] = []
         self._scripts: dict[str, deque[Reply]] = defaultdict(deque)
-        self._runner: web.AppRunner | None = None
+        self._server: Loopback | None = None
         self.url = ""
         self.script("/health", ok_health())
         self.script(
@@ -125,18 +117,14 @@ class ScriptedLlama:
         self._scripts[path] = deque(replies)
 
     async def start(self) -> None:
-        app = web.Application()
-        app.router.add_route("*", "/{tail:.*}", self._serve)
-        self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
-        await self._runner.setup()
-        await web.TCPSite(self._runner, "127.0.0.1", self.port).start()
-        self.port = self._runner.addresses[0][1]
-        self.url = f"http://127.0.0.1:{self.port}"
+        self._server = Loopback(catch_all(self._serve), self.port)
+        await self._server.start()
+        self.port, self.url = self._server.port, self._server.url
 
     async def stop(self) -> None:
-        if self._runner is not None:
-            await self._runner.cleanup()
-            self._runner = None
+        if self._server is not None:
+            await self._server.stop()
+            self._server = None
 
     async def _serve(self, request: web.Request) -> web.StreamResponse:
         if request.path == "/v1/chat/completions":

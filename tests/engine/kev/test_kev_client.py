@@ -10,10 +10,10 @@ from scripted_llama import (
     command,
     completion,
     delayed,
-    drop_connection,
     error,
     raw,
 )
+from support.loopback import drop_connection
 
 from engine.kev.client import KevClient, KevClientConfig, KevFailure, KevTimings
 from engine.kev.command import KevCommandSpec

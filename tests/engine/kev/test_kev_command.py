@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import orjson
 import pytest
+from support.risk import make_config
 
 from engine.kev.command import (
     COMMAND_KEYS,
@@ -13,7 +14,6 @@ from engine.kev.command import (
     stale_reason,
 )
 from engine.risk.commands import KevAction
-from engine.risk.limits import OverrideBounds, RiskGatewayConfig, RiskLimits, SymbolLimits
 
 SPEC = KevCommandSpec()
 
@@ -83,16 +83,7 @@ def test_a_narrowed_spec_refuses_actions_outside_it():
 
 
 def test_the_hedge_band_follows_the_gateway_rounded_inwards():
-    limits = RiskLimits(
-        symbols=(SymbolLimits("BTCUSDT", 1, 100_000, 1), SymbolLimits("ETHUSDT", 10, 100_000, 5)),
-        max_net_delta=1_000,
-        daily_loss_soft=100,
-        daily_loss_hard=200,
-    )
-    bounds = OverrideBounds({"BTCUSDT": 1, "ETHUSDT": 10}, 1_000, 10, 8, 240)
-    gateway = RiskGatewayConfig(
-        limits, bounds, hedge_symbol="ETHUSDT", hedge_ratio=0.8, hedge_ratio_band=(0.555, 0.9)
-    )
+    gateway = make_config(hedge_ratio=0.8, hedge_ratio_band=(0.555, 0.9))
     spec = KevCommandSpec(max_skew_tenths_bps=20).for_gateway(gateway)
     assert spec.hedge_pct == (56, 90)
     assert spec.max_skew_tenths_bps == 20

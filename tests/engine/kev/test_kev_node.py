@@ -4,9 +4,8 @@ llama-server too), and without a server the node trades on, Kev offline."""
 
 from __future__ import annotations
 
-import asyncio
-
 from scripted_llama import command
+from support.waiting import eventually
 
 from engine.journal import EntryKind, read_journal
 from engine.kev.client import KevClientConfig
@@ -38,14 +37,6 @@ def warm_ups(node: EngineNode) -> list[KevWarmUpEnded]:
     return [event for _, event in node.events.since(-1)[0] if isinstance(event, KevWarmUpEnded)]
 
 
-async def until(condition, timeout_s: float, what: str) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout_s
-    while not condition():
-        assert loop.time() < deadline, f"timed out waiting for {what}"
-        await asyncio.sleep(0.05)
-
-
 async def test_a_verdict_reaches_kev_and_its_command_lowers_the_risk_scale(
     scripted, laya_model, tmp_path
 ):
@@ -56,7 +47,7 @@ async def test_a_verdict_reaches_kev_and_its_command_lowers_the_risk_scale(
     try:
         hub, desk = node.kev, node.desk
         assert hub is not None and desk is not None
-        await until(lambda: hub.decisions(), 20, "Kev's first decision")
+        await eventually(lambda: hub.decisions(), 20, "Kev's first decision", interval_s=0.05)
         decision = hub.decisions()[0]
         assert decision.outcome is KevOutcome.ACCEPTED, decision.reason
         assert decision.verdict == "LEAN_BUY" and decision.symbol in ("BTCUSDT", "ETHUSDT")
@@ -90,7 +81,12 @@ async def test_decisions_of_the_real_model_are_journaled_once_each(
     try:
         hub = node.kev
         assert hub is not None
-        await until(lambda: len(hub.decisions()) >= 2, 180, "two decisions of the tiny model")
+        await eventually(
+            lambda: len(hub.decisions()) >= 2,
+            180,
+            "two decisions of the tiny model",
+            interval_s=0.05,
+        )
         print(f"Kev's status: {hub.status()}")
     finally:
         await node.stop()
@@ -122,8 +118,12 @@ async def test_without_a_server_the_node_trades_and_shows_kev_offline(laya_model
     try:
         hub, sim = node.kev, node.sim
         assert hub is not None and sim is not None
-        await until(lambda: sim.open_orders(), 20, "quotes to rest with Kev offline")
-        await until(lambda: hub.status().offered > 0, 10, "verdicts to be offered")
+        await eventually(
+            lambda: sim.open_orders(), 20, "quotes to rest with Kev offline", interval_s=0.05
+        )
+        await eventually(
+            lambda: hub.status().offered > 0, 10, "verdicts to be offered", interval_s=0.05
+        )
         status = hub.status()
         assert status.state == "offline" and status.detail
         assert not hub.decisions()

@@ -2,41 +2,28 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any
+from collections.abc import AsyncIterator
 
 import httpx
 import pytest
 import websockets
 from sim_clients import WAIT_S, BitgetRest, PublicSocket, sim_config
+from support.sim import StartSim, running_sim, sim_starter
 
 from engine.sim.server import SimExchange
 
 
 @pytest.fixture
-async def start_sim() -> AsyncIterator[Callable[..., Awaitable[SimExchange]]]:
+async def start_sim() -> AsyncIterator[StartSim]:
     """Start exchanges with config overrides; all are stopped after the test."""
-    started: list[SimExchange] = []
-
-    async def start(**overrides: Any) -> SimExchange:
-        exchange = SimExchange(sim_config(**overrides))
-        await exchange.start()
-        started.append(exchange)
-        return exchange
-
-    yield start
-    for exchange in started:
-        await exchange.stop()
+    async with sim_starter(sim_config) as start:
+        yield start
 
 
 @pytest.fixture
 async def sim() -> AsyncIterator[SimExchange]:
-    exchange = SimExchange(sim_config())
-    await exchange.start()
-    try:
+    async with running_sim(sim_config()) as exchange:
         yield exchange
-    finally:
-        await exchange.stop()
 
 
 @pytest.fixture

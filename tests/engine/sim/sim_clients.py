@@ -10,9 +10,9 @@ from typing import Any
 import httpx
 import orjson
 import websockets
+from support.sim import sim_config as support_sim_config
 
 from engine.bitget.signing import canonical_query, signed_headers
-from engine.sim.market import MarketGeneratorConfig
 from engine.sim.server import SimExchange, SimExchangeConfig
 
 BOOK_INTERVAL_MS = 30
@@ -21,13 +21,8 @@ WAIT_S = 5.0
 
 
 def sim_config(**overrides: Any) -> SimExchangeConfig:
-    settings: dict[str, Any] = {
-        "book_interval_ms": BOOK_INTERVAL_MS,
-        "warmup_ms": 2_000,
-        "market": MarketGeneratorConfig(seed=7),
-    }
-    settings.update(overrides)
-    return SimExchangeConfig(**settings)
+    """The simulator tests' exchange: support's, on seed 7."""
+    return support_sim_config(7, **{"book_interval_ms": BOOK_INTERVAL_MS, **overrides})
 
 
 class BitgetRest:

@@ -5,21 +5,13 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 import pytest
+from support.sim import running_sim, sim_config
 
-from engine.sim.market import MarketGeneratorConfig
-from engine.sim.server import SimExchange, SimExchangeConfig
+from engine.sim.server import SimExchange
 
 
 @pytest.fixture
 async def sim() -> AsyncIterator[SimExchange]:
     """The simulated exchange on loopback, pushing books every 30 ms."""
-    exchange = SimExchange(
-        SimExchangeConfig(
-            book_interval_ms=30, warmup_ms=2_000, market=MarketGeneratorConfig(seed=5)
-        )
-    )
-    await exchange.start()
-    try:
+    async with running_sim(sim_config(5)) as exchange:
         yield exchange
-    finally:
-        await exchange.stop()

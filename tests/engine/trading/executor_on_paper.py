@@ -3,7 +3,6 @@ through it."""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import dataclasses
 from collections.abc import AsyncIterator
@@ -118,11 +117,3 @@ def order(rig, side, price, size=0.002, force=TimeInForce.POST_ONLY, role=OrderR
         kw.pop("reduce_only", False),
         "test",
     )
-
-
-async def settle(rig, condition, timeout_s=3.0):
-    deadline = asyncio.get_running_loop().time() + timeout_s
-    while not condition():
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError("condition not reached")
-        await asyncio.sleep(0.005)

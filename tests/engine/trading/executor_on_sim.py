@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from sim_engine import eventually
+from support.waiting import eventually
 
 from engine.bitget.credentials import Credentials
 from engine.bitget.orders import OrderSide, OrderType, TimeInForce

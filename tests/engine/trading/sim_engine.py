@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Callable
 from pathlib import Path
 
-from engine.bitget.credentials import Credentials
+from support.bitget import sim_credentials
+
 from engine.bitget.rest import BitgetRestClient, BitgetRestConfig
 from engine.laya.classifier import LayaClassifierConfig
 from engine.market.matching import FIRST_ORDER_ID, Order
@@ -56,19 +55,6 @@ def sim_orders(sim: SimExchange) -> list[Order]:
 
 async def sim_rest(sim: SimExchange) -> BitgetRestClient:
     """A REST client of our own, to ask the simulator what it holds."""
-    config = sim.config
-    client = BitgetRestClient(
-        BitgetRestConfig(base_url=sim.rest_url),
-        Credentials(config.api_key, config.api_secret, config.passphrase),
-    )
+    client = BitgetRestClient(BitgetRestConfig(base_url=sim.rest_url), sim_credentials(sim))
     await client.start()
     return client
-
-
-async def eventually(condition: Callable[[], bool], timeout_s: float = 10.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout_s
-    while not condition():
-        if loop.time() > deadline:
-            raise AssertionError("condition not reached in time")
-        await asyncio.sleep(0.01)

@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 from executor_on_sim import Rig, started_rig
-from sim_engine import eventually
+from support.waiting import eventually
 
 from engine.journal import EntryKind
 from engine.trading.events import TradingFault

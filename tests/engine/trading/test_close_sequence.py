@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from executor_on_paper import ETH_ASKS, ETH_BIDS, order, settle, started_rig
+from executor_on_paper import ETH_ASKS, ETH_BIDS, order, started_rig
+from support.waiting import eventually
 
 from engine.bitget.orders import OrderSide, TimeInForce
 from engine.risk.events import TradingState
@@ -27,12 +28,12 @@ async def test_kill_sequence_ends_flat_with_nothing_open(rig):
     for intent in taking:
         assert rig.executor.submit(intent, OrderRole.HEDGE).approved
     assert rig.executor.submit(resting, OrderRole.BID).approved
-    await settle(
-        rig,
+    await eventually(
         lambda: (
             all(rig.executor.order(i.client_oid) is None for i in taking)
             and rig.executor.order(resting.client_oid).acknowledged
         ),
+        3.0,
     )
     positions = {p.symbol: p.size for p in rig.gateway.snapshot().positions}
     assert positions == {"BTCUSDT": pytest.approx(0.004), "ETHUSDT": pytest.approx(-0.3)}

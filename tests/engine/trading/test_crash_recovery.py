@@ -14,7 +14,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from sim_engine import eventually, sim_orders
+from sim_engine import sim_orders
+from support.waiting import eventually
 
 from engine.journal import EntryKind, read_journal
 from engine.laya.features import FEATURE_COUNT, FEATURE_SET_VERSION

@@ -7,6 +7,7 @@ import dataclasses
 
 import pytest
 from market_frames import MarketScript
+from support.waiting import eventually
 
 from engine.bitget.orders import OrderSide
 from engine.book import OrderBook
@@ -103,19 +104,10 @@ async def paper_desk(tmp_path):
     await desk.stop()
 
 
-async def eventually(condition, timeout_s=3.0):
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout_s
-    while not condition():
-        if loop.time() > deadline:
-            raise AssertionError("condition not reached in time")
-        await asyncio.sleep(0.005)
-
-
 async def test_quotes_rest_on_both_sides_around_the_microprice(paper_desk):
     # Touch 64000.0 / 64000.2, equal sizes: microprice 64000.1, 0.5 bps either side.
     paper_desk.book()
-    await eventually(lambda: len(paper_desk.resting()) == 2)
+    await eventually(lambda: len(paper_desk.resting()) == 2, 3.0)
     assert paper_desk.resting() == [
         ("buy", pytest.approx(63_996.8), 0.002),
         ("sell", pytest.approx(64_003.4), 0.002),
@@ -124,7 +116,7 @@ async def test_quotes_rest_on_both_sides_around_the_microprice(paper_desk):
 
 async def test_quotes_follow_the_market_once_it_moves_past_the_threshold(paper_desk):
     paper_desk.book()
-    await eventually(lambda: len(paper_desk.resting()) == 2)
+    await eventually(lambda: len(paper_desk.resting()) == 2, 3.0)
     paper_desk.book(bids=[(64_000.1, 0.5)], asks=[(64_000.3, 0.5)])  # 0.016 bps: kept
     await asyncio.sleep(0.02)
     assert paper_desk.resting()[0][1] == pytest.approx(63_996.8)
@@ -132,9 +124,9 @@ async def test_quotes_follow_the_market_once_it_moves_past_the_threshold(paper_d
     # microprice 64003.1, new quotes 63999.8 / 64006.4.
     moved = [(64_003.0, 0.5)], [(64_003.2, 0.5)]
     paper_desk.book(bids=moved[0], asks=moved[1])
-    await eventually(lambda: not paper_desk.resting())
+    await eventually(lambda: not paper_desk.resting(), 3.0)
     paper_desk.book(bids=moved[0], asks=moved[1])
-    await eventually(lambda: len(paper_desk.resting()) == 2)
+    await eventually(lambda: len(paper_desk.resting()) == 2, 3.0)
     assert paper_desk.resting() == [
         ("buy", pytest.approx(63_999.8), 0.002),
         ("sell", pytest.approx(64_006.4), 0.002),
@@ -143,9 +135,9 @@ async def test_quotes_follow_the_market_once_it_moves_past_the_threshold(paper_d
 
 async def test_emergency_cancels_everything_at_once_and_cools_down(paper_desk):
     paper_desk.book()
-    await eventually(lambda: len(paper_desk.resting()) == 2)
+    await eventually(lambda: len(paper_desk.resting()) == 2, 3.0)
     snapshot = paper_desk.book(intent=QuoteIntent.CANCEL_ALL)
-    await eventually(lambda: not paper_desk.resting())
+    await eventually(lambda: not paper_desk.resting(), 3.0)
     assert paper_desk.desk.reaction.count == 1
     acted = paper_desk.logged(VerdictActed)
     assert [(a.intent, a.action) for a in acted] == [("CANCEL_ALL", "cancel all (paper)")]
@@ -156,23 +148,23 @@ async def test_emergency_cancels_everything_at_once_and_cools_down(paper_desk):
     assert paper_desk.resting() == []
     await asyncio.sleep(0.3)
     paper_desk.book()
-    await eventually(lambda: len(paper_desk.resting()) == 2)
+    await eventually(lambda: len(paper_desk.resting()) == 2, 3.0)
 
 
 async def test_lean_buy_pulls_the_ask_and_keeps_the_bid(paper_desk):
     paper_desk.book()
-    await eventually(lambda: len(paper_desk.resting()) == 2)
+    await eventually(lambda: len(paper_desk.resting()) == 2, 3.0)
     paper_desk.book(intent=QuoteIntent.PULL_ASKS)
-    await eventually(lambda: [side for side, _, _ in paper_desk.resting()] == ["buy"])
+    await eventually(lambda: [side for side, _, _ in paper_desk.resting()] == ["buy"], 3.0)
     assert paper_desk.logged(VerdictActed)[-1].action == "pull ask"
 
 
 async def test_a_fill_is_hedged_back_inside_the_deadband(paper_desk):
     paper_desk.book()
-    await eventually(lambda: len(paper_desk.resting()) == 2)
+    await eventually(lambda: len(paper_desk.resting()) == 2, 3.0)
     # The market trades through our bid: long 0.002 BTC = 128 USDT of delta.
     paper_desk.book(bids=[(63_990.0, 0.5)], asks=[(63_996.0, 0.5)])
-    await eventually(lambda: paper_desk.desk.executor.stats().fills >= 2)
+    await eventually(lambda: paper_desk.desk.executor.stats().fills >= 2, 3.0)
     risk = paper_desk.desk.gateway.snapshot()
     positions = {p.symbol: p.size for p in risk.positions}
     assert positions["BTCUSDT"] == pytest.approx(0.002)
@@ -182,16 +174,16 @@ async def test_a_fill_is_hedged_back_inside_the_deadband(paper_desk):
 
 async def test_pause_cancels_quotes_and_resume_brings_them_back(paper_desk):
     paper_desk.book()
-    await eventually(lambda: len(paper_desk.resting()) == 2)
+    await eventually(lambda: len(paper_desk.resting()) == 2, 3.0)
     result = await paper_desk.desk.execute(Command(Pause()))
     assert result.ok and paper_desk.desk.gateway.state is TradingState.PAUSED
-    await eventually(lambda: not paper_desk.resting())
+    await eventually(lambda: not paper_desk.resting(), 3.0)
     paper_desk.book()
     await asyncio.sleep(0.02)
     assert paper_desk.resting() == []
     assert (await paper_desk.desk.execute(Command(Resume()))).ok
     paper_desk.book()
-    await eventually(lambda: len(paper_desk.resting()) == 2)
+    await eventually(lambda: len(paper_desk.resting()) == 2, 3.0)
     commands = [e["command"] for e in paper_desk.entries(EntryKind.OPERATOR_COMMAND)]
     assert commands == ["pause", "resume"]
 
@@ -199,9 +191,9 @@ async def test_pause_cancels_quotes_and_resume_brings_them_back(paper_desk):
 async def test_kill_flattens_and_stays_latched_until_rearmed(paper_desk):
     desk = paper_desk.desk
     paper_desk.book()
-    await eventually(lambda: len(paper_desk.resting()) == 2)
+    await eventually(lambda: len(paper_desk.resting()) == 2, 3.0)
     paper_desk.book(bids=[(63_990.0, 0.5)], asks=[(63_996.0, 0.5)])  # fills our bid
-    await eventually(lambda: desk.executor.stats().fills >= 2)
+    await eventually(lambda: desk.executor.stats().fills >= 2, 3.0)
     paper_desk.book(bids=BTC_BIDS, asks=BTC_ASKS)
     result = await desk.execute(Command(Kill()))
     assert result.ok, result.message
@@ -224,9 +216,9 @@ async def test_kill_flattens_and_stays_latched_until_rearmed(paper_desk):
 async def test_flatten_goes_flat_then_pauses(paper_desk):
     desk = paper_desk.desk
     paper_desk.book()
-    await eventually(lambda: len(paper_desk.resting()) == 2)
+    await eventually(lambda: len(paper_desk.resting()) == 2, 3.0)
     paper_desk.book(bids=[(63_990.0, 0.5)], asks=[(63_996.0, 0.5)])
-    await eventually(lambda: desk.executor.stats().fills >= 2)
+    await eventually(lambda: desk.executor.stats().fills >= 2, 3.0)
     paper_desk.book(bids=BTC_BIDS, asks=BTC_ASKS)
     result = await desk.execute(Command(Flatten()))
     assert result.ok, result.message
@@ -257,7 +249,7 @@ async def test_flatten_with_only_quotes_open_cancels_them_and_asks_for_no_denied
 ):
     desk = paper_desk.desk
     paper_desk.book()
-    await eventually(lambda: len(paper_desk.resting()) == 2)
+    await eventually(lambda: len(paper_desk.resting()) == 2, 3.0)
     result = await desk.execute(Command(Flatten()))
     assert result.ok, result.message
     assert paper_desk.resting() == []
@@ -268,10 +260,10 @@ async def test_flatten_with_only_quotes_open_cancels_them_and_asks_for_no_denied
 async def test_a_halt_from_the_gateway_itself_starts_the_close_sequence(paper_desk):
     desk = paper_desk.desk
     paper_desk.book()
-    await eventually(lambda: len(paper_desk.resting()) == 2)
+    await eventually(lambda: len(paper_desk.resting()) == 2, 3.0)
     desk.gateway.kill(desk._clock(), "daily loss 400.00 USDT reached the hard limit")
     desk.executor.drain_risk_events()
-    await eventually(lambda: not paper_desk.resting())
+    await eventually(lambda: not paper_desk.resting(), 3.0)
     assert desk.gateway.state is TradingState.HALTED
 
 
@@ -320,19 +312,19 @@ async def test_kev_may_lower_the_risk_scale_but_not_raise_it(paper_desk):
 async def test_kev_flatten_runs_the_close_sequence(paper_desk):
     desk = paper_desk.desk
     paper_desk.book()
-    await eventually(lambda: len(paper_desk.resting()) == 2)
+    await eventually(lambda: len(paper_desk.resting()) == 2, 3.0)
     paper_desk.book(bids=[(63_990.0, 0.5)], asks=[(63_996.0, 0.5)])
-    await eventually(lambda: desk.executor.stats().fills >= 2)
+    await eventually(lambda: desk.executor.stats().fills >= 2, 3.0)
     paper_desk.book(bids=BTC_BIDS, asks=BTC_ASKS)
     outcome = await kev(desk, KevAction.FLATTEN, None, None)
     assert outcome.accepted
-    await eventually(lambda: desk.gateway.state is TradingState.PAUSED)
+    await eventually(lambda: desk.gateway.state is TradingState.PAUSED, 3.0)
     assert (await paper_desk.venue.snapshot()).positions == ()
 
 
 async def test_status_is_a_frozen_picture(paper_desk):
     paper_desk.book()
-    await eventually(lambda: len(paper_desk.resting()) == 2)
+    await eventually(lambda: len(paper_desk.resting()) == 2, 3.0)
     status = paper_desk.desk.status()
     assert status.mode == "paper" and status.venue == "paper"
     assert status.state is TradingState.ACTIVE

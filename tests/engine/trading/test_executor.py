@@ -6,7 +6,8 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from executor_on_paper import make_rig, order, settle, started_rig
+from executor_on_paper import make_rig, order, started_rig
+from support.waiting import eventually
 
 from engine.bitget.orders import OrderSide, TimeInForce
 from engine.bitget.private_events import FillUpdate, OrderStatus, OrderUpdate
@@ -31,7 +32,7 @@ async def rig(tmp_path):
 async def test_an_approved_order_is_on_disk_before_it_is_sent(rig):
     intent = order(rig, OrderSide.BUY, 63_990.0)
     assert rig.executor.submit(intent, OrderRole.BID).approved
-    await settle(rig, lambda: rig.executor.order(intent.client_oid).acknowledged)
+    await eventually(lambda: rig.executor.order(intent.client_oid).acknowledged, 3.0)
     assert rig.venue.journaled_before_send == {intent.client_oid: True}
     approved = rig.entries(EntryKind.ORDER_APPROVED)
     assert approved[-1]["client_oid"] == intent.client_oid
@@ -58,7 +59,7 @@ async def test_a_denial_sends_nothing_and_is_journaled_with_its_reason(rig):
 async def test_a_venue_refusal_releases_the_reservation(rig):
     intent = order(rig, OrderSide.BUY, 63_990.0, size=0.0015)  # off the 0.001 lot: 45111
     assert rig.executor.submit(intent, OrderRole.BID).approved
-    await settle(rig, lambda: rig.executor.order(intent.client_oid) is None)
+    await eventually(lambda: rig.executor.order(intent.client_oid) is None, 3.0)
     assert rig.gateway.snapshot().open_orders == 0
     reject = rig.entries(EntryKind.ORDER_REJECT)[-1]
     assert (reject["code"], reject["sent"]) == ("45111", True)
@@ -68,7 +69,7 @@ async def test_a_venue_refusal_releases_the_reservation(rig):
 async def test_fills_count_once_however_often_they_arrive(rig):
     intent = order(rig, OrderSide.BUY, 64_000.1, size=0.003, force=TimeInForce.IOC)
     rig.executor.submit(intent, OrderRole.HEDGE)
-    await settle(rig, lambda: rig.executor.order(intent.client_oid) is None)
+    await eventually(lambda: rig.executor.order(intent.client_oid) is None, 3.0)
     fill = next(e for e in rig.logged(OrderFilled) if e.client_oid == intent.client_oid)
     replay = FillUpdate(
         "BTCUSDT",
@@ -110,7 +111,7 @@ async def test_an_update_before_the_ack_counts_as_the_ack_once(rig):
         )
     )
     assert rig.executor.order(intent.client_oid).acknowledged
-    await settle(rig, lambda: rig.executor.order(intent.client_oid).state is OrderState.LIVE)
+    await eventually(lambda: rig.executor.order(intent.client_oid).state is OrderState.LIVE, 3.0)
     await asyncio.sleep(0.01)
     assert len([e for e in rig.entries(EntryKind.ORDER_ACK) if e["event"] == "placed"]) == 1
 
@@ -120,7 +121,7 @@ async def test_an_order_cancelled_before_it_is_sent_never_reaches_the_venue(rig)
     rig.executor.submit(intent, OrderRole.BID)
     assert rig.executor.order(intent.client_oid).state is OrderState.JOURNALING
     rig.executor.cancel(intent.client_oid, Source.STRATEGY, "changed my mind")
-    await settle(rig, lambda: rig.executor.order(intent.client_oid) is None)
+    await eventually(lambda: rig.executor.order(intent.client_oid) is None, 3.0)
     assert intent.client_oid not in rig.venue.journaled_before_send
     assert rig.gateway.snapshot().open_orders == 0
     reject = rig.entries(EntryKind.ORDER_REJECT)[-1]
@@ -131,10 +132,12 @@ async def test_cancel_all_reaches_every_resting_order(rig):
     intents = [order(rig, OrderSide.BUY, 63_990.0 - k) for k in range(3)]
     for intent in intents:
         rig.executor.submit(intent, OrderRole.OPERATOR)
-    await settle(rig, lambda: all(rig.executor.order(i.client_oid).acknowledged for i in intents))
+    await eventually(
+        lambda: all(rig.executor.order(i.client_oid).acknowledged for i in intents), 3.0
+    )
     ticket = rig.executor.cancel_all_now(Source.OPERATOR, "test")
     assert sorted(await ticket.result) == sorted(i.client_oid for i in intents)
-    await settle(rig, lambda: not rig.executor.has_open_orders())
+    await eventually(lambda: not rig.executor.has_open_orders(), 3.0)
     assert rig.gateway.snapshot().open_orders == 0
     cancel_all = rig.entries(EntryKind.ORDER_INTENT)[-1]
     assert cancel_all["action"] == "cancel_all" and cancel_all["reason"] == "test"
@@ -150,7 +153,7 @@ async def test_a_journal_that_cannot_write_halts_trading(tmp_path):
         rig.journal.flush()
     intent = order(rig, OrderSide.BUY, 63_990.0)
     rig.executor.submit(intent, OrderRole.BID)
-    await settle(rig, lambda: rig.executor.order(intent.client_oid) is None)
+    await eventually(lambda: rig.executor.order(intent.client_oid) is None, 3.0)
     assert rig.gateway.state is TradingState.HALTED
     assert intent.client_oid not in rig.venue.journaled_before_send
     # The fault is permanent: said once, not again for every later write it refuses.

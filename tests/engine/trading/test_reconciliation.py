@@ -4,7 +4,8 @@ restart reconciles the journal with the venue."""
 from __future__ import annotations
 
 import pytest
-from executor_on_paper import make_rig, order, settle, started_rig
+from executor_on_paper import make_rig, order, started_rig
+from support.waiting import eventually
 
 from engine.bitget.orders import OrderSide, TimeInForce
 from engine.bitget.private_events import FillUpdate
@@ -23,7 +24,7 @@ async def rig(tmp_path):
 async def test_a_fill_already_in_a_synced_position_moves_nothing_again(rig):
     intent = order(rig, OrderSide.BUY, 64_000.1, size=0.002, force=TimeInForce.IOC)
     rig.executor.submit(intent, OrderRole.HEDGE)
-    await settle(rig, lambda: rig.executor.order(intent.client_oid) is None)
+    await eventually(lambda: rig.executor.order(intent.client_oid) is None, 3.0)
     late = FillUpdate(
         "BTCUSDT",
         "9",
@@ -51,8 +52,9 @@ async def test_restart_reconciles_against_the_journal_and_the_venue(tmp_path):
     gone = order(first, OrderSide.BUY, 63_901.0)
     for intent in (kept, gone):
         first.executor.submit(intent, OrderRole.BID)
-    await settle(
-        first, lambda: all(first.executor.order(i.client_oid).acknowledged for i in (kept, gone))
+    await eventually(
+        lambda: all(first.executor.order(i.client_oid).acknowledged for i in (kept, gone)),
+        3.0,
     )
     # The engine dies here (no stop: nothing is cancelled). While it is down, `gone` is
     # cancelled at the venue; `kept` stays open.

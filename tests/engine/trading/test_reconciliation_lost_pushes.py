@@ -10,7 +10,8 @@ from decimal import Decimal
 
 import pytest
 from executor_on_sim import SIZE, SYMBOL, Rig, started_rig
-from sim_engine import eventually, sim_rest
+from sim_engine import sim_rest
+from support.waiting import eventually
 
 from engine.bitget.orders import OrderSide
 from engine.bitget.private_events import FillUpdate

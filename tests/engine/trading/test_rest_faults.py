@@ -7,7 +7,8 @@ from __future__ import annotations
 import asyncio
 from collections import Counter
 
-from sim_engine import ALWAYS_EMERGENCY, engine_config, eventually, sim_orders
+from sim_engine import ALWAYS_EMERGENCY, engine_config, sim_orders
+from support.waiting import eventually
 
 from engine.journal import EntryKind, read_journal
 from engine.node import EngineNode
@@ -23,7 +24,8 @@ async def test_rest_faults_never_duplicate_an_order_or_lose_a_fill(sim, laya_mod
         executor = desk.executor
         prefix = f"hc{desk.session}"
         await eventually(
-            lambda: sum(o.client_oid.startswith(prefix) for o in sim.open_orders()) == 2, 15
+            lambda: sum(o.client_oid.startswith(prefix) for o in sim.open_orders()) == 2,
+            15,
         )
         faults = sim.faults
         for code, count in ((429, 4), (503, 4), (40009, 2)):

@@ -7,7 +7,7 @@ import socket
 from decimal import Decimal
 
 import pytest
-from sim_engine import eventually
+from support.waiting import eventually
 
 from engine.bitget.credentials import Credentials
 from engine.bitget.models import OpenPosition
@@ -62,13 +62,15 @@ async def test_an_order_is_placed_reported_and_cancelled(sim, venue):
     snapshot = await rest_venue.snapshot()
     assert [(o.client_oid, o.price, o.size) for o in snapshot.orders] == [("rv-1", price, 0.002)]
     await eventually(
-        lambda: any(type(e) is OrderUpdate and e.client_oid == "rv-1" for e in events), 5
+        lambda: any(type(e) is OrderUpdate and e.client_oid == "rv-1" for e in events),
+        5,
     )
     await rest_venue.cancel("BTCUSDT", "rv-1")
     assert (await rest_venue.snapshot()).orders == ()
     updates = [e for e in events if type(e) is OrderUpdate and e.client_oid == "rv-1"]
     await eventually(
-        lambda: any(type(e) is OrderUpdate and e.status is OrderStatus.CANCELED for e in events), 5
+        lambda: any(type(e) is OrderUpdate and e.status is OrderStatus.CANCELED for e in events),
+        5,
     )
     assert updates[0].status is OrderStatus.LIVE
 

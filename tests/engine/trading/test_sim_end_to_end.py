@@ -8,7 +8,8 @@ import asyncio
 import time
 
 import pytest
-from sim_engine import ALWAYS_EMERGENCY, NEVER_EMERGENCY, engine_config, eventually, sim_rest
+from sim_engine import ALWAYS_EMERGENCY, NEVER_EMERGENCY, engine_config, sim_rest
+from support.waiting import eventually
 
 from engine.journal import EntryKind, read_journal
 from engine.node import EngineNode, format_status

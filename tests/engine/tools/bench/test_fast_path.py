@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import gzip
 import json
 
-import orjson
 import pytest
+from support.recordings import MS_NS, book_frame, trade_frame, write_lines
 
 from engine.feed.events import BookSnapshot
 from engine.feed.parse import FrameParser
-from engine.feed.recording import RecordingUnreadable, encode_line
+from engine.feed.recording import RecordingUnreadable
 from engine.laya.classifier import LayaClassifierConfig
 from engine.tools.bench.fast_path import (
     RISK_CHECK_TARGET_P50_US,
@@ -22,42 +21,21 @@ from engine.tools.bench.fast_path import (
 
 
 def depth(symbol: str, ts: int, mid: float) -> bytes:
-    return orjson.dumps(
-        {
-            "action": "snapshot",
-            "arg": {"instType": "USDT-FUTURES", "channel": "books15", "instId": symbol},
-            "data": [
-                {
-                    "asks": [[f"{mid + 0.5 + i:.1f}", "1.5"] for i in range(15)],
-                    "bids": [[f"{mid - 0.5 - i:.1f}", "2"] for i in range(15)],
-                    "checksum": 0,
-                    "seq": ts,
-                    "pseq": 0,
-                    "ts": str(ts),
-                }
-            ],
-            "ts": ts,
-        }
-    )
-
-
-def trade(symbol: str, ts: int, trade_id: int) -> bytes:
-    item = {"ts": str(ts), "price": "100.5", "size": "0.1", "side": "buy", "tradeId": str(trade_id)}
-    arg = {"instType": "USDT-FUTURES", "channel": "trade", "instId": symbol}
-    return orjson.dumps({"action": "update", "arg": arg, "data": [item], "ts": ts})
+    asks = [[f"{mid + 0.5 + i:.1f}", "1.5"] for i in range(15)]
+    bids = [[f"{mid - 0.5 - i:.1f}", "2"] for i in range(15)]
+    return book_frame(symbol, ts, asks, bids, seq=ts, checksum=0, pseq=0)
 
 
 @pytest.fixture
 def recording(tmp_path):
-    path = tmp_path / "small.bitget.gz"
-    with gzip.open(path, "wb") as out:
-        for k in range(300):
-            ts = 1_726_000_000_000 + 100 * k
-            out.write(encode_line(ts * 1_000_000, depth("BTCUSDT", ts, 100.0 + k % 7)))
-            out.write(encode_line(ts * 1_000_000 + 1, trade("BTCUSDT", ts, k)))
-            out.write(encode_line(ts * 1_000_000 + 2, depth("ETHUSDT", ts, 50.0)))
-        out.write(encode_line(2_000_000_000_000_000_000, b"garbage"))
-    return path
+    lines = []
+    for k in range(300):
+        ts = 1_726_000_000_000 + 100 * k
+        lines.append((ts * MS_NS, depth("BTCUSDT", ts, 100.0 + k % 7)))
+        lines.append((ts * MS_NS + 1, trade_frame("BTCUSDT", ts, k, "100.5", "0.1")))
+        lines.append((ts * MS_NS + 2, depth("ETHUSDT", ts, 50.0)))
+    lines.append((2_000_000_000_000_000_000, b"garbage"))
+    return write_lines(tmp_path / "small.bitget.gz", lines)
 
 
 def test_bench_reports_every_stage_and_the_counts(recording, laya_model):

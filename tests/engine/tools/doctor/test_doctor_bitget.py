@@ -8,20 +8,17 @@ from support.doctor import (
     time_routes,
 )
 from support.loopback import serve
+from support.sim import running_sim
 
 from engine.kev.server import free_port
-from engine.sim.server import SimExchange, SimExchangeConfig
+from engine.sim.server import SimExchangeConfig
 from engine.tools.doctor.bitget import check_bitget
 from engine.tools.doctor.report import CheckStatus
 
 
 async def test_the_simulator_answers_bitgets_time_with_no_skew() -> None:
-    sim = SimExchange(SimExchangeConfig())
-    await sim.start()
-    try:
+    async with running_sim(SimExchangeConfig()) as sim:
         result = await check_bitget(sim.rest_url, 2.0, 1_000)
-    finally:
-        await sim.stop()
     assert result.status is CheckStatus.OK, result.detail
     assert result.detail.startswith("reachable (")
 
