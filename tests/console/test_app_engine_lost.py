@@ -8,7 +8,8 @@ import os
 import signal
 
 from console_scenarios import FakeEngineHandle
-from support.console_engine import FAST, eventually, sim_engine, sim_exchange  # noqa: F401
+from support.console_engine import ENGINE_WAIT_S, FAST, sim_engine, sim_exchange  # noqa: F401
+from support.waiting import eventually
 from textual.widget import Widget
 
 from console.app import ConsoleConfig, HftConsoleApp
@@ -38,13 +39,13 @@ async def test_an_engine_killed_by_sigkill_is_said_at_once_and_quitting_exits_1(
     handle = EngineNodeHandle(sim_engine(sim, laya_model, tmp_path / "journal.sqlite"), FAST)
     await asyncio.to_thread(handle.start)
     try:
-        await eventually(lambda: handle.snapshot().status.trading.open_orders > 0)
+        await eventually(lambda: handle.snapshot().status.trading.open_orders > 0, ENGINE_WAIT_S)
         app = HftConsoleApp(handle, ConsoleConfig(), clock=lambda: 0.0)  # never stale
         async with app.run_test(size=(160, 48), notifications=True) as pilot:
             await pilot.pause()
             assert app._status.lost is None
             os.kill(handle.pid, signal.SIGKILL)
-            await eventually(lambda: app._status.lost is not None)  # no key pressed
+            await eventually(lambda: app._status.lost is not None, ENGINE_WAIT_S)  # no key pressed
             await pilot.pause()
             last = handle.snapshot().status.trading
             assert last.exposed

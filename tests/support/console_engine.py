@@ -3,9 +3,7 @@ loop, and the engine configured to trade on it (in its own process, started by t
 
 from __future__ import annotations
 
-import asyncio
-import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -13,27 +11,21 @@ import pytest
 from console.engine.config import EngineAdapterConfig
 from engine.laya.classifier import LayaClassifierConfig
 from engine.node import EngineConfig
-from engine.sim.market import MarketGeneratorConfig
-from engine.sim.server import SimExchange, SimExchangeConfig
+from engine.sim.server import SimExchange
 from engine.tools.bench.trading import NEVER_EMERGENCY
 from engine.trading.config import QuotingStrategyConfig, TradingConfig
+from support.sim import running_sim, sim_config
 
 FAST = EngineAdapterConfig(publish_hz=20, gpu=None)
+ENGINE_WAIT_S = 15.0
+"""How long a test waits on the engine process (it starts, connects and quotes first)."""
 
 
 @pytest.fixture(name="sim")
 async def sim_exchange() -> AsyncIterator[SimExchange]:
     """The fixture `sim` (imported under this name, the tests' parameter never shadows it)."""
-    exchange = SimExchange(
-        SimExchangeConfig(
-            book_interval_ms=30, warmup_ms=2_000, market=MarketGeneratorConfig(seed=5)
-        )
-    )
-    await exchange.start()
-    try:
+    async with running_sim(sim_config(5)) as exchange:
         yield exchange
-    finally:
-        await exchange.stop()
 
 
 def sim_engine(sim: SimExchange, model: Path, journal: Path) -> EngineConfig:
@@ -45,11 +37,3 @@ def sim_engine(sim: SimExchange, model: Path, journal: Path) -> EngineConfig:
     )
     laya = LayaClassifierConfig(model_path=model, prefer_gpu=False, thresholds=NEVER_EMERGENCY)
     return EngineConfig(live_url=sim.ws_url, laya=laya, trading=trading, status_interval_s=0.05)
-
-
-async def eventually(condition: Callable[[], bool], timeout_s: float = 15.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not reached in time")
-        await asyncio.sleep(0.02)

@@ -10,8 +10,9 @@ import time
 from collections.abc import AsyncIterator, Callable, Iterator
 
 import pytest
-from support.console_engine import FAST, eventually, sim_engine, sim_exchange  # noqa: F401
+from support.console_engine import ENGINE_WAIT_S, FAST, sim_engine, sim_exchange  # noqa: F401
 from support.recordings import write_recording
+from support.waiting import eventually
 
 from console.engine.config import EngineAdapterConfig
 from console.engine.handle import EngineLost, ShutdownPolicy
@@ -60,7 +61,7 @@ async def test_the_snapshot_shows_the_running_engine(sim, running, laya_model):
         rates = [feed.frames_per_s for feed in snapshot.status.feeds]
         return sides == {"buy", "sell"} and len(snapshot.depth) == 2 and all(rates)
 
-    await eventually(quoting)
+    await eventually(quoting, ENGINE_WAIT_S)
     snapshot = handle.snapshot()
     status = snapshot.status
     assert status.mode is TradingMode.SIM
@@ -120,7 +121,9 @@ async def test_the_snapshot_shows_the_running_engine(sim, running, laya_model):
 
 async def test_events_arrive_in_order_each_once(sim, running, tmp_path):
     handle = running
-    await eventually(lambda: any("live" in e.text for e in handle.events_since(-1)[0]))
+    await eventually(
+        lambda: any("live" in e.text for e in handle.events_since(-1)[0]), ENGINE_WAIT_S
+    )
     events, missed = handle.events_since(-1)
     assert missed == 0
     assert [event.event_id for event in events] == list(range(len(events)))
@@ -136,7 +139,7 @@ async def test_commands_act_on_the_engine_and_kill_leaves_the_exchange_flat(sim,
     """Each answer comes after the picture the command left: the state it set is in the
     snapshot as soon as the answer is, not a picture or two later."""
     handle = running
-    await eventually(lambda: len(ours(sim)) == 2)
+    await eventually(lambda: len(ours(sim)) == 2, ENGINE_WAIT_S)
 
     def state() -> TradingState:
         return handle.snapshot().status.trading.state
@@ -158,7 +161,7 @@ async def test_commands_act_on_the_engine_and_kill_leaves_the_exchange_flat(sim,
     assert applied.ok, applied.message
     await eventually(lambda: handle.snapshot().status.trading.overrides == wanted, 5)
 
-    await eventually(lambda: len(ours(sim)) == 2)
+    await eventually(lambda: len(ours(sim)) == 2, ENGINE_WAIT_S)
 
     def shown(kind: EventKind) -> list[str]:
         return [event.text for event in handle.events_since(-1)[0] if event.kind is kind]
@@ -208,7 +211,7 @@ async def test_commands_act_on_the_engine_and_kill_leaves_the_exchange_flat(sim,
 async def test_shutdown_keep_stops_and_says_what_stays_open(sim, laya_model, tmp_path):
     handle = EngineNodeHandle(sim_engine(sim, laya_model, tmp_path / "journal.sqlite"), FAST)
     await asyncio.to_thread(handle.start)
-    await eventually(lambda: len(ours(sim)) == 2)
+    await eventually(lambda: len(ours(sim)) == 2, ENGINE_WAIT_S)
     result = await asyncio.to_thread(handle.shutdown, ShutdownPolicy.KEEP)
     assert result.ok
     assert result.message.startswith("resting orders cancelled, positions kept:")
@@ -335,7 +338,7 @@ def test_a_dead_engine_fails_commands_at_once_and_lets_the_console_go(replay_han
 async def test_the_engine_flattens_and_exits_when_the_console_dies(sim, laya_model, tmp_path):
     handle = EngineNodeHandle(sim_engine(sim, laya_model, tmp_path / "journal.sqlite"), FAST)
     await asyncio.to_thread(handle.start)
-    await eventually(lambda: len(ours(sim)) == 2)
+    await eventually(lambda: len(ours(sim)) == 2, ENGINE_WAIT_S)
     handle._connection.close()  # what the console's death does to the engine's socket
     await eventually(lambda: not handle.running, 30)  # the engine process has exited
     assert not sim.open_orders()
