@@ -63,6 +63,7 @@ from collections.abc import Callable, Mapping
 from operator import attrgetter
 from typing import Any
 
+from engine.bitget.orders import OrderSide, OrderType, TimeInForce
 from engine.risk.commands import CommandOutcome, KevAction, KevCommandOutcome
 from engine.risk.events import (
     CommandRejected,
@@ -82,12 +83,9 @@ from engine.risk.intents import (
     ClosePositionsIntent,
     DenialReason,
     OrderIntent,
-    OrderSide,
-    OrderType,
     RiskDecision,
     RiskRequest,
     Source,
-    TimeInForce,
 )
 from engine.risk.limits import (
     EndpointLimits,

@@ -17,11 +17,9 @@ from fuzz_tally import deep_json, require
 from support.risk import T0, make_config
 
 from engine.kev.command import REASON_CHARACTERS, KevCommand, KevCommandError, KevCommandSpec
-from engine.risk import (
-    KevAction,
-    RiskGateway,
-    TradingState,
-)
+from engine.risk.commands import KevAction
+from engine.risk.events import TradingState
+from engine.risk.gateway import RiskGateway
 from engine.risk.overrides import RiskOverrides
 
 ERROR_TEXT_MAX = 400

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from engine.kev.command import KevCommand, KevCommandSpec
-from engine.risk import KevAction
+from engine.risk.commands import KevAction
 
 
 def test_documented_commands_apply_in_every_state(kev_target) -> None:

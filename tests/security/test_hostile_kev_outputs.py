@@ -21,20 +21,16 @@ import pytest
 from security_support import HostileLlama, chat_body
 from support.risk import BTC, MIDS, make_config
 
+from engine.bitget.orders import OrderSide, OrderType
 from engine.kev.client import KevClient, KevClientConfig
 from engine.kev.command import KevCommandSpec
 from engine.kev.hub import KevHub, KevHubConfig, KevOutcome
 from engine.kev.queue import KevSnapshot
 from engine.laya.features import FEATURE_COUNT
 from engine.laya.verdict import Verdict
-from engine.risk import (
-    OrderIntent,
-    OrderSide,
-    OrderType,
-    RiskGateway,
-    Source,
-    TradingState,
-)
+from engine.risk.events import TradingState
+from engine.risk.gateway import RiskGateway
+from engine.risk.intents import OrderIntent, Source
 from engine.risk.overrides import RiskOverrides
 from engine.risk.snapshot import RiskSnapshot
 

@@ -15,7 +15,7 @@ from engine.kev.server import (
     find_llama_server,
     free_port,
 )
-from engine.risk import RiskGateway
+from engine.risk.gateway import RiskGateway
 from support.risk import MIDS, T0, make_config
 
 

@@ -8,18 +8,10 @@ import itertools
 from dataclasses import replace
 from typing import Any
 
-from engine.risk import (
-    OrderIntent,
-    OrderSide,
-    OrderType,
-    OverrideBounds,
-    RiskGateway,
-    RiskGatewayConfig,
-    RiskLimits,
-    Source,
-    SymbolLimits,
-    TimeInForce,
-)
+from engine.bitget.orders import OrderSide, OrderType, TimeInForce
+from engine.risk.gateway import RiskGateway
+from engine.risk.intents import OrderIntent, Source
+from engine.risk.limits import OverrideBounds, RiskGatewayConfig, RiskLimits, SymbolLimits
 
 BTC = "BTCUSDT"
 ETH = "ETHUSDT"

@@ -40,13 +40,8 @@ from engine.latency import LatencyHistogram, timer_cost_ns
 from engine.laya.classifier import LayaClassifier, LayaClassifierConfig, choose_verdict
 from engine.laya.features import FEATURE_COUNT, FeatureExtractor, FeatureExtractorConfig
 from engine.laya.verdict import Verdict
-from engine.risk import (
-    OverrideBounds,
-    RiskGateway,
-    RiskGatewayConfig,
-    RiskLimits,
-    SymbolLimits,
-)
+from engine.risk.gateway import RiskGateway
+from engine.risk.limits import OverrideBounds, RiskGatewayConfig, RiskLimits, SymbolLimits
 from engine.risk.overrides import RiskOverrides
 from engine.sim.market import MarketGeneratorConfig
 from engine.sim.recording import simulate_recording

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import time
 
+from engine.bitget.orders import OrderSide, OrderType, TimeInForce
 from engine.risk.gateway import RiskGateway
-from engine.risk.intents import OrderIntent, OrderSide, OrderType, Source, TimeInForce
+from engine.risk.intents import OrderIntent, Source
 from engine.risk.limits import OverrideBounds, RiskGatewayConfig, RiskLimits, SymbolLimits
 
 _WARMUP_CHECKS = 20_000

@@ -13,8 +13,8 @@ from support.recordings import write_lines
 from engine.clock import MarketClock, MarketTimeLoop
 from engine.feed.events import BookSnapshot, ChannelError, FeedState, FeedStateChanged
 from engine.feed.parse import FrameParser
-from engine.feed.recording import RecordingReadStats
-from engine.feed.replay import ReplayFeed, iter_recording, replay_clock
+from engine.feed.recording import RecordingReadStats, iter_recording
+from engine.feed.replay import ReplayFeed, replay_clock
 from engine.feed.tape import Trades
 
 SHARED_RECORDING = (

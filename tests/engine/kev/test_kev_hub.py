@@ -24,7 +24,9 @@ from engine.kev.queue import KevQueueOverflow, KevSnapshot
 from engine.kev.server import free_port
 from engine.laya.features import FEATURE_COUNT
 from engine.laya.verdict import Verdict
-from engine.risk import KevAction, RiskLimitChanged, Source, TradingState
+from engine.risk.commands import KevAction
+from engine.risk.events import RiskLimitChanged, TradingState
+from engine.risk.intents import Source
 from engine.risk.overrides import RiskOverrides
 from engine.trading.events import TradingFault
 

@@ -23,16 +23,16 @@ from support.risk import (
     market,
 )
 
-from engine.risk import (
+from engine.bitget.orders import OrderType
+from engine.risk.events import OrderDenied
+from engine.risk.gateway import RiskGateway
+from engine.risk.intents import (
     APPROVED,
     CancelIntent,
     CancelScope,
     ClosePositionsIntent,
     DenialReason,
-    OrderDenied,
     OrderIntent,
-    OrderType,
-    RiskGateway,
     Source,
 )
 from engine.risk.overrides import RiskOverrides

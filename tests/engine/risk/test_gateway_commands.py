@@ -7,15 +7,10 @@ import math
 import pytest
 from support.risk import BTC, BUY, ETH, MIDS, MS, SECOND, SELL, T0, limit, make_gateway
 
-from engine.risk import (
-    CommandRejected,
-    DenialReason,
-    KevAction,
-    RiskGateway,
-    RiskLimitChanged,
-    Source,
-    TradingState,
-)
+from engine.risk.commands import KevAction
+from engine.risk.events import CommandRejected, RiskLimitChanged, TradingState
+from engine.risk.gateway import RiskGateway
+from engine.risk.intents import DenialReason, Source
 from engine.risk.overrides import RiskOverrides
 
 

@@ -18,14 +18,8 @@ from support.risk import (
     position_of,
 )
 
-from engine.risk import (
-    DailyPnlReset,
-    DenialReason,
-    PositionReconciled,
-    Source,
-    TradingState,
-    TradingStateChanged,
-)
+from engine.risk.events import DailyPnlReset, PositionReconciled, TradingState, TradingStateChanged
+from engine.risk.intents import DenialReason, Source
 from engine.risk.overrides import RiskOverrides
 
 HOUR = 3_600 * SECOND

@@ -35,25 +35,14 @@ from hypothesis.stateful import (
 )
 from support.risk import BTC, ETH, MIDS, MS, SECOND, T0, make_bounds, make_config, make_limits
 
-from engine.risk import (
-    CancelIntent,
-    CancelScope,
-    DenialReason,
-    EndpointLimits,
-    KevAction,
-    OrderDenied,
-    OrderIntent,
-    OrderSide,
-    OrderType,
-    RiskGateway,
-    RiskGatewayConfig,
-    RiskSnapshot,
-    Source,
-    SymbolLimits,
-    TimeInForce,
-    TradingState,
-)
+from engine.bitget.orders import OrderSide, OrderType, TimeInForce
+from engine.risk.commands import KevAction
+from engine.risk.events import OrderDenied, TradingState
+from engine.risk.gateway import RiskGateway
+from engine.risk.intents import CancelIntent, CancelScope, DenialReason, OrderIntent, Source
+from engine.risk.limits import EndpointLimits, RiskGatewayConfig, SymbolLimits
 from engine.risk.overrides import RiskOverrides
+from engine.risk.snapshot import RiskSnapshot
 
 TOLERANCE = 1e-9
 SYMBOLS = (BTC, ETH)

@@ -6,15 +6,10 @@ from __future__ import annotations
 import pytest
 from support.risk import BTC, BUY, ETH, MIDS, MS, SECOND, SELL, T0, fill, limit, make_gateway
 
-from engine.risk import (
-    CommandRejected,
-    DenialReason,
-    OrderType,
-    RiskGateway,
-    Source,
-    TradingState,
-    TradingStateChanged,
-)
+from engine.bitget.orders import OrderType
+from engine.risk.events import CommandRejected, TradingState, TradingStateChanged
+from engine.risk.gateway import RiskGateway
+from engine.risk.intents import DenialReason, Source
 from engine.risk.overrides import RiskOverrides
 
 

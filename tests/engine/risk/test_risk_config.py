@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 from support.risk import BTC, ETH, make_bounds, make_config, make_limits
 
-from engine.risk import EndpointLimits, SymbolLimits
+from engine.risk.limits import EndpointLimits, SymbolLimits
 
 
 @pytest.mark.parametrize("field", ["max_position", "max_notional", "max_order_size"])

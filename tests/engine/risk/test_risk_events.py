@@ -5,8 +5,14 @@ from __future__ import annotations
 import pytest
 from support.risk import BTC, BUY, T0, limit, make_gateway
 
-from engine.risk import EventsDropped, OrderDenied, OutboxOverflow, RiskLimitChanged, Source
-from engine.risk.events import EventOutbox
+from engine.risk.events import (
+    EventOutbox,
+    EventsDropped,
+    OrderDenied,
+    OutboxOverflow,
+    RiskLimitChanged,
+)
+from engine.risk.intents import Source
 from engine.tools.bench.risk import benchmark_check
 
 
