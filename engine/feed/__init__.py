@@ -1,1 +1,1 @@
-"""Bitget public market data: parsing, live websocket feed, recording and replay."""
+"""Market data apart from the venue that sends it: the frame parser, recordings and replay."""
