@@ -58,6 +58,7 @@ from engine.risk.commands import KevCommandOutcome
 from engine.risk.gateway import RiskGateway
 from engine.trading.commands import Command, CommandResult, CommandSource, KevOrder, kev_result
 from engine.trading.events import TradingFault
+from engine.validation import require_count
 
 logger = logging.getLogger(__name__)
 
@@ -163,9 +164,7 @@ class KevHubConfig:
 
     def __post_init__(self) -> None:
         for name in ("max_in_flight", "queue_capacity", "decision_log_size"):
-            value = getattr(self, name)
-            if not (isinstance(value, int) and value >= 1):
-                raise ValueError(f"KevHubConfig.{name} must be an integer >= 1, got {value!r}")
+            require_count("KevHubConfig", name, getattr(self, name))
         if not isinstance(self.overflow, KevQueueOverflow):
             raise ValueError(
                 f"KevHubConfig.overflow must be a KevQueueOverflow, got {self.overflow!r}"

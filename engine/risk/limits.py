@@ -7,15 +7,13 @@ of limits. Sizes are in base coin, notionals and losses in USDT, price bands in 
 from __future__ import annotations
 
 import math
-import re
 import types
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from engine.bitget.models import CLIENT_OID_PATTERN
 from engine.risk.events import OutboxOverflow
-
-CLIENT_OID_PATTERN = re.compile(r"^[0-9A-Za-z_#-]{1,32}$")
-"""The clientOid characters every Bitget page accepts (bitget-v2.md §4)."""
+from engine.validation import require_count
 
 _CLOSING_OID_COUNTER_DIGITS = 12
 """Room left in a 32-character clientOid for the closing-order counter."""
@@ -24,11 +22,6 @@ _CLOSING_OID_COUNTER_DIGITS = 12
 def _require_positive(owner: str, name: str, value: float) -> None:
     if not (isinstance(value, int | float) and math.isfinite(value) and value > 0):
         raise ValueError(f"{owner}.{name} must be a positive finite number, got {value!r}")
-
-
-def _require_count(owner: str, name: str, value: int) -> None:
-    if not (isinstance(value, int) and value >= 1):
-        raise ValueError(f"{owner}.{name} must be an integer >= 1, got {value!r}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,7 +62,7 @@ class EndpointLimits:
             "batch_cancel_per_second",
             "close_positions_per_second",
         ):
-            _require_count("EndpointLimits", name, getattr(self, name))
+            require_count("EndpointLimits", name, getattr(self, name))
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,7 +112,7 @@ class RiskLimits:
                 "orders get the wider band"
             )
         for name in ("orders_per_second", "orders_per_minute", "max_open_orders"):
-            _require_count("RiskLimits", name, getattr(self, name))
+            require_count("RiskLimits", name, getattr(self, name))
         if self.orders_per_second > self.endpoints.place_order_per_second:
             raise ValueError(
                 f"RiskLimits.orders_per_second ({self.orders_per_second}) must not exceed "
@@ -155,8 +148,8 @@ class OverrideBounds:
                 f"OverrideBounds.max_slippage_bps must be within [0, 10000), "
                 f"got {self.max_slippage_bps!r}"
             )
-        _require_count("OverrideBounds", "max_orders_per_second", self.max_orders_per_second)
-        _require_count("OverrideBounds", "max_orders_per_minute", self.max_orders_per_minute)
+        require_count("OverrideBounds", "max_orders_per_second", self.max_orders_per_second)
+        require_count("OverrideBounds", "max_orders_per_minute", self.max_orders_per_minute)
 
 
 @dataclass(frozen=True, slots=True)
@@ -239,14 +232,14 @@ class RiskGatewayConfig:
             )
         if not (math.isfinite(self.risk_scale) and 0 <= self.risk_scale <= 1):
             raise ValueError(f"risk_scale must be within [0, 1], got {self.risk_scale!r}")
-        _require_count("RiskGatewayConfig", "max_mark_age_ms", self.max_mark_age_ms)
+        require_count("RiskGatewayConfig", "max_mark_age_ms", self.max_mark_age_ms)
         if not (isinstance(self.daily_reset_hour_utc, int) and 0 <= self.daily_reset_hour_utc < 24):
             raise ValueError(
                 f"daily_reset_hour_utc must be an hour 0..23, got {self.daily_reset_hour_utc!r}"
             )
         if not self.rearm_confirmation.strip():
             raise ValueError("rearm_confirmation must not be blank")
-        _require_count("RiskGatewayConfig", "outbox_capacity", self.outbox_capacity)
+        require_count("RiskGatewayConfig", "outbox_capacity", self.outbox_capacity)
         prefix = self.closing_client_oid_prefix
         if not (
             CLIENT_OID_PATTERN.match(prefix) and len(prefix) <= 32 - _CLOSING_OID_COUNTER_DIGITS
