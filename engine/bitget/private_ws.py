@@ -26,10 +26,10 @@ import random
 import re
 import time
 from collections import Counter
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Callable, Coroutine, Iterator, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 from websockets.asyncio.client import ClientConnection
@@ -74,6 +74,7 @@ LOGIN_REFUSAL_CODES = frozenset({"30005", "30011", "30012", "30013", "30014", "3
 CHANNEL_REFUSAL_CODES = frozenset({"30001", "30016"})
 """Error codes that refuse a channel subscription: retrying cannot help either."""
 NOT_LOGGED_IN_CODE = "30004"
+_Entry = TypeVar("_Entry")
 _LOGIN_SUCCESS_CODES = frozenset({"0", "00000"})
 _PONG = b"pong"
 _EXCHANGE_TEXT_MAX = 200
@@ -451,21 +452,15 @@ class BitgetPrivateFeed:
             return
         counters = self._counters
         if channel == ORDERS_CHANNEL:
-            for entry in data:
-                try:
-                    update = parse_order_update(entry, recv_ns)
-                except MalformedEntry as error:
-                    self._reject(RejectReason.BAD_ORDER, f"orders: {error}")
-                    continue
+            for update in self._entries(
+                data, recv_ns, parse_order_update, RejectReason.BAD_ORDER, "orders"
+            ):
                 counters.order_updates += 1
                 self._emit(update)
         elif channel == FILL_CHANNEL:
-            for entry in data:
-                try:
-                    fill = parse_fill_update(entry, recv_ns)
-                except MalformedEntry as error:
-                    self._reject(RejectReason.BAD_FILL, f"fill: {error}")
-                    continue
+            for fill in self._entries(
+                data, recv_ns, parse_fill_update, RejectReason.BAD_FILL, "fill"
+            ):
                 counters.fill_updates += 1
                 self._emit(fill)
         else:
@@ -476,6 +471,21 @@ class BitgetPrivateFeed:
                 return
             counters.positions_updates += 1
             self._emit(positions)
+
+    def _entries(
+        self,
+        data: list[object],
+        recv_ns: int,
+        parse: Callable[[object, int], _Entry],
+        reason: RejectReason,
+        channel: str,
+    ) -> Iterator[_Entry]:
+        """The entries of a push that `parse` reads; each malformed one is rejected and skipped."""
+        for entry in data:
+            try:
+                yield parse(entry, recv_ns)
+            except MalformedEntry as error:
+                self._reject(reason, f"{channel}: {error}")
 
     def _reject(self, reason: RejectReason, detail: str) -> None:
         self._rejected[reason] += 1

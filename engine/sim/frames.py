@@ -161,28 +161,19 @@ class DepthPublisher:
     def snapshot_frame(self, channel: str, push_ms: int) -> str:
         """A snapshot for `books` (all published levels, real checksum) or books1/5/15."""
         if channel == INCREMENTAL_DEPTH_CHANNEL:
-            return depth_frame(
-                channel,
-                self.symbol,
-                self.bids,
-                self.asks,
-                action="snapshot",
-                seq=self.seq,
-                pseq=0,
-                checksum=self.checksum,
-                ts_ms=self.ts_ms,
-                push_ms=push_ms,
-            )
-        levels = SNAPSHOT_DEPTH_CHANNELS[channel]
+            bids, asks, checksum = self.bids, self.asks, self.checksum
+        else:
+            levels = SNAPSHOT_DEPTH_CHANNELS[channel]
+            bids, asks, checksum = self.bids[:levels], self.asks[:levels], 0
         return depth_frame(
             channel,
             self.symbol,
-            self.bids[:levels],
-            self.asks[:levels],
+            bids,
+            asks,
             action="snapshot",
             seq=self.seq,
             pseq=0,
-            checksum=0,
+            checksum=checksum,
             ts_ms=self.ts_ms,
             push_ms=push_ms,
         )
