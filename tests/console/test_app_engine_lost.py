@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+from dataclasses import replace
 
 from console_scenarios import FakeEngineHandle
 from support.console_engine import ENGINE_WAIT_S, FAST, sim_engine, sim_exchange  # noqa: F401
@@ -36,7 +37,15 @@ async def test_an_engine_killed_by_sigkill_is_said_at_once_and_quitting_exits_1(
     laya_model,
     tmp_path,
 ):
-    handle = EngineNodeHandle(sim_engine(sim, laya_model, tmp_path / "journal.sqlite"), FAST)
+    config = sim_engine(sim, laya_model, tmp_path / "journal.sqlite")
+    # Quotes that rest where they are: a requote (cancel, then place) could otherwise fall
+    # between the last picture and the kill, and leave nothing open to report.
+    strategy = replace(
+        config.trading.strategy, requote_threshold_bps=1_000.0, requote_size_fraction=1.0
+    )
+    handle = EngineNodeHandle(
+        replace(config, trading=replace(config.trading, strategy=strategy)), FAST
+    )
     await asyncio.to_thread(handle.start)
     try:
         await eventually(lambda: handle.snapshot().status.trading.open_orders > 0, ENGINE_WAIT_S)
