@@ -32,7 +32,7 @@ from engine.kev.client import KevClient, KevClientConfig
 from engine.kev.command import KevCommandSpec
 from engine.kev.context import snapshot_of
 from engine.kev.hedge import HedgeAnalytics, HedgeAnalyticsConfig
-from engine.kev.hub import KevDecision, KevHub, KevHubConfig
+from engine.kev.hub import KevDecision, KevHub, KevHubConfig, KevLink
 from engine.kev.model_fetch import tiny_model_path
 from engine.kev.queue import KevQueueOverflow, KevSnapshot
 from engine.kev.server import LlamaServerConfig, LlamaServerProcess, free_port
@@ -222,9 +222,11 @@ async def run_decisions(
     decisions: list[KevDecision] = []
     async with KevClient(config, spec) as client:
         props = await client.props()
-        hub = KevHub(KevHubConfig(health_interval_s=0.5), client, gateway, hedge=hedge)
+        hub_config = KevHubConfig(health_interval_s=0.5)
+        hub = KevHub(hub_config, client, gateway, hedge=hedge)
         await hub.start()
         try:
+            await _online(hub, (hub_config.warmup_timeout_s or 0) + 30)
             for k in range(WARMUP_DECISIONS + requests):
                 context = contexts[k % len(contexts)]
                 _prepare(gateway, context, time.time_ns())
@@ -240,6 +242,20 @@ async def run_decisions(
             await hub.stop()
     server = {"model": props.model if props else "", "build": props.build if props else ""}
     return decisions, server
+
+
+async def _online(hub: KevHub, timeout_s: float) -> None:
+    """Wait for the hub to be online: it warms the server's prompt cache first, for up to its
+    warm-up limit, longer than a decision may take on a busy CPU."""
+    try:
+        async with asyncio.timeout(timeout_s):
+            while hub.status().state != KevLink.ONLINE.value:
+                await asyncio.sleep(0.01)
+    except TimeoutError:
+        status = hub.status()
+        raise RuntimeError(
+            f"Kev is not online after {timeout_s:g} s: {status.state}, {status.detail}"
+        ) from None
 
 
 def _summary(values: list[float]) -> dict[str, float]:
