@@ -94,9 +94,10 @@ from engine.risk.limits import (
     RiskLimits,
     SymbolLimits,
 )
-from engine.risk.overrides import RiskOverrides, finite_number
+from engine.risk.overrides import RiskOverrides
 from engine.risk.snapshot import LimitsInForce, PositionView, RiskSnapshot
 from engine.units import coin
+from engine.validation import finite_number
 
 __all__ = [
     "EndpointLimits",
@@ -873,15 +874,15 @@ class RiskGateway:
         return CommandOutcome(True, "; ".join(texts))
 
     def _set_max_position(self, sizes: Mapping[str, float], now_ns: int) -> str:
-        texts = []
+        olds = {symbol: self._symbols[symbol].max_position_set for symbol in sizes}
         for symbol, size in sizes.items():
-            risk = self._symbols[symbol]
-            old = risk.max_position_set
-            risk.max_position_set = float(size)
-            self._apply_limits()
-            self._limit_changed(f"max_position {symbol}", old, size, Source.OPERATOR, now_ns)
-            texts.append(f"{symbol} max position {coin(symbol, size)}")
-        return "; ".join(texts)
+            self._symbols[symbol].max_position_set = float(size)
+        self._apply_limits()
+        for symbol, size in sizes.items():
+            self._limit_changed(
+                f"max_position {symbol}", olds[symbol], size, Source.OPERATOR, now_ns
+            )
+        return "; ".join(f"{symbol} max position {coin(symbol, size)}" for symbol in sizes)
 
     def _set_max_net_delta(self, usdt: float, now_ns: int) -> str:
         old = self._max_net_delta_set

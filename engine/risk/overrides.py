@@ -3,18 +3,13 @@ the trading desk and the console's risk dialog all ask `problems`)."""
 
 from __future__ import annotations
 
-import math
 import types
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from engine.risk.limits import OverrideBounds
 from engine.units import coin
-
-
-def finite_number(value: object) -> bool:
-    """A real number (not a bool), finite."""
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+from engine.validation import finite_number
 
 
 @dataclass(frozen=True, slots=True)
