@@ -12,11 +12,10 @@ import aiohttp
 class HttpSessionClient:
     """Holds one `aiohttp.ClientSession` from `start()` to `stop()`.
 
-    A subclass says how its session is built (`_open_session`: pool, headers, timeouts) and
-    sets `self._http = None` before the first start.
+    A subclass says how its session is built (`_open_session`: pool, headers, timeouts).
     """
 
-    _http: aiohttp.ClientSession | None
+    _http: aiohttp.ClientSession | None = None
 
     def _open_session(self) -> aiohttp.ClientSession:
         raise NotImplementedError

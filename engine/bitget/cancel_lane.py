@@ -199,6 +199,11 @@ class CancelLane:
         self._max_per_second = max_per_second
         self._signer = KeyedSigner(credentials.api_secret)
         self._cancel_body = orjson.dumps({"productType": PRODUCT_TYPE, "marginCoin": MARGIN_COIN})
+        # What Bitget signs after the timestamp (`rest_prehash`), built once: the lane re-signs
+        # on the reaction path when its pre-signed request has gone stale.
+        self._cancel_prehash_tail = rest_prehash(
+            "", "POST", CANCEL_ALL_ORDERS, "", self._cancel_body.decode()
+        ).encode()
         headers = key_headers(credentials.api_key, credentials.passphrase, demo)
         lines = [
             f"POST {CANCEL_ALL_ORDERS} HTTP/1.1",
@@ -287,17 +292,16 @@ class CancelLane:
     def _sign_cancel(self, now_ns: int) -> None:
         now_ms = now_ns // 1_000_000
         timestamp = str(now_ms + self._clock_offset_ms())
-        body = self._cancel_body
-        prehash = rest_prehash(timestamp, "POST", CANCEL_ALL_ORDERS, "", body.decode())
+        stamp = timestamp.encode()
         self._signed_cancel = b"".join(
             (
                 self._cancel_head,
                 _TIMESTAMP_LINE,
-                timestamp.encode(),
+                stamp,
                 _SIGN_LINE,
-                self._signer.sign(prehash.encode()),
+                self._signer.sign(stamp + self._cancel_prehash_tail),
                 b"\r\n\r\n",
-                body,
+                self._cancel_body,
             )
         )
         self._signed_at_ms = now_ms

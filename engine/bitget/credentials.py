@@ -55,6 +55,8 @@ _MAX_FILE_BYTES = 65_536
 _PRIVATE_BITS = stat.S_IRWXG | stat.S_IRWXO
 _TOML_POSITION = re.compile(r"\(at line \d+, column \d+\)|\(at end of document\)")
 _REDACTED = "<redacted>"
+_TEXT_MAX = 200
+"""How much of an exchange's or a handler's text is kept."""
 
 
 class Credentials:
@@ -96,6 +98,16 @@ class Credentials:
     def secrets(self) -> tuple[str, str]:
         """The values that must never be printed, logged or journaled."""
         return (self.api_secret, self.passphrase)
+
+    def scrubbed(self, value: object) -> str:
+        """Text from the exchange or a handler made safe to keep: printable, bounded, and never
+        echoing a credential (the key included); not a string: empty."""
+        if not isinstance(value, str):
+            return ""
+        text = "".join(ch if ch.isprintable() else "?" for ch in value[:_TEXT_MAX])
+        for secret in (*self.secrets, self.api_key):
+            text = text.replace(secret, _REDACTED)
+        return text
 
 
 def _mask_key(api_key: str) -> str:

@@ -77,8 +77,6 @@ NOT_LOGGED_IN_CODE = "30004"
 _Entry = TypeVar("_Entry")
 _LOGIN_SUCCESS_CODES = frozenset({"0", "00000"})
 _PONG = b"pong"
-_EXCHANGE_TEXT_MAX = 200
-_REDACTED = "<redacted>"
 _NUMBER = re.compile(r"-?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
 _TIME_MAX_DIGITS = 16
 _FILL_TOLERANCE = 1e-9
@@ -230,7 +228,7 @@ class BitgetPrivateFeed:
         self._exchange_offset_ms = exchange_offset_ms
         self._counters = _Counters()
         self._socket = ReconnectingSocket(
-            config, self._counters, clock=clock, rng=rng, scrub=self._scrubbed
+            config, self._counters, clock=clock, rng=rng, scrub=credentials.scrubbed
         )
         self._rejected: Counter[str] = Counter()
         self._state = PrivateStreamState.STOPPED
@@ -423,7 +421,7 @@ class BitgetPrivateFeed:
         counters = self._counters
         counters.exchange_errors += 1
         code = _code_text(message.get("code"))
-        exchange_text = self._scrubbed(message.get("msg"))
+        exchange_text = self._credentials.scrubbed(message.get("msg"))
         text = f"{describe_error(code)} (exchange said: {exchange_text or 'nothing'})"
         counters.last_exchange_error = text
         if self._phase is _Phase.LOGIN:
@@ -489,7 +487,7 @@ class BitgetPrivateFeed:
 
     def _reject(self, reason: RejectReason, detail: str) -> None:
         self._rejected[reason] += 1
-        self._counters.last_rejection = self._scrubbed(f"{reason}: {detail}")
+        self._counters.last_rejection = self._credentials.scrubbed(f"{reason}: {detail}")
 
     # Events
 
@@ -505,17 +503,7 @@ class BitgetPrivateFeed:
             self._sink(event)
         except Exception as error:  # a sink bug must not take the stream down
             self._counters.handler_errors += 1
-            self._counters.last_handler_error = self._scrubbed(describe(error))
-
-    def _scrubbed(self, value: object) -> str:
-        """Text made safe to keep: printable, bounded, and never echoing a credential."""
-        if not isinstance(value, str):
-            return ""
-        text = "".join(ch if ch.isprintable() else "?" for ch in value[:_EXCHANGE_TEXT_MAX])
-        credentials = self._credentials
-        for secret in (*credentials.secrets, credentials.api_key):
-            text = text.replace(secret, _REDACTED)
-        return text
+            self._counters.last_handler_error = self._credentials.scrubbed(describe(error))
 
 
 # Push entries -> events

@@ -107,9 +107,7 @@ _PENDING_PAGE_SIZE = 100
 _PENDING_PAGES_MAX = 50
 _FILL_PAGE_SIZE = 100
 _FILL_PAGES_MAX = 20
-_EXCHANGE_MESSAGE_MAX = 200
 _CLIENT_OID_MAX = 32
-_REDACTED = "<redacted>"
 
 
 @dataclass(frozen=True, slots=True)
@@ -371,7 +369,6 @@ class BitgetRestClient(HttpSessionClient):
             path: SlidingWindowRateLimiter(limit, window_s)
             for path, limit in RATE_LIMITS_PER_S.items()
         }
-        self._http: aiohttp.ClientSession | None = None
         self._offset_ms = 0
         self._requests: Counter[str] = Counter()
         self._errors: Counter[str] = Counter()
@@ -896,7 +893,7 @@ class BitgetRestClient(HttpSessionClient):
             operator_message,
             retryable,
             path,
-            self._scrubbed_text(exchange_message),
+            self._credentials.scrubbed(exchange_message),
         )
 
     def _parsed(self, path: str, parse: Callable[[object], _T], data: object) -> _T:
@@ -907,17 +904,8 @@ class BitgetRestClient(HttpSessionClient):
 
     def _unreadable(self, path: str, error: MalformedAnswer) -> BitgetTransportError:
         self._errors[_TRANSPORT_ERROR_KEY] += 1
-        detail = self._scrubbed_text(str(error))
+        detail = self._credentials.scrubbed(str(error))
         return BitgetTransportError(path, f"unreadable answer ({detail})", request_sent=True)
-
-    def _scrubbed_text(self, value: object) -> str:
-        """Exchange text made safe to log: printable, bounded, and never echoing a secret."""
-        if not isinstance(value, str):
-            return ""
-        text = "".join(ch if ch.isprintable() else "?" for ch in value[:_EXCHANGE_MESSAGE_MAX])
-        for secret in self._credentials.secrets:
-            text = text.replace(secret, _REDACTED)
-        return text
 
     async def _back_off(self, path: str, attempt: int, failure: BitgetRestError) -> None:
         delay = backoff_delay_s(

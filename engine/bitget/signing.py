@@ -87,12 +87,10 @@ def signed_headers(
     demo: bool,
 ) -> dict[str, str]:
     """All headers of a signed private REST call; `demo` adds `paptrading: 1`."""
-    signature = sign(secret, rest_prehash(timestamp_ms, method, path, query, body))
-    return {
-        **key_headers(api_key, passphrase, demo),
-        TIMESTAMP_HEADER: timestamp_ms,
-        SIGN_HEADER: signature,
-    }
+    headers = key_headers(api_key, passphrase, demo)
+    headers[TIMESTAMP_HEADER] = timestamp_ms
+    headers[SIGN_HEADER] = sign(secret, rest_prehash(timestamp_ms, method, path, query, body))
+    return headers
 
 
 def key_headers(api_key: str, passphrase: str, demo: bool) -> dict[str, str]:

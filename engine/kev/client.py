@@ -187,7 +187,6 @@ class KevClient(HttpSessionClient):
         self.config = config
         self.spec = spec
         self.system_prompt = system_prompt(spec)
-        self._http: aiohttp.ClientSession | None = None
         self._url = config.base_url.rstrip("/")
         # The part of every request body that never changes.
         self._fixed = {
