@@ -6,10 +6,11 @@ Time. The node's `clock` is the one every component reads and waits on: the syst
 and on the simulator, the recording's time in a replay (`engine/clock.py`), where the node must
 run on the clock's own loop (`node.clock.run(main)`).
 
-Threads. Everything runs on the engine's own event loop. Another thread (the console) reads
-`latest_status` (a frozen snapshot republished every `status_interval_s`) and `events`, and
-sends commands with `call_threadsafe(node.execute(Command(Kill())))`, which schedules the
-coroutine on the engine loop and returns a `concurrent.futures.Future` of its `CommandResult`.
+Threads. Everything runs on the engine's own event loop. Commands arrive on it (the engine
+process hands each to `execute`); another thread may read `latest_status` (a frozen snapshot
+republished every `status_interval_s`) and `events`, and run a coroutine on the loop with
+`call_threadsafe(node.execute(Command(Kill())))`, which returns a `concurrent.futures.Future`
+of its `CommandResult`.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """`EngineAdapterConfig`: how the engine process feeds the console, and the time limits the
-console gives it. The console imports it (settings build it) without loading the engine."""
+console gives it; the settings build it for both processes."""
 
 from __future__ import annotations
 

@@ -23,8 +23,6 @@ class Outbox:
         self._queue: deque[tuple[bytes, int]] = deque()
         self._queued_events = 0
         self._closing = False
-        self.dropped_events = 0
-        self.broken = False
         self._thread = threading.Thread(target=self._run, name="engine-outbox", daemon=True)
 
     def start(self) -> None:
@@ -46,7 +44,6 @@ class Outbox:
             if count:
                 del self._queue[index]
                 self._queued_events -= count
-                self.dropped_events += count
                 return
 
     def put_picture(self, picture: Picture) -> None:
@@ -85,5 +82,4 @@ class Outbox:
             try:
                 self._connection.send_bytes(payload)
             except OSError:  # the console is gone: the engine notices on its own side
-                self.broken = True
                 return

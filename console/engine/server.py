@@ -44,7 +44,7 @@ from console.view import ConsoleSnapshot, EventKind, Severity
 from engine.bitget.credentials import Credentials
 from engine.clock import EngineClock
 from engine.node import EngineNode, engine_clock, format_status
-from engine.trading.commands import Command, CommandResult, CommandSource, Flatten, Kill
+from engine.trading.commands import Command, CommandResult, CommandSource, Kill
 
 logger = logging.getLogger(__name__)
 
@@ -179,11 +179,13 @@ class EngineServer:
         try:
             while True:
                 request = decode(self._connection.recv_bytes())
-                assert isinstance(request, Request)
+                if not isinstance(request, Request):  # not our console: as good as gone
+                    break
                 loop.call_soon_threadsafe(self._on_request, request)
         except (EOFError, OSError):
-            with contextlib.suppress(RuntimeError):  # the loop has closed: we are done anyway
-                loop.call_soon_threadsafe(self._on_console_gone)
+            pass
+        with contextlib.suppress(RuntimeError):  # the loop has closed: we are done anyway
+            loop.call_soon_threadsafe(self._on_console_gone)
 
     def _on_request(self, request: Request) -> None:
         asked = request.asked
@@ -204,9 +206,10 @@ class EngineServer:
         try:
             if isinstance(asked, Stats):
                 result: object = publisher.stats()
-            elif isinstance(asked.request, Kill | Flatten):
+            elif isinstance(asked.request, Kill):
                 running = asyncio.ensure_future(publisher.node.execute(asked))
-                await asyncio.sleep(0)  # it runs to its first wait: HALTED (REDUCING) is set
+                # A kill sets HALTED before its first wait (a flatten asks the venue first).
+                await asyncio.sleep(0)
                 if not running.done():
                     # The state now, before the close sequence confirms flat: the console
                     # shows HALTED at once and the answer when it comes.

@@ -572,7 +572,13 @@ class TradingDesk:
             nothing = await holds_nothing(self.executor) and not self.executor.has_open_orders()
         applied = self._apply(command, nothing)
         if isinstance(applied, asyncio.Task):
-            result = await asyncio.shield(applied)
+            try:
+                result = await asyncio.shield(applied)
+            except asyncio.CancelledError:
+                if not applied.cancelled():  # this command itself is cancelled, not its sequence
+                    raise
+                # A kill took over the flatten's sequence (`_start_sequence`): say so.
+                result = CommandResult(request.name, False, "superseded by the kill switch")
             if isinstance(request, Flatten) and result.ok:
                 state = self.gateway.state.name
                 result = dataclasses.replace(result, message=f"{result.message}; now {state}")

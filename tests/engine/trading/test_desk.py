@@ -227,6 +227,26 @@ async def test_flatten_goes_flat_then_pauses(paper_desk):
     assert "PAUSED" in result.message
 
 
+async def test_a_kill_during_a_flatten_takes_over_and_the_flatten_says_so(paper_desk):
+    desk = paper_desk.desk
+    paper_desk.book()
+    await eventually(lambda: len(paper_desk.resting()) == 2, 3.0)
+    paper_desk.book(bids=[(63_990.0, 0.5)], asks=[(63_996.0, 0.5)])
+    await eventually(lambda: desk.executor.stats().fills >= 2, 3.0)
+    paper_desk.book(bids=BTC_BIDS, asks=BTC_ASKS)
+    flatten = asyncio.create_task(desk.execute(Command(Flatten())))
+    # Step by step (the paper venue may close in a few steps): kill as soon as it is reducing.
+    deadline = asyncio.get_running_loop().time() + 3.0
+    while desk.gateway.state is not TradingState.REDUCING:
+        assert asyncio.get_running_loop().time() < deadline and not flatten.done()
+        await asyncio.sleep(0)
+    killed = await desk.execute(Command(Kill()))
+    flattened = await flatten
+    assert killed.ok, killed.message
+    assert (flattened.ok, flattened.message) == (False, "superseded by the kill switch")
+    assert desk.gateway.state is TradingState.HALTED
+
+
 async def test_flatten_with_nothing_open_says_so_and_asks_for_no_close(paper_desk):
     desk = paper_desk.desk
     result = await desk.execute(Command(Flatten()))
