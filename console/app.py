@@ -28,7 +28,7 @@ from textual.message import Message
 from textual.widgets import Footer
 
 from console.bandwidth import BUDGETS, Bandwidth
-from console.engine.handle import EngineHandle, EngineLost, ShutdownPolicy
+from console.engine.handle import EngineHandle, EngineLost, ShutdownPolicy, answered
 from console.keymap import CONSOLE_BINDINGS, checked_keymap, key_list
 from console.screens.confirm import ConfirmScreen
 from console.screens.help import HelpScreen
@@ -56,7 +56,20 @@ from console.widgets.verdicts import VerdictsPane
 from console.widgets.vram import VramPane
 from engine.risk.events import TradingState
 from engine.risk.overrides import RiskOverrides
-from engine.trading.commands import CommandResult
+from engine.trading.commands import (
+    Command,
+    CommandResult,
+    Flatten,
+    Kill,
+    OperatorRequest,
+    Pause,
+    Rearm,
+    Resume,
+    SetLimits,
+)
+
+Starter = Callable[[], Awaitable[CommandResult]]
+"""A command that is not a request to the engine (the shutdown, which runs off the loop)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -329,9 +342,9 @@ class HftConsoleApp(App[None]):
         if trading.state is TradingState.HALTED:
             self.notify("Halted: the kill switch is latched. Re-arm with a.", severity="warning")
         elif trading.state is TradingState.PAUSED:
-            self._send("resume", self.handle.resume, safety=True)
+            self._send("resume", Resume(), safety=True)
         else:
-            self._send("pause", self.handle.pause, safety=True)
+            self._send("pause", Pause(), safety=True)
 
     def action_flatten(self) -> None:
         trading = self._trading()
@@ -340,7 +353,7 @@ class HftConsoleApp(App[None]):
 
         def answered(confirmed: bool | None) -> None:
             if confirmed:
-                self._send("flatten", self.handle.flatten, safety=True)
+                self._send("flatten", Flatten(), safety=True)
 
         self.push_screen(
             ConfirmScreen(
@@ -351,7 +364,7 @@ class HftConsoleApp(App[None]):
         )
 
     def action_kill(self) -> None:
-        self._send("KILL", self.handle.kill, urgent=True, safety=True)
+        self._send("KILL", Kill(), urgent=True, safety=True)
 
     def action_rearm(self) -> None:
         trading = self._trading()
@@ -363,7 +376,7 @@ class HftConsoleApp(App[None]):
 
         def typed(phrase: str | None) -> None:
             if phrase is not None:
-                self._send("re-arm", lambda: self.handle.rearm(phrase))
+                self._send("re-arm", Rearm(phrase))
 
         self.push_screen(RearmScreen(trading.rearm_phrase), typed)
 
@@ -374,7 +387,7 @@ class HftConsoleApp(App[None]):
 
         def chosen(overrides: RiskOverrides | None) -> None:
             if overrides is not None:
-                self._send("risk overrides", lambda: self.handle.apply_overrides(overrides))
+                self._send("risk overrides", SetLimits(overrides))
 
         self.push_screen(OverridesScreen(trading.overrides, trading.bounds), chosen)
 
@@ -441,22 +454,31 @@ class HftConsoleApp(App[None]):
         # It waits for the engine process to exit: off the loop.
         self._send("shutdown", lambda: asyncio.to_thread(self.handle.shutdown, policy), then=done)
 
+    def _begin(self, label: str, request: OperatorRequest | Starter) -> Awaitable[CommandResult]:
+        """The command sent now (the shutdown: started), and its answer to await."""
+        try:
+            pending = request() if callable(request) else self.handle.execute(Command(request))
+        except Exception as error:  # not even sent
+            return answered(_failed(label, error))
+        return _answer(label, pending)
+
     def _send(
         self,
         label: str,
-        command: Callable[[], Awaitable[CommandResult]],
+        request: OperatorRequest | Starter,
         *,
         urgent: bool = False,
         safety: bool = False,
         then: Callable[[CommandResult], None] | None = None,
     ) -> None:
-        """`urgent`: sent at once, without waiting for its turn. `safety`: the status bar says
-        the command was sent, then its answer."""
+        """`urgent`: sent now, before anything is drawn, without waiting for its turn.
+        `safety`: the status bar says the command was sent, then its answer."""
         sent_at = self._clock()
+        answer = self._begin(label, request) if urgent else None
         if safety:
             self._note(CommandNote(f"{label} sent…", "sent"), math.inf)
         self.run_worker(
-            self._finish(label, command, urgent, then, sent_at if safety else None),
+            self._finish(label, request, answer, then, sent_at if safety else None),
             group="commands",
             exit_on_error=False,
         )
@@ -464,19 +486,16 @@ class HftConsoleApp(App[None]):
     async def _finish(
         self,
         label: str,
-        command: Callable[[], Awaitable[CommandResult]],
-        urgent: bool,
+        request: OperatorRequest | Starter,
+        answer: Awaitable[CommandResult] | None,
         then: Callable[[CommandResult], None] | None,
         sent_at: float | None,
     ) -> None:
-        try:
-            if urgent:
-                result = await command()
-            else:
-                async with self._command_turn:  # FIFO: in the order the operator gave them
-                    result = await command()
-        except Exception as error:  # the engine side failed: say so, keep the console
-            result = CommandResult(label, False, f"failed: {type(error).__name__}: {error}")
+        if answer is not None:
+            result = await answer
+        else:
+            async with self._command_turn:  # FIFO: in the order the operator gave them
+                result = await self._begin(label, request)
         if sent_at is not None:
             self._show_answer(label, result, sent_at)
         self.notify(
@@ -511,11 +530,31 @@ class HftConsoleApp(App[None]):
             self._status.offer(snapshot.status, now)
         main = self.screen_stack[0]
         if main.is_current:
-            main._on_timer_update()  # Textual's own update step, now (textual is pinned)
+            # Textual hands a pane's repaint to its screen through two message hops and then
+            # the screen's update timer (20 ms and more on a busy machine): handed over here
+            # and drawn now, by Textual's own steps (textual is pinned).
+            status = self._status
+            if status._repaint_required:
+                status._repaint_required = False
+                main._dirty_widgets.add(status)
+            main._on_timer_update()
 
     def _note(self, note: CommandNote, shown_s: float) -> None:
         self._status.command = note
         self._note_until = self._clock() + shown_s
+
+
+async def _answer(label: str, pending: Awaitable[CommandResult]) -> CommandResult:
+    """The command's answer; an exception from the engine side is a failed one: the console
+    says so and stays."""
+    try:
+        return await pending
+    except Exception as error:
+        return _failed(label, error)
+
+
+def _failed(label: str, error: Exception) -> CommandResult:
+    return CommandResult(label, False, f"failed: {type(error).__name__}: {error}")
 
 
 def _answer_note(label: str, result: CommandResult, answered_s: float) -> tuple[CommandNote, float]:

@@ -1,23 +1,22 @@
 """The one interface between the console and the engine it watches.
 
 The App polls `snapshot()` and `events_since()` on its own loop, so both must return at once
-(hand over the latest published objects; never wait on the engine loop). Commands are awaited
-on that loop until the engine has acted, and must never block it: the App awaits them one at a
-time in the order the operator gave them, except `kill`, which never waits for its turn and so
-may arrive while another command is still running. `shutdown` may block (it waits for the
-engine process to exit): the App runs it off its loop. An exception from a command is shown as
-a failure.
+(hand over the latest published objects; never wait on the engine loop). A command is sent at
+once and its answer awaited on that loop until the engine has acted, never blocking it: the App
+sends them one at a time in the order the operator gave them, except the kill switch, which
+never waits for its turn and so may arrive while another command is still running. `shutdown`
+may block (it waits for the engine process to exit): the App runs it off its loop. An exception
+from a command is shown as a failure.
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import NamedTuple, Protocol
 
 from console.view import ConsoleEvent, ConsoleSnapshot
-from engine.risk.overrides import RiskOverrides
-from engine.trading.commands import CommandResult
+from engine.trading.commands import Command, CommandResult
 
 
 class EngineLost(NamedTuple):
@@ -43,6 +42,11 @@ class ShutdownPolicy(enum.StrEnum):
     KEEP = "keep"
 
 
+async def answered(result: CommandResult) -> CommandResult:
+    """An answer known at once (a command that could not even be sent), to await like any."""
+    return result
+
+
 class EngineHandle(Protocol):
     on_progress: Callable[[], None] | None
     """Called, from another thread, when a kill or flatten under way has set its state (the
@@ -62,22 +66,11 @@ class EngineHandle(Protocol):
         and after a shutdown); without waiting."""
         ...
 
-    async def pause(self) -> CommandResult: ...
-
-    async def resume(self) -> CommandResult: ...
-
-    async def flatten(self) -> CommandResult: ...
-
-    async def kill(self) -> CommandResult:
-        """The kill switch: HALTED, latched until `rearm`; cancels everything and flattens."""
-        ...
-
-    async def rearm(self, confirmation: str) -> CommandResult:
-        """Release the kill switch; `confirmation` is the phrase the operator typed."""
-        ...
-
-    async def apply_overrides(self, overrides: RiskOverrides) -> CommandResult:
-        """Apply every value at once, or none (and say which one was refused)."""
+    def execute(self, command: Command) -> Awaitable[CommandResult]:
+        """Send `command` now, before returning (the kill switch must not wait for the loop's
+        next turn), and return its answer to await. The kill switch (`Kill`): HALTED, latched
+        until a `Rearm` with the phrase the operator typed; cancels everything and flattens.
+        `SetLimits` applies every value at once, or none (and says which one was refused)."""
         ...
 
     def shutdown(self, policy: ShutdownPolicy) -> CommandResult:

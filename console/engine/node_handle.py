@@ -24,12 +24,12 @@ import sys
 import threading
 from bisect import bisect_right
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import Future
 from pathlib import Path
 
 from console.engine.config import EngineAdapterConfig
-from console.engine.handle import EngineLost, ShutdownPolicy
+from console.engine.handle import EngineLost, ShutdownPolicy, answered
 from console.engine.protocol import (
     Answer,
     EngineSetup,
@@ -49,17 +49,7 @@ from console.engine.protocol import (
 from console.view import ConsoleEvent, ConsoleSnapshot
 from engine.bitget.credentials import Credentials, mask_api_key
 from engine.node import EngineConfig
-from engine.risk.overrides import RiskOverrides
-from engine.trading.commands import (
-    Command,
-    CommandResult,
-    Flatten,
-    Kill,
-    Pause,
-    Rearm,
-    Resume,
-    SetLimits,
-)
+from engine.trading.commands import Command, CommandResult, Flatten, Kill
 from engine.trading.config import TradingMode
 
 logger = logging.getLogger(__name__)
@@ -223,24 +213,13 @@ class EngineNodeHandle:
 
     # EngineHandle: commands, awaited on the caller's loop
 
-    async def pause(self) -> CommandResult:
-        return await self._command(Command(Pause()))
-
-    async def resume(self) -> CommandResult:
-        return await self._command(Command(Resume()))
-
-    async def flatten(self) -> CommandResult:
-        limit_s = self._sequence_limit_s("flatten_timeout_s")
-        return await self._command(Command(Flatten()), limit_s)
-
-    async def kill(self) -> CommandResult:
-        return await self._command(Command(Kill()), self._sequence_limit_s("kill_timeout_s"))
-
-    async def rearm(self, confirmation: str) -> CommandResult:
-        return await self._command(Command(Rearm(confirmation)))
-
-    async def apply_overrides(self, overrides: RiskOverrides) -> CommandResult:
-        return await self._command(Command(SetLimits(overrides)))
+    def execute(self, command: Command) -> Awaitable[CommandResult]:
+        name = command.name
+        try:
+            request_id, answer = self._send_request(command)
+        except EngineProcessError as error:
+            return answered(CommandResult(name, False, f"{name}: {error}"))
+        return self._result(name, request_id, answer, self._limit_s(command))
 
     def shutdown(self, policy: ShutdownPolicy, reason: str | None = None) -> CommandResult:
         """FLATTEN: the kill switch (HALTED, cancel all, close all, until the venue confirms
@@ -299,23 +278,35 @@ class EngineNodeHandle:
             return self.config.command_timeout_s
         return getattr(trading.executor, name) + self.config.sequence_margin_s
 
-    async def _command(self, command: Command, limit_s: float | None = None) -> CommandResult:
-        name = command.name
-        limit = self.config.command_timeout_s if limit_s is None else limit_s
+    def _limit_s(self, command: Command) -> float:
+        """How long the answer may take: a kill or flatten runs until the venue is flat."""
+        match command.request:
+            case Kill():
+                return self._sequence_limit_s("kill_timeout_s")
+            case Flatten():
+                return self._sequence_limit_s("flatten_timeout_s")
+        return self.config.command_timeout_s
+
+    async def _result(
+        self, name: str, request_id: int, answer: Future[Answer], limit_s: float
+    ) -> CommandResult:
         try:
-            answer = await self._request_awaited(command, limit)
+            # Shielded: a timeout must not cancel the answer the receiver thread may be setting.
+            reply = await asyncio.wait_for(asyncio.shield(asyncio.wrap_future(answer)), limit_s)
         except TimeoutError:
             return CommandResult(
                 name,
                 False,
-                f"{name}: the engine did not answer within {limit:g} s (it is stuck or "
+                f"{name}: the engine did not answer within {limit_s:g} s (it is stuck or "
                 "overloaded); check the exchange for open orders and positions",
             )
         except EngineProcessError as error:
             return CommandResult(name, False, f"{name}: {error}")
-        if not answer.ok or not isinstance(answer.payload, CommandResult):
-            return CommandResult(name, False, f"{name} failed in the engine: {answer.payload}")
-        return answer.payload
+        finally:
+            self._forget(request_id)
+        if not reply.ok or not isinstance(reply.payload, CommandResult):
+            return CommandResult(name, False, f"{name} failed in the engine: {reply.payload}")
+        return reply.payload
 
     # The wire (console.engine.protocol)
 
@@ -324,15 +315,6 @@ class EngineNodeHandle:
         request_id, answer = self._send_request(asked)
         try:
             return answer.result(limit_s)
-        finally:
-            self._forget(request_id)
-
-    async def _request_awaited(self, asked: Command | Stats | Shutdown, limit_s: float) -> Answer:
-        """Ask and await the answer on the caller's loop, which goes on meanwhile."""
-        request_id, answer = self._send_request(asked)
-        try:
-            # Shielded: a timeout must not cancel the answer the receiver thread may be setting.
-            return await asyncio.wait_for(asyncio.shield(asyncio.wrap_future(answer)), limit_s)
         finally:
             self._forget(request_id)
 

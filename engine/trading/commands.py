@@ -91,7 +91,9 @@ class KevOrder:
     hedge_ratio: float | None = None
 
 
-Request = Kill | Flatten | Pause | Resume | Rearm | SetLimits | KevOrder
+OperatorRequest = Kill | Flatten | Pause | Resume | Rearm | SetLimits
+"""What an operator asks for (the console's keys and dialogs)."""
+Request = OperatorRequest | KevOrder
 
 
 @dataclass(frozen=True, slots=True)

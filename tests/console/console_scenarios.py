@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import math
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -52,7 +52,7 @@ from engine.laya.verdict import Verdict
 from engine.risk.events import TradingState
 from engine.risk.limits import OverrideBounds
 from engine.risk.overrides import RiskOverrides
-from engine.trading.commands import CommandResult
+from engine.trading.commands import Command, CommandResult, Rearm, SetLimits
 from engine.trading.config import TradingMode
 
 STYLES = Path(__file__).resolve().parents[2] / "styles"
@@ -449,28 +449,20 @@ class FakeEngineHandle:
             raise TimeoutError(f"{name} gate never opened")
         return self.results.get(name, CommandResult(name, True, f"{name} done"))
 
-    async def _command(self, name: str, *arguments: object) -> CommandResult:
-        """Recorded on the App's loop, in the order sent; a gate is waited for off it."""
-        gate = self._record(name, *arguments)
+    def execute(self, command: Command) -> Awaitable[CommandResult]:
+        """Recorded now, on the App's loop, in the order sent, with what the operator typed or
+        chose; a gate is waited for off the loop."""
+        match command.request:
+            case Rearm(confirmation):
+                gate = self._record(command.name, confirmation)
+            case SetLimits(overrides):
+                gate = self._record(command.name, overrides)
+            case _:
+                gate = self._record(command.name)
+        return self._answer(command.name, gate)
+
+    async def _answer(self, name: str, gate: threading.Event | None) -> CommandResult:
         return self._result(name, gate is None or await asyncio.to_thread(gate.wait, 10))
-
-    async def pause(self) -> CommandResult:
-        return await self._command("pause")
-
-    async def resume(self) -> CommandResult:
-        return await self._command("resume")
-
-    async def flatten(self) -> CommandResult:
-        return await self._command("flatten")
-
-    async def kill(self) -> CommandResult:
-        return await self._command("kill")
-
-    async def rearm(self, confirmation: str) -> CommandResult:
-        return await self._command("rearm", confirmation)
-
-    async def apply_overrides(self, overrides: RiskOverrides) -> CommandResult:
-        return await self._command("apply_overrides", overrides)
 
     def shutdown(self, policy: ShutdownPolicy) -> CommandResult:
         gate = self._record("shutdown", policy)

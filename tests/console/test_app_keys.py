@@ -348,7 +348,7 @@ async def test_q_with_open_positions_asks_and_escape_stays():
 
 async def test_a_failing_engine_call_is_reported_and_the_console_stays():
     handle = FakeEngineHandle()
-    handle.kill = lambda: (_ for _ in ()).throw(ConnectionError("engine thread gone"))
+    handle.execute = lambda command: (_ for _ in ()).throw(ConnectionError("engine thread gone"))
     app = console(handle)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("k")
@@ -479,7 +479,7 @@ async def test_k_says_it_was_sent_then_shows_halted_and_the_answer_without_waiti
         handle.set_state(TradingState.HALTED)  # the picture that comes with the answer
         return CommandResult("kill", True, "venue confirms no open orders and flat", 5.3)
 
-    handle.kill = kill
+    handle.execute = lambda command: kill()
     app = console(handle, refresh_hz=1)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()

@@ -34,7 +34,15 @@ from engine.pipeline import TIMED_STAGES
 from engine.risk.events import TradingState
 from engine.risk.overrides import RiskOverrides
 from engine.sim.server import SimExchange
-from engine.trading.commands import CommandResult
+from engine.trading.commands import (
+    Command,
+    CommandResult,
+    Kill,
+    Pause,
+    Rearm,
+    Resume,
+    SetLimits,
+)
 from engine.trading.config import TradingMode
 
 
@@ -144,20 +152,20 @@ async def test_commands_act_on_the_engine_and_kill_leaves_the_exchange_flat(sim,
     def state() -> TradingState:
         return handle.snapshot().status.trading.state
 
-    paused = await handle.pause()
+    paused = await handle.execute(Command(Pause()))
     assert paused.ok, paused.message
     assert state() is TradingState.PAUSED
     await eventually(lambda: not ours(sim), 5)
-    resumed = await handle.resume()
+    resumed = await handle.execute(Command(Resume()))
     assert resumed.ok, resumed.message
 
     bounds = handle.snapshot().status.trading.bounds
     too_much = RiskOverrides({"BTCUSDT": 0.04, "ETHUSDT": 2.0}, 1_000, 5, 5, 100, 0.5)
-    refused = await handle.apply_overrides(too_much)
+    refused = await handle.execute(Command(SetLimits(too_much)))
     assert not refused.ok and "ETHUSDT" in refused.message
     assert too_much.problems(bounds)
     wanted = RiskOverrides({"BTCUSDT": 0.01, "ETHUSDT": 0.3}, 1_000, 5, 5, 100, 0.5)
-    applied = await handle.apply_overrides(wanted)
+    applied = await handle.execute(Command(SetLimits(wanted)))
     assert applied.ok, applied.message
     await eventually(lambda: handle.snapshot().status.trading.overrides == wanted, 5)
 
@@ -170,7 +178,7 @@ async def test_commands_act_on_the_engine_and_kill_leaves_the_exchange_flat(sim,
     # says the kill progressed, before the venue confirmed flat.
     progressed: list[TradingState] = []
     handle.on_progress = lambda: progressed.append(state())
-    killed = await handle.kill()
+    killed = await handle.execute(Command(Kill()))
     assert progressed == [TradingState.HALTED]
     assert killed.ok, killed.message
     assert killed.elapsed_ms is not None and killed.elapsed_ms > 0
@@ -183,9 +191,9 @@ async def test_commands_act_on_the_engine_and_kill_leaves_the_exchange_flat(sim,
         await asyncio.sleep(0.05)
         assert state() is TradingState.HALTED
 
-    wrong = await handle.rearm("rearm please")
+    wrong = await handle.execute(Command(Rearm("rearm please")))
     assert not wrong.ok
-    rearmed = await handle.rearm("REARM")
+    rearmed = await handle.execute(Command(Rearm("REARM")))
     assert rearmed.ok, rearmed.message
     assert state() is TradingState.PAUSED
     commands = shown(EventKind.COMMAND)
@@ -203,7 +211,7 @@ async def test_commands_act_on_the_engine_and_kill_leaves_the_exchange_flat(sim,
     assert result.ok and "halted and flat" in result.message and "engine stopped" in result.message
     assert not handle.running
     assert await asyncio.to_thread(handle.shutdown, ShutdownPolicy.KEEP) is result
-    after = await handle.pause()
+    after = await handle.execute(Command(Pause()))
     assert not after.ok and "not running" in after.message
     assert handle.snapshot().status.trading.state is TradingState.HALTED  # the last picture
 
@@ -266,7 +274,7 @@ def test_a_replay_ends_with_the_bench_figures_and_trades_nothing(replay_handle):
     assert snapshot.status.mode is TradingMode.PAPER
     assert snapshot.status.trading.state is TradingState.PAUSED
     assert "watch only" in snapshot.status.trading.reason
-    refused = asyncio.run(handle.pause())
+    refused = asyncio.run(handle.execute(Command(Pause())))
     assert not refused.ok and "trading is off" in refused.message
     result = handle.shutdown(ShutdownPolicy.FLATTEN)  # nothing to flatten: stops
     assert result.ok and result.message == "engine stopped"
@@ -301,7 +309,7 @@ def test_a_stuck_engine_answers_not_ok_in_time_and_keeps_its_last_picture(replay
     os.kill(handle.pid, signal.SIGSTOP)  # the engine hangs: nothing of it runs
     try:
         started = time.monotonic()
-        result = asyncio.run(handle.pause())
+        result = asyncio.run(handle.execute(Command(Pause())))
         assert time.monotonic() - started < 2.0
         assert not result.ok
         assert "did not answer within 0.5 s" in result.message
@@ -309,7 +317,7 @@ def test_a_stuck_engine_answers_not_ok_in_time_and_keeps_its_last_picture(replay
     finally:
         os.kill(handle.pid, signal.SIGCONT)
     deadline = time.monotonic() + 10
-    while not asyncio.run(handle.pause()).message.startswith(
+    while not asyncio.run(handle.execute(Command(Pause()))).message.startswith(
         "trading is off"
     ):  # alive again: answers
         assert time.monotonic() < deadline, "the engine did not answer after it resumed"
@@ -327,7 +335,7 @@ def test_a_dead_engine_fails_commands_at_once_and_lets_the_console_go(replay_han
         "the engine process was killed by SIGKILL", "it traded nothing (watch only)"
     )
     started = time.monotonic()
-    result = asyncio.run(handle.kill())
+    result = asyncio.run(handle.execute(Command(Kill())))
     assert time.monotonic() - started < 0.5
     assert result == CommandResult("kill", False, "kill: the engine process was killed by SIGKILL")
     for _ in range(2):  # never ok: nothing was stopped, the launcher's exit status says so
