@@ -471,12 +471,17 @@ class BitgetPublicFeed:
                     continue  # rejected; the parser counted why
                 parsed_ns = time_ns()
                 kind = type(frame)
-                if kind is BookSnapshot or kind is BookUpdate:
+                if kind is BookSnapshot or kind is BookUpdate or kind is Trades:
                     symbol_feed = symbols.get(frame.symbol)
                     if symbol_feed is None:
                         counters.foreign_frames += 1
                         continue
                     symbol_feed.count_frame(recv_ns)
+                    if kind is Trades:
+                        symbol_feed.trade_frames += 1
+                        on_market(frame)
+                        trade_times.record(time_ns() - recv_ns)
+                        continue
                     symbol_feed.book_frames += 1
                     symbol_feed.last_book_ns = recv_ns
                     if symbol_feed.state is not live:
@@ -484,15 +489,6 @@ class BitgetPublicFeed:
                     on_market(frame)
                     totals.record(time_ns() - recv_ns)
                     parse_times.record(parsed_ns - recv_ns)
-                elif kind is Trades:
-                    symbol_feed = symbols.get(frame.symbol)
-                    if symbol_feed is None:
-                        counters.foreign_frames += 1
-                        continue
-                    symbol_feed.count_frame(recv_ns)
-                    symbol_feed.trade_frames += 1
-                    on_market(frame)
-                    trade_times.record(time_ns() - recv_ns)
                 elif kind is Pong:
                     self._socket.pong(frame.recv_ns)
                 elif kind is ChannelAck:
