@@ -77,7 +77,7 @@ def test_an_unknown_key_in_the_overrides_is_named():
         ({"HFT_CONSOLE_ENGINE__SYMBOLS": "btcusdt"}, "must be a symbol like BTCUSDT"),
         ({"HFT_CONSOLE_ENGINE__SYMBOLS": ""}, "must name at least one symbol"),
         ({"HFT_CONSOLE_ENGINE__SIM_SEED": "-1"}, "seed must be >= 0"),
-        ({"HFT_CONSOLE_LAYA__GPU_MEM_LIMIT_GIB": "0"}, "gpu_mem_limit_bytes must be >= 1"),
+        ({"HFT_CONSOLE_LAYA__GPU_MEM_LIMIT_GIB": "0"}, "gpu_mem_limit_bytes must be an integer"),
         ({"HFT_CONSOLE_LAYA__THRESHOLDS": "0.5,0.5"}, "must give 4 probabilities"),
         ({"HFT_CONSOLE_TRADING__REST_TIMEOUT_S": "100"}, "rest_timeout_s must be"),
         ({"HFT_CONSOLE_TRADING__EXECUTOR__CLIENT_OID_PREFIX": "toolong"}, "client_oid_prefix"),
