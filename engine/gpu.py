@@ -18,6 +18,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from engine.validation import require_integer
+
 GIB = 1 << 30
 
 _PERMANENT_ERRORS = (
@@ -41,9 +43,7 @@ class VramBudget:
 
     def __post_init__(self) -> None:
         for name in ("kev_bytes", "laya_bytes", "free_floor_bytes"):
-            value = getattr(self, name)
-            if not (isinstance(value, int) and not isinstance(value, bool) and value >= 0):
-                raise ValueError(f"VramBudget.{name} must be an integer >= 0, got {value!r}")
+            require_integer("VramBudget", name, getattr(self, name), 0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,8 +58,7 @@ class GpuMonitorConfig:
     budget: VramBudget = field(default_factory=VramBudget)
 
     def __post_init__(self) -> None:
-        if not (isinstance(self.device_index, int) and self.device_index >= 0):
-            raise ValueError(f"device_index must be an integer >= 0, got {self.device_index!r}")
+        require_integer("GpuMonitorConfig", "device_index", self.device_index, 0)
         if not (math.isfinite(self.interval_s) and self.interval_s >= 0.5):
             # NVML refreshes its counters at 1-6 Hz; sampling faster only costs CPU.
             raise ValueError(f"interval_s must be >= 0.5 s, got {self.interval_s!r}")

@@ -48,10 +48,7 @@ class LatencyHistogram:
     __slots__ = ("_counts", "count", "max_ns", "total_ns")
 
     def __init__(self) -> None:
-        self._counts = [0] * _BUCKETS
-        self.count = 0
-        self.total_ns = 0
-        self.max_ns = 0
+        self.reset()
 
     def record(self, ns: int) -> None:
         if ns < _EXACT_LIMIT:

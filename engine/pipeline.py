@@ -30,6 +30,7 @@ from engine.latency import LatencyHistogram
 from engine.laya.classifier import LayaClassifier, choose_verdict
 from engine.laya.decide import DecisionStage, QuoteGate, QuoteIntent
 from engine.laya.features import FEATURE_NAMES, FeatureExtractor, FeatureExtractorConfig
+from engine.validation import require_count, require_integer
 
 STAGES = ("book", "features", "infer", "decide")
 TIMED_STAGES = ("parse", *STAGES, "total", "trade")
@@ -100,18 +101,9 @@ class MarketPipelineConfig:
                 f"MarketPipelineConfig.imbalance_gate must be within (0, 1), "
                 f"got {self.imbalance_gate!r}"
             )
-        if not (isinstance(self.warmup_ms, int) and 0 <= self.warmup_ms <= 3_600_000):
-            raise ValueError(
-                f"MarketPipelineConfig.warmup_ms must be an integer within [0, 3600000] ms, "
-                f"got {self.warmup_ms!r}"
-            )
-        for name, value in (
-            ("depth", self.depth),
-            ("event_log_size", self.event_log_size),
-            ("verdict_stream_size", self.verdict_stream_size),
-        ):
-            if value < 1:
-                raise ValueError(f"MarketPipelineConfig.{name} must be >= 1, got {value}")
+        require_integer("MarketPipelineConfig", "warmup_ms", self.warmup_ms, 0, 3_600_000)
+        for name in ("depth", "event_log_size", "verdict_stream_size"):
+            require_count("MarketPipelineConfig", name, getattr(self, name))
 
 
 class EventLog:

@@ -251,7 +251,7 @@ class CancelLane:
         protocol = self._protocol
         if protocol is not None and protocol.transport is not None:
             protocol.transport.close()
-        self._fail_waiting(_lane_error("cancel lane stopped", request_sent=False))
+        self._fail_waiting(_lane_error("cancel lane stopped before the answer: outcome unknown"))
 
     @property
     def ready(self) -> bool:
@@ -402,7 +402,7 @@ def _consume(future: asyncio.Future[LaneAnswer]) -> None:
         future.exception()  # a failed probe is handled by the reconnect; mark it retrieved
 
 
-def _lane_error(detail: str, *, request_sent: bool = True) -> BitgetTransportError:
-    """A lane request that got no answer, as the REST client says it: sent (outcome unknown)
-    or provably not."""
-    return BitgetTransportError(CANCEL_ALL_ORDERS, detail, request_sent=request_sent)
+def _lane_error(detail: str) -> BitgetTransportError:
+    """A lane request that left and got no answer, as the REST client says it (the venue falls
+    back to the client on any lane failure, so nothing reads more than that it failed)."""
+    return BitgetTransportError(CANCEL_ALL_ORDERS, detail, request_sent=True)

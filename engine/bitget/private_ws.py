@@ -26,10 +26,10 @@ import random
 import re
 import time
 from collections import Counter
-from collections.abc import Callable, Coroutine, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import orjson
 from websockets.asyncio.client import ClientConnection
@@ -60,6 +60,7 @@ from engine.bitget.websocket import (
     ChannelArg,
     ReconnectingSocket,
     SessionEnd,
+    SessionTasks,
     SocketCounters,
     SocketStats,
     channel_arg,
@@ -128,18 +129,7 @@ class BitgetPrivateFeedConfig:
         if not isinstance(self.inst_type, str) or not self.inst_type:
             raise ValueError("inst_type must be a non-empty string such as USDT-FUTURES")
         check_socket_settings(
-            self,
-            (
-                "ping_interval_s",
-                "pong_timeout_s",
-                "login_timeout_s",
-                "subscribe_timeout_s",
-                "open_timeout_s",
-                "close_timeout_s",
-                "backoff_initial_s",
-                "backoff_max_s",
-            ),
-            min_frame_bytes=1024,
+            self, ("login_timeout_s", "subscribe_timeout_s"), min_frame_bytes=1024
         )
 
 
@@ -278,24 +268,22 @@ class BitgetPrivateFeed:
 
     # Connection lifecycle
 
-    def session_tasks(
-        self, websocket: ClientConnection
-    ) -> dict[str, Coroutine[Any, Any, SessionEnd | None]]:
+    def session_tasks(self, websocket: ClientConnection) -> SessionTasks:
         self._phase = _Phase.LOGIN
         self._acked.clear()
         self._logged_in.clear()
         self._subscribed.clear()
-        return {
-            "bitget-private-receive": self._receive(websocket),
-            "bitget-private-login": self._handshake(),
-            "bitget-private-keepalive": self._socket.keep_alive(),
-        }
+        return SessionTasks(
+            "bitget-private-receive",
+            self._receive(websocket),
+            {
+                "bitget-private-login": self._handshake(),
+                "bitget-private-keepalive": self._socket.keep_alive(),
+            },
+        )
 
-    def session_closed(self) -> None:
-        pass
-
-    def session_was_live(self) -> bool:
-        return self._phase is _Phase.LIVE
+    def session_closed(self) -> bool:
+        return self._phase is _Phase.LIVE  # a session that never got live does not count
 
     def connection_down(self, reason: str, *, failed: bool) -> None:
         state = PrivateStreamState.FAILED if failed else PrivateStreamState.RECONNECTING

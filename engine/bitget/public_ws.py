@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Coroutine, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any
 
 import orjson
 from websockets.asyncio.client import ClientConnection
@@ -24,6 +23,7 @@ from engine.bitget.websocket import (
     ChannelArg,
     ReconnectingSocket,
     SessionEnd,
+    SessionTasks,
     SocketCounters,
     SocketStats,
     channel_arg,
@@ -122,19 +122,7 @@ class BitgetPublicFeedConfig:
                 f"{channel_count} channels exceed Bitget's {MAX_CHANNELS_PER_CONNECTION} "
                 "per connection"
             )
-        check_socket_settings(
-            self,
-            (
-                "ping_interval_s",
-                "pong_timeout_s",
-                "stale_after_s",
-                "backoff_initial_s",
-                "backoff_max_s",
-                "open_timeout_s",
-                "close_timeout_s",
-            ),
-            min_frame_bytes=1,
-        )
+        check_socket_settings(self, ("stale_after_s",), min_frame_bytes=1)
         if not 2 < self.max_subscribe_args_bytes <= MAX_SUBSCRIBE_ARGS_BYTES:
             raise ValueError(
                 f"max_subscribe_args_bytes must be in 3..{MAX_SUBSCRIBE_ARGS_BYTES}, "
@@ -351,25 +339,24 @@ class BitgetPublicFeed:
 
     # Connection lifecycle
 
-    def session_tasks(
-        self, websocket: ClientConnection
-    ) -> dict[str, Coroutine[Any, Any, SessionEnd]]:
+    def session_tasks(self, websocket: ClientConnection) -> SessionTasks:
         self._resync_pending.clear()
         self._resync_requested.clear()
-        return {
-            "bitget-feed-receive": self._receive(websocket),
-            "bitget-feed-control": self._control(),
-            "bitget-feed-keepalive": self._socket.keep_alive(),
-            "bitget-feed-staleness": self._watch_staleness(),
-        }
+        return SessionTasks(
+            "bitget-feed-receive",
+            self._receive(websocket),
+            {
+                "bitget-feed-control": self._control(),
+                "bitget-feed-keepalive": self._socket.keep_alive(),
+                "bitget-feed-staleness": self._watch_staleness(),
+            },
+        )
 
-    def session_closed(self) -> None:
+    def session_closed(self) -> bool:
         for symbol_feed in self._symbols.values():
             symbol_feed.subscribed.clear()
             symbol_feed.subscribed_ns = 0
-
-    def session_was_live(self) -> bool:
-        return True
+        return True  # no login to fail: a session that lasted counts
 
     def connection_down(self, reason: str, *, failed: bool) -> None:
         # Symbols the exchange refused stay FAILED with the exchange's own reason.
@@ -471,12 +458,17 @@ class BitgetPublicFeed:
                     continue  # rejected; the parser counted why
                 parsed_ns = time_ns()
                 kind = type(frame)
-                if kind is BookSnapshot or kind is BookUpdate:
+                if kind is BookSnapshot or kind is BookUpdate or kind is Trades:
                     symbol_feed = symbols.get(frame.symbol)
                     if symbol_feed is None:
                         counters.foreign_frames += 1
                         continue
                     symbol_feed.count_frame(recv_ns)
+                    if kind is Trades:
+                        symbol_feed.trade_frames += 1
+                        on_market(frame)
+                        trade_times.record(time_ns() - recv_ns)
+                        continue
                     symbol_feed.book_frames += 1
                     symbol_feed.last_book_ns = recv_ns
                     if symbol_feed.state is not live:
@@ -484,15 +476,6 @@ class BitgetPublicFeed:
                     on_market(frame)
                     totals.record(time_ns() - recv_ns)
                     parse_times.record(parsed_ns - recv_ns)
-                elif kind is Trades:
-                    symbol_feed = symbols.get(frame.symbol)
-                    if symbol_feed is None:
-                        counters.foreign_frames += 1
-                        continue
-                    symbol_feed.count_frame(recv_ns)
-                    symbol_feed.trade_frames += 1
-                    on_market(frame)
-                    trade_times.record(time_ns() - recv_ns)
                 elif kind is Pong:
                     self._socket.pong(frame.recv_ns)
                 elif kind is ChannelAck:

@@ -835,21 +835,17 @@ class BitgetRestClient(HttpSessionClient):
             ) as response:
                 status, raw = response.status, await response.read()
         except (aiohttp.ClientConnectorError, aiohttp.ConnectionTimeoutError) as error:
-            self._errors[_TRANSPORT_ERROR_KEY] += 1
-            raise BitgetTransportError(
-                path, f"could not connect ({type(error).__name__})", request_sent=False
+            raise self._transport_error(
+                path, f"could not connect ({type(error).__name__})", sent=False
             ) from None
         except TimeoutError as error:
-            self._errors[_TRANSPORT_ERROR_KEY] += 1
-            raise BitgetTransportError(
+            raise self._transport_error(
                 path,
                 f"no answer within {self.config.request_timeout_s:g} s ({type(error).__name__})",
-                request_sent=True,
             ) from None
         except aiohttp.ClientError as error:
-            self._errors[_TRANSPORT_ERROR_KEY] += 1
-            raise BitgetTransportError(
-                path, f"connection failed ({type(error).__name__})", request_sent=True
+            raise self._transport_error(
+                path, f"connection failed ({type(error).__name__})"
             ) from None
         self._last_latency_ms[path] = (time.perf_counter() - started) * 1000
         received_ns = self._wall_clock_ns()
@@ -869,9 +865,8 @@ class BitgetRestClient(HttpSessionClient):
         if status >= 400:
             # A gateway's HTML page or a bare status: the HTTP status is the code.
             raise self._api_error(path, str(status), status, None)
-        self._errors[_TRANSPORT_ERROR_KEY] += 1
-        raise BitgetTransportError(
-            path, f"unreadable answer (HTTP {status} without a Bitget envelope)", request_sent=True
+        raise self._transport_error(
+            path, f"unreadable answer (HTTP {status} without a Bitget envelope)"
         )
 
     def _api_error(
@@ -903,9 +898,15 @@ class BitgetRestClient(HttpSessionClient):
             raise self._unreadable(path, error) from None
 
     def _unreadable(self, path: str, error: MalformedAnswer) -> BitgetTransportError:
-        self._errors[_TRANSPORT_ERROR_KEY] += 1
         detail = self._credentials.scrubbed(str(error))
-        return BitgetTransportError(path, f"unreadable answer ({detail})", request_sent=True)
+        return self._transport_error(path, f"unreadable answer ({detail})")
+
+    def _transport_error(
+        self, path: str, detail: str, *, sent: bool = True
+    ) -> BitgetTransportError:
+        """A request without a usable answer, counted; `sent` False only when it never left."""
+        self._errors[_TRANSPORT_ERROR_KEY] += 1
+        return BitgetTransportError(path, detail, request_sent=sent)
 
     async def _back_off(self, path: str, attempt: int, failure: BitgetRestError) -> None:
         delay = backoff_delay_s(

@@ -128,12 +128,22 @@ class SocketSettings(Protocol):
     def send_window_margin_s(self) -> float: ...
 
 
+_SHARED_DURATIONS = (
+    "ping_interval_s",
+    "pong_timeout_s",
+    "open_timeout_s",
+    "close_timeout_s",
+    "backoff_initial_s",
+    "backoff_max_s",
+)
+
+
 def check_socket_settings(
-    settings: SocketSettings, positive: Sequence[str], *, min_frame_bytes: int
+    settings: SocketSettings, own_durations: Sequence[str], *, min_frame_bytes: int
 ) -> None:
-    """Raise ValueError on the first connection setting out of range; `positive` names the
-    config's durations that must be > 0 (each feed has its own timeouts beside the shared)."""
-    for name in positive:
+    """Raise ValueError on the first connection setting out of range; `own_durations` names
+    the feed's own durations that must be > 0 beside the shared ones (its timeouts)."""
+    for name in (*_SHARED_DURATIONS, *own_durations):
         value = getattr(settings, name)
         if not (math.isfinite(value) and value > 0):
             raise ValueError(f"{name} must be a finite number > 0, got {value}")
@@ -161,22 +171,24 @@ def check_socket_settings(
         )
 
 
+class SessionTasks(NamedTuple):
+    """One session's coroutines, each named for its task. The first to return a `SessionEnd`
+    ends the session, the receiver's when several have (it knows the close code and the
+    exchange's refusals); one of the others that returns None has done its part (the login)."""
+
+    receiver_name: str
+    receiver: Coroutine[Any, Any, SessionEnd]
+    others: Mapping[str, Coroutine[Any, Any, SessionEnd | None]]
+
+
 class SocketOwner(Protocol):
     """The feed a `ReconnectingSocket` connects for."""
 
-    def session_tasks(
-        self, websocket: ClientConnection
-    ) -> Mapping[str, Coroutine[Any, Any, SessionEnd | None]]:
-        """One session's coroutines by task name, the receiver first. The first to return a
-        `SessionEnd` ends the session; one that returns None has done its part (the login)."""
-        ...
+    def session_tasks(self, websocket: ClientConnection) -> SessionTasks: ...
 
-    def session_closed(self) -> None:
-        """The session's tasks have ended; the connection is about to close."""
-        ...
-
-    def session_was_live(self) -> bool:
-        """Whether the session that just ended counts towards resetting the backoff."""
+    def session_closed(self) -> bool:
+        """The session's tasks have ended and the connection is about to close; whether the
+        session counts towards resetting the backoff."""
         ...
 
     def connection_down(self, reason: str, *, failed: bool) -> None:
@@ -358,9 +370,9 @@ class ReconnectingSocket:
             else:
                 counters.connects += 1
                 connected_at = time.monotonic()
-                end = await self._session(owner, websocket)
+                end, was_live = await self._session(owner, websocket)
                 lasted_s = time.monotonic() - connected_at
-                if lasted_s >= settings.backoff_reset_after_s and owner.session_was_live():
+                if lasted_s >= settings.backoff_reset_after_s and was_live:
                     self.consecutive_failures = 0
             counters.last_disconnect = end.reason
             if end.refused:
@@ -380,8 +392,11 @@ class ReconnectingSocket:
             await asyncio.sleep(delay_s)
             counters.reconnects += 1
 
-    async def _session(self, owner: SocketOwner, websocket: ClientConnection) -> SessionEnd:
-        """Run one connection until it ends; returns why it ended."""
+    async def _session(
+        self, owner: SocketOwner, websocket: ClientConnection
+    ) -> tuple[SessionEnd, bool]:
+        """Run one connection until it ends; returns why, and whether the owner counts it
+        towards resetting the backoff."""
         settings = self._settings
         self._pong_received.clear()
         self._ping_sent_ns = 0
@@ -389,33 +404,42 @@ class ReconnectingSocket:
         self._limiter = ClientMessageLimiter(
             settings.max_client_messages_per_s, 1.0 + settings.send_window_margin_s
         )
-        tasks = [
-            asyncio.create_task(coroutine, name=name)
-            for name, coroutine in owner.session_tasks(websocket).items()
-        ]
-        receiver = tasks[0]
-        running = set(tasks)
+        tasks = owner.session_tasks(websocket)
+        receiver = asyncio.create_task(tasks.receiver, name=tasks.receiver_name)
+        running = {receiver}
+        running.update(
+            asyncio.create_task(coroutine, name=name) for name, coroutine in tasks.others.items()
+        )
         try:
-            while True:
-                done, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
-                # The receiver knows the close code and the exchange's refusals: prefer it.
-                ended = receiver if receiver in done else done.pop()
-                error = ended.exception()
-                if error is not None:
-                    self._counters.internal_errors += 1
-                    return SessionEnd(f"internal error: {describe(error)}")
-                end = ended.result()
-                if end is not None:
-                    return end
-                running.discard(ended)  # its part is done: the others run on
+            end = await self._first_end(receiver, running)
         finally:
             for task in running:
                 task.cancel()
             await asyncio.wait(running)
-            owner.session_closed()
+            was_live = owner.session_closed()
             # The connection is being dropped either way; a failing close changes nothing.
             with contextlib.suppress(Exception):
                 await websocket.close()
+            # Nothing sends between sessions, and the next one brings its own.
+            self._websocket = self._limiter = None
+        return end, was_live
+
+    async def _first_end(
+        self, receiver: asyncio.Task[SessionEnd], running: set[asyncio.Task[Any]]
+    ) -> SessionEnd:
+        """Wait for the session's first `SessionEnd`; a task that ends without one leaves
+        `running`."""
+        while True:
+            done, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+            ended = receiver if receiver in done else done.pop()
+            error = ended.exception()
+            if error is not None:
+                self._counters.internal_errors += 1
+                return SessionEnd(f"internal error: {describe(error)}")
+            end = ended.result()
+            if end is not None:
+                return end
+            running.discard(ended)  # its part is done: the others run on
 
 
 def describe(error: BaseException) -> str:

@@ -16,7 +16,6 @@ The HTTP client is aiohttp, not httpx (docs/architecture.md, "The HTTP client", 
 from __future__ import annotations
 
 import enum
-import math
 import os
 import time
 from dataclasses import dataclass, field
@@ -28,6 +27,7 @@ import orjson
 from engine.http_session import HttpSessionClient
 from engine.kev.command import KevCommand, KevCommandError, KevCommandSpec
 from engine.kev.context import system_prompt
+from engine.validation import require_count, require_integer, require_positive
 
 DEFAULT_KEV_URL = "http://127.0.0.1:8001"
 ENV_KEV_API_KEY = "LLAMA_API_KEY"
@@ -119,19 +119,13 @@ class KevClientConfig:
                 f"KevClientConfig.base_url must be http(s)://..., got {self.base_url!r}"
             )
         for name in ("request_timeout_s", "connect_timeout_s", "probe_timeout_s"):
-            value = getattr(self, name)
-            if not (isinstance(value, int | float) and 0 < value < math.inf):
-                raise ValueError(f"KevClientConfig.{name} must be a positive number, got {value!r}")
-        if not (isinstance(self.max_tokens, int) and 1 <= self.max_tokens <= 4096):
-            raise ValueError(
-                f"KevClientConfig.max_tokens must be within [1, 4096], got {self.max_tokens!r}"
-            )
+            require_positive("KevClientConfig", name, getattr(self, name))
+        require_integer("KevClientConfig", "max_tokens", self.max_tokens, 1, 4096)
         if not 0.0 <= self.temperature <= 2.0:
             raise ValueError(
                 f"KevClientConfig.temperature must be within [0, 2], got {self.temperature!r}"
             )
-        if not (isinstance(self.max_connections, int) and self.max_connections >= 1):
-            raise ValueError("KevClientConfig.max_connections must be an integer >= 1")
+        require_count("KevClientConfig", "max_connections", self.max_connections)
         if self.api_key is not None:
             check_api_key(self.api_key, "KevClientConfig.api_key")
 

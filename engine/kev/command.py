@@ -21,6 +21,7 @@ import orjson
 
 from engine.risk.commands import KevAction
 from engine.risk.limits import RiskGatewayConfig
+from engine.validation import require_integer
 
 COMMAND_KEYS = ("act", "risk", "hedge", "skew", "ttl", "why")
 """In the order the grammar makes the model write them."""
@@ -91,16 +92,8 @@ class KevCommandSpec:
         _require_range("risk_pct", self.risk_pct, 0, 100)
         _require_range("hedge_pct", self.hedge_pct, 0, 1_000)
         _require_range("ttl_ms", self.ttl_ms, 1, 3_600_000)
-        if not (isinstance(self.max_skew_tenths_bps, int) and self.max_skew_tenths_bps >= 0):
-            raise ValueError(
-                f"KevCommandSpec.max_skew_tenths_bps must be an integer >= 0, "
-                f"got {self.max_skew_tenths_bps!r}"
-            )
-        if not (isinstance(self.reasoning_chars, int) and 1 <= self.reasoning_chars <= 1_000):
-            raise ValueError(
-                f"KevCommandSpec.reasoning_chars must be within [1, 1000], "
-                f"got {self.reasoning_chars!r}"
-            )
+        require_integer("KevCommandSpec", "max_skew_tenths_bps", self.max_skew_tenths_bps, 0)
+        require_integer("KevCommandSpec", "reasoning_chars", self.reasoning_chars, 1, 1_000)
 
     def for_gateway(self, gateway: RiskGatewayConfig) -> KevCommandSpec:
         """This spec with the gateway's `hedge_ratio_band` as its hedge band, rounded inwards to

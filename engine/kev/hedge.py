@@ -29,6 +29,8 @@ import math
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from engine.validation import require_count
+
 _MACKINNON_EG2_5PCT = (-3.33613, -6.1101, -6.823)
 """MacKinnon (2010), Table 2, N = 2 with a constant, 5 %: b0 + b1/T + b2/T^2."""
 
@@ -53,11 +55,7 @@ class HedgeAnalyticsConfig:
 
     def __post_init__(self) -> None:
         for name in ("sample_interval_ms", "window", "min_samples", "max_gap_ms"):
-            value = getattr(self, name)
-            if not (isinstance(value, int) and value >= 1):
-                raise ValueError(
-                    f"HedgeAnalyticsConfig.{name} must be an integer >= 1, got {value}"
-                )
+            require_count("HedgeAnalyticsConfig", name, getattr(self, name))
         if not 4 <= self.min_samples <= self.window:
             raise ValueError(
                 f"HedgeAnalyticsConfig.min_samples must be within [4, window={self.window}], "

@@ -58,7 +58,7 @@ from engine.risk.commands import KevCommandOutcome
 from engine.risk.gateway import RiskGateway
 from engine.trading.commands import Command, CommandResult, CommandSource, KevOrder, kev_result
 from engine.trading.events import TradingFault
-from engine.validation import require_count
+from engine.validation import require_count, require_positive
 
 logger = logging.getLogger(__name__)
 
@@ -171,10 +171,8 @@ class KevHubConfig:
             )
         for name in ("max_mid_move_bps", "health_interval_s", "warmup_timeout_s", "latency_scale"):
             value = getattr(self, name)
-            if name == "warmup_timeout_s" and value is None:
-                continue
-            if not (isinstance(value, int | float) and 0 < value < math.inf):
-                raise ValueError(f"KevHubConfig.{name} must be a positive number, got {value!r}")
+            if name != "warmup_timeout_s" or value is not None:
+                require_positive("KevHubConfig", name, value)
 
 
 class KevHub:

@@ -16,6 +16,7 @@ from typing import NamedTuple
 import numpy as np
 
 from engine.laya.verdict import Verdict
+from engine.validation import require_count
 
 _EMERGENCY = int(Verdict.EMERGENCY)
 
@@ -81,8 +82,7 @@ class KevQueue:
     def __init__(
         self, capacity: int = 8, overflow: KevQueueOverflow = KevQueueOverflow.DROP_OLDEST
     ) -> None:
-        if not (isinstance(capacity, int) and capacity >= 1):
-            raise ValueError(f"KevQueue capacity must be an integer >= 1, got {capacity!r}")
+        require_count("KevQueue", "capacity", capacity)
         if not isinstance(overflow, KevQueueOverflow):
             raise ValueError(f"KevQueue overflow must be a KevQueueOverflow, got {overflow!r}")
         self._capacity = capacity

@@ -39,6 +39,7 @@ from engine.laya.model import (
 )
 from engine.laya.native import NativeGraphError, NativeMlp
 from engine.laya.verdict import CLASS_NAMES, Verdict
+from engine.validation import require_count
 
 CUDA_PROVIDER = "CUDAExecutionProvider"
 CPU_PROVIDER = "CPUExecutionProvider"
@@ -90,11 +91,7 @@ class LayaClassifierConfig:
             raise ValueError("LayaClassifierConfig.model_path must name a file")
         if self.device_id < 0:
             raise ValueError(f"LayaClassifierConfig.device_id must be >= 0, got {self.device_id}")
-        if self.gpu_mem_limit_bytes < 1:
-            raise ValueError(
-                f"LayaClassifierConfig.gpu_mem_limit_bytes must be >= 1, got "
-                f"{self.gpu_mem_limit_bytes}"
-            )
+        require_count("LayaClassifierConfig", "gpu_mem_limit_bytes", self.gpu_mem_limit_bytes)
         if self.thresholds is not None:
             if len(self.thresholds) != len(CLASS_NAMES):
                 raise ValueError(
@@ -113,11 +110,7 @@ class LayaClassifierConfig:
             )
         if not self.expected_feature_set_version:
             raise ValueError("LayaClassifierConfig.expected_feature_set_version must not be empty")
-        if self.expected_feature_count < 1:
-            raise ValueError(
-                f"LayaClassifierConfig.expected_feature_count must be >= 1, got "
-                f"{self.expected_feature_count}"
-            )
+        require_count("LayaClassifierConfig", "expected_feature_count", self.expected_feature_count)
 
     def cuda_provider_options(self) -> dict[str, str]:
         """CUDA EP options for a tiny model under a memory cap."""

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from engine.laya.verdict import Verdict
+from engine.validation import require_count
 
 _new_tuple = tuple.__new__  # skips NamedTuple's Python-level __new__ on the hot path
 
@@ -82,8 +83,7 @@ class DecisionStage:
     """
 
     def __init__(self, stream_size: int = 512) -> None:
-        if stream_size < 1:
-            raise ValueError(f"stream_size must be >= 1, got {stream_size}")
+        require_count("DecisionStage", "stream_size", stream_size)
         self._recent: deque[VerdictRecord] = deque(maxlen=stream_size)
         self._counts = [0, 0, 0, 0]
         self._last_verdict: dict[str, int] = {}

@@ -12,6 +12,7 @@ from collections import deque
 from typing import NamedTuple
 
 from engine.risk.intents import DenialReason, RiskRequest, Source
+from engine.validation import require_count
 
 
 class TradingState(enum.IntEnum):
@@ -108,8 +109,7 @@ class EventOutbox:
     """A bounded FIFO of events with a named overflow policy and a count of what it dropped."""
 
     def __init__(self, capacity: int, overflow: OutboxOverflow) -> None:
-        if capacity < 1:
-            raise ValueError(f"outbox capacity must be >= 1, got {capacity}")
+        require_count("EventOutbox", "capacity", capacity)
         self.capacity = capacity
         self.overflow = overflow
         self._events: deque[RiskEvent] = deque()

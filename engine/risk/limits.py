@@ -13,15 +13,10 @@ from dataclasses import dataclass, field
 
 from engine.bitget.models import CLIENT_OID_PATTERN
 from engine.risk.events import OutboxOverflow
-from engine.validation import require_count
+from engine.validation import require_count, require_positive
 
 _CLOSING_OID_COUNTER_DIGITS = 12
 """Room left in a 32-character clientOid for the closing-order counter."""
-
-
-def _require_positive(owner: str, name: str, value: float) -> None:
-    if not (isinstance(value, int | float) and math.isfinite(value) and value > 0):
-        raise ValueError(f"{owner}.{name} must be a positive finite number, got {value!r}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,7 +36,7 @@ class SymbolLimits:
                 f"got {self.symbol!r}"
             )
         for name in ("max_position", "max_notional", "max_order_size"):
-            _require_positive(f"SymbolLimits({self.symbol})", name, getattr(self, name))
+            require_positive(f"SymbolLimits({self.symbol})", name, getattr(self, name))
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,7 +91,7 @@ class RiskLimits:
         if len(set(names)) != len(names):
             raise ValueError(f"RiskLimits.symbols has a symbol twice: {names}")
         for name in ("max_net_delta", "daily_loss_soft", "daily_loss_hard"):
-            _require_positive("RiskLimits", name, getattr(self, name))
+            require_positive("RiskLimits", name, getattr(self, name))
         if self.daily_loss_soft >= self.daily_loss_hard:
             raise ValueError(
                 f"RiskLimits.daily_loss_soft ({self.daily_loss_soft}) must be below "
@@ -141,8 +136,8 @@ class OverrideBounds:
         # A read-only copy, so the bounds cannot be changed after validation.
         object.__setattr__(self, "max_position", types.MappingProxyType(dict(self.max_position)))
         for symbol, ceiling in self.max_position.items():
-            _require_positive("OverrideBounds.max_position", symbol, ceiling)
-        _require_positive("OverrideBounds", "max_net_delta", self.max_net_delta)
+            require_positive("OverrideBounds.max_position", symbol, ceiling)
+        require_positive("OverrideBounds", "max_net_delta", self.max_net_delta)
         if not (math.isfinite(self.max_slippage_bps) and 0 <= self.max_slippage_bps < 10_000):
             raise ValueError(
                 f"OverrideBounds.max_slippage_bps must be within [0, 10000), "

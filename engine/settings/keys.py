@@ -153,23 +153,16 @@ def coerce(annotation: Any, value: object, base: Path | None, *, text: bool = Fa
         elif isinstance(value, bool):
             return value
         raise BadValue(f"expects {want}, got {value!r}")
-    if annotation is int:
+    if annotation is int or annotation is float:
         if text:
             try:
-                return int(str(value).strip())
+                return annotation(str(value).strip())
             except ValueError:
                 raise BadValue(f"expects {want}, got {value!r}") from None
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-        raise BadValue(f"expects {want}, got {value!r}")
-    if annotation is float:
-        if text:
-            try:
-                return float(str(value).strip())
-            except ValueError:
-                raise BadValue(f"expects {want}, got {value!r}") from None
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            return float(value)
+        # A float setting takes a whole number too; neither takes a bool.
+        accepted = int if annotation is int else int | float
+        if isinstance(value, accepted) and not isinstance(value, bool):
+            return annotation(value)
         raise BadValue(f"expects {want}, got {value!r}")
     if annotation is str:
         if isinstance(value, str):
@@ -251,10 +244,7 @@ def resolve(root: type, key: str) -> tuple[tuple[str, ...], Any]:
     index = 0
     while index < len(parts):
         part = parts[index]
-        known = fields_of(cls)
-        if part not in known:
-            raise BadValue(unknown_key(part, known, tuple(path)))
-        annotation = known[part][0]
+        annotation = key_annotation(cls, part, path)
         path.append(part)
         index += 1
         if dataclasses.is_dataclass(annotation):
@@ -272,6 +262,15 @@ def resolve(root: type, key: str) -> tuple[tuple[str, ...], Any]:
             raise BadValue(f"{'.'.join(path)} is a value, not a table")
         return tuple(path), annotation
     raise BadValue(f"{key} is a table: name one of its keys")
+
+
+def key_annotation(table: Any, name: str, path: Sequence[str]) -> Any:
+    """The annotation of the key `name` of `table` (a settings dataclass at `path`); raises
+    BadValue naming the table's keys when it has none of that name."""
+    known = fields_of(table)
+    if name not in known:
+        raise BadValue(unknown_key(name, known, tuple(path)))
+    return known[name][0]
 
 
 def unknown_key(name: str, known: Mapping[str, object], table: tuple[str, ...]) -> str:

@@ -13,7 +13,15 @@ from typing import Any
 
 import platformdirs
 
-from engine.settings.keys import BARE_KEY, BadValue, coerce, fields_of, mapping_of, unknown_key
+from engine.settings.keys import (
+    BARE_KEY,
+    BadValue,
+    coerce,
+    fields_of,
+    key_annotation,
+    mapping_of,
+    unknown_key,
+)
 from engine.settings.layers import Overrides, assemble_settings
 from engine.settings.schema import Settings
 from engine.settings.sources import SettingsError, SettingSource, SourceKind, label
@@ -146,10 +154,7 @@ def _env_path(parts: Sequence[str]) -> tuple[tuple[str, ...], Any]:
     index = 0
     while index < len(parts):
         name = parts[index].lower()
-        known = fields_of(cls)
-        if name not in known:
-            raise BadValue(unknown_key(name, known, tuple(path)))
-        annotation = known[name][0]
+        annotation = key_annotation(cls, name, path)
         path.append(name)
         index += 1
         if dataclasses.is_dataclass(annotation):

@@ -99,12 +99,9 @@ class FaultSpec:
             raise ValueError(f"count must be within 0..{_MAX_COUNT}, got {self.count}")
         if not (math.isfinite(self.delay_s) and 0 <= self.delay_s <= _MAX_SECONDS):
             raise ValueError(f"delay must be within 0..{_MAX_SECONDS:g} s, got {self.delay_s!r}")
-        if not (math.isfinite(self.offset_s) and abs(self.offset_s) <= _MAX_SECONDS):
-            raise ValueError(f"offset must be within ±{_MAX_SECONDS:g} s, got {self.offset_s!r}")
-        if self.kind in _CODED and not _is_injectable_code(self.code):
-            raise ValueError(
-                f"code must be an HTTP status 400-599 or a five-digit Bitget code, got {self.code}"
-            )
+        _check_clock_offset(self.offset_s)
+        if self.kind in _CODED:
+            _check_injectable_code(self.code)
 
     def __str__(self) -> str:
         text = {
@@ -119,8 +116,16 @@ class FaultSpec:
         return f"{text}@{self.delay_s:g}" if self.delay_s else text
 
 
-def _is_injectable_code(code: int) -> bool:
-    return 400 <= code <= 599 or 10_000 <= code <= 99_999
+def _check_clock_offset(seconds: float) -> None:
+    if not (math.isfinite(seconds) and abs(seconds) <= _MAX_SECONDS):
+        raise ValueError(f"offset must be within ±{_MAX_SECONDS:g} s, got {seconds!r}")
+
+
+def _check_injectable_code(code: int) -> None:
+    if not (400 <= code <= 599 or 10_000 <= code <= 99_999):
+        raise ValueError(
+            f"code must be an HTTP status 400-599 or a five-digit Bitget code, got {code}"
+        )
 
 
 def parse_fault_spec(text: str) -> FaultSpec:
@@ -278,10 +283,7 @@ class FaultInjector:
         self._rest_delay_s = seconds
 
     def rest_error(self, code: int, count: int) -> None:
-        if not _is_injectable_code(code):
-            raise ValueError(
-                f"code must be an HTTP status 400-599 or a five-digit Bitget code, got {code}"
-            )
+        _check_injectable_code(code)
         self._rest_error_code = code
         self._rest_errors_left = count
 
@@ -292,16 +294,12 @@ class FaultInjector:
         self._seq_gaps_left = count
 
     def cancel_error(self, code: int, count: int) -> None:
-        if not _is_injectable_code(code):
-            raise ValueError(
-                f"code must be an HTTP status 400-599 or a five-digit Bitget code, got {code}"
-            )
+        _check_injectable_code(code)
         self._cancel_error_code = code
         self._cancel_errors_left = count
 
     def clock_skew(self, seconds: float) -> None:
-        if not (math.isfinite(seconds) and abs(seconds) <= _MAX_SECONDS):
-            raise ValueError(f"offset must be within ±{_MAX_SECONDS:g} s, got {seconds!r}")
+        _check_clock_offset(seconds)
         self._clock_offset_s = seconds
 
     def clear(self) -> None:

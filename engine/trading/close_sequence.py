@@ -64,30 +64,26 @@ async def run_close_sequence(
             executor._venue_error("snapshot", error)
             last_error = str(error)
             snapshot = None
+        confirmed = False
         if snapshot is not None:
             open_positions = [p for p in snapshot.positions if p.size]
             if not snapshot.orders and not open_positions:
                 sync_positions(executor, snapshot, executor._clock(), reason)
-                elapsed = (loop.time() - started) * 1000
-                return SequenceOutcome(
-                    True,
-                    f"venue confirms no open orders and flat after {elapsed:.1f} ms "
-                    f"({attempts} attempt{'s' if attempts > 1 else ''})",
-                    elapsed,
-                    attempts,
+                confirmed = True
+            else:
+                last_error = f"{len(snapshot.orders)} orders open, positions " + (
+                    ", ".join(coin(p.symbol, p.size, signed=True) for p in open_positions) or "flat"
                 )
-            last_error = f"{len(snapshot.orders)} orders open, positions " + (
-                ", ".join(coin(p.symbol, p.size, signed=True) for p in open_positions) or "flat"
-            )
-        if loop.time() >= deadline:
+        if confirmed or loop.time() >= deadline:
             elapsed = (loop.time() - started) * 1000
-            return SequenceOutcome(
-                False,
-                f"not confirmed flat after {elapsed:,.0f} ms and {attempts} attempts; "
-                f"last: {last_error}",
-                elapsed,
-                attempts,
+            message = (
+                f"venue confirms no open orders and flat after {elapsed:.1f} ms "
+                f"({attempts} attempt{'s' if attempts > 1 else ''})"
+                if confirmed
+                else f"not confirmed flat after {elapsed:,.0f} ms and {attempts} attempts; "
+                f"last: {last_error}"
             )
+            return SequenceOutcome(confirmed, message, elapsed, attempts)
         await asyncio.sleep(min(retry_s * 2 ** min(attempts - 1, 10), 0.5))
 
 

@@ -7,7 +7,6 @@ Sizes are base coin, prices USDT, spreads and bands basis points, times as their
 from __future__ import annotations
 
 import enum
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -16,6 +15,7 @@ from engine.bitget.models import CLIENT_OID_PATTERN
 from engine.journal import default_journal_path
 from engine.market.instruments import BTCUSDT, ETHUSDT, Instrument
 from engine.risk.limits import OverrideBounds, RiskGatewayConfig, RiskLimits, SymbolLimits
+from engine.validation import require_count, require_integer, require_number, require_positive
 
 
 class TradingMode(enum.StrEnum):
@@ -27,21 +27,6 @@ class TradingMode(enum.StrEnum):
     PAPER = "paper"
     DEMO = "demo"
     LIVE = "live"
-
-
-def _require(owner: str, name: str, value: float, *, low: float, high: float = math.inf) -> None:
-    if isinstance(value, bool) or not (
-        isinstance(value, int | float) and math.isfinite(value) and low <= value <= high
-    ):
-        bound = f"[{low:g}, {high:g}]" if math.isfinite(high) else f">= {low:g}"
-        raise ValueError(f"{owner}.{name} must be a finite number {bound}, got {value!r}")
-
-
-def _require_positive(owner: str, name: str, value: float) -> None:
-    if isinstance(value, bool) or not (
-        isinstance(value, int | float) and math.isfinite(value) and value > 0
-    ):
-        raise ValueError(f"{owner}.{name} must be a positive finite number, got {value!r}")
 
 
 def _require_symbol(owner: str, name: str, value: str) -> None:
@@ -85,15 +70,21 @@ class QuotingStrategyConfig:
             _require_symbol(owner, "hedge_symbol", self.hedge_symbol)
             if self.hedge_symbol == self.symbol:
                 raise ValueError(f"{owner}: the hedge symbol must differ from the quoted one")
-        _require_positive(owner, "quote_size", self.quote_size)
-        _require(owner, "half_spread_bps", self.half_spread_bps, low=0.0, high=1_000.0)
-        _require(owner, "inventory_skew_bps", self.inventory_skew_bps, low=0.0, high=1_000.0)
-        _require(owner, "requote_threshold_bps", self.requote_threshold_bps, low=0.0, high=1_000.0)
-        _require(owner, "requote_size_fraction", self.requote_size_fraction, low=0.0, high=1.0)
-        _require(owner, "emergency_cooldown_ms", self.emergency_cooldown_ms, low=0, high=3.6e6)
-        _require(owner, "denial_backoff_ms", self.denial_backoff_ms, low=0, high=3.6e6)
-        _require(owner, "hedge_deadband_usdt", self.hedge_deadband_usdt, low=0.0)
-        _require(owner, "hedge_slippage_bps", self.hedge_slippage_bps, low=0.0, high=1_000.0)
+        require_positive(owner, "quote_size", self.quote_size)
+        require_number(owner, "half_spread_bps", self.half_spread_bps, low=0.0, high=1_000.0)
+        require_number(owner, "inventory_skew_bps", self.inventory_skew_bps, low=0.0, high=1_000.0)
+        require_number(
+            owner, "requote_threshold_bps", self.requote_threshold_bps, low=0.0, high=1_000.0
+        )
+        require_number(
+            owner, "requote_size_fraction", self.requote_size_fraction, low=0.0, high=1.0
+        )
+        require_number(
+            owner, "emergency_cooldown_ms", self.emergency_cooldown_ms, low=0, high=3.6e6
+        )
+        require_number(owner, "denial_backoff_ms", self.denial_backoff_ms, low=0, high=3.6e6)
+        require_number(owner, "hedge_deadband_usdt", self.hedge_deadband_usdt, low=0.0)
+        require_number(owner, "hedge_slippage_bps", self.hedge_slippage_bps, low=0.0, high=1_000.0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,12 +134,12 @@ class OrderExecutorConfig:
             "closed_orders_kept",
             "seen_trades_kept",
         ):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not (isinstance(value, int) and value >= 1):
-                raise ValueError(f"{owner}.{name} must be an integer >= 1, got {value!r}")
+            require_count(owner, name, getattr(self, name))
         for name in ("kill_timeout_s", "flatten_timeout_s", "drift_check_interval_s"):
-            _require_positive(owner, name, getattr(self, name))
-        _require(owner, "journal_lookback_h", self.journal_lookback_h, low=0.0, high=24.0 * 365)
+            require_positive(owner, name, getattr(self, name))
+        require_number(
+            owner, "journal_lookback_h", self.journal_lookback_h, low=0.0, high=24.0 * 365
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,18 +170,17 @@ class PaperVenueConfig:
 
     def __post_init__(self) -> None:
         owner = "PaperVenueConfig"
-        _require(owner, "round_trip_ms", self.round_trip_ms, low=0.0, high=10_000.0)
-        _require(owner, "reaction_us", self.reaction_us, low=0.0, high=1_000_000.0)
-        _require(owner, "latency_jitter", self.latency_jitter, low=0.0, high=2.0)
+        require_number(owner, "round_trip_ms", self.round_trip_ms, low=0.0, high=10_000.0)
+        require_number(owner, "reaction_us", self.reaction_us, low=0.0, high=1_000_000.0)
+        require_number(owner, "latency_jitter", self.latency_jitter, low=0.0, high=2.0)
         if self.feed_latency_ms is not None:
-            _require(owner, "feed_latency_ms", self.feed_latency_ms, low=0.0, high=10_000.0)
+            require_number(owner, "feed_latency_ms", self.feed_latency_ms, low=0.0, high=10_000.0)
         if not isinstance(self.latency_seed, int) or isinstance(self.latency_seed, bool):
             raise ValueError(f"{owner}.latency_seed must be an integer, got {self.latency_seed!r}")
-        _require(owner, "maker_fee_rate", self.maker_fee_rate, low=-0.01, high=0.01)
-        _require(owner, "taker_fee_rate", self.taker_fee_rate, low=-0.01, high=0.01)
-        _require_positive(owner, "initial_balance", self.initial_balance)
-        if not (isinstance(self.leverage, int) and 1 <= self.leverage <= 125):
-            raise ValueError(f"{owner}.leverage must be within 1..125, got {self.leverage!r}")
+        require_number(owner, "maker_fee_rate", self.maker_fee_rate, low=-0.01, high=0.01)
+        require_number(owner, "taker_fee_rate", self.taker_fee_rate, low=-0.01, high=0.01)
+        require_positive(owner, "initial_balance", self.initial_balance)
+        require_integer(owner, "leverage", self.leverage, 1, 125)
 
 
 def default_risk_config(symbol: str = "BTCUSDT", hedge_symbol: str | None = "ETHUSDT"):
@@ -251,7 +241,7 @@ class TradingConfig:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "mode", TradingMode(self.mode))
-        _require("TradingConfig", "rest_timeout_s", self.rest_timeout_s, low=0.05, high=60.0)
+        require_number("TradingConfig", "rest_timeout_s", self.rest_timeout_s, low=0.05, high=60.0)
         if self.journal_path is not None:
             object.__setattr__(self, "journal_path", Path(self.journal_path))
         risk_symbols = [limits.symbol for limits in self.risk.limits.symbols]

@@ -242,10 +242,8 @@ async def check_with_venue(executor: ExecutorBooks, reason: str) -> None:
     """The periodic check, and the one after a feed outage: orders that ended unheard are
     looked up (their fills recovered), unknown outcomes resolved, positions re-synced."""
     sent_ns = executor._clock()
-    try:
-        snapshot = await executor.venue.snapshot()
-    except VENUE_ERRORS as error:
-        executor._venue_error("snapshot", error)
+    snapshot = await _read_snapshot(executor)
+    if snapshot is None:
         return
     now = executor._clock()
     venue_orders = {order.client_oid: order for order in snapshot.orders}
@@ -269,6 +267,15 @@ async def check_with_venue(executor: ExecutorBooks, reason: str) -> None:
         await _recover(executor, order, reason)
     if not polling:
         await _confirm_drift(executor, snapshot, sent_ns, reason)
+
+
+async def _read_snapshot(executor: ExecutorBooks) -> VenueSnapshot | None:
+    """The venue's snapshot, or None with the failure counted (the next check asks again)."""
+    try:
+        return await executor.venue.snapshot()
+    except VENUE_ERRORS as error:
+        executor._venue_error("snapshot", error)
+        return None
 
 
 async def _recover(executor: ExecutorBooks, order: TrackedOrder, reason: str) -> None:
@@ -354,20 +361,17 @@ async def _confirm_drift(
     if any(last_fill_ns.get(symbol, 0) >= sent_ns for symbol in apart):
         # Fills were applied since that read (the lookups): compare with a fresh one.
         sent_ns = executor._clock()
-        try:
-            first = await executor.venue.snapshot()
-        except VENUE_ERRORS as error:
-            executor._venue_error("snapshot", error)
+        fresh = await _read_snapshot(executor)
+        if fresh is None:
             return
+        first = fresh
         apart = _positions_apart(executor, first)
         if not apart:
             return
     settle_ms = executor.config.position_settle_ms
     await asyncio.sleep(settle_ms / 1000.0)
-    try:
-        second = await executor.venue.snapshot()
-    except VENUE_ERRORS as error:
-        executor._venue_error("snapshot", error)
+    second = await _read_snapshot(executor)
+    if second is None:
         return
     now = executor._clock()
     engine = {p.symbol: p.size for p in executor.gateway.snapshot().positions}

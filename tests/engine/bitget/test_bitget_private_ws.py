@@ -287,6 +287,8 @@ def push(arg: dict[str, str], data: object, ts: object = 1726000000100) -> dict[
         ({"ping_interval_s": 0.0}, "ping_interval_s"),
         ({"pong_timeout_s": float("nan")}, "pong_timeout_s"),
         ({"login_timeout_s": -1.0}, "login_timeout_s"),
+        ({"subscribe_timeout_s": 0.0}, "subscribe_timeout_s"),
+        ({"open_timeout_s": float("inf")}, "open_timeout_s"),
         ({"backoff_initial_s": 2.0, "backoff_max_s": 1.0}, "backoff_max_s"),
         ({"backoff_reset_after_s": float("inf")}, "backoff_reset_after_s"),
         ({"max_reconnect_attempts": -1}, "max_reconnect_attempts"),

@@ -41,6 +41,8 @@ from engine.feed.tape import Trades
         ({"channels": ("trade",)}, "need a book channel"),
         ({"ping_interval_s": 0.0}, "ping_interval_s"),
         ({"pong_timeout_s": float("nan")}, "pong_timeout_s"),
+        ({"stale_after_s": 0.0}, "stale_after_s"),
+        ({"close_timeout_s": -1.0}, "close_timeout_s"),
         ({"backoff_initial_s": 2.0, "backoff_max_s": 1.0}, "backoff_max_s"),
         ({"max_reconnect_attempts": -1}, "max_reconnect_attempts"),
         ({"max_client_messages_per_s": 0}, "max_client_messages_per_s"),

@@ -1,4 +1,5 @@
-"""The websocket pieces both Bitget feeds share: the reconnect backoff and the message limiter.
+"""The websocket pieces both Bitget feeds share: the reconnect backoff, the message limiter,
+and how one session picks its end.
 
 How a session reconnects, pings and closes is exercised through both feeds, against loopback
 servers, in test_bitget_public_ws.py and test_bitget_private_ws.py.
@@ -9,7 +10,17 @@ from __future__ import annotations
 import asyncio
 import time
 
-from engine.bitget.websocket import ClientMessageLimiter, ReconnectBackoff
+import pytest
+
+from engine.bitget.private_ws import BitgetPrivateFeedConfig
+from engine.bitget.websocket import (
+    ClientMessageLimiter,
+    ReconnectBackoff,
+    ReconnectingSocket,
+    SessionEnd,
+    SessionTasks,
+    SocketCounters,
+)
 
 
 class _FixedDraw:
@@ -51,3 +62,43 @@ async def test_limiter_holds_any_window_to_its_maximum():
     assert len(sent_at) == 9
     for first, fourth in zip(sent_at, sent_at[3:], strict=False):
         assert fourth - first >= 0.1
+
+
+class _Connection:
+    closed = False
+
+    async def close(self) -> None:
+        self.closed = True
+
+
+class _Owner:
+    """Every task ends at once: the receiver's end is the one to win, whatever the order."""
+
+    def __init__(self, live: bool) -> None:
+        self.live = live
+
+    def session_tasks(self, websocket: object) -> SessionTasks:
+        async def ends(reason: str) -> SessionEnd:
+            return SessionEnd(reason)
+
+        async def done() -> None:
+            return None
+
+        return SessionTasks(
+            "test-receive", ends("receiver"), {"test-login": done(), "test-other": ends("other")}
+        )
+
+    def session_closed(self) -> bool:
+        return self.live
+
+
+@pytest.mark.parametrize("live", [True, False])
+async def test_a_session_ends_with_the_receivers_reason_and_keeps_no_connection(live):
+    socket = ReconnectingSocket(BitgetPrivateFeedConfig(), SocketCounters())
+    connection = _Connection()
+    end, was_live = await socket._session(_Owner(live), connection)  # type: ignore[arg-type]
+    assert end == SessionEnd("receiver")
+    assert was_live is live
+    assert connection.closed
+    with pytest.raises(AssertionError, match="outside a session"):
+        await socket.send(b"ping")
