@@ -1065,6 +1065,37 @@ class RiskGateway:
     def state(self) -> TradingState:
         return self._state
 
+    # What the desk reads on every quote and hedge: the snapshot's figures, without building
+    # one (the whole snapshot costs ~30 us, most of a hedge check).
+
+    def position(self, symbol: str) -> float:
+        """The signed position (base coin), as `PositionView.size`."""
+        return self._symbols[symbol].position
+
+    def mark(self, symbol: str) -> float:
+        """The mark (the mid; 0.0 before the first), as `PositionView.mark_price`."""
+        return self._symbols[symbol].mid
+
+    def max_position(self, symbol: str) -> float:
+        """The max position in force (times the risk scale), as `PositionView.max_position`."""
+        return self._symbols[symbol].max_position_set * self._risk_scale
+
+    @property
+    def risk_scale(self) -> float:
+        return self._risk_scale
+
+    @property
+    def hedge_ratio(self) -> float:
+        return self._hedge_ratio
+
+    @property
+    def max_slippage_bps(self) -> float:
+        return self._max_slippage_bps
+
+    @property
+    def flatten_requested(self) -> bool:
+        return self._flatten_requested
+
     # Internals
 
     def _set_state(self, new: TradingState, reason: str, source: Source, now_ns: int) -> None:
