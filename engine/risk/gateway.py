@@ -725,12 +725,15 @@ class RiskGateway:
         ):
             self._invalid_inputs += 1
             return
-        risk.mid = mid
-        risk.microprice = microprice
+        if mid != risk.mid or microprice != risk.microprice:
+            # The bands follow these two alone (a new band recomputes them with the limits);
+            # most books leave the touch, and so both, as they were.
+            risk.mid = mid
+            risk.microprice = microprice
+            self._set_price_bands(risk)
         risk.best_bid = best_bid
         risk.best_ask = best_ask
         risk.mark_ns = now_ns
-        self._set_price_bands(risk)
         position = risk.position
         unrealized = position * (mid - risk.entry_price) if position else 0.0
         self._unrealized_total += unrealized - risk.unrealized_pnl
