@@ -268,14 +268,20 @@ class TradingDesk:
             if intent is _CANCEL_ALL:
                 self._on_emergency(snapshot)
             symbol = snapshot.symbol
-            bid_price, bid_size, ask_price, ask_size = snapshot.levels[:, 0].tolist()
+            paper = self.paper
+            if paper is not None:  # the venue matches on the whole book: one numpy call for both
+                levels = snapshot.levels.tolist()
+                bid_price, bid_size = levels[0][0], levels[1][0]
+                ask_price, ask_size = levels[2][0], levels[3][0]
+            else:
+                bid_price, bid_size, ask_price, ask_size = snapshot.levels[:, 0].tolist()
             now = self._clock()
             if symbol in self._resyncing:
                 self._resyncing.discard(symbol)
                 self.executor.on_feed_health(symbol, True, "")
             self.executor.on_mark(symbol, bid_price, bid_size, ask_price, ask_size, now)
-            if self.paper is not None:
-                self.paper.on_book(snapshot)
+            if paper is not None:
+                paper.on_levels(symbol, levels, snapshot.n_bids, snapshot.n_asks)
             previous = self._intents.get(symbol)
             self._intents[symbol] = intent
             if symbol == self._symbol:
