@@ -725,12 +725,15 @@ class RiskGateway:
         ):
             self._invalid_inputs += 1
             return
-        risk.mid = mid
-        risk.microprice = microprice
+        if mid != risk.mid or microprice != risk.microprice:
+            # The bands follow these two alone (a new band recomputes them with the limits);
+            # most books leave the touch, and so both, as they were.
+            risk.mid = mid
+            risk.microprice = microprice
+            self._set_price_bands(risk)
         risk.best_bid = best_bid
         risk.best_ask = best_ask
         risk.mark_ns = now_ns
-        self._set_price_bands(risk)
         position = risk.position
         unrealized = position * (mid - risk.entry_price) if position else 0.0
         self._unrealized_total += unrealized - risk.unrealized_pnl
@@ -1064,6 +1067,37 @@ class RiskGateway:
     @property
     def state(self) -> TradingState:
         return self._state
+
+    # What the desk reads on every quote and hedge: the snapshot's figures, without building
+    # one (the whole snapshot costs ~30 us, most of a hedge check).
+
+    def position(self, symbol: str) -> float:
+        """The signed position (base coin), as `PositionView.size`."""
+        return self._symbols[symbol].position
+
+    def mark(self, symbol: str) -> float:
+        """The mark (the mid; 0.0 before the first), as `PositionView.mark_price`."""
+        return self._symbols[symbol].mid
+
+    def max_position(self, symbol: str) -> float:
+        """The max position in force (times the risk scale), as `PositionView.max_position`."""
+        return self._symbols[symbol].max_position_set * self._risk_scale
+
+    @property
+    def risk_scale(self) -> float:
+        return self._risk_scale
+
+    @property
+    def hedge_ratio(self) -> float:
+        return self._hedge_ratio
+
+    @property
+    def max_slippage_bps(self) -> float:
+        return self._max_slippage_bps
+
+    @property
+    def flatten_requested(self) -> bool:
+        return self._flatten_requested
 
     # Internals
 

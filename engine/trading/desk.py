@@ -220,9 +220,6 @@ class TradingDesk:
         self.paper = venue if isinstance(venue, PaperVenue) else None
         self._symbol = strategy_config.symbol
         self._hedge_symbol = hedge_symbol
-        symbols = [limits.symbol for limits in self.gateway.config.limits.symbols]
-        self._quoted_index = symbols.index(self._symbol)
-        self._hedge_index = symbols.index(hedge_symbol) if hedge_symbol is not None else -1
         self._quotes: dict[OrderRole, str | None] = {OrderRole.BID: None, OrderRole.ASK: None}
         self._intents: dict[str, QuoteIntent] = {}
         self._resyncing: set[str] = set()
@@ -271,14 +268,20 @@ class TradingDesk:
             if intent is _CANCEL_ALL:
                 self._on_emergency(snapshot)
             symbol = snapshot.symbol
-            bid_price, bid_size, ask_price, ask_size = snapshot.levels[:, 0].tolist()
+            paper = self.paper
+            if paper is not None:  # the venue matches on the whole book: one numpy call for both
+                levels = snapshot.levels.tolist()
+                bid_price, bid_size = levels[0][0], levels[1][0]
+                ask_price, ask_size = levels[2][0], levels[3][0]
+            else:
+                bid_price, bid_size, ask_price, ask_size = snapshot.levels[:, 0].tolist()
             now = self._clock()
             if symbol in self._resyncing:
                 self._resyncing.discard(symbol)
                 self.executor.on_feed_health(symbol, True, "")
             self.executor.on_mark(symbol, bid_price, bid_size, ask_price, ask_size, now)
-            if self.paper is not None:
-                self.paper.on_book(snapshot)
+            if paper is not None:
+                paper.on_levels(symbol, levels, snapshot.n_bids, snapshot.n_asks)
             previous = self._intents.get(symbol)
             self._intents[symbol] = intent
             if symbol == self._symbol:
@@ -363,20 +366,20 @@ class TradingDesk:
     ) -> None:
         if self._sequence is not None and not self._sequence.done():
             return  # kill or flatten owns the orders now
-        risk = self.executor.risk_view()
-        position = risk.positions[self._quoted_index]
+        gateway = self.gateway
+        symbol = self._symbol
         plan = self.strategy.quotes(
             bid_price,
             bid_size,
             ask_price,
             ask_size,
-            position.size,
-            position.max_position,
-            risk.risk_scale,
-            self.gateway.state,
+            gateway.position(symbol),
+            gateway.max_position(symbol),
+            gateway.risk_scale,
+            gateway.state,
             intent,
             now,
-            self.quote_skew_bps(self._symbol),
+            self.quote_skew_bps(symbol),
         )
         self._work_side(OrderRole.BID, OrderSide.BUY, plan.bid, intent, previous, now)
         self._work_side(OrderRole.ASK, OrderSide.SELL, plan.ask, intent, previous, now)
@@ -445,32 +448,30 @@ class TradingDesk:
         executor = self.executor
         if executor.has_open_role(OrderRole.HEDGE):
             return  # one hedge at a time: the next one sees its fills
-        executor.invalidate_risk_view()  # fresh marks for the delta
-        risk = executor.risk_view()
-        if risk.flatten_requested:
+        gateway = self.gateway
+        if gateway.flatten_requested:
             return
-        book = self._books.get(self._hedge_symbol)
+        hedge_symbol = self._hedge_symbol
+        book = self._books.get(hedge_symbol)
         if book is None or not book.ready:
             return
         bid, _, ask, _ = book.best()
         microprice = book.microprice()
-        traded = risk.positions[self._quoted_index]
-        hedge = risk.positions[self._hedge_index]
         order = self.strategy.hedge_order(
-            traded.size,
-            traded.mark_price,
-            hedge.size,
+            gateway.position(self._symbol),
+            gateway.mark(self._symbol),
+            gateway.position(hedge_symbol),
             bid,
             ask,
             microprice,
-            risk.hedge_ratio,
-            risk.limits.max_slippage_bps,
-            self.gateway.state,
+            gateway.hedge_ratio,
+            gateway.max_slippage_bps,
+            gateway.state,
         )
         if order is None:
             return
         intent = OrderIntent(
-            self._hedge_symbol,
+            hedge_symbol,
             order.side,
             order.size,
             order.price,

@@ -129,19 +129,21 @@ class PaperVenue:
     # Market data
 
     def on_book(self, snapshot: BookSnapshot) -> None:
-        engine = self.engines.get(snapshot.symbol)
-        n_bids, n_asks = snapshot.n_bids, snapshot.n_asks
+        self.on_levels(snapshot.symbol, snapshot.levels.tolist(), snapshot.n_bids, snapshot.n_asks)
+
+    def on_levels(self, symbol: str, levels: list[list[float]], n_bids: int, n_asks: int) -> None:
+        """`on_book` from the book's levels as lists (bid prices, bid sizes, ask prices, ask
+        sizes, the first `n_bids` and `n_asks` filled), which the venue keeps."""
+        engine = self.engines.get(symbol)
         if engine is None or not n_bids or not n_asks:
             return
-        bid_prices, bid_sizes, ask_prices, ask_sizes = snapshot.levels.tolist()  # one numpy call
-        fills = engine.on_book(
-            bid_prices[:n_bids],
-            bid_sizes[:n_bids],
-            ask_prices[:n_asks],
-            ask_sizes[:n_asks],
-            self._now_ms(),
-        )
-        self.account.mark(snapshot.symbol, 0.5 * (bid_prices[0] + ask_prices[0]))
+        bid_prices, bid_sizes, ask_prices, ask_sizes = levels
+        if n_bids < len(bid_prices):
+            bid_prices, bid_sizes = bid_prices[:n_bids], bid_sizes[:n_bids]
+        if n_asks < len(ask_prices):
+            ask_prices, ask_sizes = ask_prices[:n_asks], ask_sizes[:n_asks]
+        fills = engine.on_book(bid_prices, bid_sizes, ask_prices, ask_sizes, self._now_ms())
+        self.account.mark(symbol, 0.5 * (bid_prices[0] + ask_prices[0]))
         if fills:
             self._report_fills(engine, fills)
 

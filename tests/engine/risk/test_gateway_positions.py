@@ -209,3 +209,20 @@ def test_snapshot_reports_exposure_limits_and_counts():
     assert snapshot.hedge_symbol == ETH
     assert snapshot.open_orders == 1
     assert set(snapshot.denial_counts) == set(DenialReason)
+
+
+def test_the_desks_reads_are_the_snapshots_figures():
+    gateway = make_gateway()
+    open_position(gateway, BTC, 0.3)
+    open_position(gateway, ETH, -2.0)
+    gateway.apply_kev_command("reduce", 0.5, 0.8, T0)
+    gateway.flatten(T0)
+    snapshot = gateway.snapshot()
+    for view in snapshot.positions:
+        assert gateway.position(view.symbol) == view.size
+        assert gateway.mark(view.symbol) == view.mark_price
+        assert gateway.max_position(view.symbol) == view.max_position
+    assert gateway.risk_scale == snapshot.risk_scale == 0.5
+    assert gateway.hedge_ratio == snapshot.hedge_ratio
+    assert gateway.max_slippage_bps == snapshot.limits.max_slippage_bps
+    assert gateway.flatten_requested is snapshot.flatten_requested is True

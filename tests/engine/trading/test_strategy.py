@@ -127,6 +127,25 @@ def test_a_denied_side_backs_off_alone():
     assert quote(subject, now=NOW + 250_000_000).bid is not None
 
 
+def test_the_last_plan_is_given_again_only_while_its_inputs_hold():
+    subject = strategy()
+    first = quote(subject)
+    assert quote(subject, now=NOW + 1) is first  # the same inputs a moment later
+    # A denial on an unmoved book still backs that side off, and its end brings it back.
+    subject.on_denied(OrderSide.BUY, NOW + 2)
+    backed_off = quote(subject, now=NOW + 3)
+    assert backed_off.bid is None and backed_off.ask == first.ask
+    later = NOW + 2 + 250_000_000
+    assert quote(subject, now=later) == first
+    # Each input moves the plan: the touch, the position, the scale, the state.
+    moved = quote(subject, book=(64_010.0, 1.0, 64_010.2, 1.0), now=later)
+    assert moved.bid == Quote(64_006.8, 0.002)
+    assert quote(subject, position=0.02, now=later).bid is None
+    assert quote(subject, scale=0.5, now=later).bid == Quote(63_996.8, 0.001)
+    assert quote(subject, position=0.005, state=TradingState.REDUCING, now=later).bid is None
+    assert quote(subject, now=later) == first
+
+
 def test_reducing_quotes_only_the_side_that_shrinks_the_position():
     long_plan = quote(strategy(), position=0.005, state=TradingState.REDUCING)
     assert long_plan.bid is None
