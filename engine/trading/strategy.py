@@ -194,25 +194,25 @@ class QuotingStrategy:
         )
         if inputs == self._last_inputs:
             return self._last_plan
-        plan = self._plan(inputs)
+        plan = self._plan(*inputs)
         self._last_inputs = inputs
         self._last_plan = plan
         return plan
 
-    def _plan(self, inputs: tuple) -> QuotePlan:
-        (
-            bid_price,
-            bid_size,
-            ask_price,
-            ask_size,
-            position,
-            max_position,
-            risk_scale,
-            state,
-            extra_skew_bps,
-            bid_open,
-            ask_open,
-        ) = inputs
+    def _plan(
+        self,
+        bid_price: float,
+        bid_size: float,
+        ask_price: float,
+        ask_size: float,
+        position: float,
+        max_position: float,
+        risk_scale: float,
+        state: TradingState,
+        extra_skew_bps: float,
+        bid_open: bool,
+        ask_open: bool,
+    ) -> QuotePlan:
         grid = self.grid
         size = grid.floor_size(self.config.quote_size * risk_scale)
         if size <= 0.0:
