@@ -39,6 +39,7 @@ from console.bandwidth import Bandwidth
 from console.engine.config import EngineAdapterConfig
 from console.engine.handle import ShutdownPolicy
 from console.engine.node_handle import EngineNodeHandle, EngineProcessError
+from console.garbage_collection import break_strip_cycles, freeze_startup_objects
 from console.widgets import format as fmt
 from engine.bitget.credentials import Credentials
 from engine.feed.recording import RecordingUnreadable, check_recording
@@ -294,6 +295,8 @@ def _run_console(handle: EngineNodeHandle, options: LaunchOptions, ending: RunEn
         refresh_hz=options.refresh_hz, keymap=options.keymap, bandwidth=options.bandwidth
     )
     app = HftConsoleApp(handle, config)
+    break_strip_cycles()
+    freeze_startup_objects()  # the engine's process has started, the App is built
     ui_closed = threading.Event()
     signals = _SignalStop(app, ending, ui_closed)
     previous = {

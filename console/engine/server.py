@@ -40,6 +40,7 @@ from console.engine.protocol import (
     decode,
 )
 from console.engine.publisher import SnapshotPublisher
+from console.garbage_collection import freeze_startup_objects
 from console.view import ConsoleSnapshot, EventKind, Severity
 from engine.bitget.credentials import Credentials
 from engine.clock import EngineClock
@@ -99,6 +100,7 @@ class EngineServer:
             return 1
         self._send_picture(final=True)
         self._outbox.put(Started())
+        freeze_startup_objects()  # the node has started: its kernels compiled, its model loaded
         if setup.log_path is not None:
             _redirect_output(setup.log_path)
         threading.Thread(target=self._read_commands, name="engine-commands", daemon=True).start()

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import Generic, TypeVar
 
 from rich.style import Style
-from rich.text import Text
+from rich.text import Span, Text
 from textual.geometry import Region
 from textual.reactive import var
 from textual.strip import Strip
@@ -36,6 +36,14 @@ def fit(parts: Sequence[tuple[int, Text]], width: int, separator: str = "  ") ->
     return Text(separator).join(text for _, _, text in kept)
 
 
+_Row = tuple[str, str | Style, list[Span]]
+
+
+def _row(line: Text) -> _Row:
+    """What a row's strip is made from: its text, its style and its spans."""
+    return line.plain, line.style, line.spans
+
+
 class LinePane(Widget, Generic[ViewT]):
     """Subclasses implement `rows(view, width, height)`; the component classes they declare
     are styled in styles/*.tcss and read with `style(name)`."""
@@ -49,6 +57,10 @@ class LinePane(Widget, Generic[ViewT]):
         super().__init__(id=id, classes=classes)
         self.border_title = title
         self._strips: list[Strip] = []
+        self._rows: list[_Row | None] = []
+        """What each of `_strips` was made from."""
+        self._drawn_for: tuple[int, int, Style] | None = None
+        """The size and base style `_strips` were made for."""
         self._taken_at = -float("inf")
 
     def rows(self, view: ViewT, width: int, height: int) -> list[Text]:
@@ -99,15 +111,26 @@ class LinePane(Widget, Generic[ViewT]):
         base = self.rich_style
         view = self.view
         lines = [Text(self.waiting_text)] if view is None else self.rows(view, width, height)
-        strips = [self._strip(line, width, base) for line in lines[:height]]
-        strips.extend([Strip.blank(width, base)] * (height - len(strips)))
-        previous, self._strips = self._strips, strips
-        if everything or len(previous) != height or previous[0].cell_length != width:
+        del lines[height:]
+        # Rows are compared as text before they are made strips: most rows of a redraw are
+        # unchanged, and a strip costs more to make than to compare (seven caches each).
+        rows: list[_Row | None] = [_row(line) for line in lines]
+        rows.extend([None] * (height - len(lines)))
+        if everything or (width, height, base) != self._drawn_for:
+            self._drawn_for = (width, height, base)
+            self._rows = rows
+            self._strips = [self._strip(line, width, base) for line in lines]
+            self._strips.extend([Strip.blank(width, base)] * (height - len(lines)))
             self.refresh()
             return
-        for y, (old, new) in enumerate(zip(previous, strips, strict=True)):
-            if old != new:
-                self.refresh(Region(0, y, width, 1))
+        for y, row in enumerate(rows):
+            if row == self._rows[y]:
+                continue
+            self._rows[y] = row
+            self._strips[y] = (
+                Strip.blank(width, base) if row is None else self._strip(lines[y], width, base)
+            )
+            self.refresh(Region(0, y, width, 1))
 
     def render_line(self, y: int) -> Strip:
         if y < len(self._strips):

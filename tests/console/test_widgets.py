@@ -23,7 +23,7 @@ from console.view import DepthLevel, HistogramBin, StageLatency
 from console.widgets.depth import DepthPane
 from console.widgets.kev import KevPane
 from console.widgets.latency import LatencyPane, sparkline
-from console.widgets.lines import fit
+from console.widgets.lines import LinePane, fit
 from console.widgets.orders import OrdersPane
 from console.widgets.status import StatusPane
 from console.widgets.vram import VramPane, split_cells
@@ -59,6 +59,31 @@ async def test_a_new_view_redraws_only_the_rows_that_changed(monkeypatch):
         refreshed.clear()
         pane.view = replace(first, bids=tuple(bids))
         assert refreshed == []
+
+
+class StyledRows(LinePane[str]):
+    """Two rows: a fixed one, and one whose text is fixed and whose colour is the view."""
+
+    def rows(self, view: str, width: int, height: int) -> list[Text]:
+        return [Text("fixed"), Text.assemble(("alert", view))]
+
+
+async def test_a_row_that_changes_only_its_colour_is_redrawn():
+    pane = StyledRows("styled")
+    async with PaneHost(pane).run_test(size=(20, 6)) as pilot:
+        pane.view = "red"
+        await pilot.pause()
+        refreshed: list[tuple[Region, ...]] = []
+        original = pane.refresh
+
+        def record(*regions: Region, **options):
+            refreshed.append(regions)
+            return original(*regions, **options)
+
+        pane.refresh = record
+        pane.view = "green"
+        assert refreshed == [(Region(0, 1, pane.size.width, 1),)]
+        assert next(iter(pane.render_line(1))).style.color.name == "green"
 
 
 async def test_the_ladder_marks_our_orders_and_counts_those_beyond_it():
