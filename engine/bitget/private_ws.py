@@ -232,19 +232,11 @@ class BitgetPrivateFeed:
 
     @property
     def stats(self) -> PrivateFeedStats:
-        counters = self._counters
         return PrivateFeedStats(
             **self._socket.stats_fields(),
             state=self._state,
             reason=self._reason,
-            logins=counters.logins,
-            order_updates=counters.order_updates,
-            fill_updates=counters.fill_updates,
-            positions_updates=counters.positions_updates,
             rejected=MappingProxyType(dict(self._rejected)),
-            last_rejection=counters.last_rejection,
-            exchange_errors=counters.exchange_errors,
-            last_exchange_error=counters.last_exchange_error,
         )
 
     # Connection lifecycle

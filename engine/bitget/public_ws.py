@@ -289,7 +289,6 @@ class BitgetPublicFeed:
 
     @property
     def stats(self) -> FeedStats:
-        counters = self._counters
         now_ns = time.time_ns()
         symbols = {
             symbol: SymbolFeedStats(
@@ -306,9 +305,6 @@ class BitgetPublicFeed:
         }
         return FeedStats(
             **self._socket.stats_fields(),
-            channel_errors=counters.channel_errors,
-            resyncs=counters.resyncs,
-            foreign_frames=counters.foreign_frames,
             symbols=MappingProxyType(symbols),
             parser=MappingProxyType(self._parser.stats.as_dict()),
         )

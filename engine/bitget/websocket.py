@@ -16,7 +16,7 @@ import random
 import time
 from collections import deque
 from collections.abc import Callable, Coroutine, Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, NamedTuple, Protocol
 
@@ -197,7 +197,8 @@ class SocketOwner(Protocol):
 
 
 class SocketCounters:
-    """What both feeds count about their connection; each feed's counters add their own."""
+    """What both feeds count about their connection; each feed's counters add their own. Each
+    counter (a slot) is the field of the same name in the feed's stats snapshot."""
 
     __slots__ = (
         "bytes",
@@ -257,12 +258,6 @@ class SocketStats:
     internal_errors: int
 
 
-_COUNTED_STATS = tuple(
-    field.name for field in fields(SocketStats) if field.name != "consecutive_failures"
-)
-"""The `SocketStats` fields read from `SocketCounters` by the same name."""
-
-
 class ReconnectingSocket:
     """One Bitget websocket kept connected for a `SocketOwner`; see the module docstring.
 
@@ -281,6 +276,9 @@ class ReconnectingSocket:
     ) -> None:
         self._settings = settings
         self._counters = counters
+        self._counted = tuple(
+            name for klass in type(counters).__mro__ for name in getattr(klass, "__slots__", ())
+        )
         self._clock = clock
         self._scrub = scrub
         self._backoff = ReconnectBackoff(settings.backoff_initial_s, settings.backoff_max_s, rng)
@@ -309,9 +307,9 @@ class ReconnectingSocket:
         return True
 
     def stats_fields(self) -> dict[str, Any]:
-        """The `SocketStats` fields of the owner's stats snapshot, by name."""
+        """The fields of the owner's stats snapshot its counters hold, and the run of failures."""
         counters = self._counters
-        values = {name: getattr(counters, name) for name in _COUNTED_STATS}
+        values = {name: getattr(counters, name) for name in self._counted}
         values["consecutive_failures"] = self.consecutive_failures
         return values
 
