@@ -62,6 +62,7 @@ from engine.bitget.websocket import (
     SessionEnd,
     SessionTasks,
     SocketCounters,
+    SocketSettings,
     SocketStats,
     channel_arg,
     check_socket_settings,
@@ -100,34 +101,14 @@ class RejectReason(enum.StrEnum):
 
 
 @dataclass(frozen=True, slots=True)
-class BitgetPrivateFeedConfig:
-    """Where the private stream is and how to keep it healthy. Credentials are passed apart.
-
-    `max_reconnect_attempts` consecutive connection failures give up to FAILED (0 retries
-    forever); a session that reached LIVE and lasted `backoff_reset_after_s` resets the count.
-    """
+class BitgetPrivateFeedConfig(SocketSettings):
+    """Where the private stream is and how to keep it healthy. Credentials are passed apart."""
 
     url: str = BITGET_PRIVATE_URL
-    inst_type: str = "USDT-FUTURES"
-    ping_interval_s: float = 25.0
-    pong_timeout_s: float = 10.0
     login_timeout_s: float = 10.0
     subscribe_timeout_s: float = 10.0
-    open_timeout_s: float = 10.0
-    close_timeout_s: float = 1.0
-    backoff_initial_s: float = 0.5
-    backoff_max_s: float = 30.0
-    backoff_reset_after_s: float = 10.0
-    max_reconnect_attempts: int = 0
-    max_client_messages_per_s: int = 10
-    send_window_margin_s: float = 0.1
-    max_frame_bytes: int = 1 << 20
 
     def __post_init__(self) -> None:
-        if not isinstance(self.url, str) or not self.url.startswith(("ws://", "wss://")):
-            raise ValueError(f"url must start with ws:// or wss://, got {self.url!r}")
-        if not isinstance(self.inst_type, str) or not self.inst_type:
-            raise ValueError("inst_type must be a non-empty string such as USDT-FUTURES")
         check_socket_settings(
             self, ("login_timeout_s", "subscribe_timeout_s"), min_frame_bytes=1024
         )
@@ -251,19 +232,11 @@ class BitgetPrivateFeed:
 
     @property
     def stats(self) -> PrivateFeedStats:
-        counters = self._counters
         return PrivateFeedStats(
             **self._socket.stats_fields(),
             state=self._state,
             reason=self._reason,
-            logins=counters.logins,
-            order_updates=counters.order_updates,
-            fill_updates=counters.fill_updates,
-            positions_updates=counters.positions_updates,
             rejected=MappingProxyType(dict(self._rejected)),
-            last_rejection=counters.last_rejection,
-            exchange_errors=counters.exchange_errors,
-            last_exchange_error=counters.last_exchange_error,
         )
 
     # Connection lifecycle

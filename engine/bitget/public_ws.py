@@ -25,6 +25,7 @@ from engine.bitget.websocket import (
     SessionEnd,
     SessionTasks,
     SocketCounters,
+    SocketSettings,
     SocketStats,
     channel_arg,
     check_socket_settings,
@@ -59,33 +60,18 @@ _MAX_STALE_CHECK_PERIOD_S = 0.5
 
 
 @dataclass(frozen=True, slots=True)
-class BitgetPublicFeedConfig:
+class BitgetPublicFeedConfig(SocketSettings):
     """Where to connect, what to subscribe, and how to keep the connection healthy.
 
-    `symbols` lists the traded symbol first, then the hedge. `max_reconnect_attempts` is the
-    number of consecutive connection failures after which every symbol goes FAILED (0 retries
-    forever); a connection that stayed up `backoff_reset_after_s` resets the count and the
-    backoff. `send_window_margin_s` widens the 1 s rate window so network jitter cannot squeeze
-    one message too many into the exchange's window.
+    `symbols` lists the traded symbol first, then the hedge.
     """
 
     url: str = BITGET_PUBLIC_URL
+    max_frame_bytes: int = 1 << 22
     symbols: tuple[str, ...] = ("BTCUSDT", "ETHUSDT")
     channels: tuple[str, ...] = ("books15", "trade")
-    inst_type: str = "USDT-FUTURES"
-    ping_interval_s: float = 25.0
-    pong_timeout_s: float = 10.0
     stale_after_s: float = 2.0
-    backoff_initial_s: float = 0.5
-    backoff_max_s: float = 30.0
-    backoff_reset_after_s: float = 10.0
-    max_reconnect_attempts: int = 0
-    max_client_messages_per_s: int = 10
-    send_window_margin_s: float = 0.1
     max_subscribe_args_bytes: int = MAX_SUBSCRIBE_ARGS_BYTES
-    open_timeout_s: float = 10.0
-    close_timeout_s: float = 1.0
-    max_frame_bytes: int = 1 << 22
 
     def __post_init__(self) -> None:
         for name in ("symbols", "channels"):
@@ -93,8 +79,6 @@ class BitgetPublicFeedConfig:
             if isinstance(value, str) or not isinstance(value, Iterable):
                 raise ValueError(f"{name} must be a sequence of strings, got {value!r}")
             object.__setattr__(self, name, tuple(value))
-        if not self.url.startswith(("ws://", "wss://")):
-            raise ValueError(f"url must start with ws:// or wss://, got {self.url!r}")
         if not self.symbols:
             raise ValueError("symbols must name at least one symbol")
         for symbol in self.symbols:
@@ -114,8 +98,6 @@ class BitgetPublicFeedConfig:
                 f"channels {self.channels} need a book channel ({sorted(BOOK_CHANNELS)}): "
                 "liveness and staleness are judged on book frames"
             )
-        if not self.inst_type:
-            raise ValueError("inst_type must not be empty")
         channel_count = len(self.symbols) * len(self.channels)
         if channel_count > MAX_CHANNELS_PER_CONNECTION:
             raise ValueError(
@@ -307,7 +289,6 @@ class BitgetPublicFeed:
 
     @property
     def stats(self) -> FeedStats:
-        counters = self._counters
         now_ns = time.time_ns()
         symbols = {
             symbol: SymbolFeedStats(
@@ -324,9 +305,6 @@ class BitgetPublicFeed:
         }
         return FeedStats(
             **self._socket.stats_fields(),
-            channel_errors=counters.channel_errors,
-            resyncs=counters.resyncs,
-            foreign_frames=counters.foreign_frames,
             symbols=MappingProxyType(symbols),
             parser=MappingProxyType(self._parser.stats.as_dict()),
         )

@@ -16,7 +16,7 @@ import random
 import time
 from collections import deque
 from collections.abc import Callable, Coroutine, Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, NamedTuple, Protocol
 
@@ -99,33 +99,29 @@ class SessionEnd(NamedTuple):
     """The exchange refused the login or a channel: FAILED, not retried."""
 
 
-class SocketSettings(Protocol):
-    """The connection settings both feeds' configs carry."""
+@dataclass(frozen=True, slots=True)
+class SocketSettings:
+    """The connection settings both feeds' configs carry: each config is one of these with its
+    own `url` default and fields, checked by `check_socket_settings`."""
 
-    @property
-    def url(self) -> str: ...
-    @property
-    def open_timeout_s(self) -> float: ...
-    @property
-    def close_timeout_s(self) -> float: ...
-    @property
-    def max_frame_bytes(self) -> int: ...
-    @property
-    def ping_interval_s(self) -> float: ...
-    @property
-    def pong_timeout_s(self) -> float: ...
-    @property
-    def backoff_initial_s(self) -> float: ...
-    @property
-    def backoff_max_s(self) -> float: ...
-    @property
-    def backoff_reset_after_s(self) -> float: ...
-    @property
-    def max_reconnect_attempts(self) -> int: ...
-    @property
-    def max_client_messages_per_s(self) -> int: ...
-    @property
-    def send_window_margin_s(self) -> float: ...
+    url: str
+    inst_type: str = "USDT-FUTURES"
+    ping_interval_s: float = 25.0
+    pong_timeout_s: float = 10.0
+    open_timeout_s: float = 10.0
+    close_timeout_s: float = 1.0
+    backoff_initial_s: float = 0.5
+    backoff_max_s: float = 30.0
+    backoff_reset_after_s: float = 10.0
+    """A session that lasted this long (and counts, see `SocketOwner.session_closed`) resets
+    the failure count and the backoff."""
+    max_reconnect_attempts: int = 0
+    """Consecutive connection failures after which the feed gives up, FAILED (0: forever)."""
+    max_client_messages_per_s: int = 10
+    send_window_margin_s: float = 0.1
+    """Widens the 1 s rate window, so network jitter cannot squeeze one message too many into
+    the exchange's window."""
+    max_frame_bytes: int = 1 << 20
 
 
 _SHARED_DURATIONS = (
@@ -143,6 +139,10 @@ def check_socket_settings(
 ) -> None:
     """Raise ValueError on the first connection setting out of range; `own_durations` names
     the feed's own durations that must be > 0 beside the shared ones (its timeouts)."""
+    if not isinstance(settings.url, str) or not settings.url.startswith(("ws://", "wss://")):
+        raise ValueError(f"url must start with ws:// or wss://, got {settings.url!r}")
+    if not isinstance(settings.inst_type, str) or not settings.inst_type:
+        raise ValueError("inst_type must be a non-empty string such as USDT-FUTURES")
     for name in (*_SHARED_DURATIONS, *own_durations):
         value = getattr(settings, name)
         if not (math.isfinite(value) and value > 0):
@@ -197,7 +197,8 @@ class SocketOwner(Protocol):
 
 
 class SocketCounters:
-    """What both feeds count about their connection; each feed's counters add their own."""
+    """What both feeds count about their connection; each feed's counters add their own. Each
+    counter (a slot) is the field of the same name in the feed's stats snapshot."""
 
     __slots__ = (
         "bytes",
@@ -257,12 +258,6 @@ class SocketStats:
     internal_errors: int
 
 
-_COUNTED_STATS = tuple(
-    field.name for field in fields(SocketStats) if field.name != "consecutive_failures"
-)
-"""The `SocketStats` fields read from `SocketCounters` by the same name."""
-
-
 class ReconnectingSocket:
     """One Bitget websocket kept connected for a `SocketOwner`; see the module docstring.
 
@@ -281,6 +276,9 @@ class ReconnectingSocket:
     ) -> None:
         self._settings = settings
         self._counters = counters
+        self._counted = tuple(
+            name for klass in type(counters).__mro__ for name in getattr(klass, "__slots__", ())
+        )
         self._clock = clock
         self._scrub = scrub
         self._backoff = ReconnectBackoff(settings.backoff_initial_s, settings.backoff_max_s, rng)
@@ -309,9 +307,9 @@ class ReconnectingSocket:
         return True
 
     def stats_fields(self) -> dict[str, Any]:
-        """The `SocketStats` fields of the owner's stats snapshot, by name."""
+        """The fields of the owner's stats snapshot its counters hold, and the run of failures."""
         counters = self._counters
-        values = {name: getattr(counters, name) for name in _COUNTED_STATS}
+        values = {name: getattr(counters, name) for name in self._counted}
         values["consecutive_failures"] = self.consecutive_failures
         return values
 

@@ -95,6 +95,22 @@ def mapping_of(annotation: Any) -> Any | None:
     return None
 
 
+def engine_values(settings: object, config: type) -> dict[str, Any]:
+    """The keys of `settings` by the field of the engine's `config` each feeds (the one
+    `setting(engine=...)` names, else the key's own), as they are; keys `config` has no field
+    for are left out, and so are tables: what they feed is built from their own keys."""
+    wanted = {item.name for item in dataclasses.fields(config)}
+    values: dict[str, Any] = {}
+    for name, (annotation, item) in fields_of(type(settings)).items():
+        entry = mapping_of(annotation)
+        if dataclasses.is_dataclass(annotation) or dataclasses.is_dataclass(entry):
+            continue
+        target = item.metadata["engine"] or name
+        if target in wanted:
+            values[target] = getattr(settings, name)
+    return values
+
+
 def _describe(annotation: Any) -> str:
     inner = _optional(annotation)
     if inner is not None:

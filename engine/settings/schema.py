@@ -38,6 +38,7 @@ from engine.settings.keys import (
     BadValue,
     PathText,
     coerce,
+    engine_values,
     resolve,
     section,
     setting,
@@ -232,7 +233,7 @@ class StrategySettings:
         symbol: str = _STRATEGY.symbol,
         hedge_symbol: str | None = _STRATEGY.hedge_symbol,
     ) -> QuotingStrategyConfig:
-        values = {item.name: getattr(self, item.name) for item in dataclasses.fields(self)}
+        values = engine_values(self, QuotingStrategyConfig)
         return QuotingStrategyConfig(symbol=symbol, hedge_symbol=hedge_symbol, **values)
 
 
@@ -281,8 +282,7 @@ class ExecutorSettings:
         self.config()
 
     def config(self) -> OrderExecutorConfig:
-        values = {item.name: getattr(self, item.name) for item in dataclasses.fields(self)}
-        return dataclasses.replace(_EXECUTOR, **values)
+        return dataclasses.replace(_EXECUTOR, **engine_values(self, OrderExecutorConfig))
 
 
 @dataclass(frozen=True, slots=True)
@@ -317,17 +317,7 @@ class PaperSettings:
         self.config()
 
     def config(self) -> PaperVenueConfig:
-        return PaperVenueConfig(
-            round_trip_ms=self.round_trip_ms,
-            reaction_us=self.reaction_us,
-            feed_latency_ms=self.feed_latency_ms,
-            latency_jitter=self.latency_jitter,
-            latency_seed=self.latency_seed,
-            maker_fee_rate=self.maker_fee_rate,
-            taker_fee_rate=self.taker_fee_rate,
-            initial_balance=self.initial_balance_usdt,
-            leverage=self.leverage,
-        )
+        return PaperVenueConfig(**engine_values(self, PaperVenueConfig))
 
 
 @dataclass(frozen=True, slots=True)
@@ -503,35 +493,20 @@ class RiskSettings:
             twin = built_in_twin(symbol)
             if symbol not in entries and twin in entries:
                 entries[symbol] = entries[twin]
-        bounds = self.bounds
         limits = RiskLimits(
             symbols=tuple(entry.limits(symbol) for symbol, entry in entries.items()),
-            max_net_delta=self.max_net_delta_usdt,
-            daily_loss_soft=self.daily_loss_soft_usdt,
-            daily_loss_hard=self.daily_loss_hard_usdt,
-            max_slippage_bps=self.max_slippage_bps,
-            max_closing_slippage_bps=self.max_closing_slippage_bps,
-            orders_per_second=self.orders_per_second,
-            orders_per_minute=self.orders_per_minute,
-            max_open_orders=self.max_open_orders,
+            **engine_values(self, RiskLimits),
         )
         override_bounds = OverrideBounds(
             max_position={symbol: entry.max_position_ceiling for symbol, entry in entries.items()},
-            max_net_delta=bounds.max_net_delta_usdt,
-            max_slippage_bps=bounds.max_slippage_bps,
-            max_orders_per_second=bounds.max_orders_per_second,
-            max_orders_per_minute=bounds.max_orders_per_minute,
+            **engine_values(self.bounds, OverrideBounds),
         )
         return dataclasses.replace(
             _RISK,
             limits=limits,
             bounds=override_bounds,
             hedge_symbol=hedge_symbol,
-            hedge_ratio=self.hedge_ratio,
-            hedge_ratio_band=self.hedge_ratio_band,
-            risk_scale=self.risk_scale,
-            max_mark_age_ms=self.max_mark_age_ms,
-            daily_reset_hour_utc=self.daily_reset_hour_utc,
+            **engine_values(self, RiskGatewayConfig),
         )
 
 
@@ -604,34 +579,13 @@ class KevSettings:
         self.server_config(str(self.model_path or ""))
 
     def client_config(self) -> KevClientConfig:
-        return dataclasses.replace(
-            _KEV_CLIENT,
-            base_url=self.url,
-            request_timeout_s=self.request_timeout_s,
-            connect_timeout_s=self.connect_timeout_s,
-            probe_timeout_s=self.probe_timeout_s,
-            max_tokens=self.max_tokens,
-            temperature=self.temperature,
-        )
+        return dataclasses.replace(_KEV_CLIENT, **engine_values(self, KevClientConfig))
 
     def hub_config(self) -> KevHubConfig:
-        return dataclasses.replace(
-            _KEV_HUB,
-            queue_capacity=self.queue_capacity,
-            overflow=self.queue_overflow,
-            max_in_flight=self.max_in_flight,
-            max_mid_move_bps=self.max_mid_move_bps,
-            health_interval_s=self.health_interval_s,
-            latency_scale=self.latency_scale,
-        )
+        return dataclasses.replace(_KEV_HUB, **engine_values(self, KevHubConfig))
 
     def command_spec(self) -> KevCommandSpec:
-        return dataclasses.replace(
-            _KEV_SPEC,
-            ttl_ms=self.ttl_ms,
-            actions=self.actions,
-            max_skew_tenths_bps=self.max_skew_tenths_bps,
-        )
+        return dataclasses.replace(_KEV_SPEC, **engine_values(self, KevCommandSpec))
 
     def server_config(self, model: str) -> LlamaServerConfig:
         address = urllib.parse.urlsplit(self.url)
@@ -644,11 +598,7 @@ class KevSettings:
             binary=self.llama_server,
             host=address.hostname or _LLAMA_DEFAULTS["host"],
             port=port or (443 if address.scheme == "https" else 80),
-            context_size=self.context_size,
-            gpu_layers=self.gpu_layers,
-            threads=self.threads,
-            niceness=self.niceness,
-            ready_timeout_s=self.ready_timeout_s,
+            **engine_values(self, LlamaServerConfig),
         )
 
 

@@ -187,6 +187,31 @@ def _count(text: str) -> int:
     return value
 
 
+class _InjectedErrors:
+    """An error code the next `left` calls fail with (`rest-error`, `cancel-error`)."""
+
+    __slots__ = ("code", "left")
+
+    def __init__(self) -> None:
+        self.code = 0
+        self.left = 0
+
+    def arm(self, code: int, count: int) -> None:
+        _check_injectable_code(code)
+        self.code = code
+        self.left = count
+
+    def take(self) -> int | None:
+        """The code the next call must fail with, or None."""
+        if self.left == 0:
+            return None
+        self.left -= 1
+        return self.code
+
+    def describe(self) -> dict[str, int] | None:
+        return {"code": self.code, "left": self.left} if self.left else None
+
+
 class FaultInjector:
     """Holds the active and scheduled faults; the exchange asks it before every action."""
 
@@ -202,18 +227,7 @@ class FaultInjector:
         self._on_cut_frame = on_cut_frame or on_disconnect
         self._clock = clock
         self._started_at: float | None = None
-        self._scheduled: list[tuple[float, FaultSpec]] = []
-        self._unstarted: list[FaultSpec] = []
-        self._silent_until = 0.0
-        self._malformed_left = 0
-        self._malformed_index = 0
-        self._rest_delay_s = 0.0
-        self._rest_error_code = 0
-        self._rest_errors_left = 0
-        self._seq_gaps_left = 0
-        self._cancel_error_code = 0
-        self._cancel_errors_left = 0
-        self._clock_offset_s = 0.0
+        self.clear()
 
     def start(self) -> None:
         """Start counting `@T` delays; specs added before now are scheduled from here."""
@@ -283,9 +297,7 @@ class FaultInjector:
         self._rest_delay_s = seconds
 
     def rest_error(self, code: int, count: int) -> None:
-        _check_injectable_code(code)
-        self._rest_error_code = code
-        self._rest_errors_left = count
+        self._rest_errors.arm(code, count)
 
     def cut_frame(self) -> None:
         self._on_cut_frame()
@@ -294,23 +306,23 @@ class FaultInjector:
         self._seq_gaps_left = count
 
     def cancel_error(self, code: int, count: int) -> None:
-        _check_injectable_code(code)
-        self._cancel_error_code = code
-        self._cancel_errors_left = count
+        self._cancel_errors.arm(code, count)
 
     def clock_skew(self, seconds: float) -> None:
         _check_clock_offset(seconds)
         self._clock_offset_s = seconds
 
     def clear(self) -> None:
-        self._scheduled.clear()
-        self._unstarted.clear()
+        """No fault active or scheduled (the state a new injector starts in)."""
+        self._scheduled: list[tuple[float, FaultSpec]] = []
+        self._unstarted: list[FaultSpec] = []
         self._silent_until = 0.0
         self._malformed_left = 0
+        self._malformed_index = 0
         self._rest_delay_s = 0.0
-        self._rest_errors_left = 0
+        self._rest_errors = _InjectedErrors()
         self._seq_gaps_left = 0
-        self._cancel_errors_left = 0
+        self._cancel_errors = _InjectedErrors()
         self._clock_offset_s = 0.0
 
     # Queries made by the exchange.
@@ -335,17 +347,11 @@ class FaultInjector:
 
     def take_rest_error(self) -> int | None:
         """The code the next private REST call must fail with, or None."""
-        if self._rest_errors_left == 0:
-            return None
-        self._rest_errors_left -= 1
-        return self._rest_error_code
+        return self._rest_errors.take()
 
     def take_cancel_error(self) -> int | None:
         """The code the next cancel call must fail with, or None."""
-        if self._cancel_errors_left == 0:
-            return None
-        self._cancel_errors_left -= 1
-        return self._cancel_error_code
+        return self._cancel_errors.take()
 
     def take_seq_gap(self) -> bool:
         """Whether the next incremental `books` update is to be lost."""
@@ -366,12 +372,8 @@ class FaultInjector:
             "silenceLeftSeconds": round(max(0.0, self._silent_until - now), 3),
             "malformedLeft": self._malformed_left,
             "slowRestSeconds": self._rest_delay_s,
-            "restError": {"code": self._rest_error_code, "left": self._rest_errors_left}
-            if self._rest_errors_left
-            else None,
-            "cancelError": {"code": self._cancel_error_code, "left": self._cancel_errors_left}
-            if self._cancel_errors_left
-            else None,
+            "restError": self._rest_errors.describe(),
+            "cancelError": self._cancel_errors.describe(),
             "seqGapsLeft": self._seq_gaps_left,
             "clockSkewSeconds": self._clock_offset_s,
             "scheduled": [

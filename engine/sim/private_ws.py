@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import hmac
 import itertools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import NamedTuple
 
 import orjson
@@ -33,14 +33,10 @@ from engine.bitget.endpoints import (
     SIGNING_WINDOW_MS,
 )
 from engine.bitget.signing import sign, ws_login_prehash
-from engine.market.matching import Liquidity, MatchingEngine, OrderEvent, SimAccount
+from engine.market.matching import Liquidity, OrderEvent
 from engine.market.matching import OrderStatus as SimOrderStatus
 from engine.sim.frames import INST_TYPE, error_frame, event_frame
-from engine.sim.rest import (
-    RestCredentials,
-    number_text,
-    position_figures,
-)
+from engine.sim.rest import SimExchangeState, number_text, position_figures
 
 LOGIN_REFUSED_CLOSE_CODE = 1008
 _USER_CANCEL_REASON = "canceled by user"
@@ -76,17 +72,11 @@ class SimPrivateStream:
 
     def __init__(
         self,
-        credentials: RestCredentials,
-        engines: Mapping[str, MatchingEngine],
-        account: SimAccount,
-        now_ms: Callable[[], int],
+        state: SimExchangeState,
         margin_mode: Callable[[str], str],
         silenced: Callable[[], bool],
     ) -> None:
-        self._credentials = credentials
-        self._engines = engines
-        self._account = account
-        self._now_ms = now_ms
+        self._state = state
         self._margin_mode = margin_mode
         self._silenced = silenced
         self._sessions: set[PrivateSession] = set()
@@ -160,11 +150,11 @@ class SimPrivateStream:
             or len(timestamp) > _TIMESTAMP_MAX_DIGITS
         ):
             return 30013, "Invalid ACCESS_TIMESTAMP"
-        credentials = self._credentials
+        credentials = self._state.credentials
         if not hmac.compare_digest(api_key.encode(), credentials.api_key.encode()):
             return 30011, "Invalid ACCESS_KEY"
         timestamp_ms = int(timestamp) * (1000 if len(timestamp) <= _SECONDS_TIMESTAMP_DIGITS else 1)
-        if abs(self._now_ms() - timestamp_ms) > SIGNING_WINDOW_MS:
+        if abs(self._state.now_ms() - timestamp_ms) > SIGNING_WINDOW_MS:
             return 30014, "Request timestamp expired"
         if not hmac.compare_digest(passphrase.encode(), credentials.passphrase.encode()):
             return 30012, "Invalid ACCESS_PASSPHRASE"
@@ -195,7 +185,7 @@ class SimPrivateStream:
             # Bitget's positions channel only takes `default`.
             session.send(error_frame(30016, "Param error", op=op, arg=arg))
             return
-        if inst_id != ALL_SYMBOLS and inst_id not in self._engines:
+        if inst_id != ALL_SYMBOLS and inst_id not in self._state.engines:
             message = f"instType:{inst_type},channel:{channel},instId:{inst_id} doesn't exist"
             session.send(error_frame(30001, message, op=op, arg=arg))
             return
@@ -208,7 +198,7 @@ class SimPrivateStream:
             return
         session.subscriptions.add(key)
         if channel == POSITIONS_CHANNEL:
-            session.send(self._positions_frame(self._now_ms()))
+            session.send(self._positions_frame(self._state.now_ms()))
             self.frames_pushed += 1
 
     # Pushes
@@ -232,7 +222,7 @@ class SimPrivateStream:
         listeners = [s for s in self._sessions if s.logged_in and s.subscriptions]
         if not listeners or self._silenced():
             return
-        now_ms = self._now_ms()
+        now_ms = self._state.now_ms()
         for change in changes:
             symbol = change.event.order.symbol
             keys = [(ORDERS_CHANNEL, ALL_SYMBOLS), (ORDERS_CHANNEL, symbol)]
@@ -265,7 +255,7 @@ class SimPrivateStream:
 
     def _order_entry(self, change: _PendingChange) -> dict[str, object]:
         order, fill, realized = change.event
-        instrument = self._engines[order.symbol].instrument
+        instrument = self._state.engines[order.symbol].instrument
         reference_price = order.price or order.average_price or (fill.price if fill else 0.0)
         entry: dict[str, object] = {
             "orderId": order.order_id,
@@ -283,7 +273,7 @@ class SimPrivateStream:
             "status": str(order.status),
             "accBaseVolume": instrument.format_size(order.filled_size),
             "fillNotionalUsd": number_text(order.filled_size * order.average_price),
-            "leverage": str(self._account.config.leverage),
+            "leverage": str(self._state.account.config.leverage),
             "marginMode": self._margin_mode(order.order_id),
             "marginCoin": MARGIN_COIN,
             "reduceOnly": "yes" if order.reduce_only else "no",
@@ -320,7 +310,7 @@ class SimPrivateStream:
     def _fill_entry(self, change: _PendingChange) -> dict[str, object]:
         order, fill, realized = change.event
         assert fill is not None
-        instrument = self._engines[fill.symbol].instrument
+        instrument = self._state.engines[fill.symbol].instrument
         return {
             "orderId": fill.order_id,
             "clientOid": fill.client_oid,
@@ -348,10 +338,10 @@ class SimPrivateStream:
         }
 
     def _positions_frame(self, now_ms: int) -> str:
-        account = self._account
+        account = self._state.account
         data: list[dict[str, object]] = []
         for position in account.positions():
-            engine = self._engines[position.symbol]
+            engine = self._state.engines[position.symbol]
             instrument = engine.instrument
             figures = position_figures(position, engine, account)
             data.append(

@@ -79,6 +79,16 @@ class RestCredentials:
     demo: bool
 
 
+class SimExchangeState(NamedTuple):
+    """What the REST API and the private stream both serve from: the one account's
+    credentials, the matching engines by symbol, the margin account and exchange time."""
+
+    credentials: RestCredentials
+    engines: Mapping[str, MatchingEngine]
+    account: SimAccount
+    now_ms: Callable[[], int]
+
+
 class _RequestError(Exception):
     def __init__(self, code: str, message: str) -> None:
         super().__init__(message)
@@ -111,18 +121,12 @@ class SimRestApi:
 
     def __init__(
         self,
-        credentials: RestCredentials,
-        engines: Mapping[str, MatchingEngine],
-        account: SimAccount,
+        state: SimExchangeState,
         faults: FaultInjector,
-        now_ms: Callable[[], int],
         on_fills: Callable[[list[Fill]], None],
     ) -> None:
-        self._credentials = credentials
-        self._engines = engines
-        self._account = account
+        self._state = state
         self._faults = faults
-        self._now_ms = now_ms
         self._on_fills = on_fills
         self._limiter = SlidingWindowLimiter(RATE_WINDOW_S)
         self._margin_modes: OrderedDict[str, str] = OrderedDict()
@@ -174,14 +178,14 @@ class SimRestApi:
         envelope = {
             "code": SUCCESS_CODE,
             "msg": "success",
-            "requestTime": self._now_ms(),
+            "requestTime": self._state.now_ms(),
             "data": data,
         }
         return web.Response(body=orjson.dumps(envelope), content_type="application/json")
 
     def _failure(self, code: str, message: str, status: int = 400) -> web.Response:
         self.refusals[code] += 1
-        envelope = {"code": code, "msg": message, "requestTime": self._now_ms(), "data": None}
+        envelope = {"code": code, "msg": message, "requestTime": self._state.now_ms(), "data": None}
         return web.Response(
             body=orjson.dumps(envelope), status=status, content_type="application/json"
         )
@@ -219,7 +223,7 @@ class SimRestApi:
                 return refusal
             loop_time = asyncio.get_running_loop().time()
             if not self._limiter.allow(
-                (self._credentials.api_key, path), RATE_LIMITS_PER_S[path], loop_time
+                (self._state.credentials.api_key, path), RATE_LIMITS_PER_S[path], loop_time
             ):
                 return self._failure("429", "Too Many Requests", status=429)
             try:
@@ -237,7 +241,7 @@ class SimRestApi:
 
     def _authenticate(self, request: web.Request, body: bytes) -> web.Response | None:
         headers = request.headers
-        credentials = self._credentials
+        credentials = self._state.credentials
         api_key = headers.get("ACCESS-KEY", "")
         signature = headers.get("ACCESS-SIGN", "")
         passphrase = headers.get("ACCESS-PASSPHRASE", "")
@@ -279,7 +283,7 @@ class SimRestApi:
         return self._success({"serverTime": str(self._skewed_now_ms())})
 
     def _skewed_now_ms(self) -> int:
-        return self._now_ms() + self._faults.clock_offset_ms
+        return self._state.now_ms() + self._faults.clock_offset_ms
 
     async def _post_faults(self, request: web.Request) -> web.Response:
         if not _is_loopback(request.remote):
@@ -330,13 +334,13 @@ class SimRestApi:
         client_oid = _client_oid(params)
         if client_oid is not None and any(
             order.client_oid == client_oid
-            for other in self._engines.values()
+            for other in self._state.engines.values()
             for order in other.open_orders()
         ):
             raise _RequestError("43118", "clientOrderId duplicate")
         request = OrderRequest(side, order_type, size, price, force, reduce_only, client_oid)
         try:
-            result = engine.submit(request, self._now_ms())
+            result = engine.submit(request, self._state.now_ms())
         except OrderRejected as rejection:
             raise _RequestError(rejection.code, rejection.message) from None
         self._remember_margin_mode(result.order.order_id, margin_mode)
@@ -352,7 +356,7 @@ class SimRestApi:
         if order_id is None and client_oid is None:
             raise _RequestError("40019", "Parameter orderId or clientOid cannot be empty")
         try:
-            order = engine.cancel(self._now_ms(), order_id=order_id, client_oid=client_oid)
+            order = engine.cancel(self._state.now_ms(), order_id=order_id, client_oid=client_oid)
         except OrderRejected as rejection:
             raise _RequestError(rejection.code, rejection.message) from None
         return {"orderId": order.order_id, "clientOid": order.client_oid}
@@ -362,10 +366,7 @@ class SimRestApi:
         _margin_coin(params, required=False)
         id_list = params.get("orderIdList")
         if id_list is None:
-            engines = (
-                [self._engine(params)] if params.get("symbol") else list(self._engines.values())
-            )
-            return self._cancel_everything(engines)
+            return self._cancel_everything(self._engines_asked(params))
         engine = self._engine(params)
         if not isinstance(id_list, list) or len(id_list) > _BATCH_CANCEL_MAX:
             raise _RequestError(
@@ -380,7 +381,9 @@ class SimRestApi:
             try:
                 if order_id is None and client_oid is None:
                     raise OrderRejected("40019", "Parameter orderId or clientOid cannot be empty")
-                order = engine.cancel(self._now_ms(), order_id=order_id, client_oid=client_oid)
+                order = engine.cancel(
+                    self._state.now_ms(), order_id=order_id, client_oid=client_oid
+                )
             except OrderRejected as rejection:
                 failure.append(
                     {
@@ -397,10 +400,10 @@ class SimRestApi:
     def _cancel_all_orders(self, params: dict[str, object]) -> object:
         _product_type(params)
         _margin_coin(params, required=False)
-        return self._cancel_everything(list(self._engines.values()))
+        return self._cancel_everything(list(self._state.engines.values()))
 
     def _cancel_everything(self, engines: list[MatchingEngine]) -> object:
-        now = self._now_ms()
+        now = self._state.now_ms()
         cancelled = [order for engine in engines for order in engine.cancel_all(now)]
         if not cancelled:
             raise _RequestError("22001", "No order to cancel")
@@ -416,11 +419,11 @@ class SimRestApi:
         hold_side = _optional_text(params, "holdSide")
         if hold_side is not None and hold_side not in ("long", "short"):
             raise _RequestError("40020", "Parameter holdSide error")
-        engines = [self._engine(params)] if params.get("symbol") else list(self._engines.values())
+        engines = self._engines_asked(params)
         targets = [
-            (engine, self._account.position(engine.symbol))
+            (engine, self._state.account.position(engine.symbol))
             for engine in engines
-            if self._account.position(engine.symbol).size
+            if self._state.account.position(engine.symbol).size
         ]
         if not targets:
             raise _RequestError("22002", "No position to close")
@@ -430,7 +433,7 @@ class SimRestApi:
             side = OrderSide.SELL if position.size > 0 else OrderSide.BUY
             request = OrderRequest(side, OrderType.MARKET, abs(position.size), reduce_only=True)
             try:
-                result = engine.submit(request, self._now_ms())
+                result = engine.submit(request, self._state.now_ms())
             except OrderRejected as rejection:
                 failure.append(
                     {
@@ -454,7 +457,7 @@ class SimRestApi:
 
     def _orders_pending(self, params: dict[str, object]) -> object:
         _product_type(params)
-        engines = [self._engine(params)] if params.get("symbol") else list(self._engines.values())
+        engines = self._engines_asked(params)
         order_id = _optional_text(params, "orderId")
         client_oid = _optional_text(params, "clientOid")
         status = _optional_text(params, "status")
@@ -484,7 +487,7 @@ class SimRestApi:
     def _all_position(self, params: dict[str, object]) -> object:
         _product_type(params)
         _margin_coin(params, required=False)
-        return [self._position_json(position) for position in self._account.positions()]
+        return [self._position_json(position) for position in self._state.account.positions()]
 
     def _order_detail(self, params: dict[str, object]) -> object:
         """One order, open or recently closed, by orderId (preferred) or clientOid."""
@@ -515,7 +518,7 @@ class SimRestApi:
             raise _RequestError(
                 "40019", "Parameter orderId cannot be empty (the simulator lists fills by order)"
             )
-        engines = [self._engine(params)] if params.get("symbol") else list(self._engines.values())
+        engines = self._engines_asked(params)
         id_less_than = _optional_text(params, "idLessThan")
         limit = _page_limit(params)
         fills = [
@@ -534,7 +537,7 @@ class SimRestApi:
     # Rendering
 
     def _fill_json(self, fill: Fill) -> dict[str, object]:
-        instrument = self._engines[fill.symbol].instrument
+        instrument = self._state.engines[fill.symbol].instrument
         return {
             "tradeId": fill.trade_id,
             "symbol": fill.symbol,
@@ -560,7 +563,7 @@ class SimRestApi:
         }
 
     def _order_json(self, order: Order) -> dict[str, object]:
-        instrument = self._engines[order.symbol].instrument
+        instrument = self._state.engines[order.symbol].instrument
         return {
             "symbol": order.symbol,
             "size": instrument.format_size(order.size),
@@ -577,7 +580,7 @@ class SimRestApi:
             "posSide": "net",
             "marginCoin": MARGIN_COIN,
             "quoteVolume": number_text(order.filled_size * order.average_price),
-            "leverage": str(self._account.config.leverage),
+            "leverage": str(self._state.account.config.leverage),
             "marginMode": self.margin_mode(order.order_id),
             "reduceOnly": "YES" if order.reduce_only else "NO",
             "enterPointSource": "API",
@@ -592,8 +595,9 @@ class SimRestApi:
         }
 
     def _position_json(self, position: Position) -> dict[str, object]:
-        instrument = self._engines[position.symbol].instrument
-        figures = position_figures(position, self._engines[position.symbol], self._account)
+        engine = self._state.engines[position.symbol]
+        instrument = engine.instrument
+        figures = position_figures(position, engine, self._state.account)
         return {
             "marginCoin": MARGIN_COIN,
             "symbol": position.symbol,
@@ -603,14 +607,14 @@ class SimRestApi:
             "available": instrument.format_size(figures.size - figures.locked),
             "locked": instrument.format_size(figures.locked),
             "total": instrument.format_size(figures.size),
-            "leverage": str(self._account.config.leverage),
+            "leverage": str(self._state.account.config.leverage),
             "achievedProfits": number_text(position.realized_pnl),
             "openPriceAvg": instrument.format_price(position.entry_price),
             "marginMode": "crossed",
             "posMode": "one_way_mode",
             "unrealizedPL": number_text(position.unrealized_pnl),
             "liquidationPrice": number_text(figures.liquidation_price),
-            "keepMarginRate": number_text(self._account.config.maintenance_margin_rate),
+            "keepMarginRate": number_text(self._state.account.config.maintenance_margin_rate),
             "markPrice": instrument.format_price(position.mark_price),
             "marginRatio": number_text(figures.margin_ratio),
             "breakEvenPrice": instrument.format_price(figures.break_even_price),
@@ -627,9 +631,15 @@ class SimRestApi:
         symbol = params.get("symbol")
         if symbol in (None, ""):
             raise _RequestError("40019", "Parameter symbol cannot be empty")
-        if not isinstance(symbol, str) or symbol not in self._engines:
+        if not isinstance(symbol, str) or symbol not in self._state.engines:
             raise _RequestError("40034", f"Parameter {symbol} does not exist")
-        return self._engines[symbol]
+        return self._state.engines[symbol]
+
+    def _engines_asked(self, params: Mapping[str, object]) -> list[MatchingEngine]:
+        """The symbol's engine when the request names one, else every engine."""
+        if params.get("symbol"):
+            return [self._engine(params)]
+        return list(self._state.engines.values())
 
     def margin_mode(self, order_id: str) -> str:
         """The marginMode an order was placed with (`crossed` for orders not placed over REST)."""

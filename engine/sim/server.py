@@ -52,7 +52,7 @@ from engine.sim.frames import (
 )
 from engine.sim.market import MarketGenerator, MarketGeneratorConfig, SimTrade
 from engine.sim.private_ws import PrivateSession, SimPrivateStream
-from engine.sim.rest import RestCredentials, SimRestApi
+from engine.sim.rest import RestCredentials, SimExchangeState, SimRestApi
 
 logger = logging.getLogger(__name__)
 
@@ -297,17 +297,9 @@ class SimExchange:
         credentials = RestCredentials(
             config.api_key, config.api_secret, config.passphrase, config.demo
         )
-        rest = SimRestApi(
-            credentials, self._engines, self.account, self.faults, self.now_ms, self._fills.extend
-        )
-        private = SimPrivateStream(
-            credentials,
-            self._engines,
-            self.account,
-            self.now_ms,
-            rest.margin_mode,
-            lambda: self.faults.silenced,
-        )
+        state = SimExchangeState(credentials, self._engines, self.account, self.now_ms)
+        rest = SimRestApi(state, self.faults, self._fills.extend)
+        private = SimPrivateStream(state, rest.margin_mode, lambda: self.faults.silenced)
         order_ids = IdSequence(FIRST_ORDER_ID)
         fill_ids = IdSequence(FIRST_FILL_ID)
         for symbol in market.symbols:

@@ -17,10 +17,22 @@ from engine.kev.queue import KevQueueOverflow
 from engine.kev.server import LlamaServerConfig
 from engine.laya.classifier import LayaClassifierConfig
 from engine.node import EngineConfig
+from engine.risk.limits import OverrideBounds, RiskGatewayConfig, RiskLimits
+from engine.settings.keys import engine_values, fields_of
 from engine.settings.reader import load_settings
-from engine.settings.schema import Settings
+from engine.settings.schema import (
+    ExecutorSettings,
+    KevSettings,
+    PaperSettings,
+    RiskBoundsSettings,
+    RiskSettings,
+    Settings,
+    StrategySettings,
+)
 from engine.settings.sources import SettingsError
 from engine.trading.config import (
+    OrderExecutorConfig,
+    PaperVenueConfig,
     QuotingStrategyConfig,
     TradingConfig,
     TradingMode,
@@ -47,6 +59,34 @@ def test_defaults_build_exactly_the_engine_defaults():
     assert settings.llama_server_config("m.gguf") == LlamaServerConfig(model="m.gguf")
     assert settings.vram_budget() == VramBudget()
     assert settings.gpu_monitor_config() == GpuMonitorConfig()
+
+
+@pytest.mark.parametrize(
+    ("section", "configs", "built_apart"),
+    [
+        (StrategySettings, (QuotingStrategyConfig,), ()),
+        (ExecutorSettings, (OrderExecutorConfig,), ()),
+        (PaperSettings, (PaperVenueConfig,), ()),
+        (RiskSettings, (RiskLimits, RiskGatewayConfig), ("bounds", "symbols")),
+        (RiskBoundsSettings, (OverrideBounds,), ()),
+        (
+            KevSettings,
+            (KevClientConfig, KevHubConfig, KevCommandSpec, LlamaServerConfig),
+            ("model_path", "llama_server"),
+        ),
+    ],
+)
+def test_every_key_feeds_the_engine_field_it_names(section, configs, built_apart):
+    # These sections hand their keys to the engine by field name (engine_values): a key named
+    # neither like a field nor with setting(engine=...) would feed nothing.
+    settings = section()
+    fed = {name for config in configs for name in engine_values(settings, config)}
+    named = {
+        item.metadata["engine"] or name
+        for name, (_, item) in fields_of(section).items()
+        if name not in built_apart
+    }
+    assert fed == named
 
 
 def test_flags_override_the_environment(tmp_path):
