@@ -119,7 +119,7 @@ class MarketTape:
         return row
 
     def trade_total(self, row: int) -> int:
-        return int(self.state[row, TRADE_TOTAL])
+        return self.state.item(row, TRADE_TOTAL)
 
     def read(self, row: int, first: int, count: int, recv_ns: int) -> tuple[TradePrint, ...]:
         """Trades `first .. first + count - 1` of a symbol (sequence numbers), oldest first.

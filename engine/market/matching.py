@@ -391,6 +391,7 @@ class _DisplayedSide:
 
 
 _NO_LEVELS: list[float] = []
+_BUY, _SELL = OrderSide.BUY, OrderSide.SELL
 
 
 class MatchingEngine:
@@ -441,41 +442,45 @@ class MatchingEngine:
             ask_prices, ask_sizes = np.asarray(ask_prices).tolist(), np.asarray(ask_sizes).tolist()
         tick = self.instrument.tick_size
         step = self.instrument.size_step
-        self._bids = _DisplayedSide(bid_prices, bid_sizes, tick, step)
-        self._asks = _DisplayedSide(ask_prices, ask_sizes, tick, step)
+        bids = self._bids = _DisplayedSide(bid_prices, bid_sizes, tick, step)
+        asks = self._asks = _DisplayedSide(ask_prices, ask_sizes, tick, step)
         fills: list[Fill] = []
         if not self._resting:
             return fills
         for order in list(self._resting):
-            assert order.price_ticks is not None  # only limit orders rest
-            own, opposite = self._sides(order.side)
+            price_ticks = order.price_ticks
+            assert price_ticks is not None  # only limit orders rest
+            buying = order.side is _BUY
+            own, opposite = (bids, asks) if buying else (asks, bids)
             opposite_best = opposite.best()
-            if opposite_best is not None and _reaches(order.side, opposite_best, order.price_ticks):
+            if opposite_best is not None and (
+                opposite_best <= price_ticks if buying else opposite_best >= price_ticks
+            ):  # the opposite best reaches our price
                 fills.extend(
-                    self._fill(
-                        order, order.remaining_lots, order.price_ticks, Liquidity.MAKER, ts_ms
-                    )
+                    self._fill(order, order.remaining_lots, price_ticks, Liquidity.MAKER, ts_ms)
                 )
                 continue
-            displayed = own.size_at(order.price_ticks, descending=order.side is OrderSide.BUY)
-            _update_queue(order, displayed)
+            _update_queue(order, own.size_at(price_ticks, descending=buying))
         return fills
 
     def on_trade(
         self, price: float, size: float, aggressor_side: OrderSide | str, ts_ms: int
     ) -> list[Fill]:
         """A public trade; fills for resting orders it reaches."""
-        aggressor = OrderSide(aggressor_side)
+        if aggressor_side is not _BUY and aggressor_side is not _SELL:  # a member needs no lookup
+            aggressor_side = OrderSide(aggressor_side)
+        resting_side = _SELL if aggressor_side is _BUY else _BUY
         trade_ticks = self.instrument.to_ticks(price)
-        resting_side = aggressor.opposite
-        if not any(  # most trades print away from our few orders: nothing to sort or fill
-            order.side is resting_side
-            and (
-                order.price_ticks == trade_ticks
-                or _beyond(resting_side, trade_ticks, order.price_ticks)
-            )
-            for order in self._resting
-        ):
+        # Most trades print away from our few orders: nothing to sort or fill. A trade reaches
+        # a resting order at its price or beyond it (`_beyond`).
+        for order in self._resting:
+            if order.side is resting_side and (
+                trade_ticks <= order.price_ticks
+                if resting_side is _BUY
+                else trade_ticks >= order.price_ticks
+            ):
+                break
+        else:
             return []
         trade_lots = size / self.instrument.size_step
         fills: list[Fill] = []

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import math
+import random
+
 import pytest
 
 from engine.bitget.orders import OrderSide
@@ -239,6 +242,29 @@ def test_grid_rounding():
     assert grid.floor_size(0.0029999) == 0.002
     assert grid.floor_size(0.003) == 0.003
     assert grid.floor_size(-1.0) == 0.0
+
+
+@pytest.mark.parametrize(
+    ("tick", "step"), [(0.1, 0.001), (0.01, 0.01), (0.5, 1.0), (0.25, 0.0001), (1e-5, 5.0)]
+)
+def test_grid_gives_what_rounding_the_product_to_its_decimals_gave(tick, step):
+    """The grid's one division is the double nearest n * tick, as round(n * tick, decimals)."""
+    grid = Grid(Instrument("TESTUSDT", tick_size=tick, size_step=step))
+    slack = 1e-9
+    rng = random.Random(13)
+    for _ in range(20_000):
+        price = rng.uniform(0.0, 200_000.0 * tick * 1e3)
+        size = rng.uniform(0.0, 5_000.0 * step)
+        assert grid.floor_price(price) == round(
+            math.floor(price / tick + slack) * tick, grid.price_decimals
+        )
+        assert grid.ceil_price(price) == round(
+            math.ceil(price / tick - slack) * tick, grid.price_decimals
+        )
+        assert grid.floor_size(size) == round(
+            math.floor(size / step + slack) * step, grid.size_decimals
+        )
+        assert grid.round_size(size) == round(round(size / step) * step, grid.size_decimals)
 
 
 def test_instruments_must_match_the_configuration():
