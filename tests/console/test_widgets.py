@@ -35,6 +35,19 @@ def rows(pane: Widget) -> list[str]:
     return [pane.render_line(y).text.rstrip() for y in range(pane.size.height)]
 
 
+def recorded_refreshes(pane: Widget, monkeypatch) -> list[tuple[Region, ...]]:
+    """The regions of each refresh the pane asks for from now on."""
+    refreshed: list[tuple[Region, ...]] = []
+    original = pane.refresh
+
+    def record(*regions: Region, **options):
+        refreshed.append(regions)
+        return original(*regions, **options)
+
+    monkeypatch.setattr(pane, "refresh", record)
+    return refreshed
+
+
 async def test_a_new_view_redraws_only_the_rows_that_changed(monkeypatch):
     pane = DepthPane("depth", classes="pane")
     app = PaneHost(pane)
@@ -42,14 +55,7 @@ async def test_a_new_view_redraws_only_the_rows_that_changed(monkeypatch):
         first = depth_view()
         pane.view = first
         await pilot.pause()
-        refreshed: list[tuple[Region, ...]] = []
-        original = pane.refresh
-
-        def record(*regions: Region, **options):
-            refreshed.append(regions)
-            return original(*regions, **options)
-
-        monkeypatch.setattr(pane, "refresh", record)
+        refreshed = recorded_refreshes(pane, monkeypatch)
         bids = list(first.bids)
         bids[3] = DepthLevel(bids[3].price, bids[3].size + 0.5)
         pane.view = replace(first, bids=tuple(bids))
@@ -68,19 +74,12 @@ class StyledRows(LinePane[str]):
         return [Text("fixed"), Text.assemble(("alert", view))]
 
 
-async def test_a_row_that_changes_only_its_colour_is_redrawn():
+async def test_a_row_that_changes_only_its_colour_is_redrawn(monkeypatch):
     pane = StyledRows("styled")
     async with PaneHost(pane).run_test(size=(20, 6)) as pilot:
         pane.view = "red"
         await pilot.pause()
-        refreshed: list[tuple[Region, ...]] = []
-        original = pane.refresh
-
-        def record(*regions: Region, **options):
-            refreshed.append(regions)
-            return original(*regions, **options)
-
-        pane.refresh = record
+        refreshed = recorded_refreshes(pane, monkeypatch)
         pane.view = "green"
         assert refreshed == [(Region(0, 1, pane.size.width, 1),)]
         assert next(iter(pane.render_line(1))).style.color.name == "green"
