@@ -455,7 +455,7 @@ class MatchingEngine:
             opposite_best = opposite.best()
             if opposite_best is not None and (
                 opposite_best <= price_ticks if buying else opposite_best >= price_ticks
-            ):  # the opposite best reaches our price
+            ):  # the opposite best reaches our price (`_reaches`, inlined: once per resting order)
                 fills.extend(
                     self._fill(order, order.remaining_lots, price_ticks, Liquidity.MAKER, ts_ms)
                 )
