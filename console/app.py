@@ -25,7 +25,6 @@ from textual.binding import BindingType
 from textual.containers import Container
 from textual.driver import Driver
 from textual.message import Message
-from textual.widgets import Footer
 
 from console.bandwidth import BUDGETS, Bandwidth
 from console.engine.handle import EngineHandle, EngineLost, ShutdownPolicy, answered
@@ -47,6 +46,7 @@ from console.view import (
 from console.widgets import format as fmt
 from console.widgets.depth import DepthPane
 from console.widgets.events import EventsPane
+from console.widgets.footer import KeysFooter
 from console.widgets.imbalance import ImbalancePane
 from console.widgets.kev import KevPane
 from console.widgets.latency import LatencyPane
@@ -129,7 +129,10 @@ class HftConsoleApp(App[None]):
         config: ConsoleConfig | None = None,
         *,
         clock: Callable[[], float] = time.monotonic,
+        on_ready: Callable[[], None] | None = None,
     ) -> None:
+        """`on_ready`: called once the first frame is on screen (the launcher's process
+        policy, e.g. freezing what start-up left for the garbage collector)."""
         self.output = OutputMeter()
         """What the terminal was sent (set first: Textual picks its driver as it starts)."""
         super().__init__()
@@ -139,6 +142,7 @@ class HftConsoleApp(App[None]):
         self._output_shown_at = -math.inf
         self._note_until = math.inf
         self._clock = clock
+        self._on_ready = on_ready
         self._snapshot: ConsoleSnapshot | None = None
         self._last_event_id = -1
         self._snapshot_moved_at = clock()
@@ -152,7 +156,7 @@ class HftConsoleApp(App[None]):
         always does)."""
         self._command_turn = asyncio.Lock()
         """Held by the command being answered; the kill switch never takes it."""
-        self._footer = Footer()
+        self._footer = KeysFooter()
         # Held here: queries run against the screen on top, which may be a dialog.
         secondary = "pane secondary"
         self._status = StatusPane("status", id="status", classes="pane")
@@ -216,6 +220,10 @@ class HftConsoleApp(App[None]):
         self.handle.on_progress = lambda: self.post_message(EngineProgressed())
         self.poll()
         self.set_interval(1 / self.config.refresh_hz, self.poll)
+
+    def on_ready(self) -> None:
+        if self._on_ready is not None:
+            self._on_ready()
 
     def on_resize(self, event: events.Resize) -> None:
         self._apply_layout(event.size.width, event.size.height)

@@ -41,6 +41,13 @@ class RedrawBudget:
     output_rate_s: float
     terminal_colours: bool
 
+    @property
+    def detail_hz(self) -> float:
+        """How often the engine rebuilds what the ladder and the other read-only panes show
+        (`EngineAdapterConfig.detail_hz`): twice the ladder's redraw rate, so what it draws
+        is at most half its budget old."""
+        return 2 / self.ladder_s
+
 
 BUDGETS = {
     Bandwidth.FULL: RedrawBudget(

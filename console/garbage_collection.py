@@ -11,7 +11,10 @@ p50 of 26 ms). Two causes, each removed here:
   a full collection.
 - A full collection walks every object the process holds, most of them the modules, classes and
   functions made at start-up (about 120,000 in the console, 160,000 in the engine), which never
-  become garbage: frozen once started, they are never walked again.
+  become garbage: frozen once started, they are never walked again. The console freezes twice:
+  once the engine has started, and again once the App's first frame is on screen, since the
+  App's own start-up (styles, widgets, the first layouts) brought full collections of 55-60 ms
+  just as the trading screen first appeared.
 """
 
 from __future__ import annotations
@@ -54,10 +57,12 @@ def break_strip_cycles() -> None:
     Strip.crop_extend = crop_extend_without_self  # type: ignore[method-assign]
 
 
-def freeze_startup_objects() -> None:
+def freeze_startup_objects(generation: int = 2) -> None:
     """Collect once, then keep what is left (start-up's modules, classes, functions, the
     process's long-lived state) out of every later collection. Called once a process has
     started, never in a process that starts Apps over and over (the tests): what is frozen is
-    never freed."""
-    gc.collect()
+    never freed. `generation` 2 collects everything first; a lower one only the young objects,
+    for a process whose loop is already serving keys (a full collection there stops it for
+    50-60 ms; the little older garbage it leaves is frozen with the rest)."""
+    gc.collect(generation)
     gc.freeze()

@@ -17,6 +17,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
+from functools import lru_cache
 from typing import NamedTuple
 
 from textual.driver import Driver
@@ -67,6 +68,9 @@ _UNKNOWN = None
 """The terminal's style after a parameter this module does not read: the next change resets."""
 
 
+# Memoized: Textual draws with a few dozen styles, so the same codes and the same changes come
+# again in every frame (parsing and choosing them was most of the writer's time).
+@lru_cache(maxsize=4096)
 def _parse(parameters: str, style: _Style | None) -> _Style | None:
     """`style` after `ESC[parameters m`; None when a parameter is not one Textual writes."""
     codes = parameters.split(";") if parameters else ["0"]
@@ -109,6 +113,7 @@ def _parse(parameters: str, style: _Style | None) -> _Style | None:
     return _Style(attributes, foreground, background)
 
 
+@lru_cache(maxsize=4096)
 def _change(shown: _Style | None, wanted: _Style) -> str:
     """The shortest `ESC[...m` (or nothing) that turns `shown` into `wanted`."""
     if shown == wanted:

@@ -197,13 +197,16 @@ def console_keymap(settings: Settings) -> dict[str, str]:
 
 
 def adapter_config(settings: Settings) -> EngineAdapterConfig:
-    """How the engine feeds the console: pictures at [console] refresh_hz, and the VRAM
-    monitor on Laya's GPU with the [gpu] budget, finding Kev through `kev serve`'s pid file."""
+    """How the engine feeds the console: pictures at [console] refresh_hz, their read-only
+    parts as often as [console] bandwidth draws them, and the VRAM monitor on Laya's GPU with
+    the [gpu] budget, finding Kev through `kev serve`'s pid file."""
+    from console.bandwidth import BUDGETS, Bandwidth
     from console.engine.config import EngineAdapterConfig
     from engine.kev.server import llama_server_pid_path
 
     return EngineAdapterConfig(
         publish_hz=settings.console.refresh_hz,
+        detail_hz=BUDGETS[Bandwidth(settings.console.bandwidth)].detail_hz,
         gpu=settings.gpu_monitor_config(kev_pid_file=str(llama_server_pid_path())),
     )
 

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, TextIO
 
 import platformdirs
 
-from console.bandwidth import Bandwidth
+from console.bandwidth import BUDGETS, Bandwidth
 from console.engine.config import EngineAdapterConfig
 from console.engine.handle import ShutdownPolicy
 from console.engine.node_handle import EngineNodeHandle, EngineProcessError
@@ -120,7 +120,10 @@ def launch(
     log_path = _log_to_file()
     handle = EngineNodeHandle(
         engine,
-        adapter or EngineAdapterConfig(publish_hz=options.refresh_hz),
+        adapter
+        or EngineAdapterConfig(
+            publish_hz=options.refresh_hz, detail_hz=BUDGETS[options.bandwidth].detail_hz
+        ),
         credentials,
         exit_policy=options.exit_policy,
         log_path=log_path,
@@ -294,9 +297,11 @@ def _run_console(handle: EngineNodeHandle, options: LaunchOptions, ending: RunEn
     config = ConsoleConfig(
         refresh_hz=options.refresh_hz, keymap=options.keymap, bandwidth=options.bandwidth
     )
-    app = HftConsoleApp(handle, config)
+    # Frozen once the engine's process has started and the App is built, and again once the
+    # App's first frame is up (young objects only: the loop is serving keys by then).
+    app = HftConsoleApp(handle, config, on_ready=lambda: freeze_startup_objects(generation=1))
     break_strip_cycles()
-    freeze_startup_objects()  # the engine's process has started, the App is built
+    freeze_startup_objects()
     ui_closed = threading.Event()
     signals = _SignalStop(app, ending, ui_closed)
     previous = {

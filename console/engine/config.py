@@ -17,8 +17,12 @@ from engine.kev.server import llama_server_pid_path
 class EngineAdapterConfig:
     """How the engine side feeds the console.
 
-    `publish_hz`: snapshots a second. The imbalance plot keeps `imbalance_window_s` of
-    `imbalance_step_s` means (exchange time, so a replay plots its own minutes). The
+    `publish_hz`: snapshots a second. The parts a person reads and nothing acts on at once
+    (the ladder, the imbalance, Laya's verdicts, the stage latencies) are rebuilt at most
+    `detail_hz` (`RedrawBudget.detail_hz`): at 20 Hz they were most of what the console
+    received and unpickled, to draw at most 2.5 times a second. The imbalance plot keeps
+    `imbalance_window_s` of `imbalance_step_s` means (exchange time, so a replay plots its own
+    minutes). The
     `*_shown` and `events_kept` bound what each snapshot carries. `stage_budgets_p99_us` colour
     a stage whose p99 is above. Commands time out after `command_timeout_s`; kill and flatten
     get the trading desk's own limit plus `sequence_margin_s`; the engine process has
@@ -27,6 +31,7 @@ class EngineAdapterConfig:
     """
 
     publish_hz: float = 20.0
+    detail_hz: float = 5.0
     depth_levels: int = 15
     imbalance_window_s: float = 300.0
     imbalance_step_s: float = 2.0
@@ -52,6 +57,8 @@ class EngineAdapterConfig:
         )
         if not (math.isfinite(self.publish_hz) and 1 <= self.publish_hz <= 60):
             raise ValueError(f"publish_hz must be within [1, 60], got {self.publish_hz!r}")
+        if not (math.isfinite(self.detail_hz) and 0.5 <= self.detail_hz <= 60):
+            raise ValueError(f"detail_hz must be within [0.5, 60], got {self.detail_hz!r}")
         if not 1 <= self.depth_levels <= 15:
             raise ValueError(f"depth_levels must be within [1, 15], got {self.depth_levels!r}")
         if not (0 < self.imbalance_step_s < self.imbalance_window_s <= 3_600):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
+import operator
 import time
 from collections import deque
 from collections.abc import Sequence
@@ -190,6 +191,8 @@ class SnapshotPublisher:
         self._fills: deque[FillUpdate] = deque(maxlen=config.fills_shown)
         self._fill_view: tuple[FillUpdate, ...] = ()
         self._older_than_shown: EngineStatus | None = None
+        self._detail_at = 0.0
+        """When the read-only parts were last rebuilt (monotonic seconds)."""
         self._event_buffer: deque[ConsoleEvent] = deque(maxlen=config.events_kept)
         self._next_event_id = 0
         self._engine_cursor = -1
@@ -267,15 +270,31 @@ class SnapshotPublisher:
         hub = self.kev
         kev_decisions = hub.decisions(self.config.kev_decisions_shown) if hub is not None else ()
         self._take_events(now_ns, kev_decisions)
+        books = self.node.pipeline.books
+        for symbol in self._symbols:
+            self._rates.update(symbol, books[symbol].updates, now)
+        previous = self.latest
+        # The read-only parts at their own rate (the stop's last picture has them all); in
+        # between they are the same objects, which do not travel again.
+        detail = (
+            previous is None or self.stopping or now - self._detail_at >= 1 / self.config.detail_hz
+        )
         own = own_orders_by_symbol(trading.open_orders) if trading is not None else {}
-        depth = self._depth_views(own, now)
+        depth = self._depth_views(own, levels_too=detail)
+        if detail:
+            self._detail_at = now
+            imbalance = tuple(self._imbalance[view.symbol].view() for view in depth)
+            verdicts = self._verdict_view()
+            latency = self._latency_view(kev_decisions)
+        else:
+            imbalance, verdicts, latency = previous.imbalance, previous.verdicts, previous.latency
         self.latest = ConsoleSnapshot(
             at_ns=now_ns,
             status=self._status_view(status, hub, now),
             depth=depth,
-            imbalance=tuple(self._imbalance[view.symbol].view() for view in depth),
-            verdicts=self._verdict_view(),
-            latency=self._latency_view(kev_decisions),
+            imbalance=imbalance,
+            verdicts=verdicts,
+            latency=latency,
             vram=self._vram_view(),
             kev_decisions=self._kev_decision_views(kev_decisions),
             orders=self._order_updates(trading),
@@ -308,18 +327,20 @@ class SnapshotPublisher:
         return StatusView(self._mode, tuple(feeds), trading, laya, kev)
 
     def _depth_views(
-        self, own: dict[str, tuple[OwnOrder, ...]], now: float
+        self, own: dict[str, tuple[OwnOrder, ...]], levels_too: bool
     ) -> tuple[DepthView, ...]:
+        """Each symbol's ladder with our orders as they are now; its levels are taken from the
+        book again only when `levels_too` and the book moved. The same tuple while nothing
+        changed."""
         views = []
         books = self.node.pipeline.books
         for symbol in self._symbols:
             book = books[symbol]
             updates = book.updates
-            self._rates.update(symbol, updates, now)
             orders = own.get(symbol, ())
             previous = self._depth.get(symbol)
-            if previous is not None and previous[0] == updates:
-                view = previous[1]
+            if previous is not None and (previous[0] == updates or not levels_too):
+                updates, view = previous
                 if view.own_orders != orders:
                     view = depth_view_with_orders(view, orders)
             else:
@@ -330,6 +351,9 @@ class SnapshotPublisher:
                 self._imbalance[symbol].add(imbalance_reading(book_view), book_view.exchange_ts_ms)
             self._depth[symbol] = (updates, view)
             views.append(view)
+        shown = self.latest.depth if self.latest is not None else ()
+        if len(shown) == len(views) and all(map(operator.is_, shown, views)):
+            return shown
         return tuple(views)
 
     def _verdict_view(self) -> VerdictStreamView:

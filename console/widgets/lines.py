@@ -48,7 +48,9 @@ class LinePane(Widget, Generic[ViewT]):
     """Subclasses implement `rows(view, width, height)`; the component classes they declare
     are styled in styles/*.tcss and read with `style(name)`."""
 
-    view: var[ViewT | None] = var(None)
+    view: var[ViewT | None] = var(None, always_update=True)
+    """Set: redrawn (rows that look the same are not sent). `offer` compares before it sets,
+    so the var does not compare again."""
     waiting_text = "waiting for the engine"
     interval_s = 0.0
     """The least time between two ordinary changes of the view `offer` takes, seconds."""
@@ -74,14 +76,18 @@ class LinePane(Widget, Generic[ViewT]):
         """Take `view` if it differs and the budget allows it at `now` (monotonic seconds),
         else keep the one shown: the App offers the latest again at its next poll."""
         shown = self.view
-        if view is shown or view == shown:
+        if view is shown:
             return
-        if (
+        # The budget first: most polls fall inside it, and then only `urgent` (a few fields)
+        # is compared, not the whole view (a ladder is dozens of levels).
+        if not (
             shown is None
             or view is None
             or now - self._taken_at >= self.interval_s
             or self.urgent(shown, view)
         ):
+            return
+        if view != shown:
             self._taken_at = now
             self.view = view
 

@@ -272,3 +272,11 @@ async def test_routine_events_wait_for_the_next_and_a_fill_takes_them_along_in_o
         app.poll()
         await pilot.pause()
         assert log_text(app)[-1].endswith("Laya CANCEL_ALL on ETHUSDT: cool down")
+
+
+async def test_on_ready_is_called_once_the_first_frame_is_up():
+    ready: list[bool] = []
+    app = HftConsoleApp(FakeEngineHandle(), ConsoleConfig(), on_ready=lambda: ready.append(True))
+    async with app.run_test() as pilot:
+        await pilot.pause()
+        assert ready == [True]

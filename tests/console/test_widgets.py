@@ -3,7 +3,9 @@ changed."""
 
 from __future__ import annotations
 
+import operator
 from dataclasses import replace
+from typing import ClassVar
 
 import pytest
 from console_scenarios import (
@@ -16,11 +18,15 @@ from console_scenarios import (
     vram_view,
 )
 from rich.text import Text
+from textual.app import App, ComposeResult
+from textual.binding import Binding, BindingType
 from textual.geometry import Region
 from textual.widget import Widget
+from textual.widgets._footer import FooterKey
 
 from console.view import DepthLevel, HistogramBin, StageLatency
 from console.widgets.depth import DepthPane
+from console.widgets.footer import KeysFooter
 from console.widgets.kev import KevPane
 from console.widgets.latency import LatencyPane, sparkline
 from console.widgets.lines import LinePane, fit
@@ -263,3 +269,28 @@ def test_the_fixed_snapshot_is_frozen():
     snapshot = fixed_snapshot()
     with pytest.raises(AttributeError):
         snapshot.at_ns = 0  # type: ignore[misc]
+
+
+class FooterHost(App[None]):
+    ENABLE_COMMAND_PALETTE = False
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("k", "kill", "KILL", id="console.kill")]
+
+    def compose(self) -> ComposeResult:
+        yield KeysFooter()
+
+    def action_kill(self) -> None:
+        pass
+
+
+async def test_the_footer_is_composed_again_only_when_its_keys_change():
+    app = FooterHost()
+    async with app.run_test() as pilot:
+        await pilot.pause()
+        keys = list(app.query(FooterKey))
+        assert [key.key for key in keys] == ["k"]
+        app.screen.refresh_bindings()  # as focus moving or a dialog closing does
+        await pilot.pause()
+        assert all(map(operator.is_, app.query(FooterKey), keys))
+        app.set_keymap({"console.kill": "K"})
+        await pilot.pause()
+        assert [key.key for key in app.query(FooterKey)] == ["K"]

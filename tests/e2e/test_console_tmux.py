@@ -428,6 +428,7 @@ async def test_k_to_halted_on_screen_over_20_presses_is_printed(
         print(
             f"\nk to HALTED on screen over {len(ordered)} presses: p50 {p50:.1f} ms, "
             f"p99 {p99:.1f} ms (min {ordered[0]:.1f}, max {ordered[-1]:.1f}; targets 40 / 100)"
+            f"\n  in order: {' '.join(f'{latency:.0f}' for latency in latencies_ms)}"
         )
     tmux("send-keys", "-t", session, "q")
     await on_screen(lambda: not alive(session), 20, "the console to exit")

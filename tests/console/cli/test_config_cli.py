@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from console.app import ConsoleConfig
+from console.bandwidth import BUDGETS, Bandwidth
 from console.cli.config import (
     adapter_config,
     console_keymap,
@@ -208,6 +209,9 @@ def test_the_engine_feeds_the_console_as_configured(config_dir):
     )
     adapter = adapter_config(settings_for_run(build_parser().parse_args(["run"])))
     assert adapter.publish_hz == 10.0
+    assert adapter.detail_hz == 5.0  # twice the full budget's ladder redraws
+    low = adapter_config(settings_for_run(build_parser().parse_args(["run", "--low-bandwidth"])))
+    assert low.detail_hz == 2 / BUDGETS[Bandwidth.LOW].ladder_s
     assert adapter.gpu is not None
     assert adapter.gpu.budget == VramBudget(
         kev_bytes=int(5.5 * GIB), laya_bytes=GIB, free_floor_bytes=VramBudget().free_floor_bytes

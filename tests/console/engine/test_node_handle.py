@@ -4,6 +4,7 @@ loop), the engine in its own process, and what the console reads and sends."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import signal
 import time
@@ -125,6 +126,28 @@ async def test_the_snapshot_shows_the_running_engine(sim, running, laya_model):
     assert stages["kev"].count == 0
     assert sum(item.count for item in snapshot.latency.total_histogram) == stages["total"].count
     assert snapshot.verdicts.total == sum(snapshot.verdicts.counts.values()) > 0
+
+
+async def test_the_ladders_levels_come_at_the_detail_rate_the_status_at_the_publish_rate(
+    sim, laya_model, tmp_path
+):
+    adapter = dataclasses.replace(FAST, publish_hz=20, detail_hz=2)
+    handle = EngineNodeHandle(sim_engine(sim, laya_model, tmp_path / "journal.sqlite"), adapter)
+    await asyncio.to_thread(handle.start)
+    try:
+        await eventually(lambda: len(handle.snapshot().depth) == 2, ENGINE_WAIT_S)
+        levels, statuses = set(), set()
+        started = time.monotonic()
+        while (elapsed := time.monotonic() - started) < 3.0:
+            snapshot = handle.snapshot()
+            levels.add(snapshot.depth[0].bids)
+            statuses.add(snapshot.status.feeds)  # their rates and ages move with every picture
+            await asyncio.sleep(0.01)
+    finally:
+        await asyncio.to_thread(handle.shutdown, ShutdownPolicy.FLATTEN)
+    # The simulator moves each book about 7 times a second; the ladder takes it twice.
+    assert len(levels) <= elapsed * 2 + 2, len(levels)
+    assert len(statuses) >= elapsed * 20 / 2, len(statuses)
 
 
 async def test_events_arrive_in_order_each_once(sim, running, tmp_path):
