@@ -366,6 +366,13 @@ async def test_a_killed_engine_is_said_on_the_screen_at_once_and_the_console_exi
     venue = Venue(exchange)
     await until(venue, lambda: venue.quote_sides == {"buy", "sell"}, 40, "quotes", session)
     await on_screen(lambda: "ACTIVE" in screen(session), 30, "the console", session)
+    # The quotes in the console's last picture too (the risk gateway counts them once acked).
+    await on_screen(
+        lambda: re.search(r"\b[1-9]\d* open orders?\b", screen(session)) is not None,
+        30,
+        "the orders on the status bar",
+        session,
+    )
 
     os.kill(engine_pid(session), signal.SIGKILL)
     await on_screen(
