@@ -15,7 +15,7 @@ import math
 import random
 import time
 from collections.abc import Callable, Coroutine, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any, NamedTuple, Protocol
 
 import orjson
@@ -158,44 +158,26 @@ class SocketOwner(Protocol):
         ...
 
 
+@dataclass(slots=True)
 class SocketCounters:
     """What both feeds count about their connection; each feed's counters add their own. Each
-    counter (a slot) is the field of the same name in the feed's stats snapshot."""
+    counter is the field of the same name in the feed's stats snapshot."""
 
-    __slots__ = (
-        "bytes",
-        "connect_failures",
-        "connects",
-        "frames",
-        "handler_errors",
-        "internal_errors",
-        "last_backoff_s",
-        "last_disconnect",
-        "last_handler_error",
-        "last_pong_latency_ms",
-        "messages_sent",
-        "pings_sent",
-        "pong_timeouts",
-        "pongs",
-        "reconnects",
-    )
-
-    def __init__(self) -> None:
-        self.frames = 0
-        self.bytes = 0
-        self.connects = 0
-        self.reconnects = 0
-        self.connect_failures = 0
-        self.last_backoff_s = 0.0
-        self.last_disconnect = ""
-        self.messages_sent = 0
-        self.pings_sent = 0
-        self.pongs = 0
-        self.pong_timeouts = 0
-        self.last_pong_latency_ms: float | None = None
-        self.handler_errors = 0
-        self.last_handler_error = ""
-        self.internal_errors = 0
+    frames: int = 0
+    bytes: int = 0
+    connects: int = 0
+    reconnects: int = 0
+    connect_failures: int = 0
+    last_backoff_s: float = 0.0
+    last_disconnect: str = ""
+    messages_sent: int = 0
+    pings_sent: int = 0
+    pongs: int = 0
+    pong_timeouts: int = 0
+    last_pong_latency_ms: float | None = None
+    handler_errors: int = 0
+    last_handler_error: str = ""
+    internal_errors: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -238,9 +220,7 @@ class ReconnectingSocket:
     ) -> None:
         self._settings = settings
         self._counters = counters
-        self._counted = tuple(
-            name for klass in type(counters).__mro__ for name in getattr(klass, "__slots__", ())
-        )
+        self._counted = tuple(counter.name for counter in fields(counters))
         self._clock = clock
         self._scrub = scrub
         self._backoff = ReconnectBackoff(settings.backoff_initial_s, settings.backoff_max_s, rng)
