@@ -17,13 +17,13 @@ import math
 import re
 from collections import Counter, OrderedDict, deque
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import NamedTuple
 
 import orjson
 from aiohttp import web
 
+from engine.bitget.credentials import Credentials
 from engine.bitget.endpoints import (
     ALL_POSITION,
     BATCH_CANCEL_ORDERS,
@@ -71,19 +71,13 @@ _GATEWAY_PAGE = (
 )
 
 
-@dataclass(frozen=True, slots=True)
-class RestCredentials:
-    api_key: str
-    api_secret: str
-    passphrase: str
-    demo: bool
-
-
 class SimExchangeState(NamedTuple):
     """What the REST API and the private stream both serve from: the one account's
-    credentials, the matching engines by symbol, the margin account and exchange time."""
+    credentials and environment (demo: private calls carry `paptrading: 1`), the matching
+    engines by symbol, the margin account and exchange time."""
 
-    credentials: RestCredentials
+    credentials: Credentials
+    demo: bool
     engines: Mapping[str, MatchingEngine]
     account: SimAccount
     now_ms: Callable[[], int]
@@ -267,7 +261,7 @@ class SimRestApi:
         expected = sign_bytes(credentials.api_secret, prefix.encode() + body)
         if not hmac.compare_digest(signature.encode(), expected.encode()):
             return self._failure("40009", "sign signature error")
-        if (headers.get("paptrading") == "1") != credentials.demo:
+        if (headers.get("paptrading") == "1") != self._state.demo:
             return self._failure("40099", "exchange environment is incorrect")
         return None
 

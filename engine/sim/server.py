@@ -24,6 +24,7 @@ from typing import NamedTuple
 import orjson
 from aiohttp import WSCloseCode, WSMsgType, web
 
+from engine.bitget.credentials import Credentials
 from engine.bitget.endpoints import PRIVATE_WS_PATH, PUBLIC_WS_PATH
 from engine.market.matching import (
     FIRST_FILL_ID,
@@ -52,7 +53,7 @@ from engine.sim.frames import (
 )
 from engine.sim.market import MarketGenerator, MarketGeneratorConfig, SimTrade
 from engine.sim.private_ws import PrivateSession, SimPrivateStream
-from engine.sim.rest import RestCredentials, SimExchangeState, SimRestApi
+from engine.sim.rest import SimExchangeState, SimRestApi
 
 logger = logging.getLogger(__name__)
 
@@ -101,10 +102,8 @@ class SimExchangeConfig:
                 f"book_interval_ms ({self.book_interval_ms}) must not be shorter than the "
                 f"market step ({self.market.step_ms} ms)"
             )
-        for name in ("api_key", "api_secret", "passphrase"):
-            value = getattr(self, name)
-            if not value or not value.isascii() or not value.isprintable():
-                raise ValueError(f"{name} must be non-empty printable ASCII")
+        # The account's key set is checked as any Bitget key set is (non-empty printable ASCII).
+        self.credentials()
         if not 0 <= self.warmup_ms <= 600_000:
             raise ValueError(f"warmup_ms must be within 0..600000, got {self.warmup_ms}")
         if not (math.isfinite(self.ping_timeout_s) and self.ping_timeout_s > 0):
@@ -119,6 +118,10 @@ class SimExchangeConfig:
         MatchingEngineConfig(
             self.market.traded.instrument, self.maker_fee_rate, self.taker_fee_rate
         )
+
+    def credentials(self) -> Credentials:
+        """The one account's key set, the only one the REST API and private stream accept."""
+        return Credentials(self.api_key, self.api_secret, self.passphrase)
 
 
 class SimStats(NamedTuple):
@@ -294,10 +297,9 @@ class SimExchange:
         market = MarketGenerator(dataclasses.replace(config.market, start_ms=start_ms))
         warmup_trades = market.advance_to(self._epoch_ms_at_start)
         self.market = market
-        credentials = RestCredentials(
-            config.api_key, config.api_secret, config.passphrase, config.demo
+        state = SimExchangeState(
+            config.credentials(), config.demo, self._engines, self.account, self.now_ms
         )
-        state = SimExchangeState(credentials, self._engines, self.account, self.now_ms)
         rest = SimRestApi(state, self.faults, self._fills.extend)
         private = SimPrivateStream(state, rest.margin_mode, lambda: self.faults.silenced)
         order_ids = IdSequence(FIRST_ORDER_ID)
