@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import enum
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import TypeVar
@@ -339,13 +339,25 @@ def _list(entry: Mapping[str, object], name: str) -> list[object]:
     return value
 
 
-def _optional_text(entry: Mapping[str, object], name: str) -> str | None:
+def text_field(
+    entry: Mapping[str, object], name: str, refuse: Callable[[str, object], Exception]
+) -> str | None:
+    """A text field as either side of Bitget's API sends it: absent or "" is none, a whole
+    number (ids come both ways) is its digits; anything else raises `refuse(name, value)`."""
     value = entry.get(name)
     if value is None or value == "":
         return None
     if isinstance(value, bool) or not isinstance(value, (str, int)):
-        raise MalformedAnswer(f"{name}: expected text, got {type(value).__name__}")
+        raise refuse(name, value)
     return str(value)
+
+
+def _optional_text(entry: Mapping[str, object], name: str) -> str | None:
+    return text_field(entry, name, _not_text)
+
+
+def _not_text(name: str, value: object) -> MalformedAnswer:
+    return MalformedAnswer(f"{name}: expected text, got {type(value).__name__}")
 
 
 def _text(entry: Mapping[str, object], name: str) -> str:

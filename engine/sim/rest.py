@@ -42,6 +42,7 @@ from engine.bitget.endpoints import (
     SIGNING_WINDOW_MS,
 )
 from engine.bitget.errors import SUCCESS_CODE, lookup_error
+from engine.bitget.models import text_field
 from engine.bitget.orders import OrderSide, OrderType, TimeInForce
 from engine.bitget.signing import rest_prehash, sign_bytes
 from engine.market.matching import (
@@ -661,12 +662,11 @@ def _json_object(body: bytes) -> dict[str, object]:
 
 
 def _optional_text(params: Mapping[str, object], name: str) -> str | None:
-    value = params.get(name)
-    if value is None or value == "":
-        return None
-    if isinstance(value, bool) or not isinstance(value, (str, int)):
-        raise _RequestError("40020", f"Parameter {name} error")
-    return str(value)
+    return text_field(params, name, _parameter_error)
+
+
+def _parameter_error(name: str, value: object) -> _RequestError:
+    return _RequestError("40020", f"Parameter {name} error")
 
 
 def _required_text(params: Mapping[str, object], name: str) -> str:
