@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import enum
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import TypeVar
@@ -229,7 +229,6 @@ def parse_positions(data: object) -> list[OpenPosition]:
 
 def parse_order_detail(data: object) -> OrderDetail:
     entry = _mapping(data)
-    price = _optional_decimal(entry, "price")
     # The documentation's table names the field `status`, its example (and the live API) `state`.
     status = _optional_text(entry, "state") or _text(entry, "status")
     if status not in ORDER_STATES:
@@ -239,11 +238,11 @@ def parse_order_detail(data: object) -> OrderDetail:
         order_id=_text(entry, "orderId"),
         client_oid=_optional_text(entry, "clientOid") or "",
         side=_enum(OrderSide, _text(entry, "side")),
-        price=price if price is not None and price > 0 else None,
-        size=_decimal(_text(entry, "size"), "size"),
-        filled_size=_decimal(_optional_text(entry, "baseVolume") or "0", "baseVolume"),
+        price=_positive_or_none(entry, "price"),
+        size=_required_decimal(entry, "size"),
+        filled_size=_decimal_or_zero(entry, "baseVolume"),
         status=status,
-        reduce_only=(_optional_text(entry, "reduceOnly") or "NO").upper() == "YES",
+        reduce_only=_yes(entry, "reduceOnly"),
         cancel_reason=_optional_text(entry, "cancelReason") or "",
         updated_ms=_int(entry, "uTime"),
     )
@@ -262,7 +261,6 @@ def parse_server_time(data: object) -> int:
 
 def _pending_order(item: object) -> PendingOrder:
     entry = _mapping(item)
-    price = _optional_decimal(entry, "price")
     force = _optional_text(entry, "force")
     return PendingOrder(
         symbol=_text(entry, "symbol"),
@@ -271,11 +269,11 @@ def _pending_order(item: object) -> PendingOrder:
         side=_enum(OrderSide, _text(entry, "side")),
         order_type=_enum(OrderType, _text(entry, "orderType")),
         force=TimeInForce(force) if force in TimeInForce._value2member_map_ else None,
-        price=price if price is not None and price > 0 else None,
-        size=_decimal(_text(entry, "size"), "size"),
-        filled_size=_decimal(_optional_text(entry, "baseVolume") or "0", "baseVolume"),
+        price=_positive_or_none(entry, "price"),
+        size=_required_decimal(entry, "size"),
+        filled_size=_decimal_or_zero(entry, "baseVolume"),
         status=_text(entry, "status"),
-        reduce_only=(_optional_text(entry, "reduceOnly") or "NO").upper() == "YES",
+        reduce_only=_yes(entry, "reduceOnly"),
         created_ms=_int(entry, "cTime"),
         updated_ms=_int(entry, "uTime"),
     )
@@ -283,13 +281,13 @@ def _pending_order(item: object) -> PendingOrder:
 
 def _order_fill(item: object) -> OrderFill:
     entry = _mapping(item)
-    size = _decimal(_text(entry, "baseVolume"), "baseVolume")
-    price = _decimal(_text(entry, "price"), "price")
+    size = _required_decimal(entry, "baseVolume")
+    price = _required_decimal(entry, "price")
     if size <= 0 or price <= 0:
         raise MalformedAnswer(f"fill with a non-positive price {price} or size {size}")
     details = _list(entry, "feeDetail")
     charged = sum(
-        (_decimal(_text(_mapping(detail), "totalFee"), "totalFee") for detail in details),
+        (_required_decimal(_mapping(detail), "totalFee") for detail in details),
         Decimal(0),
     )
     scope = _text(entry, "tradeScope").lower()
@@ -310,18 +308,16 @@ def _order_fill(item: object) -> OrderFill:
 
 def _position(item: object) -> OpenPosition:
     entry = _mapping(item)
-    liquidation = _optional_decimal(entry, "liquidationPrice")
-    mark = _optional_decimal(entry, "markPrice")
     return OpenPosition(
         symbol=_text(entry, "symbol"),
         hold_side=_text(entry, "holdSide"),
-        total=_decimal(_text(entry, "total"), "total"),
-        available=_decimal(_optional_text(entry, "available") or "0", "available"),
-        open_price_avg=_decimal(_text(entry, "openPriceAvg"), "openPriceAvg"),
-        mark_price=mark,
-        unrealized_pl=_decimal(_optional_text(entry, "unrealizedPL") or "0", "unrealizedPL"),
-        liquidation_price=liquidation if liquidation is not None and liquidation > 0 else None,
-        leverage=_decimal(_text(entry, "leverage"), "leverage"),
+        total=_required_decimal(entry, "total"),
+        available=_decimal_or_zero(entry, "available"),
+        open_price_avg=_required_decimal(entry, "openPriceAvg"),
+        mark_price=_optional_decimal(entry, "markPrice"),
+        unrealized_pl=_decimal_or_zero(entry, "unrealizedPL"),
+        liquidation_price=_positive_or_none(entry, "liquidationPrice"),
+        leverage=_required_decimal(entry, "leverage"),
         margin_mode=_optional_text(entry, "marginMode") or "",
         pos_mode=_optional_text(entry, "posMode") or "",
         updated_ms=_int(entry, "uTime"),
@@ -343,13 +339,25 @@ def _list(entry: Mapping[str, object], name: str) -> list[object]:
     return value
 
 
-def _optional_text(entry: Mapping[str, object], name: str) -> str | None:
+def text_field(
+    entry: Mapping[str, object], name: str, refuse: Callable[[str, object], Exception]
+) -> str | None:
+    """A text field as either side of Bitget's API sends it: absent or "" is none, a whole
+    number (ids come both ways) is its digits; anything else raises `refuse(name, value)`."""
     value = entry.get(name)
     if value is None or value == "":
         return None
     if isinstance(value, bool) or not isinstance(value, (str, int)):
-        raise MalformedAnswer(f"{name}: expected text, got {type(value).__name__}")
+        raise refuse(name, value)
     return str(value)
+
+
+def _optional_text(entry: Mapping[str, object], name: str) -> str | None:
+    return text_field(entry, name, _not_text)
+
+
+def _not_text(name: str, value: object) -> MalformedAnswer:
+    return MalformedAnswer(f"{name}: expected text, got {type(value).__name__}")
 
 
 def _text(entry: Mapping[str, object], name: str) -> str:
@@ -380,6 +388,25 @@ def _decimal(text: str, name: str) -> Decimal:
 def _optional_decimal(entry: Mapping[str, object], name: str) -> Decimal | None:
     text = _optional_text(entry, name)
     return None if text is None else _decimal(text, name)
+
+
+def _required_decimal(entry: Mapping[str, object], name: str) -> Decimal:
+    return _decimal(_text(entry, name), name)
+
+
+def _decimal_or_zero(entry: Mapping[str, object], name: str) -> Decimal:
+    """A quantity the exchange leaves out (or sends as "") while it is nothing yet."""
+    return _decimal(_optional_text(entry, name) or "0", name)
+
+
+def _positive_or_none(entry: Mapping[str, object], name: str) -> Decimal | None:
+    """A price that is absent, "" or 0 when there is none (a market order, no liquidation)."""
+    number = _optional_decimal(entry, name)
+    return number if number is not None and number > 0 else None
+
+
+def _yes(entry: Mapping[str, object], name: str) -> bool:
+    return (_optional_text(entry, name) or "NO").upper() == "YES"
 
 
 def _enum(kind: type[_E], text: str) -> _E:

@@ -136,26 +136,15 @@ class PrivateFeedStats(SocketStats):
     last_exchange_error: str
 
 
+@dataclass(slots=True)
 class _Counters(SocketCounters):
-    __slots__ = (
-        "exchange_errors",
-        "fill_updates",
-        "last_exchange_error",
-        "last_rejection",
-        "logins",
-        "order_updates",
-        "positions_updates",
-    )
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.logins = 0
-        self.order_updates = 0
-        self.fill_updates = 0
-        self.positions_updates = 0
-        self.last_rejection = ""
-        self.exchange_errors = 0
-        self.last_exchange_error = ""
+    logins: int = 0
+    order_updates: int = 0
+    fill_updates: int = 0
+    positions_updates: int = 0
+    last_rejection: str = ""
+    exchange_errors: int = 0
+    last_exchange_error: str = ""
 
 
 class _Phase(enum.Enum):

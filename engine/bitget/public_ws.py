@@ -170,14 +170,11 @@ class FeedStats(SocketStats):
     parser: Mapping[str, object]
 
 
+@dataclass(slots=True)
 class _FeedCounters(SocketCounters):
-    __slots__ = ("channel_errors", "foreign_frames", "resyncs")
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.channel_errors = 0
-        self.resyncs = 0
-        self.foreign_frames = 0
+    channel_errors: int = 0
+    resyncs: int = 0
+    foreign_frames: int = 0
 
 
 class _SymbolFeed:

@@ -1,4 +1,5 @@
-"""Client-side request pacing: a sliding-window limiter per endpoint, and retry backoff."""
+"""Client-side pacing: a sliding-window limiter (per REST endpoint, per websocket session), and
+the exponential backoff of REST retries and websocket reconnects."""
 
 from __future__ import annotations
 
@@ -52,12 +53,18 @@ class SlidingWindowRateLimiter:
             return now - started if delayed else 0.0
 
 
+def backoff_ceiling_s(attempt: int, initial_s: float, max_s: float) -> float:
+    """The exponential backoff's cap after `attempt` failures (1 = the first): initial_s
+    doubled per failure since the first, never above max_s."""
+    exponent = min(max(attempt - 1, 0), 64)  # 2**64 * initial is past any sane cap
+    return min(max_s, initial_s * 2.0**exponent)
+
+
 def backoff_delay_s(attempt: int, initial_s: float, max_s: float, rng: random.Random) -> float:
     """Capped exponential delay with equal jitter, drawn from [ceiling / 2, ceiling].
 
     `attempt` counts failures so far (1 = the first). Half the ceiling is kept so that a retry
     after a rate-limit answer cannot land immediately, while the jitter still spreads callers.
     """
-    exponent = min(max(attempt - 1, 0), 64)  # 2**64 * initial is past any sane cap
-    ceiling = min(max_s, initial_s * 2.0**exponent)
+    ceiling = backoff_ceiling_s(attempt, initial_s, max_s)
     return rng.uniform(ceiling / 2.0, ceiling)

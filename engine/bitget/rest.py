@@ -734,7 +734,7 @@ class BitgetRestClient(HttpSessionClient):
         )
         await asyncio.sleep(self.config.reconcile_grace_s)
         try:
-            orders = await self.pending_orders(symbol, client_oid=client_oid)
+            found = await self._pending_order_of(symbol, client_oid)
         except BitgetRestError as error:
             raise BitgetTransportError(
                 PLACE_ORDER,
@@ -743,22 +743,25 @@ class BitgetRestClient(HttpSessionClient):
                 outcome_unknown=True,
                 client_oid=client_oid,
             ) from error
-        for order in orders:
-            if order.client_oid == client_oid:
-                self._reconciled_placed += 1
-                return order
-        return None
+        if found is not None:
+            self._reconciled_placed += 1
+        return found
 
     async def _confirm_duplicate(self, symbol: str, client_oid: str, attempt: int) -> OrderAck:
         """43118 on a re-send: an earlier attempt did land. Find its order id if possible."""
         self._reconciled_placed += 1
         try:
-            orders = await self.pending_orders(symbol, client_oid=client_oid)
+            found = await self._pending_order_of(symbol, client_oid)
         except BitgetRestError as error:
             logger.warning("clientOid %s is placed but its id lookup failed: %s", client_oid, error)
-            orders = []
-        order_id = next((o.order_id for o in orders if o.client_oid == client_oid), None)
+            found = None
+        order_id = found.order_id if found is not None else None
         return OrderAck(client_oid, order_id, attempt, reconciled=True)
+
+    async def _pending_order_of(self, symbol: str, client_oid: str) -> PendingOrder | None:
+        """The open order with this clientOid, if the exchange lists one."""
+        orders = await self.pending_orders(symbol, client_oid=client_oid)
+        return next((order for order in orders if order.client_oid == client_oid), None)
 
     # The request pipeline
 

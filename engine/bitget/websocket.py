@@ -14,15 +14,15 @@ import contextlib
 import math
 import random
 import time
-from collections import deque
 from collections.abc import Callable, Coroutine, Mapping, Sequence
-from dataclasses import dataclass
-from types import TracebackType
+from dataclasses import dataclass, fields
 from typing import Any, NamedTuple, Protocol
 
 import orjson
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
+
+from engine.bitget.rate_limit import SlidingWindowRateLimiter, backoff_ceiling_s
 
 PING = b"ping"
 
@@ -47,48 +47,10 @@ class ReconnectBackoff:
 
     def ceiling_s(self, failures: int) -> float:
         """The largest delay after `failures` consecutive failures (1 = the first)."""
-        exponent = min(max(failures - 1, 0), 64)  # 2**64 * initial is past any sane cap
-        return min(self.max_s, self.initial_s * 2.0**exponent)
+        return backoff_ceiling_s(failures, self.initial_s, self.max_s)
 
     def delay_s(self, failures: int) -> float:
         return self._rng.uniform(0.0, self.ceiling_s(failures))
-
-
-class ClientMessageLimiter:
-    """Spaces sends so that no `window_s` window holds more than `max_messages`.
-
-    A log of the last `max_messages` send times, not a token bucket: a bucket that starts full
-    lets nearly twice its capacity through in the second around a refill, which is exactly
-    what gets a Bitget connection closed. Use as `async with limiter: await ws.send(...)`;
-    the slot is stamped when the send has completed.
-    """
-
-    def __init__(self, max_messages: int, window_s: float) -> None:
-        self.max_messages = max_messages
-        self.window_s = window_s
-        self._sent_at: deque[float] = deque(maxlen=max_messages)
-        self._lock = asyncio.Lock()
-
-    async def __aenter__(self) -> None:
-        await self._lock.acquire()
-        sent_at = self._sent_at
-        if len(sent_at) == self.max_messages:
-            wait_s = sent_at[0] + self.window_s - time.monotonic()
-            if wait_s > 0:
-                try:
-                    await asyncio.sleep(wait_s)
-                except BaseException:
-                    self._lock.release()
-                    raise
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self._sent_at.append(time.monotonic())
-        self._lock.release()
 
 
 class SessionEnd(NamedTuple):
@@ -196,44 +158,26 @@ class SocketOwner(Protocol):
         ...
 
 
+@dataclass(slots=True)
 class SocketCounters:
     """What both feeds count about their connection; each feed's counters add their own. Each
-    counter (a slot) is the field of the same name in the feed's stats snapshot."""
+    counter is the field of the same name in the feed's stats snapshot."""
 
-    __slots__ = (
-        "bytes",
-        "connect_failures",
-        "connects",
-        "frames",
-        "handler_errors",
-        "internal_errors",
-        "last_backoff_s",
-        "last_disconnect",
-        "last_handler_error",
-        "last_pong_latency_ms",
-        "messages_sent",
-        "pings_sent",
-        "pong_timeouts",
-        "pongs",
-        "reconnects",
-    )
-
-    def __init__(self) -> None:
-        self.frames = 0
-        self.bytes = 0
-        self.connects = 0
-        self.reconnects = 0
-        self.connect_failures = 0
-        self.last_backoff_s = 0.0
-        self.last_disconnect = ""
-        self.messages_sent = 0
-        self.pings_sent = 0
-        self.pongs = 0
-        self.pong_timeouts = 0
-        self.last_pong_latency_ms: float | None = None
-        self.handler_errors = 0
-        self.last_handler_error = ""
-        self.internal_errors = 0
+    frames: int = 0
+    bytes: int = 0
+    connects: int = 0
+    reconnects: int = 0
+    connect_failures: int = 0
+    last_backoff_s: float = 0.0
+    last_disconnect: str = ""
+    messages_sent: int = 0
+    pings_sent: int = 0
+    pongs: int = 0
+    pong_timeouts: int = 0
+    last_pong_latency_ms: float | None = None
+    handler_errors: int = 0
+    last_handler_error: str = ""
+    internal_errors: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -276,9 +220,7 @@ class ReconnectingSocket:
     ) -> None:
         self._settings = settings
         self._counters = counters
-        self._counted = tuple(
-            name for klass in type(counters).__mro__ for name in getattr(klass, "__slots__", ())
-        )
+        self._counted = tuple(counter.name for counter in fields(counters))
         self._clock = clock
         self._scrub = scrub
         self._backoff = ReconnectBackoff(settings.backoff_initial_s, settings.backoff_max_s, rng)
@@ -286,7 +228,7 @@ class ReconnectingSocket:
         self._run_task: asyncio.Task[None] | None = None
         self._stopped = False
         self._websocket: ClientConnection | None = None
-        self._limiter: ClientMessageLimiter | None = None
+        self._limiter: SlidingWindowRateLimiter | None = None
         self._pong_received = asyncio.Event()
         self._ping_sent_ns = 0
 
@@ -317,8 +259,8 @@ class ReconnectingSocket:
         """Send on the session's connection within the exchange's message limit."""
         websocket, limiter = self._websocket, self._limiter
         assert websocket is not None and limiter is not None, "send outside a session"
-        async with limiter:
-            await websocket.send(message, text=True)
+        await limiter.acquire()
+        await websocket.send(message, text=True)
         self._counters.messages_sent += 1
 
     async def keep_alive(self) -> SessionEnd:
@@ -399,7 +341,7 @@ class ReconnectingSocket:
         self._pong_received.clear()
         self._ping_sent_ns = 0
         self._websocket = websocket
-        self._limiter = ClientMessageLimiter(
+        self._limiter = SlidingWindowRateLimiter(
             settings.max_client_messages_per_s, 1.0 + settings.send_window_margin_s
         )
         tasks = owner.session_tasks(websocket)

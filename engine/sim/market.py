@@ -39,6 +39,7 @@ import numpy as np
 
 from engine.bitget.orders import OrderSide
 from engine.market.instruments import BTCUSDT, ETHUSDT, Instrument
+from engine.validation import require_number, require_positive
 
 _POOL_SIZE = 8192
 _TRADE_ID_BASE = 1_220_000_000_000_000_000
@@ -132,14 +133,15 @@ class SymbolConfig:
     """Log tilt of near-touch sizes per unit of flow."""
 
     def __post_init__(self) -> None:
-        _require_positive("start_price", self.start_price)
-        _require_positive("touch_size", self.touch_size)
-        _require_positive("median_trade_size", self.median_trade_size)
-        _require_positive("trade_rate_per_s", self.trade_rate_per_s)
-        _require_positive("book_event_rate_per_s", self.book_event_rate_per_s)
-        _require_non_negative("depth_growth", self.depth_growth)
-        _require_non_negative("flow_impact_1s", self.flow_impact_1s)
-        _require_non_negative("imbalance_strength", self.imbalance_strength)
+        owner = "SymbolConfig"
+        require_positive(owner, "start_price", self.start_price)
+        require_positive(owner, "touch_size", self.touch_size)
+        require_positive(owner, "median_trade_size", self.median_trade_size)
+        require_positive(owner, "trade_rate_per_s", self.trade_rate_per_s)
+        require_positive(owner, "book_event_rate_per_s", self.book_event_rate_per_s)
+        require_number(owner, "depth_growth", self.depth_growth, low=0.0)
+        require_number(owner, "flow_impact_1s", self.flow_impact_1s, low=0.0)
+        require_number(owner, "imbalance_strength", self.imbalance_strength, low=0.0)
         if self.levels < 50:
             raise ValueError(f"levels must be at least 50 per side, got {self.levels}")
         if not self.instrument.is_on_tick(self.start_price):
@@ -195,6 +197,7 @@ class MarketGeneratorConfig:
     burst_jump_sigmas: float = 8.0
 
     def __post_init__(self) -> None:
+        owner = "MarketGeneratorConfig"
         if self.seed < 0:
             raise ValueError(f"seed must be >= 0, got {self.seed}")
         if self.start_ms < 0:
@@ -203,16 +206,16 @@ class MarketGeneratorConfig:
             raise ValueError(f"step_ms must be within 1..100, got {self.step_ms}")
         if self.traded.instrument.symbol == self.hedge.instrument.symbol:
             raise ValueError("traded and hedge symbols must differ")
-        _require_positive("volatility_1s", self.volatility_1s)
-        _require_non_negative("drift_volatility", self.drift_volatility)
-        _require_positive("drift_half_life_s", self.drift_half_life_s)
-        _require_positive("flow_half_life_s", self.flow_half_life_s)
-        _require_positive("impact_lag_s", self.impact_lag_s)
-        _require_positive("hedge_beta", self.hedge_beta)
-        _require_non_negative("hedge_lag_ms", self.hedge_lag_ms)
-        _require_positive("spread_half_life_s", self.spread_half_life_s)
-        _require_non_negative("spread_volatility_1s", self.spread_volatility_1s)
-        _require_non_negative("burst_rate_per_min", self.burst_rate_per_min)
+        require_positive(owner, "volatility_1s", self.volatility_1s)
+        require_number(owner, "drift_volatility", self.drift_volatility, low=0.0)
+        require_positive(owner, "drift_half_life_s", self.drift_half_life_s)
+        require_positive(owner, "flow_half_life_s", self.flow_half_life_s)
+        require_positive(owner, "impact_lag_s", self.impact_lag_s)
+        require_positive(owner, "hedge_beta", self.hedge_beta)
+        require_number(owner, "hedge_lag_ms", self.hedge_lag_ms, low=0.0)
+        require_positive(owner, "spread_half_life_s", self.spread_half_life_s)
+        require_number(owner, "spread_volatility_1s", self.spread_volatility_1s, low=0.0)
+        require_number(owner, "burst_rate_per_min", self.burst_rate_per_min, low=0.0)
         if self.burst_lead_ms < 2 * self.step_ms:
             raise ValueError(
                 f"burst_lead_ms must be at least two steps ({2 * self.step_ms}), "
@@ -223,17 +226,7 @@ class MarketGeneratorConfig:
                 f"burst_jump_ms must be at least one step ({self.step_ms}), "
                 f"got {self.burst_jump_ms}"
             )
-        _require_positive("burst_jump_sigmas", self.burst_jump_sigmas)
-
-
-def _require_positive(name: str, value: float) -> None:
-    if not (math.isfinite(value) and value > 0):
-        raise ValueError(f"{name} must be a positive number, got {value!r}")
-
-
-def _require_non_negative(name: str, value: float) -> None:
-    if not (math.isfinite(value) and value >= 0):
-        raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
+        require_positive(owner, "burst_jump_sigmas", self.burst_jump_sigmas)
 
 
 class _RandomStream:

@@ -17,13 +17,13 @@ import math
 import re
 from collections import Counter, OrderedDict, deque
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import NamedTuple
 
 import orjson
 from aiohttp import web
 
+from engine.bitget.credentials import Credentials
 from engine.bitget.endpoints import (
     ALL_POSITION,
     BATCH_CANCEL_ORDERS,
@@ -42,6 +42,7 @@ from engine.bitget.endpoints import (
     SIGNING_WINDOW_MS,
 )
 from engine.bitget.errors import SUCCESS_CODE, lookup_error
+from engine.bitget.models import text_field
 from engine.bitget.orders import OrderSide, OrderType, TimeInForce
 from engine.bitget.signing import rest_prehash, sign_bytes
 from engine.market.matching import (
@@ -71,19 +72,13 @@ _GATEWAY_PAGE = (
 )
 
 
-@dataclass(frozen=True, slots=True)
-class RestCredentials:
-    api_key: str
-    api_secret: str
-    passphrase: str
-    demo: bool
-
-
 class SimExchangeState(NamedTuple):
     """What the REST API and the private stream both serve from: the one account's
-    credentials, the matching engines by symbol, the margin account and exchange time."""
+    credentials and environment (demo: private calls carry `paptrading: 1`), the matching
+    engines by symbol, the margin account and exchange time."""
 
-    credentials: RestCredentials
+    credentials: Credentials
+    demo: bool
     engines: Mapping[str, MatchingEngine]
     account: SimAccount
     now_ms: Callable[[], int]
@@ -267,7 +262,7 @@ class SimRestApi:
         expected = sign_bytes(credentials.api_secret, prefix.encode() + body)
         if not hmac.compare_digest(signature.encode(), expected.encode()):
             return self._failure("40009", "sign signature error")
-        if (headers.get("paptrading") == "1") != credentials.demo:
+        if (headers.get("paptrading") == "1") != self._state.demo:
             return self._failure("40099", "exchange environment is incorrect")
         return None
 
@@ -667,12 +662,11 @@ def _json_object(body: bytes) -> dict[str, object]:
 
 
 def _optional_text(params: Mapping[str, object], name: str) -> str | None:
-    value = params.get(name)
-    if value is None or value == "":
-        return None
-    if isinstance(value, bool) or not isinstance(value, (str, int)):
-        raise _RequestError("40020", f"Parameter {name} error")
-    return str(value)
+    return text_field(params, name, _parameter_error)
+
+
+def _parameter_error(name: str, value: object) -> _RequestError:
+    return _RequestError("40020", f"Parameter {name} error")
 
 
 def _required_text(params: Mapping[str, object], name: str) -> str:

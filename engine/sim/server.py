@@ -15,7 +15,6 @@ import asyncio
 import dataclasses
 import functools
 import logging
-import math
 import time
 from collections import deque
 from dataclasses import dataclass, field
@@ -24,6 +23,7 @@ from typing import NamedTuple
 import orjson
 from aiohttp import WSCloseCode, WSMsgType, web
 
+from engine.bitget.credentials import Credentials
 from engine.bitget.endpoints import PRIVATE_WS_PATH, PUBLIC_WS_PATH
 from engine.market.matching import (
     FIRST_FILL_ID,
@@ -52,7 +52,8 @@ from engine.sim.frames import (
 )
 from engine.sim.market import MarketGenerator, MarketGeneratorConfig, SimTrade
 from engine.sim.private_ws import PrivateSession, SimPrivateStream
-from engine.sim.rest import RestCredentials, SimExchangeState, SimRestApi
+from engine.sim.rest import SimExchangeState, SimRestApi
+from engine.validation import require_count, require_integer, require_positive
 
 logger = logging.getLogger(__name__)
 
@@ -90,35 +91,29 @@ class SimExchangeConfig:
     def __post_init__(self) -> None:
         if not self.host:
             raise ValueError("host must not be empty")
-        if not 0 <= self.port <= 65_535:
-            raise ValueError(f"port must be within 0..65535, got {self.port}")
-        if not 10 <= self.book_interval_ms <= 10_000:
-            raise ValueError(
-                f"book_interval_ms must be within 10..10000, got {self.book_interval_ms}"
-            )
+        owner = "SimExchangeConfig"
+        require_integer(owner, "port", self.port, 0, 65_535)
+        require_integer(owner, "book_interval_ms", self.book_interval_ms, 10, 10_000)
         if self.book_interval_ms < self.market.step_ms:
             raise ValueError(
                 f"book_interval_ms ({self.book_interval_ms}) must not be shorter than the "
                 f"market step ({self.market.step_ms} ms)"
             )
-        for name in ("api_key", "api_secret", "passphrase"):
-            value = getattr(self, name)
-            if not value or not value.isascii() or not value.isprintable():
-                raise ValueError(f"{name} must be non-empty printable ASCII")
-        if not 0 <= self.warmup_ms <= 600_000:
-            raise ValueError(f"warmup_ms must be within 0..600000, got {self.warmup_ms}")
-        if not (math.isfinite(self.ping_timeout_s) and self.ping_timeout_s > 0):
-            raise ValueError(f"ping_timeout_s must be positive, got {self.ping_timeout_s}")
-        if self.max_messages_per_s < 1:
-            raise ValueError(f"max_messages_per_s must be >= 1, got {self.max_messages_per_s}")
-        if not 1 <= self.recent_trades <= 1_000:
-            raise ValueError(f"recent_trades must be within 1..1000, got {self.recent_trades}")
-        if self.outbox_frames < 10:
-            raise ValueError(f"outbox_frames must be >= 10, got {self.outbox_frames}")
+        # The account's key set is checked as any Bitget key set is (non-empty printable ASCII).
+        self.credentials()
+        require_integer(owner, "warmup_ms", self.warmup_ms, 0, 600_000)
+        require_positive(owner, "ping_timeout_s", self.ping_timeout_s)
+        require_count(owner, "max_messages_per_s", self.max_messages_per_s)
+        require_integer(owner, "recent_trades", self.recent_trades, 1, 1_000)
+        require_integer(owner, "outbox_frames", self.outbox_frames, 10)
         # Fee rates are checked by MatchingEngineConfig; build one here to fail early.
         MatchingEngineConfig(
             self.market.traded.instrument, self.maker_fee_rate, self.taker_fee_rate
         )
+
+    def credentials(self) -> Credentials:
+        """The one account's key set, the only one the REST API and private stream accept."""
+        return Credentials(self.api_key, self.api_secret, self.passphrase)
 
 
 class SimStats(NamedTuple):
@@ -294,10 +289,9 @@ class SimExchange:
         market = MarketGenerator(dataclasses.replace(config.market, start_ms=start_ms))
         warmup_trades = market.advance_to(self._epoch_ms_at_start)
         self.market = market
-        credentials = RestCredentials(
-            config.api_key, config.api_secret, config.passphrase, config.demo
+        state = SimExchangeState(
+            config.credentials(), config.demo, self._engines, self.account, self.now_ms
         )
-        state = SimExchangeState(credentials, self._engines, self.account, self.now_ms)
         rest = SimRestApi(state, self.faults, self._fills.extend)
         private = SimPrivateStream(state, rest.margin_mode, lambda: self.faults.silenced)
         order_ids = IdSequence(FIRST_ORDER_ID)

@@ -27,7 +27,6 @@ import numpy as np
 import pytest
 from support.waiting import eventually
 
-from engine.bitget.credentials import Credentials
 from engine.bitget.rest import BitgetRestClient, BitgetRestConfig
 from engine.journal import EntryKind, read_journal
 from engine.laya.features import FEATURE_COUNT, FEATURE_SET_VERSION
@@ -137,7 +136,7 @@ async def exchange(sim_urls) -> AsyncIterator[BitgetRestClient]:
     defaults = SimExchangeConfig()
     client = BitgetRestClient(
         BitgetRestConfig(base_url=sim_urls[1]),
-        Credentials(defaults.api_key, defaults.api_secret, defaults.passphrase),
+        defaults.credentials(),
     )
     await client.start()
     try:

@@ -21,4 +21,4 @@ SCRIPTED_CREDENTIALS = Credentials("bg_test_key_0001", "scripted-secret-x9", "sc
 
 def sim_credentials(sim: SimExchange) -> Credentials:
     config = sim.config
-    return Credentials(config.api_key, config.api_secret, config.passphrase)
+    return config.credentials()

@@ -188,7 +188,7 @@ async def live_on_sim(
 
 def sim_credentials(sim: SimExchange) -> Credentials:
     config = sim.config
-    return Credentials(config.api_key, config.api_secret, config.passphrase)
+    return config.credentials()
 
 
 def passive_bid(sim: SimExchange) -> str:

@@ -1,5 +1,5 @@
-"""The websocket pieces both Bitget feeds share: the reconnect backoff, the message limiter,
-and how one session picks its end.
+"""The websocket pieces both Bitget feeds share: the reconnect backoff and how one session
+picks its end (the message limiter is the REST one: test_rate_limit.py).
 
 How a session reconnects, pings and closes is exercised through both feeds, against loopback
 servers, in test_bitget_public_ws.py and test_bitget_private_ws.py.
@@ -7,14 +7,10 @@ servers, in test_bitget_public_ws.py and test_bitget_private_ws.py.
 
 from __future__ import annotations
 
-import asyncio
-import time
-
 import pytest
 
 from engine.bitget.private_ws import BitgetPrivateFeedConfig
 from engine.bitget.websocket import (
-    ClientMessageLimiter,
     ReconnectBackoff,
     ReconnectingSocket,
     SessionEnd,
@@ -48,20 +44,6 @@ def test_backoff_delay_is_full_jitter_between_zero_and_the_ceiling():
     delays = [seeded.delay_s(failures) for failures in range(1, 12) for _ in range(20)]
     assert all(0.0 <= delay <= 30.0 for delay in delays)
     assert len(set(delays)) > 100  # jittered, not a fixed schedule
-
-
-async def test_limiter_holds_any_window_to_its_maximum():
-    limiter = ClientMessageLimiter(3, 0.1)
-    sent_at = []
-
-    async def send() -> None:
-        async with limiter:
-            sent_at.append(time.monotonic())
-
-    await asyncio.gather(*(send() for _ in range(9)))
-    assert len(sent_at) == 9
-    for first, fourth in zip(sent_at, sent_at[3:], strict=False):
-        assert fourth - first >= 0.1
 
 
 class _Connection:

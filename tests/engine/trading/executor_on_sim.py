@@ -12,7 +12,6 @@ from pathlib import Path
 
 from support.waiting import eventually
 
-from engine.bitget.credentials import Credentials
 from engine.bitget.orders import OrderSide, OrderType, TimeInForce
 from engine.bitget.private_events import PrivateStreamState
 from engine.bitget.rest import BitgetRestConfig
@@ -110,7 +109,7 @@ async def started_rig(sim: SimExchange, tmp_path: Path) -> AsyncIterator[Rig]:
     venue = RestVenue(
         "sim",
         BitgetRestConfig(base_url=sim.rest_url, retry_initial_s=0.01),
-        Credentials(config.api_key, config.api_secret, config.passphrase),
+        config.credentials(),
         (BTCUSDT, ETHUSDT),
         private_ws_url=sim.private_ws_url,
     )

@@ -9,7 +9,6 @@ from decimal import Decimal
 import pytest
 from support.waiting import eventually
 
-from engine.bitget.credentials import Credentials
 from engine.bitget.models import OpenPosition
 from engine.bitget.orders import OrderSide, OrderType, TimeInForce
 from engine.bitget.private_events import OrderStatus, OrderUpdate, PrivateStreamState
@@ -25,7 +24,7 @@ def venue_on(sim, *, demo=False, base_url=None) -> RestVenue:
     return RestVenue(
         "sim",
         BitgetRestConfig(base_url=base_url or sim.rest_url, demo=demo, retry_initial_s=0.01),
-        Credentials(config.api_key, config.api_secret, config.passphrase),
+        config.credentials(),
         (BTCUSDT, ETHUSDT),
         private_ws_url=sim.private_ws_url,
     )
