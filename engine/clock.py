@@ -252,7 +252,10 @@ class MarketClock:
         return max(0.0, timers[0][0] - time.perf_counter())
 
     def _due_real_timers(self) -> list[asyncio.Handle]:
-        due, now, timers = [], time.perf_counter(), self._real_timers
+        timers = self._real_timers
+        if not timers:  # the usual case in a replay: no clock read at every loop step
+            return []
+        due, now = [], time.perf_counter()
         while timers and (timers[0][2].cancelled() or timers[0][0] <= now):
             handle = heapq.heappop(timers)[2]
             if not handle.cancelled():

@@ -214,11 +214,7 @@ class ReplayFeed:
             self._frames += 1
             self._bytes += len(raw)
             self._last_recv_ns = recv_ns
-            advanced = clock.advance_to(recv_ns)
-            while advanced is None:  # callbacks are ready: they run first, at this time
-                await asyncio.sleep(0)
-                advanced = clock.advance_to(recv_ns)
-            if not advanced:
+            if not clock.advance_to(recv_ns):
                 await clock.sleep_until(recv_ns)  # timers due first run first, in order
             elif self._frames % yield_every == 0:
                 await asyncio.sleep(0)  # let stop() and the rest of the loop run
