@@ -60,9 +60,10 @@ def break_strip_cycles() -> None:
 def freeze_startup_objects(generation: int = 2) -> None:
     """Collect once, then keep what is left (start-up's modules, classes, functions, the
     process's long-lived state) out of every later collection. Called once a process has
-    started, never in a process that starts Apps over and over (the tests): what is frozen is
-    never freed. `generation` 2 collects everything first; a lower one only the young objects,
-    for a process whose loop is already serving keys (a full collection there stops it for
-    50-60 ms; the little older garbage it leaves is frozen with the rest)."""
+    started (the console's again once its App is up), never in a process that starts Apps
+    over and over (the tests): what is frozen is never freed. `generation` 2 collects
+    everything first; a lower one only the young objects, for a process whose loop is already
+    serving keys (a full collection there stops it for 50-60 ms; the little older garbage it
+    leaves is frozen with the rest)."""
     gc.collect(generation)
     gc.freeze()

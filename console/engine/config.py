@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+from console.bandwidth import BUDGETS, Bandwidth
 from console.engine.views import DEFAULT_STAGE_BUDGETS_P99_US, PANE_STAGES
 from engine.gpu import GpuMonitorConfig
 from engine.kev.server import llama_server_pid_path
@@ -31,7 +32,7 @@ class EngineAdapterConfig:
     """
 
     publish_hz: float = 20.0
-    detail_hz: float = 5.0
+    detail_hz: float = BUDGETS[Bandwidth.FULL].detail_hz
     depth_levels: int = 15
     imbalance_window_s: float = 300.0
     imbalance_step_s: float = 2.0

@@ -271,8 +271,9 @@ class SnapshotPublisher:
         kev_decisions = hub.decisions(self.config.kev_decisions_shown) if hub is not None else ()
         self._take_events(now_ns, kev_decisions)
         books = self.node.pipeline.books
-        for symbol in self._symbols:
-            self._rates.update(symbol, books[symbol].updates, now)
+        updates = {symbol: books[symbol].updates for symbol in self._symbols}
+        for symbol, count in updates.items():
+            self._rates.update(symbol, count, now)
         previous = self.latest
         # The read-only parts at their own rate (the stop's last picture has them all); in
         # between they are the same objects, which do not travel again.
@@ -280,7 +281,7 @@ class SnapshotPublisher:
             previous is None or self.stopping or now - self._detail_at >= 1 / self.config.detail_hz
         )
         own = own_orders_by_symbol(trading.open_orders) if trading is not None else {}
-        depth = self._depth_views(own, levels_too=detail)
+        depth = self._depth_views(own, updates, levels_too=detail)
         if detail:
             self._detail_at = now
             imbalance = tuple(self._imbalance[view.symbol].view() for view in depth)
@@ -327,16 +328,18 @@ class SnapshotPublisher:
         return StatusView(self._mode, tuple(feeds), trading, laya, kev)
 
     def _depth_views(
-        self, own: dict[str, tuple[OwnOrder, ...]], levels_too: bool
+        self,
+        own: dict[str, tuple[OwnOrder, ...]],
+        book_updates: dict[str, int],
+        levels_too: bool,
     ) -> tuple[DepthView, ...]:
         """Each symbol's ladder with our orders as they are now; its levels are taken from the
-        book again only when `levels_too` and the book moved. The same tuple while nothing
-        changed."""
+        book again only when `levels_too` and the book moved (`book_updates`, each book's
+        count). The same tuple while nothing changed."""
         views = []
         books = self.node.pipeline.books
         for symbol in self._symbols:
-            book = books[symbol]
-            updates = book.updates
+            updates = book_updates[symbol]
             orders = own.get(symbol, ())
             previous = self._depth.get(symbol)
             if previous is not None and (previous[0] == updates or not levels_too):
@@ -344,7 +347,7 @@ class SnapshotPublisher:
                 if view.own_orders != orders:
                     view = depth_view_with_orders(view, orders)
             else:
-                book_view = book.view(self.config.depth_levels)
+                book_view = books[symbol].view(self.config.depth_levels)
                 if book_view is None or not (book_view.bid_prices and book_view.ask_prices):
                     continue
                 view = depth_view(book_view, orders, self._decimals.get(symbol))
