@@ -17,6 +17,7 @@ import orjson
 import pytest
 from support.waiting import eventually_blocking
 
+from engine import journal as journal_module
 from engine.bitget.credentials import Credentials
 from engine.journal import (
     EntryKind,
@@ -84,6 +85,22 @@ def test_order_is_preserved_per_appending_thread(journal: Journal) -> None:
     for thread_id in range(4):
         seen = [e.payload["n"] for e in entries if e.payload["thread"] == thread_id]
         assert seen == list(range(300))
+
+
+@pytest.mark.parametrize("rows", [0, 1, 2, 3, 63, 64, 65, 127, 128, 200])
+def test_a_batch_is_inserted_whole_and_in_order_in_multi_row_statements(rows: int) -> None:
+    connection = sqlite3.connect(":memory:", isolation_level=None)
+    for statement in journal_module._SCHEMA:
+        connection.execute(statement)
+    batch = [(T0 + n, f"kind-{n % 7}", orjson.dumps({"n": n})) for n in range(rows)]
+    steps: list[str] = []
+    connection.set_trace_callback(steps.append)
+    journal_module._insert(connection, batch)
+    connection.set_trace_callback(None)
+    stored = connection.execute("SELECT seq, at_ns, kind, payload FROM entries ORDER BY seq")
+    assert [row[1:] for row in stored] == batch
+    # 200 rows: 64 + 64 + 64 + 8, four statements where one a row took 200
+    assert len(steps) == rows // 64 + bin(rows % 64).count("1")
 
 
 def test_payload_is_a_snapshot_taken_at_append(journal: Journal) -> None:
