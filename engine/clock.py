@@ -281,6 +281,31 @@ class MarketClock:
         return wait_s, target_ns
 
 
+class Periodic:
+    """`callback` every `interval_s` of the running loop's time from now on, until `cancel()`:
+    one timer callback a period, where a task sleeping in a loop costs a future, a timer and a
+    task step (a replay's hedge and maintenance checks wake some 10,000 times). The callback
+    says itself what broke: an exception it lets out goes to the loop's handler, and the
+    period goes on."""
+
+    __slots__ = ("_callback", "_handle", "_interval_s", "_loop")
+
+    def __init__(self, interval_s: float, callback: Callable[[], None]) -> None:
+        self._callback = callback
+        self._interval_s = interval_s
+        self._loop = asyncio.get_running_loop()
+        self._handle = self._loop.call_later(interval_s, self._run)
+
+    def _run(self) -> None:
+        try:
+            self._callback()
+        finally:  # the next period is timed from this one's end, as a sleep after the work was
+            self._handle = self._loop.call_later(self._interval_s, self._run)
+
+    def cancel(self) -> None:
+        self._handle.cancel()
+
+
 class _MarketSelector(selectors.DefaultSelector):  # type: ignore[misc, valid-type]
     """The loop's selector: blocks on the real clock as the clock's pacing says, and moves
     market time to the next timer when nothing real happened meanwhile."""

@@ -30,7 +30,7 @@ from typing import Any
 from engine.bitget.orders import OrderSide, OrderType, TimeInForce
 from engine.bitget.private_events import FillUpdate
 from engine.book import OrderBook
-from engine.clock import EngineClock, WallClock
+from engine.clock import EngineClock, Periodic, WallClock
 from engine.feed.events import BookResyncNeeded, BookSnapshot, FeedState, FeedStateChanged
 from engine.feed.sink import FeedNotice
 from engine.feed.tape import Trades
@@ -227,21 +227,20 @@ class TradingDesk:
         self._sequence_name: str | None = None
         self.last_kill: CommandResult | None = None
         self.last_sequence: SequenceOutcome | None = None
-        self._maintenance: asyncio.Task[None] | None = None
+        self._maintenance: Periodic | None = None
         self._hedge_scheduled = False
         self._hedge_interval_s = config.executor.hedge_interval_ms / 1000.0
 
     # Lifecycle
 
     async def start(self) -> None:
-        """Reconcile with the venue and the journal, then start the hedge loop."""
+        """Reconcile with the venue and the journal, then start the periodic hedge check."""
         await self.executor.start(self._journal_open_orders())
-        self._maintenance = asyncio.create_task(self._maintain(), name="desk-maintenance")
+        self._maintenance = Periodic(self._hedge_interval_s, self._maintain)
 
     async def stop(self) -> None:
         if self._maintenance is not None:
             self._maintenance.cancel()
-            await asyncio.gather(self._maintenance, return_exceptions=True)
         if self._sequence is not None and not self._sequence.done():
             self._sequence.cancel()
             await asyncio.gather(self._sequence, return_exceptions=True)
@@ -484,14 +483,12 @@ class TradingDesk:
         )
         executor.submit(intent, OrderRole.HEDGE)
 
-    async def _maintain(self) -> None:
-        while True:
-            await asyncio.sleep(self._hedge_interval_s)
-            try:
-                self._hedge()
-            except Exception as error:  # keep hedging alive; say what broke
-                logger.exception("hedge check failed")
-                self.events.append(TradingFault(f"hedge: {error}", self._clock()))
+    def _maintain(self) -> None:
+        try:
+            self._hedge()
+        except Exception as error:  # keep hedging alive; say what broke
+            logger.exception("hedge check failed")
+            self.events.append(TradingFault(f"hedge: {error}", self._clock()))
 
     # Gateway state changes
 

@@ -43,6 +43,7 @@ from engine.bitget.private_events import (
     PrivateStreamChanged,
     PrivateStreamState,
 )
+from engine.clock import Periodic
 from engine.journal import EntryKind, Journal, JournalBackpressure, JournalError, JournalFault
 from engine.pipeline import EventLog
 from engine.risk.events import RiskEvent, TradingState
@@ -151,7 +152,7 @@ class OrderExecutor:
         self._last_fill_ns: dict[str, int] = {}
         """Per symbol, when a fill was last applied (reconciliation waits for quiet)."""
         self._tasks: set[asyncio.Task[Any]] = set()
-        self._maintenance: asyncio.Task[None] | None = None
+        self._maintenance: Periodic | None = None
         self._check_task: asyncio.Task[None] | None = None
         self._next_check_ns = 0
         self._risk_view: RiskSnapshot | None = None
@@ -177,7 +178,7 @@ class OrderExecutor:
             self._report_clock(explained)
         await self.reconcile("start", journal_orders, cancel_open=self.config.cancel_on_start)
         self._next_check_ns = self._clock() + self.config.poll_interval_ms * 1_000_000
-        self._maintenance = asyncio.create_task(self._maintain(), name="executor-maintenance")
+        self._maintenance = Periodic(self.config.maintenance_interval_ms / 1000.0, self._maintain)
 
     async def stop(self) -> None:
         if not self._running:
@@ -186,7 +187,6 @@ class OrderExecutor:
         self._running = False
         if self._maintenance is not None:
             self._maintenance.cancel()
-            await asyncio.gather(self._maintenance, return_exceptions=True)
         if self.config.cancel_on_stop and self.has_open_orders():
             ticket = self.cancel_all_now(Source.OPERATOR, "engine stopping")
             with contextlib.suppress(*VENUE_ERRORS, asyncio.TimeoutError):
@@ -712,17 +712,14 @@ class OrderExecutor:
 
     # Internals: maintenance
 
-    async def _maintain(self) -> None:
-        interval_s = self.config.maintenance_interval_ms / 1000.0
-        while True:
-            await asyncio.sleep(interval_s)
-            try:
-                self.drain_risk_events()
-                self._watch_clock()
-                self._schedule_check()
-            except Exception as error:  # the loop keeps the executor alive; say what broke
-                logger.exception("executor maintenance failed")
-                self._fault(f"maintenance failed: {type(error).__name__}: {error}")
+    def _maintain(self) -> None:
+        try:
+            self.drain_risk_events()
+            self._watch_clock()
+            self._schedule_check()
+        except Exception as error:  # keep the executor alive; say what broke
+            logger.exception("executor maintenance failed")
+            self._fault(f"maintenance failed: {type(error).__name__}: {error}")
 
     def _schedule_check(self) -> None:
         if self._check_task is not None and not self._check_task.done():

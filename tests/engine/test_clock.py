@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from engine.clock import MarketClock, WallClock
+from engine.clock import MarketClock, Periodic, WallClock
 
 START_NS = 1_700_000_000_123_456_789
 
@@ -118,6 +118,27 @@ def test_a_real_wait_times_out_on_the_real_clock_with_market_time_held():
 
     assert run(clock, main) >= 0.045
     assert clock.time_ns() == START_NS
+
+
+def test_a_periodic_call_runs_every_period_in_market_time_through_its_failures_until_cancelled():
+    clock = MarketClock(START_NS, None)
+    called: list[int] = []
+
+    def check() -> None:
+        called.append(clock.time_ns() - START_NS)
+        if len(called) == 2:
+            raise RuntimeError("a failing check")
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        loop.set_exception_handler(lambda _loop, _context: None)
+        periodic = Periodic(0.25, check)
+        await asyncio.sleep(1.1)
+        periodic.cancel()
+        await asyncio.sleep(1.0)
+
+    run(clock, main)
+    assert called == [250_000_000, 500_000_000, 750_000_000, 1_000_000_000]
 
 
 def test_advance_to_refuses_to_skip_a_timer_or_a_ready_callback():
