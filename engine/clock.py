@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import heapq
 import itertools
 import math
@@ -129,23 +130,58 @@ class MarketClock:
         if at_ns <= self._now_ns:
             return True
         loop = self._loop
-        if (
-            self._holds
-            or loop is None
-            or loop.has_ready()
-            or loop.next_timer_s() <= (at_ns - self._origin_ns) / 1e9
-        ):
+        if self._holds or loop is None or loop.has_ready():
             return False
+        at_s = (at_ns - self._origin_ns) / 1e9
+        while loop.next_timer_s() <= at_s:
+            if not self._run_due_timers(loop, at_ns) or loop.has_ready():
+                return False
         if self._speed is not None and self._real_wait_s(at_ns) >= _MIN_PACING_WAIT_S:
             return False
         self._now_ns = at_ns
         return True
 
+    def _run_due_timers(self, loop: MarketTimeLoop, before_ns: int) -> bool:
+        """One turn of the loop, run here: jump to the next timer and run the timers due then,
+        as `_run_once` would with nothing ready and no I/O, when that timer is due well before
+        `before_ns` (the frame's time, whose own timer would come later). A periodic check
+        then costs its callback, not the replay's step split into four turns of the loop.
+        False (nothing run) when the loop must turn itself: it is stopping, a real timer is
+        pending, its sockets are due a poll, or the pace owes a wait."""
+        if (
+            loop.stopping()
+            or self._real_timers
+            or time.perf_counter() - self._polled_s >= _POLL_INTERVAL_S
+        ):
+            return False
+        timeout_s = loop.next_timer_s() - loop.time()
+        if timeout_s > 0:
+            target_ns = self._now_ns + max(1, round(timeout_s * 1e9))  # as `_select_timeout`
+            if target_ns >= before_ns - 1:
+                return False  # due with the frame: the loop orders the two timers
+            if self._speed is not None and self._real_wait_s(target_ns) >= _MIN_PACING_WAIT_S:
+                return False
+            self._now_ns = target_ns
+            self.jumps += 1
+        for handle in loop.pop_due_timers():
+            if not handle.cancelled():  # an earlier one of the batch may have cancelled it
+                handle._run()
+        return True
+
     async def sleep_until(self, at_ns: int) -> None:
-        """Wait, through the loop, until market time reaches `at_ns`."""
+        """Wait, through the loop, until market time reaches `at_ns`; first among the timers
+        due at that same instant (the replay's next frame: market data before the timers of
+        its nanosecond, whether the loop or `advance_to` ran the timers before it)."""
         delay_s = (at_ns - self._now_ns) / 1e9
         if delay_s > 0:
-            await asyncio.sleep(delay_s)
+            loop = self._loop
+            assert loop is not None  # the replay checked `require_loop`
+            woken = loop.create_future()
+            timer = loop.call_first_at(loop.time() + delay_s, _wake, woken)
+            try:
+                await woken
+            finally:
+                timer.cancel()
         if at_ns > self._now_ns:  # the float round trip may land a nanosecond short
             self._now_ns = at_ns
 
@@ -306,6 +342,29 @@ class Periodic:
         self._handle.cancel()
 
 
+def _wake(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
+_FIRST = 1 << 62
+"""Subtracted from a timer's scheduling number to run it first among those due with it."""
+
+
+class _MarketTimer(asyncio.TimerHandle):
+    """Ordered by due time, then by when it was scheduled. asyncio orders timers by due time
+    alone, so timers due at the same instant ran in whatever order the heap's history left
+    them: the paper venue's answers to a cancel and an order sent at once came back either
+    way round depending on which other timers had passed through the heap (the replay's own,
+    at another speed, or with `advance_to` running due timers itself)."""
+
+    __slots__ = ("_order",)
+
+    def __lt__(self, other: asyncio.TimerHandle) -> bool:
+        when, other_when = self._when, other._when  # type: ignore[attr-defined]
+        return when < other_when or (when == other_when and self._order < other._order)  # type: ignore[attr-defined]
+
+
 class _MarketSelector(selectors.DefaultSelector):  # type: ignore[misc, valid-type]
     """The loop's selector: blocks on the real clock as the clock's pacing says, and moves
     market time to the next timer when nothing real happened meanwhile."""
@@ -348,9 +407,48 @@ class MarketTimeLoop(asyncio.SelectorEventLoop):
         self.clock = clock
         # asyncio runs timers due within the clock's resolution; market time is in whole ns.
         self._clock_resolution = 1e-9
+        self._timer_order = itertools.count()
 
     def time(self) -> float:
         return self.clock.loop_time()
+
+    def call_at(  # type: ignore[override]
+        self,
+        when: float,
+        callback: Callable[..., object],
+        *args: object,
+        context: contextvars.Context | None = None,
+    ) -> asyncio.TimerHandle:
+        return self._schedule(when, callback, args, context, next(self._timer_order))
+
+    def call_first_at(
+        self, when: float, callback: Callable[..., object], *args: object
+    ) -> asyncio.TimerHandle:
+        """`call_at`, run before the other timers due at the same instant."""
+        return self._schedule(when, callback, args, None, next(self._timer_order) - _FIRST)
+
+    def _schedule(
+        self,
+        when: float,
+        callback: Callable[..., object],
+        args: tuple[object, ...],
+        context: contextvars.Context | None,
+        order: int,
+    ) -> asyncio.TimerHandle:
+        # asyncio's own call_at, with an ordered timer.
+        if when is None:
+            raise TypeError("when cannot be None")
+        self._check_closed()  # type: ignore[attr-defined]
+        if self._debug:  # type: ignore[attr-defined]
+            self._check_thread()  # type: ignore[attr-defined]
+            self._check_callback(callback, "call_at")  # type: ignore[attr-defined]
+        timer = _MarketTimer(when, callback, args, self, context)
+        timer._order = order
+        if timer._source_traceback:
+            del timer._source_traceback[-1]
+        heapq.heappush(self._scheduled, timer)  # type: ignore[attr-defined]
+        timer._scheduled = True
+        return timer
 
     def has_ready(self) -> bool:
         return bool(self._ready)  # type: ignore[attr-defined]
@@ -363,6 +461,20 @@ class MarketTimeLoop(asyncio.SelectorEventLoop):
             self._timer_cancelled_count -= 1  # type: ignore[attr-defined]
             heapq.heappop(scheduled)._scheduled = False
         return scheduled[0]._when if scheduled else math.inf
+
+    def stopping(self) -> bool:
+        return bool(self._stopping)  # type: ignore[attr-defined]
+
+    def pop_due_timers(self) -> list[asyncio.TimerHandle]:
+        """The timers due now, in the order `_run_once` takes them off the heap."""
+        scheduled = self._scheduled  # type: ignore[attr-defined]
+        end_s = self.time() + self._clock_resolution
+        due = []
+        while scheduled and scheduled[0]._when < end_s:
+            handle = heapq.heappop(scheduled)
+            handle._scheduled = False
+            due.append(handle)
+        return due
 
     def _add_ready(self, handle: asyncio.Handle) -> None:
         self._ready.append(handle)  # type: ignore[attr-defined]

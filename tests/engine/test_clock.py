@@ -141,24 +141,106 @@ def test_a_periodic_call_runs_every_period_in_market_time_through_its_failures_u
     assert called == [250_000_000, 500_000_000, 750_000_000, 1_000_000_000]
 
 
-def test_advance_to_refuses_to_skip_a_timer_or_a_ready_callback():
+def test_timers_due_at_the_same_instant_run_in_the_order_they_were_scheduled():
+    clock = MarketClock(START_NS)
+    ran: list[int] = []
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        rng = random.Random(7)
+        for index in range(60):
+            loop.call_at(5.0, ran.append, index)
+            for _ in range(rng.randrange(4)):  # other timers come and go around them
+                loop.call_at(rng.uniform(0.0, 9.0), lambda: None)
+            if rng.random() < 0.5:
+                await asyncio.sleep(rng.uniform(0.0, 0.05))
+        await asyncio.sleep(10.0)
+
+    run(clock, main)
+    assert ran == list(range(60))
+
+
+def test_advance_to_refuses_to_pass_a_ready_callback_or_a_held_clock():
     clock = MarketClock(START_NS)
 
     async def main() -> None:
         loop = asyncio.get_running_loop()
-        handle = loop.call_later(1.0, lambda: None)
-        assert not clock.advance_to(START_NS + 2_000_000_000)  # the timer comes first
         assert clock.advance_to(START_NS + 500_000_000)  # nothing before this
         assert clock.time_ns() == START_NS + 500_000_000
-        handle.cancel()
         loop.call_soon(lambda: None)
         assert not clock.advance_to(START_NS + 600_000_000)  # a callback is ready
         await asyncio.sleep(0)
+        loop.call_later(1.0, lambda: None).cancel()
         assert clock.advance_to(START_NS + 3_000_000_000)  # the cancelled timer is no bar
         async with clock.hold():
             assert not clock.advance_to(START_NS + 4_000_000_000)
+        assert clock.time_ns() == START_NS + 3_000_000_000
 
     run(clock, main)
+
+
+def test_advance_to_runs_the_timers_due_before_it_at_their_own_times():
+    clock = MarketClock(START_NS)
+    happened: list[tuple[int, str]] = []
+
+    def note(name: str) -> None:
+        happened.append((clock.time_ns() - START_NS, name))
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        await asyncio.sleep(0)  # the loop has just polled its sockets: no poll is due
+        loop.call_later(1.5, note, "second")
+        loop.call_later(1.0, note, "first")
+        loop.call_later(1.0, lambda: loop.call_later(0.25, note, "scheduled by a timer"))
+        assert clock.advance_to(START_NS + 2_000_000_000)
+        note("frame")
+        # A timer that wakes a task leaves work ready: the loop must run it before the frame.
+        waiting = asyncio.ensure_future(asyncio.sleep(0.5))
+        await asyncio.sleep(0)
+        assert not clock.advance_to(START_NS + 3_000_000_000)
+        assert clock.time_ns() == START_NS + 2_500_000_000 and not waiting.done()
+        await clock.sleep_until(START_NS + 3_000_000_000)
+        assert waiting.done()
+        # Due with the frame (or a nanosecond before it): the loop orders the two timers.
+        loop.call_later(0.999_999_999, note, "with the frame")
+        assert not clock.advance_to(START_NS + 4_000_000_000)
+        assert clock.time_ns() == START_NS + 3_000_000_000
+
+    run(clock, main)
+    assert happened == [
+        (1_000_000_000, "first"),
+        (1_250_000_000, "scheduled by a timer"),
+        (1_500_000_000, "second"),
+        (2_000_000_000, "frame"),
+    ]
+
+
+def test_frames_played_through_advance_to_see_the_same_timers_as_through_the_loop():
+    """The replay's shortcut changes how many turns the loop takes, never what runs when."""
+
+    async def play(clock: MarketClock, shortcut: bool) -> list[list[tuple[int, str]]]:
+        rng = random.Random(11)
+        workers = asyncio.ensure_future(_workers(clock, 5))
+        in_order: list[tuple[int, str]] = []  # frames and ticks, as they ran
+        periodic = Periodic(0.2, lambda: in_order.append((clock.time_ns(), "tick")))
+        at_ns = START_NS
+        for frame in range(3_000):
+            at_ns += rng.choice((0, 1, 1_000, 2_000_000, 37_000_000, 250_000_000))
+            if not (shortcut and clock.advance_to(at_ns)):
+                await clock.sleep_until(at_ns)
+            in_order.append((clock.time_ns(), "frame"))
+            if frame % 64 == 0:
+                await asyncio.sleep(0)
+        periodic.cancel()
+        return [in_order, await workers]
+
+    results = []
+    for shortcut in (False, True):
+        clock = MarketClock(START_NS)
+        results.append(run(clock, lambda clock=clock, shortcut=shortcut: play(clock, shortcut)))
+    through_loop, shortcut = results
+    assert shortcut == through_loop
+    assert sum(name == "tick" for _, name in shortcut[0]) > 100
 
 
 def test_sleep_until_lands_on_the_exact_nanosecond():
