@@ -4,6 +4,7 @@ It holds the registered symbols, the last accepted exchange times, and a ring of
 recent accepted trades. The frame scanner admits trades into the ring directly (one kernel
 call per trade frame); the feature extractor reads new trades from it at the next book frame.
 Duplicates are found against the ring itself, so the de-duplication memory is the ring size.
+The kernels keep the GIL (`engine.feed.frame_kernel` says why).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ ADMITTED, DUPLICATE, OLDER_THAN_LAST = 0, 1, 2
 _NO_TRADE_YET = -(2**63)
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def admit_trade(state, trades, trade_ids, index, price, size, side, ts, trade_id):
     """Append one trade (oldest first) unless it is a duplicate or older than the last one.
 
@@ -58,7 +59,7 @@ def admit_trade(state, trades, trade_ids, index, price, size, side, ts, trade_id
     return ADMITTED
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def find_symbol(buf, start, end, names, state):
     """Row of the symbol spelled by buf[start:end], or -1."""
     length = end - start

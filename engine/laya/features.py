@@ -8,7 +8,8 @@ Kev and the console (`VENUE_SCALED_FEATURES`). State per symbol lives in one flo
 z-scores' statistics), so each frame costs O(1) apart from short bounded scans of the mid
 ring. Trades are read from the parser's `MarketTape` at the next book frame of either symbol;
 nothing is ever read from the future. `docs/features.md` documents each feature, and their
-shift between venues; `FEATURE_NAMES` is the authoritative order.
+shift between venues; `FEATURE_NAMES` is the authoritative order. The kernels keep the GIL,
+as the fast path's others do (`engine.feed.frame_kernel` says why).
 """
 
 from __future__ import annotations
@@ -337,12 +338,12 @@ class FeatureExtractorConfig:
             raise ValueError(f"FeatureExtractorConfig.symbols has duplicates: {self.symbols!r}")
 
 
-@njit(cache=True, nogil=True, _nrt=False, inline="always")
+@njit(cache=True, _nrt=False, inline="always")
 def _decay(dt_ms, tau_ms):
     return math.exp(-dt_ms / tau_ms) if dt_ms > 0.0 else 1.0
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def _consume_trades(state, row, tape_row, tape_state, tape_trades):
     """Fold the symbol's trades admitted since the last call into its trade statistics."""
     if tape_row < 0:
@@ -407,7 +408,7 @@ def _consume_trades(state, row, tape_row, tape_state, tape_trades):
     state[row, S_TRADES_READ] = total
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def _vpin_add(state, row, side, size):
     """Volume-synchronised buckets: each holds `bucket size` of volume split by aggressor."""
     bucket = state[row, S_VPIN_BUCKET_SIZE]
@@ -439,17 +440,17 @@ def _vpin_add(state, row, side, size):
             state[row, S_VPIN_SELL] = 0.0
 
 
-@njit(cache=True, nogil=True, _nrt=False, inline="always")
+@njit(cache=True, _nrt=False, inline="always")
 def _ring_mid(state, row, sequence):
     return state[row, _RING_MID + sequence % RING]
 
 
-@njit(cache=True, nogil=True, _nrt=False, inline="always")
+@njit(cache=True, _nrt=False, inline="always")
 def _ring_ts(state, row, sequence):
     return state[row, _RING_TS + sequence % RING]
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def _advance(state, row, pointer_field, ts, horizon_ms):
     """Newest ring entry at least `horizon_ms` old (amortised O(1)); -1 if none yet."""
     newest = int(state[row, S_RING_NEXT]) - 1
@@ -463,24 +464,24 @@ def _advance(state, row, pointer_field, ts, horizon_ms):
     return pointer if pointer >= oldest else -1
 
 
-@njit(cache=True, nogil=True, _nrt=False, inline="always")
+@njit(cache=True, _nrt=False, inline="always")
 def _bps_return(now, then):
     return (now / then - 1.0) * 1e4 if then > 0.0 else 0.0
 
 
-@njit(cache=True, nogil=True, _nrt=False, inline="always")
+@njit(cache=True, _nrt=False, inline="always")
 def _clip_z(z):
     """z-scores are clipped to +-10: a near-zero variance early on must not explode them."""
     return 10.0 if z > 10.0 else (-10.0 if z < -10.0 else z)
 
 
-@njit(cache=True, nogil=True, _nrt=False, inline="always")
+@njit(cache=True, _nrt=False, inline="always")
 def _ratio(a, b):
     total = a + b
     return (a - b) / total if total > _EPS else 0.0
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def _window_extremes(state, row, ts, window_ms):
     """(max mid, min mid) over ring entries no older than window_ms."""
     newest = int(state[row, S_RING_NEXT]) - 1
@@ -497,7 +498,7 @@ def _window_extremes(state, row, ts, window_ms):
     return high, low
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@njit(cache=True, _nrt=False)
 def compute_features(
     levels,
     n_bids,

@@ -9,7 +9,8 @@ loop over packed weights costs a few microseconds warm and stays far below ONNX 
 `mlp` and `mlp+emergency-head`: an optional Sub of the input mean, Gemm/Relu chains, the
 emergency head's Gather, ReduceLogSumExp, Add, Concat, and Softmax) and refuses, with the
 reason, anything else. `LayaClassifier` runs it only after it has agreed with ONNX Runtime on
-probe rows; the ONNX model stays the one artifact.
+probe rows; the ONNX model stays the one artifact. The kernel keeps the GIL, as the fast
+path's others do (`engine.feed.frame_kernel` says why).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ class NativeGraphError(ValueError):
     """The graph is not one the native kernel runs; the message says what differs."""
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True)
 def _dense(params, weights, bias, inputs, outputs, scratch, source, target):
     """scratch[target:+outputs] = scratch[source:+inputs] @ W + b, W packed [in, out]: the inner
     loop runs along a contiguous weight row, and inputs a ReLU zeroed are skipped."""
@@ -42,14 +43,14 @@ def _dense(params, weights, bias, inputs, outputs, scratch, source, target):
                 scratch[target + j] += value * params[row + j]
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True)
 def _relu(scratch, at, count):
     for j in range(count):
         if scratch[at + j] < 0.0:
             scratch[at + j] = 0.0
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True)
 def _chain(params, layout, at, scratch, source, hidden, width, target):
     """The Gemm/ReLU layers described from `layout[at]`, reading `scratch` at `source`: hidden
     layers alternate between the two buffers at `hidden`, the last writes at `target`.
@@ -69,7 +70,7 @@ def _chain(params, layout, at, scratch, source, hidden, width, target):
     return at
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True)
 def _forward(
     rows: np.ndarray, params: np.ndarray, layout: np.ndarray, scratch: np.ndarray
 ) -> np.ndarray:
