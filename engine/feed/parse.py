@@ -91,8 +91,10 @@ class FrameParser:
 
     Depth snapshot arrays come from a ring of `pool_size` preallocated buffers, so the hot path
     allocates none; a `BookSnapshot.levels` stays valid for the next `pool_size - 1` depth
-    frames. Consumers that keep a book longer (the UI, Kev's context) copy it. Accepted trades
-    go into `tape`, the per-symbol trade rings that `Trades` events point into.
+    frames, and a symbol's latest one until that symbol's next (the ring steps over it), so an
+    `OrderBook` holding it is right however long its symbol is quiet while another streams.
+    Consumers that keep an older book (the UI, Kev's context) copy it. Accepted trades go into
+    `tape`, the per-symbol trade rings that `Trades` events point into.
     """
 
     def __init__(
@@ -105,8 +107,11 @@ class FrameParser:
         max_symbols: int = 8,
         max_trades_per_frame: int = 64,
     ) -> None:
-        if pool_size < 2 or pool_size & (pool_size - 1):
-            raise ValueError(f"pool_size must be a power of two >= 2, got {pool_size}")
+        if pool_size <= max_symbols or pool_size & (pool_size - 1):
+            raise ValueError(
+                f"pool_size must be a power of two above max_symbols ({max_symbols}): every "
+                f"symbol's latest book keeps its buffer; got {pool_size}"
+            )
         if depth_capacity < 1:
             raise ValueError(f"depth_capacity must be >= 1, got {depth_capacity}")
         self.stats = ParseStats()
@@ -117,6 +122,9 @@ class FrameParser:
         self._slots = list(self._pool)
         self._slot_mask = pool_size - 1
         self._next_slot = 0
+        self._latest_slot = [-1] * max_symbols
+        """Per tape row, the slot of the symbol's latest book; the ring steps over these."""
+        self._held = [False] * pool_size
         self._last_incremental_ts: dict[str, int] = {}
 
     def parse(self, raw: bytes, recv_ns: int) -> ParsedFrame | None:
@@ -131,7 +139,7 @@ class FrameParser:
         if status == OK:
             stats.fast_path += 1
             if kind == DEPTH:
-                self._next_slot = (self._next_slot + 1) & self._slot_mask
+                self._keep_latest(row)
                 stats.depth_snapshots += 1
                 # tuple.__new__ skips NamedTuple's Python-level __new__ (~0.2 us).
                 return _new_tuple(
@@ -159,6 +167,23 @@ class FrameParser:
         except _Rejected as rejected:
             stats.rejected[rejected.reason] += 1
             return None
+
+    def _keep_latest(self, row: int) -> None:
+        """The slot just filled holds `row`'s latest book until its next: release the one before
+        and move the ring on to the next slot no symbol's latest book holds."""
+        slot = self._next_slot
+        held = self._held
+        latest = self._latest_slot
+        previous = latest[row]
+        if previous >= 0:
+            held[previous] = False
+        latest[row] = slot
+        held[slot] = True
+        mask = self._slot_mask
+        slot = (slot + 1) & mask
+        while held[slot]:  # at most max_symbols steps: the pool is larger
+            slot = (slot + 1) & mask
+        self._next_slot = slot
 
     def _count_refused_trades(self, duplicates: int, older: int) -> None:
         rejected = self.stats.rejected
@@ -247,7 +272,7 @@ class FrameParser:
         if ts < state[row, LAST_DEPTH_TS]:
             raise _Rejected(RejectReason.TS_BACKWARDS)
         state[row, LAST_DEPTH_TS] = ts
-        self._next_slot = (self._next_slot + 1) & self._slot_mask
+        self._keep_latest(row)
         self.stats.depth_snapshots += 1
         return BookSnapshot(
             self.tape.symbols[row], channel, levels, n_bids, n_asks, ts, seq, recv_ns

@@ -22,7 +22,8 @@ class FeedSink(Protocol):
     """Receives a feed's output synchronously on the feed's event loop.
 
     Both methods run on the hot path: they must return quickly and never block. A
-    `BookSnapshot.levels` array belongs to the parser's buffer ring; copy it to keep it.
+    `BookSnapshot.levels` array belongs to the parser's buffer ring, which keeps only each
+    symbol's latest book for as long as it is the latest; copy it to keep it.
     """
 
     def on_market(self, frame: MarketFrame) -> None: ...

@@ -72,7 +72,7 @@ class FrameTarget:
     name = "frames"
 
     def __init__(self) -> None:
-        self.parser = FrameParser(SYMBOLS, pool_size=4)
+        self.parser = FrameParser(SYMBOLS, pool_size=4, max_symbols=len(SYMBOLS))
         self.books = {symbol: OrderBook(symbol) for symbol in SYMBOLS}
         self.incremental = {symbol: IncrementalBook(symbol) for symbol in SYMBOLS}
         self.private_events: list[object] = []

@@ -244,16 +244,39 @@ def test_symbols_outside_the_configured_set_are_rejected():
 
 
 def test_snapshot_buffers_are_reused_only_after_the_pool_wraps():
-    parser = FrameParser(pool_size=4)
+    parser = FrameParser(pool_size=4, max_symbols=2)
     books = [parser.parse(depth_frame([[str(100 + i), "1"]], [["500", "1"]]), i) for i in range(4)]
     assert [b.bid_prices[0] for b in books] == [100.0, 101.0, 102.0, 103.0]
     parser.parse(depth_frame([["104", "1"]], [["500", "1"]]), 5)
     assert books[0].bid_prices[0] == 104.0  # the documented contract: copy to keep longer
 
 
-def test_pool_size_must_be_a_power_of_two():
-    with pytest.raises(ValueError, match="power of two"):
-        FrameParser(pool_size=3)
+def test_a_quiet_symbols_latest_book_keeps_its_buffer_while_another_symbol_streams():
+    parser = FrameParser(pool_size=8, max_symbols=2)
+    quiet = parser.parse(depth_frame([["100", "1"]], [["101", "2"]], symbol="ETHUSDT"), 1)
+    for n in range(50):  # the ring wraps six times over, through the scanner and orjson's path
+        frame = orjson.loads(depth_frame([[str(60_000 + n), "1"]], [["70000", "1"]]))
+        frame["data"][0]["ts"] = str(1726000000150 + n)
+        if n % 7 == 0:  # `data` before `arg`: the scanner leaves it to orjson
+            frame = {"data": frame.pop("data"), **frame}
+        assert parser.parse(orjson.dumps(frame), 2 + n) is not None
+    # orjson's path took the 8 with `data` first and ETHUSDT's first (it registers a symbol)
+    assert parser.stats.fast_path == 50 - 8
+    assert quiet.bid_prices[0] == 100.0 and quiet.ask_prices[0] == 101.0
+    parser.parse(
+        depth_frame([["99", "1"]], [["101", "2"]], symbol="ETHUSDT", ts="1726000000999"), 60
+    )
+    for n in range(8):  # no longer the latest: reused in its turn
+        parser.parse(
+            depth_frame([["50", "1"]], [["70000", "1"]], ts=str(1726000001000 + n)), 61 + n
+        )
+    assert quiet.bid_prices[0] == 50.0
+
+
+@pytest.mark.parametrize("pool_size", [3, 6, 8])
+def test_pool_size_must_be_a_power_of_two_above_the_symbols(pool_size: int):
+    with pytest.raises(ValueError, match="power of two above max_symbols"):
+        FrameParser(pool_size=pool_size, max_symbols=8)
 
 
 def reference_trades(raw: bytes) -> list[tuple]:
