@@ -114,7 +114,17 @@ class MarketClock:
     def run(self, main: Coroutine[Any, Any, _T]) -> _T:
         """Run the engine's coroutine on this clock's loop."""
         with asyncio.Runner(loop_factory=self.new_loop) as runner:
-            return runner.run(main)
+            return runner.run(self._joining_threads(main))
+
+    async def _joining_threads(self, main: Coroutine[Any, Any, _T]) -> _T:
+        try:
+            return await main
+        finally:
+            # The Runner joins the default executor's threads with a time limit on the loop's
+            # clock (300 s from Python 3.12), which market time passes at once: the join gave
+            # up with a RuntimeWarning and the clock jumped 300 s. Join them held, first.
+            async with self.hold():
+                await asyncio.get_running_loop().shutdown_default_executor()
 
     def require_loop(self) -> None:
         """Refuse to run a replay on a loop whose time is not this clock's."""

@@ -15,8 +15,7 @@ START_NS = 1_700_000_000_123_456_789
 
 
 def run(clock: MarketClock, main):
-    with asyncio.Runner(loop_factory=clock.new_loop) as runner:
-        return runner.run(main())
+    return clock.run(main())
 
 
 async def _workers(clock: MarketClock, seed: int) -> list[tuple[int, str]]:
