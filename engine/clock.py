@@ -143,19 +143,20 @@ class MarketClock:
         if self._holds or loop is None or loop.has_ready():
             return False
         at_s = (at_ns - self._origin_ns) / 1e9
-        while loop.next_timer_s() <= at_s:
-            if not self._run_due_timers(loop, at_ns) or loop.has_ready():
+        while (next_s := loop.next_timer_s()) <= at_s:
+            if not self._run_due_timers(loop, next_s, at_ns) or loop.has_ready():
                 return False
         if self._speed is not None and self._real_wait_s(at_ns) >= _MIN_PACING_WAIT_S:
             return False
         self._now_ns = at_ns
         return True
 
-    def _run_due_timers(self, loop: MarketTimeLoop, before_ns: int) -> bool:
-        """One turn of the loop, run here: jump to the next timer and run the timers due then,
-        as `_run_once` would with nothing ready and no I/O, when that timer is due well before
-        `before_ns` (the frame's time, whose own timer would come later). A periodic check
-        then costs its callback, not the replay's step split into four turns of the loop.
+    def _run_due_timers(self, loop: MarketTimeLoop, next_s: float, before_ns: int) -> bool:
+        """One turn of the loop, run here: jump to the next timer (due at loop time `next_s`)
+        and run the timers due then, as `_run_once` would with nothing ready and no I/O, when
+        that timer is due well before `before_ns` (the frame's time, whose own timer would
+        come later). A periodic check then costs its callback, not the replay's step split
+        into four turns of the loop.
         False (nothing run) when the loop must turn itself: it is stopping, a real timer is
         pending, its sockets are due a poll, or the pace owes a wait."""
         if (
@@ -164,7 +165,7 @@ class MarketClock:
             or time.perf_counter() - self._polled_s >= _POLL_INTERVAL_S
         ):
             return False
-        timeout_s = loop.next_timer_s() - loop.time()
+        timeout_s = next_s - loop.time()
         if timeout_s > 0:
             target_ns = self._now_ns + max(1, round(timeout_s * 1e9))  # as `_select_timeout`
             if target_ns >= before_ns - 1:

@@ -124,7 +124,6 @@ class FrameParser:
         self._next_slot = 0
         self._latest_slot = [-1] * max_symbols
         """Per tape row, the slot of the symbol's latest book; the ring steps over these."""
-        self._held = [False] * pool_size
         self._last_incremental_ts: dict[str, int] = {}
 
     def parse(self, raw: bytes, recv_ns: int) -> ParsedFrame | None:
@@ -169,19 +168,13 @@ class FrameParser:
             return None
 
     def _keep_latest(self, row: int) -> None:
-        """The slot just filled holds `row`'s latest book until its next: release the one before
-        and move the ring on to the next slot no symbol's latest book holds."""
-        slot = self._next_slot
-        held = self._held
+        """The slot just filled holds `row`'s latest book until its next: move the ring on to
+        the next slot no symbol's latest book holds."""
         latest = self._latest_slot
-        previous = latest[row]
-        if previous >= 0:
-            held[previous] = False
-        latest[row] = slot
-        held[slot] = True
+        latest[row] = self._next_slot
         mask = self._slot_mask
-        slot = (slot + 1) & mask
-        while held[slot]:  # at most max_symbols steps: the pool is larger
+        slot = (self._next_slot + 1) & mask
+        while slot in latest:  # at most max_symbols steps: the pool is larger
             slot = (slot + 1) & mask
         self._next_slot = slot
 
