@@ -32,7 +32,6 @@ import asyncio
 import enum
 import logging
 import math
-import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -197,7 +196,7 @@ class KevHub:
         config: KevHubConfig,
         client: KevClient,
         gateway: RiskGateway,
-        clock: Callable[[], int] = time.time_ns,
+        clock: Callable[[], int] = WallClock.time_ns,
         *,
         hedge: HedgeAnalytics | None = None,
         mid_of: Callable[[str], float | None] | None = None,

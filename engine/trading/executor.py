@@ -28,7 +28,6 @@ import asyncio
 import contextlib
 import itertools
 import logging
-import time
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass
@@ -43,7 +42,7 @@ from engine.bitget.private_events import (
     PrivateStreamChanged,
     PrivateStreamState,
 )
-from engine.clock import Periodic
+from engine.clock import Periodic, WallClock
 from engine.journal import EntryKind, Journal, JournalBackpressure, JournalError, JournalFault
 from engine.pipeline import EventLog
 from engine.risk.events import RiskEvent, TradingState
@@ -127,7 +126,7 @@ class OrderExecutor:
         events: EventLog,
         *,
         session: str,
-        clock: Callable[[], int] = time.time_ns,
+        clock: Callable[[], int] = WallClock.time_ns,
         on_fill: Callable[[FillUpdate], None] | None = None,
         on_risk_event: Callable[[RiskEvent], None] | None = None,
     ) -> None:

@@ -21,7 +21,6 @@ from __future__ import annotations
 import asyncio
 import math
 import random
-import time
 from collections import Counter
 from collections.abc import Callable, Iterable
 
@@ -36,6 +35,7 @@ from engine.bitget.private_events import (
     PrivateStreamChanged,
     PrivateStreamState,
 )
+from engine.clock import WallClock
 from engine.feed.events import BookSnapshot
 from engine.feed.tape import Trades
 from engine.market.instruments import Instrument
@@ -76,7 +76,7 @@ class PaperVenue:
         self,
         config: PaperVenueConfig,
         instruments: Iterable[Instrument],
-        clock: Callable[[], int] = time.time_ns,
+        clock: Callable[[], int] = WallClock.time_ns,
     ) -> None:
         self.config = config
         self.account = SimAccount(

@@ -10,7 +10,6 @@ the venue protocol's three kinds: refused, outcome unknown, never sent.
 from __future__ import annotations
 
 import asyncio
-import time
 from collections import deque
 from collections.abc import Callable, Iterable
 from types import SimpleNamespace
@@ -32,6 +31,7 @@ from engine.bitget.rest import (
     BitgetRestError,
     BitgetTransportError,
 )
+from engine.clock import WallClock
 from engine.market.instruments import Instrument
 from engine.risk.intents import OrderIntent
 from engine.trading.venue import (
@@ -73,7 +73,7 @@ class RestVenue:
         *,
         private_ws_url: str,
         cancel_lane: bool = True,
-        wall_clock_ns: Callable[[], int] = time.time_ns,
+        wall_clock_ns: Callable[[], int] = WallClock.time_ns,
     ) -> None:
         self.name = name
         self._credentials = credentials
