@@ -11,18 +11,38 @@ emergency head's Gather, ReduceLogSumExp, Add, Concat, and Softmax) and refuses,
 reason, anything else. `LayaClassifier` runs it only after it has agreed with ONNX Runtime on
 probe rows; the ONNX model stays the one artifact. The kernel keeps the GIL, as the fast
 path's others do (`engine.feed.frame_kernel` says why).
+
+Reading a graph needs the `onnx` package, whose import takes ~0.8 s (its `ml_dtypes`) at every
+engine start. The packed weights are therefore kept in the user cache under the model file's
+SHA-256, with a digest of their own: a start with a model seen before reads them from there.
+A cache that cannot be read or written is passed over (the graph is read again).
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import os
+import tempfile
+import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numba
 import numpy as np
+import platformdirs
 
 _GEMM_DEFAULTS = {"alpha": 1.0, "beta": 1.0, "transA": 0, "transB": 0}
+_PACKING = 1
+"""The packed layout's version: a cached file of another version is read again from the graph."""
+_CACHE_KEPT = 32
+"""Packed models kept, the most recently used (a few tens of kB each)."""
+
+
+def native_cache_dir() -> Path:
+    """Where packed weights are kept: the user cache (`$XDG_CACHE_HOME/hft-console/laya-native`)."""
+    return platformdirs.user_cache_path("hft-console") / "laya-native"
 
 
 class NativeGraphError(ValueError):
@@ -121,46 +141,56 @@ class _Layer:
     bias: np.ndarray
 
 
+def pack(
+    feature_count: int,
+    mean: np.ndarray | None,
+    main: Sequence[_Layer],
+    head_inputs: np.ndarray | None,
+    head: Sequence[_Layer],
+) -> tuple[np.ndarray, np.ndarray]:
+    """The weights as one float64 array and the int64 layout `_forward` walks: features, mean
+    offset (-1: none), widest layer, classes, then each chain as its layer count and (inputs,
+    outputs, weight offset, bias offset) per layer, the head's chain after its gathered inputs."""
+    values: list[np.ndarray] = []
+    offset = 0
+
+    def put(array: np.ndarray) -> int:
+        nonlocal offset
+        start = offset
+        values.append(np.ascontiguousarray(array, dtype=np.float64).ravel())
+        offset += array.size
+        return start
+
+    mean_at = put(mean) if mean is not None else -1
+    widest = max(layer.weight.shape[1] for layer in (*main, *head))
+    classes = main[-1].weight.shape[1] + (1 if head else 0)
+    layout = [feature_count, mean_at, widest, classes, len(main)]
+    for layer in main:
+        inputs, outputs = layer.weight.shape
+        layout += [inputs, outputs, put(layer.weight), put(layer.bias)]
+    if head_inputs is not None and head:
+        layout += [head_inputs.size, *head_inputs.tolist(), len(head)]
+        for layer in head:
+            inputs, outputs = layer.weight.shape
+            layout += [inputs, outputs, put(layer.weight), put(layer.bias)]
+    else:
+        layout.append(0)
+    params = np.concatenate(values) if values else np.zeros(0)
+    return params, np.asarray(layout, dtype=np.int64)
+
+
 class NativeMlp:
     """A Laya MLP graph as packed float64 weights and one compiled forward pass."""
 
-    def __init__(
-        self,
-        feature_count: int,
-        mean: np.ndarray | None,
-        main: Sequence[_Layer],
-        head_inputs: np.ndarray | None,
-        head: Sequence[_Layer],
-    ) -> None:
-        values: list[np.ndarray] = []
-        offset = 0
-
-        def pack(array: np.ndarray) -> int:
-            nonlocal offset
-            start = offset
-            values.append(np.ascontiguousarray(array, dtype=np.float64).ravel())
-            offset += array.size
-            return start
-
-        mean_at = pack(mean) if mean is not None else -1
-        widest = max(layer.weight.shape[1] for layer in (*main, *head))
-        classes = main[-1].weight.shape[1] + (1 if head else 0)
-        layout = [feature_count, mean_at, widest, classes, len(main)]
-        for layer in main:
-            inputs, outputs = layer.weight.shape
-            layout += [inputs, outputs, pack(layer.weight), pack(layer.bias)]
-        if head_inputs is not None and head:
-            layout += [head_inputs.size, *head_inputs.tolist(), len(head)]
-            for layer in head:
-                inputs, outputs = layer.weight.shape
-                layout += [inputs, outputs, pack(layer.weight), pack(layer.bias)]
-        else:
-            layout.append(0)
+    def __init__(self, params: np.ndarray, layout: np.ndarray) -> None:
+        """From packed weights and their layout (`pack`)."""
+        feature_count, widest, classes = int(layout[0]), int(layout[2]), int(layout[3])
+        head_inputs = int(layout[5 + 4 * int(layout[4])])
+        gathered = head_inputs + 1 if head_inputs else 0
         self.feature_count = feature_count
         self.class_count = classes
-        self._params = np.concatenate(values) if values else np.zeros(0)
-        self._layout = np.asarray(layout, dtype=np.int64)
-        gathered = head_inputs.size + 1 if head_inputs is not None and head else 0
+        self._params = params
+        self._layout = layout
         self._scratch = np.zeros(feature_count + 2 * widest + classes + gathered, dtype=np.float64)
 
     def infer(self, features: np.ndarray) -> np.ndarray:
@@ -168,65 +198,124 @@ class NativeMlp:
         return _forward(features, self._params, self._layout, self._scratch)
 
     @classmethod
-    def from_model(cls, path: str | Path, feature_count: int) -> NativeMlp:
-        """Read the graph at `path`; raises `NativeGraphError` naming what it cannot run."""
+    def from_model(
+        cls, path: str | Path, feature_count: int, cache_dir: Path | None = None
+    ) -> NativeMlp:
+        """The graph at `path`, from the packed weights cached in `cache_dir` (default
+        `native_cache_dir()`) when they are there; raises `NativeGraphError` naming what it
+        cannot run."""
+        model = Path(path).read_bytes()
+        key = f"{hashlib.sha256(model).hexdigest()}-{feature_count}-v{_PACKING}"
+        folder = native_cache_dir() if cache_dir is None else cache_dir
+        cached = _read_packed(folder / f"{key}.npz", key)
+        if cached is not None:
+            return cls(*cached)
+        packed = _read_graph(model, feature_count)
+        _write_packed(folder, key, *packed)
+        return cls(*packed)
+
+
+def _digest(key: str, params: np.ndarray, layout: np.ndarray) -> str:
+    return hashlib.sha256(key.encode() + params.tobytes() + layout.tobytes()).hexdigest()
+
+
+def _read_packed(path: Path, key: str) -> tuple[np.ndarray, np.ndarray] | None:
+    """The packed weights cached at `path`, or None when absent or not intact (the kernel
+    indexes by the layout unchecked: only a file whose digest matches is used)."""
+    try:
+        with np.load(path, allow_pickle=False) as stored:
+            params, layout, digest = stored["params"], stored["layout"], str(stored["digest"])
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
+        return None
+    if (
+        params.dtype != np.float64
+        or layout.dtype != np.int64
+        or params.ndim != 1
+        or layout.ndim != 1
+    ):
+        return None
+    if digest != _digest(key, params, layout):
+        return None
+    with contextlib.suppress(OSError):
+        os.utime(path)  # recently used: the last to be pruned
+    return params, layout
+
+
+def _write_packed(folder: Path, key: str, params: np.ndarray, layout: np.ndarray) -> None:
+    """Keep the packed weights for the next start (atomically: a reader sees a whole file)."""
+    with contextlib.suppress(OSError):
+        folder.mkdir(parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(dir=folder, suffix=".tmp")
         try:
-            import onnx
-            from onnx import numpy_helper
-        except ImportError as error:
-            raise NativeGraphError(f"the onnx package is missing: {error}") from None
-        model = onnx.load(str(path))
-        graph = model.graph
-        constants = {item.name: numpy_helper.to_array(item) for item in graph.initializer}
-        nodes = list(graph.node)
-        if len(graph.input) != 1 or len(graph.output) != 1:
-            raise NativeGraphError("the graph must have one input and one output")
-        reader = _GraphReader(nodes, constants)
-        current = graph.input[0].name
-        mean = None
-        if reader.peek("Sub"):
-            node = reader.take("Sub")
-            if node.input[0] != current:
-                raise NativeGraphError("the Sub node must read the graph's input")
-            mean = reader.constant(node.input[1], (feature_count,))
-            current = node.output[0]
-        centred = current
-        main, logits = reader.chain(current)
-        head_inputs = None
-        head: list[_Layer] = []
-        if reader.peek("Gather"):
-            gather = reader.take("Gather")
-            if gather.input[0] != centred or _attributes(gather).get("axis") != 1:
-                raise NativeGraphError("the emergency head must gather input features on axis 1")
-            head_inputs = reader.constant(gather.input[1], None).astype(np.int64).ravel()
-            if head_inputs.size == 0 or head_inputs.min() < 0 or head_inputs.max() >= feature_count:
-                raise NativeGraphError("the emergency head gathers features out of range")
-            head, log_odds = reader.chain(gather.output[0])
-            if head[-1].weight.shape[1] != 1:
-                raise NativeGraphError("the emergency head must end in one log-odds value")
-            reduce = reader.take("ReduceLogSumExp")
-            add = reader.take("Add")
-            concat = reader.take("Concat")
-            if (
-                list(reduce.input) != [logits]
-                or set(add.input) != {log_odds, reduce.output[0]}
-                or list(concat.input) != [logits, add.output[0]]
-                or _attributes(concat).get("axis") != 1
-                or _attributes(reduce).get("keepdims", 1) != 1
-                or list(_attributes(reduce).get("axes", [1])) not in ([1], [-1])
-            ):
-                raise NativeGraphError("the emergency head is not combined as export_mlp does")
-            logits = concat.output[0]
-        softmax = reader.take("Softmax")
-        if list(softmax.input) != [logits] or _attributes(softmax).get("axis", -1) not in (1, -1):
-            raise NativeGraphError("the graph must end in a Softmax over the class logits")
-        if reader.remaining or softmax.output[0] != graph.output[0].name:
-            raise NativeGraphError("the graph has nodes after its Softmax")
-        if main[0].weight.shape[0] != feature_count:
-            raise NativeGraphError(
-                f"the first layer takes {main[0].weight.shape[0]} inputs, not {feature_count}"
-            )
-        return cls(feature_count, mean, main, head_inputs, head)
+            with os.fdopen(handle, "wb") as file:
+                np.savez(file, params=params, layout=layout, digest=_digest(key, params, layout))
+            os.replace(temporary, folder / f"{key}.npz")
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(temporary)
+        kept = sorted(folder.glob("*.npz"), key=lambda path: path.stat().st_mtime, reverse=True)
+        for stale in kept[_CACHE_KEPT:]:
+            stale.unlink(missing_ok=True)
+
+
+def _read_graph(model: bytes, feature_count: int) -> tuple[np.ndarray, np.ndarray]:
+    """Read the graph; raises `NativeGraphError` naming what it cannot run."""
+    try:
+        import onnx
+        from onnx import numpy_helper
+    except ImportError as error:
+        raise NativeGraphError(f"the onnx package is missing: {error}") from None
+    graph = onnx.load_from_string(model).graph
+    constants = {item.name: numpy_helper.to_array(item) for item in graph.initializer}
+    nodes = list(graph.node)
+    if len(graph.input) != 1 or len(graph.output) != 1:
+        raise NativeGraphError("the graph must have one input and one output")
+    reader = _GraphReader(nodes, constants)
+    current = graph.input[0].name
+    mean = None
+    if reader.peek("Sub"):
+        node = reader.take("Sub")
+        if node.input[0] != current:
+            raise NativeGraphError("the Sub node must read the graph's input")
+        mean = reader.constant(node.input[1], (feature_count,))
+        current = node.output[0]
+    centred = current
+    main, logits = reader.chain(current)
+    head_inputs = None
+    head: list[_Layer] = []
+    if reader.peek("Gather"):
+        gather = reader.take("Gather")
+        if gather.input[0] != centred or _attributes(gather).get("axis") != 1:
+            raise NativeGraphError("the emergency head must gather input features on axis 1")
+        head_inputs = reader.constant(gather.input[1], None).astype(np.int64).ravel()
+        if head_inputs.size == 0 or head_inputs.min() < 0 or head_inputs.max() >= feature_count:
+            raise NativeGraphError("the emergency head gathers features out of range")
+        head, log_odds = reader.chain(gather.output[0])
+        if head[-1].weight.shape[1] != 1:
+            raise NativeGraphError("the emergency head must end in one log-odds value")
+        reduce = reader.take("ReduceLogSumExp")
+        add = reader.take("Add")
+        concat = reader.take("Concat")
+        if (
+            list(reduce.input) != [logits]
+            or set(add.input) != {log_odds, reduce.output[0]}
+            or list(concat.input) != [logits, add.output[0]]
+            or _attributes(concat).get("axis") != 1
+            or _attributes(reduce).get("keepdims", 1) != 1
+            or list(_attributes(reduce).get("axes", [1])) not in ([1], [-1])
+        ):
+            raise NativeGraphError("the emergency head is not combined as export_mlp does")
+        logits = concat.output[0]
+    softmax = reader.take("Softmax")
+    if list(softmax.input) != [logits] or _attributes(softmax).get("axis", -1) not in (1, -1):
+        raise NativeGraphError("the graph must end in a Softmax over the class logits")
+    if reader.remaining or softmax.output[0] != graph.output[0].name:
+        raise NativeGraphError("the graph has nodes after its Softmax")
+    if main[0].weight.shape[0] != feature_count:
+        raise NativeGraphError(
+            f"the first layer takes {main[0].weight.shape[0]} inputs, not {feature_count}"
+        )
+    return pack(feature_count, mean, main, head_inputs, head)
 
 
 class _GraphReader:

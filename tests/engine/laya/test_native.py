@@ -3,7 +3,9 @@ that runs it only where it agrees."""
 
 from __future__ import annotations
 
+import io
 import itertools
+import os
 
 import numpy as np
 import onnx
@@ -11,6 +13,7 @@ import onnxruntime as ort
 import pytest
 from onnx import helper
 
+from engine.laya import native
 from engine.laya.classifier import (
     CPU_PROVIDER,
     NATIVE_RUNNER,
@@ -88,7 +91,7 @@ def test_every_exported_family_runs_natively_as_onnx_runtime_does(
         emergency_head=emergency,
         **extra,
     )
-    kernel = NativeMlp.from_model(path, FEATURE_COUNT)
+    kernel = NativeMlp.from_model(path, FEATURE_COUNT, tmp_path / "cache")
     features = rows(300)
     expected = session_rows(path, features)
     got = kernel.infer(features)
@@ -98,6 +101,77 @@ def test_every_exported_family_runs_natively_as_onnx_runtime_does(
     assert np.allclose(got.sum(axis=1), 1.0, atol=1e-5)
     one = kernel.infer(features[7:8])
     assert np.array_equal(one, got[7:8])  # a row alone is the same row in a batch
+    # The next start reads the packed weights from the cache: the same kernel, bit for bit.
+    cached = NativeMlp.from_model(path, FEATURE_COUNT, tmp_path / "cache")
+    assert np.array_equal(cached.infer(features), got)
+
+
+def test_a_model_seen_before_is_read_from_the_cache_without_onnx(laya_model, tmp_path, monkeypatch):
+    cache = tmp_path / "cache"
+    first = NativeMlp.from_model(laya_model, FEATURE_COUNT, cache)
+    (stored,) = cache.iterdir()
+    assert stored.name.endswith(f"-{FEATURE_COUNT}-v1.npz")
+
+    def no_graph_reading(*args):
+        raise AssertionError("the graph was read again")
+
+    monkeypatch.setattr(native, "_read_graph", no_graph_reading)
+    features = rows(20)
+    assert np.array_equal(
+        NativeMlp.from_model(laya_model, FEATURE_COUNT, cache).infer(features),
+        first.infer(features),
+    )
+    # Another feature count is another key: that one is read from the graph (and refused).
+    monkeypatch.undo()
+    with pytest.raises(NativeGraphError, match="takes 128 inputs, not 64"):
+        NativeMlp.from_model(laya_model, 64, cache)
+
+
+def test_the_cache_keeps_the_most_recently_used_models(tmp_path, monkeypatch):
+    monkeypatch.setattr(native, "_CACHE_KEPT", 2)
+    cache = tmp_path / "cache"
+    models = {}
+    for seed in "abc":
+        rng = np.random.default_rng(ord(seed))
+        path = export_mlp(tmp_path / f"{seed}.onnx", layers(rng, (FEATURE_COUNT, 4)), metadata())
+        NativeMlp.from_model(path, FEATURE_COUNT, cache)
+        models[seed] = set(cache.iterdir())
+        if seed == "b":
+            (a_file,) = models["a"]
+            (b_file,) = models["b"] - models["a"]
+            os.utime(a_file, (1_000, 1_000))
+            os.utime(b_file, (2_000, 2_000))
+            NativeMlp.from_model(tmp_path / "a.onnx", FEATURE_COUNT, cache)  # a is used again
+    assert b_file not in models["c"] and a_file in models["c"] and len(models["c"]) == 2
+
+
+def test_a_damaged_or_unwritable_cache_is_passed_over(laya_model, tmp_path):
+    cache = tmp_path / "cache"
+    features = rows(20)
+    expected = NativeMlp.from_model(laya_model, FEATURE_COUNT, cache).infer(features)
+    (stored,) = cache.iterdir()
+    intact = stored.read_bytes()
+    with np.load(stored) as packed:
+        params, original, digest = packed["params"], packed["layout"], packed["digest"]
+    layout = original.copy()
+    layout[-1] += 1  # an index off by one, under the old digest
+    tampered = io.BytesIO()
+    np.savez(tampered, params=params, layout=layout, digest=digest)
+    damaged = {
+        "garbage": b"not a zip file",
+        "truncated": intact[: len(intact) // 2],
+        "tampered": tampered.getvalue(),
+    }
+    for name, content in damaged.items():
+        stored.write_bytes(content)
+        kernel = NativeMlp.from_model(laya_model, FEATURE_COUNT, cache)
+        assert np.array_equal(kernel.infer(features), expected), name
+        with np.load(stored) as rewritten:  # read again from the graph, and kept again
+            assert np.array_equal(rewritten["layout"], original), name
+    blocked = tmp_path / "blocked"
+    blocked.write_text("a file where the cache folder would be")
+    kernel = NativeMlp.from_model(laya_model, FEATURE_COUNT, blocked)
+    assert np.array_equal(kernel.infer(features), expected)
 
 
 def test_the_shipped_model_agrees_with_onnx_runtime():
