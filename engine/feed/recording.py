@@ -277,7 +277,7 @@ def _decodable_prefix(decompressor: zlib._Decompress, data: bytes) -> tuple[byte
 
 SYMBOL_SCAN_LINES = 200_000
 """How far into a recording its symbols are looked for."""
-_MARKET_CHANNELS = (b"books", b"trade")
+_MARKET_CHANNELS = ("books", "trade")
 
 
 def recording_symbols(path: str | os.PathLike[str], max_lines: int = SYMBOL_SCAN_LINES):
@@ -287,16 +287,34 @@ def recording_symbols(path: str | os.PathLike[str], max_lines: int = SYMBOL_SCAN
     for index, (_, raw) in enumerate(iter_recording(path)):
         if index >= max_lines:
             break
-        if b'"instId"' not in raw or not any(channel in raw for channel in _MARKET_CHANNELS):
+        if b'"instId"' not in raw or b'"data"' not in raw:
             continue
-        try:
-            frame = orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            continue
-        arg = frame.get("arg") if isinstance(frame, dict) else None
-        if not isinstance(arg, dict) or "data" not in frame:
+        arg = _frame_arg(raw)
+        if not isinstance(arg, dict):
             continue
         symbol, channel = arg.get("instId"), str(arg.get("channel", ""))
-        if isinstance(symbol, str) and symbol:
+        if isinstance(symbol, str) and symbol and channel.startswith(_MARKET_CHANNELS):
             books[symbol] += channel.startswith("books")
     return tuple(symbol for symbol, _ in books.most_common())
+
+
+def _frame_arg(raw: bytes) -> object:
+    """A pushed frame's `arg`: sliced out and parsed alone when it is the flat object Bitget
+    sends (a books frame is mostly its levels: half the time of parsing it whole), else from
+    the whole frame; None when the frame is not JSON or has no `data` (a frame cut short, the
+    usual damage, is caught by its end)."""
+    if not raw.rstrip().endswith(b"}"):
+        return None
+    start = raw.find(b'"arg"')
+    opening = raw.find(b"{", start)
+    closing = raw.find(b"}", opening)
+    if 0 <= start < opening < closing and raw[start + 5 : opening].strip() == b":":
+        try:
+            return orjson.loads(raw[opening : closing + 1])
+        except orjson.JSONDecodeError:
+            pass  # not flat after all (a brace inside a string)
+    try:
+        frame = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return None
+    return frame.get("arg") if isinstance(frame, dict) and "data" in frame else None

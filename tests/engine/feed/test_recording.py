@@ -15,6 +15,7 @@ from engine.feed.recording import (
     check_recording,
     encode_line,
     iter_recording,
+    recording_symbols,
 )
 
 T0 = 1_726_000_000_000_000_000
@@ -220,3 +221,23 @@ def test_the_check_of_a_missing_file_says_not_found(tmp_path):
     with pytest.raises(FileNotFoundError, match="recording not found") as raised:
         check_recording(missing)
     assert raised.value.filename == os.fspath(missing)
+
+
+def test_the_symbols_are_those_with_books_or_trades_busiest_first(tmp_path):
+    frames = [
+        b'{"event":"subscribe","arg":{"channel":"books15","instId":"ACKONLY"}}',  # no data
+        b'{"action":"snapshot","arg":{"channel":"trade","instId":"TRADEONLY"},"data":[]}',
+        b'{"action":"snapshot","arg":{"channel":"ticker","instId":"TICKER"},"data":[]}',
+        b'{"action":"snapshot","arg": {"channel":"books15","instId":"ETHUSDT"},"data":[]}',
+        *[b'{"action":"snapshot","arg":{"channel":"books15","instId":"BTCUSDT"},"data":[]}'] * 3,
+        # Not the flat object first: read from the whole frame.
+        b'{"data":[{"asks":[]}],"arg":{"channel":"books","instId":"ETHUSDT","x":"}"}}',
+        b'{"action":"snapshot","arg":{"channel":"books","instId":"ETH}USDT"},"data":[]}',
+        b'{"action":"snapshot","arg":"books15","data":[{"instId":"NOTANARG"}]}',
+        b'{"arg":{"channel":"books15","instId":"BROKEN"},"data":[',
+        b"not json at all, instId data",
+    ]
+    path = tmp_path / "symbols.gz"
+    path.write_bytes(gzip.compress(b"".join(encode_line(T0 + n, f) for n, f in enumerate(frames))))
+    assert recording_symbols(path) == ("BTCUSDT", "ETHUSDT", "ETH}USDT", "TRADEONLY")
+    assert recording_symbols(path, max_lines=4) == ("ETHUSDT", "TRADEONLY")
