@@ -34,8 +34,9 @@ import numpy as np
 import platformdirs
 
 _GEMM_DEFAULTS = {"alpha": 1.0, "beta": 1.0, "transA": 0, "transB": 0}
-_PACKING = 1
-"""The packed layout's version: a cached file of another version is read again from the graph."""
+_PACKING = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:12]
+"""This file's own fingerprint, part of every cache key: packed weights written by other code
+(another layout) are never read, they are read again from the graph."""
 _CACHE_KEPT = 32
 """Packed models kept, the most recently used (a few tens of kB each)."""
 
@@ -205,7 +206,7 @@ class NativeMlp:
         `native_cache_dir()`) when they are there; raises `NativeGraphError` naming what it
         cannot run."""
         model = Path(path).read_bytes()
-        key = f"{hashlib.sha256(model).hexdigest()}-{feature_count}-v{_PACKING}"
+        key = f"{hashlib.sha256(model).hexdigest()}-{feature_count}-{_PACKING}"
         folder = native_cache_dir() if cache_dir is None else cache_dir
         cached = _read_packed(folder / f"{key}.npz", key)
         if cached is not None:

@@ -110,7 +110,7 @@ def test_a_model_seen_before_is_read_from_the_cache_without_onnx(laya_model, tmp
     cache = tmp_path / "cache"
     first = NativeMlp.from_model(laya_model, FEATURE_COUNT, cache)
     (stored,) = cache.iterdir()
-    assert stored.name.endswith(f"-{FEATURE_COUNT}-v1.npz")
+    assert stored.name.endswith(f"-{FEATURE_COUNT}-{native._PACKING}.npz")
 
     def no_graph_reading(*args):
         raise AssertionError("the graph was read again")
