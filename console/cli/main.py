@@ -350,7 +350,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if command == "soak":
             return run_soak(args)
         if command == "backtest":
-            return run_backtest_command(args)
+            return run_backtest_command(args, arguments)
         if command == "import":
             return run_import(args)
         return _run(args)

@@ -583,9 +583,9 @@ class OrderExecutor:
             return
         now = self._clock()
         for client_oid in result.result():
-            order = self._orders.get(client_oid)
-            if order is not None:
-                self._cancelled(order, order.reason or "cancel all", now)
+            cancelled = self._orders.get(client_oid)
+            if cancelled is not None:
+                self._cancelled(cancelled, cancelled.reason or "cancel all", now)
 
     # Internals: state changes
 
