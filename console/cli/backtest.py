@@ -96,13 +96,20 @@ def add_backtest_parser(commands: argparse._SubParsersAction) -> None:
 
 def run_backtest_command(args: argparse.Namespace, arguments: Sequence[str] = ()) -> int:
     """`arguments`: the command line as given, which `--compiled` runs again in a child."""
-    if args.compiled:
-        return _run_compiled([argument for argument in arguments if argument != "--compiled"])
+    from engine.tools.backtest.compiled import TREE_ENV
+
+    if args.compiled and TREE_ENV not in os.environ:  # the child runs it, never again
+        child = [
+            argument
+            for argument in arguments  # `--compiled` and what argparse takes for it
+            if not (argument.startswith("--compi") and "--compiled".startswith(argument))
+        ]
+        return _run_compiled(child, quiet=args.quiet)
     with tempfile.TemporaryDirectory(prefix="hft-backtest-loops-") as scratch:
         return _backtest(args, Path(scratch))
 
 
-def _run_compiled(arguments: list[str]) -> int:
+def _run_compiled(arguments: list[str], *, quiet: bool) -> int:
     """The same command in a child process whose `engine` is the compiled tree (`-P`: the
     current folder, which may hold the source, does not come first on its path)."""
     from engine.tools.backtest.compiled import TREE_ENV, CompiledBuildError, compiled_tree
@@ -116,7 +123,7 @@ def _run_compiled(arguments: list[str]) -> int:
         )
 
     try:
-        tree = compiled_tree(on_build=building)
+        tree = compiled_tree(on_build=None if quiet else building)
     except (CompiledBuildError, OSError) as error:
         print(f"{name}: {error}", file=sys.stderr)
         return 2

@@ -10,6 +10,7 @@ import sys
 
 import pytest
 
+from console.cli import backtest as backtest_cli
 from console.cli.main import main
 from engine.tools.backtest import compiled
 from engine.tools.backtest.compiled import TREE_ENV, CompiledBuildError, compiled_tree, tree_key
@@ -51,9 +52,20 @@ def test_a_failed_build_names_its_log_and_leaves_nothing_half_built(tmp_path):
     assert [path.name for path in cache.iterdir()] == ["last-build.log"]
 
 
-def test_a_child_whose_engine_is_not_compiled_refuses(monkeypatch, tmp_path, capsys):
-    monkeypatch.setenv(TREE_ENV, str(tmp_path))
-    code = main(["backtest", "--quiet", "--replay", "unused.gz"])
+@pytest.mark.parametrize("flag", ["--compiled", "--compi"])
+def test_the_child_gets_the_command_line_without_the_flag(monkeypatch, flag):
+    children = []
+    monkeypatch.setattr(
+        backtest_cli, "_run_compiled", lambda child, quiet: children.append((child, quiet)) or 0
+    )
+    assert main(["backtest", "--replay", "a.gz", flag, "--json"]) == 0
+    assert children == [(["backtest", "--replay", "a.gz", "--json"], False)]
+
+
+@pytest.mark.parametrize("flag", [[], ["--compiled"]])
+def test_a_child_whose_engine_is_not_compiled_refuses(monkeypatch, tmp_path, capsys, flag):
+    monkeypatch.setenv(TREE_ENV, str(tmp_path))  # a child: --compiled is not run again
+    code = main(["backtest", "--quiet", "--replay", "unused.gz", *flag])
     _, err = capsys.readouterr()
     assert code == 2 and err.count("\n") == 1
     assert f"the compiled engine in {tmp_path} did not load" in err
