@@ -1,7 +1,9 @@
 """Time comes from one place: the engine's code that runs in a replay reads the time and waits
 through the engine's clock (`engine.clock`), never through the wall clock, so a recording plays
 in market time at any speed. `time.perf_counter` stays allowed (CPU time: stage latencies, the
-reaction), and so does `loop.time()` (market time on the engine's loop). The live venue
+reaction), and so do `loop.time()`, `asyncio.sleep` and `call_later` (on the engine's loop they
+are market time in a replay; the Laya warmer, which waits on real idle time, is not started
+there). The live venue
 (`engine.bitget`), the simulator (`engine.sim`), the tools and the lab run on the wall clock by
 design; the few runtime places that must read it are listed with the reason."""
 

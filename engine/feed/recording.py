@@ -278,6 +278,7 @@ def _decodable_prefix(decompressor: zlib._Decompress, data: bytes) -> tuple[byte
 SYMBOL_SCAN_LINES = 200_000
 """How far into a recording its symbols are looked for."""
 _MARKET_CHANNELS = ("books", "trade")
+_ARG_KEY = b'"arg"'
 
 
 def recording_symbols(path: str | os.PathLike[str], max_lines: int = SYMBOL_SCAN_LINES):
@@ -305,10 +306,10 @@ def _frame_arg(raw: bytes) -> object:
     usual damage, is caught by its end)."""
     if not raw.rstrip().endswith(b"}"):
         return None
-    start = raw.find(b'"arg"')
+    start = raw.find(_ARG_KEY)
     opening = raw.find(b"{", start)
     closing = raw.find(b"}", opening)
-    if 0 <= start < opening < closing and raw[start + 5 : opening].strip() == b":":
+    if 0 <= start < opening < closing and raw[start + len(_ARG_KEY) : opening].strip() == b":":
         try:
             return orjson.loads(raw[opening : closing + 1])
         except orjson.JSONDecodeError:

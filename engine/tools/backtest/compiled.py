@@ -53,8 +53,15 @@ TREE_ENV = "HFT_COMPILED_ENGINE"
 """Set in the child process: the tree its `engine` is loaded from."""
 # mypy's checks that the compiled modules fail today, on narrowing it cannot follow (`type(x)
 # is C`, a NamedTuple field named `count`): mypyc then checks those values' types at run time.
-_RELAXED_CHECKS = ("arg-type", "assignment", "attr-defined", "has-type", "misc", "operator")
-_RELAXED_CHECKS += ("union-attr",)
+_RELAXED_CHECKS = (
+    "arg-type",
+    "assignment",
+    "attr-defined",
+    "has-type",
+    "misc",
+    "operator",
+    "union-attr",
+)
 _BUILD_LOG = "last-build.log"
 _TREES_KEPT = 2
 _ABANDONED_S = 86_400.0
