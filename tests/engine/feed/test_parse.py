@@ -12,6 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import engine.feed.parse as parse_module
 from engine.feed.events import (
     AggressorSide,
     BookSnapshot,
@@ -399,6 +400,27 @@ def assert_book_invariants(event) -> None:
         for print_ in event.prints:
             assert math.isfinite(print_.price) and print_.price > 0
             assert math.isfinite(print_.size) and print_.size > 0
+
+
+def test_only_a_bytes_frame_takes_the_scanners_compiled_entry(monkeypatch):
+    # The entry converts its arguments unchecked: anything but bytes goes through numba's
+    # dispatch, which types it.
+    parser = FrameParser()
+    dispatched = []
+    scan_frame = parse_module.scan_frame
+
+    def dispatch(raw, *arrays):
+        dispatched.append(type(raw))
+        return scan_frame(bytes(raw), *arrays)
+
+    monkeypatch.setattr(parse_module, "scan_frame", dispatch)
+    from_bytes = parser.parse(BOOKS15_DOC, 1)
+    assert dispatched == []
+    from_bytearray = parser.parse(bytearray(BOOKS15_DOC.replace(b"150", b"151")), 2)
+    assert dispatched == [bytearray]
+    assert isinstance(from_bytes, BookSnapshot) and isinstance(from_bytearray, BookSnapshot)
+    assert from_bytearray.exchange_ts_ms == from_bytes.exchange_ts_ms + 1
+    assert from_bytearray.bid_prices.tolist() == [64010.0, 64009.5]
 
 
 @settings(max_examples=500, suppress_health_check=[HealthCheck.too_slow])
