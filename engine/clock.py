@@ -24,7 +24,7 @@ import itertools
 import math
 import selectors
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sized
 from typing import Any, TypeVar
 
 _T = TypeVar("_T")
@@ -80,6 +80,11 @@ class MarketClock:
         self._speed = speed
         self._holds = 0
         self._loop: MarketTimeLoop | None = None
+        self._ready: Sized = ()
+        """The loop's ready callbacks (its own deque, read without a call)."""
+        self._timer_floor_s = -math.inf
+        """At most the loop time of the earliest live timer: `_schedule` lowers it, and
+        `advance_to` sets it when it looks at the heap. A frame before it needs no look."""
         self._pace_market_ns = start_ns
         self._pace_real_s = time.perf_counter()
         self._real_timers: list[tuple[float, int, asyncio.Handle]] = []
@@ -108,8 +113,9 @@ class MarketClock:
     def new_loop(self) -> MarketTimeLoop:
         if self._loop is not None:
             raise RuntimeError("a MarketClock drives one event loop")
-        self._loop = MarketTimeLoop(self)
-        return self._loop
+        self._loop = loop = MarketTimeLoop(self)
+        self._ready = loop.ready_callbacks()
+        return loop
 
     def run(self, main: Coroutine[Any, Any, _T]) -> _T:
         """Run the engine's coroutine on this clock's loop."""
@@ -139,13 +145,19 @@ class MarketClock:
         it to play a frame without a trip through the loop; False means: await `sleep_until`."""
         if at_ns <= self._now_ns:
             return True
-        loop = self._loop
-        if self._holds or loop is None or loop.has_ready():
+        if self._holds or self._ready:
             return False
         at_s = (at_ns - self._origin_ns) / 1e9
+        if at_s < self._timer_floor_s and self._speed is None:
+            self._now_ns = at_ns  # most frames: no timer due before them, no pace to keep
+            return True
+        loop = self._loop
+        if loop is None:
+            return False
         while (next_s := loop.next_timer_s()) <= at_s:
             if not self._run_due_timers(loop, next_s, at_ns) or loop.has_ready():
                 return False
+        self._timer_floor_s = next_s
         if self._speed is not None and self._real_wait_s(at_ns) >= _MIN_PACING_WAIT_S:
             return False
         self._now_ns = at_ns
@@ -178,6 +190,17 @@ class MarketClock:
             if not handle.cancelled():  # an earlier one of the batch may have cancelled it
                 handle._run()
         return True
+
+    async def catch_up(self, at_ns: int) -> None:
+        """After `advance_to(at_ns)` said no: while callbacks ready to run are all that bar the
+        way, let the loop run them (a turn each; a sleep would cost a timer, a future and two
+        turns) and try again; then wait through the loop (`sleep_until`) for the rest. An
+        order's task, sent on one frame, usually runs before the next this way."""
+        while self._ready and not self._holds:
+            await asyncio.sleep(0)  # this task runs again after what was ready before it
+            if self.advance_to(at_ns):
+                return
+        await self.sleep_until(at_ns)
 
     async def sleep_until(self, at_ns: int) -> None:
         """Wait, through the loop, until market time reaches `at_ns`; first among the timers
@@ -347,7 +370,15 @@ class Periodic:
         try:
             self._callback()
         finally:  # the next period is timed from this one's end, as a sleep after the work was
-            self._handle = self._loop.call_later(self._interval_s, self._run)
+            if not self._handle.cancelled():  # not cancelled by the callback itself
+                self._schedule_next()
+
+    def _schedule_next(self) -> None:
+        loop = self._loop
+        if isinstance(loop, MarketTimeLoop):
+            loop.call_again(self._handle, self._interval_s)
+        else:
+            self._handle = loop.call_later(self._interval_s, self._run)
 
     def cancel(self) -> None:
         self._handle.cancel()
@@ -457,12 +488,30 @@ class MarketTimeLoop(asyncio.SelectorEventLoop):
         timer._order = order
         if timer._source_traceback:
             del timer._source_traceback[-1]
-        heapq.heappush(self._scheduled, timer)  # type: ignore[attr-defined]
-        timer._scheduled = True
+        self._push(timer, when)
         return timer
+
+    def call_again(self, timer: asyncio.TimerHandle, delay_s: float) -> None:
+        """Schedule `timer`, which has run, to run again `delay_s` from now: a periodic timer
+        without a new handle (and a context copy) every period."""
+        when = self.time() + delay_s
+        timer._when = when  # type: ignore[attr-defined]
+        timer._order = next(self._timer_order)  # type: ignore[attr-defined]
+        self._push(timer, when)
+
+    def _push(self, timer: asyncio.TimerHandle, when: float) -> None:
+        clock = self.clock
+        if when < clock._timer_floor_s:
+            clock._timer_floor_s = when
+        heapq.heappush(self._scheduled, timer)  # type: ignore[attr-defined]
+        timer._scheduled = True  # type: ignore[attr-defined]
 
     def has_ready(self) -> bool:
         return bool(self._ready)  # type: ignore[attr-defined]
+
+    def ready_callbacks(self) -> Sized:
+        """The deque of ready callbacks itself (asyncio keeps the one it made)."""
+        return self._ready  # type: ignore[attr-defined, no-any-return]
 
     def next_timer_s(self) -> float:
         """The loop time of the earliest live timer, inf when there is none."""

@@ -215,7 +215,7 @@ class ReplayFeed:
             self._bytes += len(raw)
             self._last_recv_ns = recv_ns
             if not clock.advance_to(recv_ns):
-                await clock.sleep_until(recv_ns)  # timers due first run first, in order
+                await clock.catch_up(recv_ns)  # timers due first run first, in order
             elif self._frames % yield_every == 0:
                 await asyncio.sleep(0)  # let stop() and the rest of the loop run
             try:

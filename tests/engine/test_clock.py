@@ -140,6 +140,26 @@ def test_a_periodic_call_runs_every_period_in_market_time_through_its_failures_u
     assert called == [250_000_000, 500_000_000, 750_000_000, 1_000_000_000]
 
 
+@pytest.mark.parametrize("market", [True, False])
+def test_a_periodic_call_cancelled_by_its_own_callback_runs_no_more(market):
+    clock = MarketClock(START_NS, None) if market else WallClock()
+    called: list[int] = []
+    periodic: list[Periodic] = []
+
+    def check() -> None:
+        called.append(len(called))
+        if len(called) == 3:
+            periodic[0].cancel()
+
+    async def main() -> None:
+        periodic.append(Periodic(0.01, check))
+        await asyncio.sleep(0.1)
+        assert asyncio.get_running_loop()._scheduled == []  # nothing left behind
+
+    clock.run(main())
+    assert called == [0, 1, 2]
+
+
 def test_timers_due_at_the_same_instant_run_in_the_order_they_were_scheduled():
     clock = MarketClock(START_NS)
     ran: list[int] = []
@@ -215,31 +235,44 @@ def test_advance_to_runs_the_timers_due_before_it_at_their_own_times():
 
 
 def test_frames_played_through_advance_to_see_the_same_timers_as_through_the_loop():
-    """The replay's shortcut changes how many turns the loop takes, never what runs when."""
+    """The replay's shortcuts change how many turns the loop takes, never what runs when: a
+    frame waits through the loop, or moves the clock at once (`advance_to`) and otherwise
+    waits (`sleep_until`), or lets what is ready run first (`catch_up`)."""
 
-    async def play(clock: MarketClock, shortcut: bool) -> list[list[tuple[int, str]]]:
+    async def play(clock: MarketClock, wait: str) -> list[list[tuple[int, str]]]:
         rng = random.Random(11)
         workers = asyncio.ensure_future(_workers(clock, 5))
-        in_order: list[tuple[int, str]] = []  # frames and ticks, as they ran
+        in_order: list[tuple[int, str]] = []  # frames, ticks and answers, as they ran
         periodic = Periodic(0.2, lambda: in_order.append((clock.time_ns(), "tick")))
+
+        async def order(frame: int) -> None:  # as the paper venue answers one, later
+            in_order.append((clock.time_ns(), f"sent {frame}"))
+            await asyncio.sleep(rng.choice((0.0, 0.000_5, 0.005)))
+            in_order.append((clock.time_ns(), f"answered {frame}"))
+
         at_ns = START_NS
+        orders = []
         for frame in range(3_000):
             at_ns += rng.choice((0, 1, 1_000, 2_000_000, 37_000_000, 250_000_000))
-            if not (shortcut and clock.advance_to(at_ns)):
-                await clock.sleep_until(at_ns)
+            if wait == "loop" or not clock.advance_to(at_ns):
+                await (clock.catch_up if wait == "catch_up" else clock.sleep_until)(at_ns)
             in_order.append((clock.time_ns(), "frame"))
+            if frame % 3 == 0:
+                orders.append(asyncio.ensure_future(order(frame)))
             if frame % 64 == 0:
                 await asyncio.sleep(0)
         periodic.cancel()
+        await asyncio.gather(*orders)
         return [in_order, await workers]
 
-    results = []
-    for shortcut in (False, True):
+    results = {}
+    for wait in ("loop", "sleep_until", "catch_up"):
         clock = MarketClock(START_NS)
-        results.append(run(clock, lambda clock=clock, shortcut=shortcut: play(clock, shortcut)))
-    through_loop, shortcut = results
-    assert shortcut == through_loop
-    assert sum(name == "tick" for _, name in shortcut[0]) > 100
+        results[wait] = run(clock, lambda clock=clock, wait=wait: play(clock, wait))
+    assert results["sleep_until"] == results["loop"]
+    assert results["catch_up"] == results["loop"]
+    assert sum(name == "tick" for _, name in results["loop"][0]) > 100
+    assert sum(name.startswith("answered") for _, name in results["loop"][0]) == 1_000
 
 
 def test_sleep_until_lands_on_the_exact_nanosecond():
