@@ -253,7 +253,9 @@ class Journal:
         # SimpleQueue (C, no locks of its own to take) with the bound kept here: a plain
         # append is on the order path, and queue.Queue's put took ~1.5 us of it.
         self._queue: queue.SimpleQueue[object] = queue.SimpleQueue()
-        self._thread: threading.Thread | None = None
+        # Not `_thread`: compiled (backtest --compiled), its C field would be `__thread`, a
+        # C keyword.
+        self._writer: threading.Thread | None = None
         self._fault: JournalFault | None = None
         self._secret_needles: tuple[tuple[str, bytes], ...] = ()
         self._counter_lock = threading.Lock()
@@ -275,22 +277,22 @@ class Journal:
 
     def start(self) -> None:
         """Open the database and start the writer; raises `JournalFault` if it cannot write."""
-        if self._thread is not None:
+        if self._writer is not None:
             raise RuntimeError("Journal is already started")
         if self._fault is not None:
             raise self._fault
         ready = threading.Event()
-        self._thread = threading.Thread(
+        self._writer = threading.Thread(
             target=self._run_writer, args=(ready,), name="journal-writer", daemon=True
         )
-        self._thread.start()
+        self._writer.start()
         ready.wait()
         if self._fault is not None:
             raise self._fault
 
     def stop(self) -> None:
         """Commit everything appended so far and close. Safe to call more than once."""
-        thread = self._thread
+        thread = self._writer
         if thread is None:
             return
         if thread.is_alive():
@@ -303,7 +305,7 @@ class Journal:
                     "entries not yet committed are lost if the process exits"
                 ) from None
             thread.join(_STOP_TIMEOUT_S)
-        self._thread = None
+        self._writer = None
 
     # State
 
@@ -451,7 +453,7 @@ class Journal:
     def _check_usable(self) -> None:
         if self._fault is not None:
             raise self._fault
-        if self._thread is None:
+        if self._writer is None:
             raise RuntimeError("Journal is not started")
 
     def _refused(self) -> JournalBackpressure:
@@ -607,8 +609,9 @@ def _insert(connection: sqlite3.Connection, rows: list[tuple[int, str, bytes]]) 
         start += count
 
 
-class _JournalFileGone(OSError):
-    """The database file's path no longer names the file the writer has open."""
+class _JournalFileGone(Exception):
+    """The database file's path no longer names the file the writer has open. (Not an OSError:
+    mypyc compiles no subclass of one.)"""
 
 
 def _file_identity(path: Path) -> tuple[int, int] | None:

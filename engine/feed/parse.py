@@ -306,7 +306,7 @@ class FrameParser:
         self.stats.book_updates += 1
         return BookUpdate(symbol, is_snapshot, bids, asks, checksum, seq, pseq, ts, recv_ns)
 
-    def _trades(self, row: int, data: list, recv_ns: int) -> Trades | None:
+    def _trades(self, row: int, data: list[object], recv_ns: int) -> Trades | None:
         tape = self.tape
         first = tape.trade_total(row)
         admitted = duplicates = older = 0
