@@ -142,7 +142,7 @@ class MarketClock:
     def advance_to(self, at_ns: int) -> bool:
         """Move market time to `at_ns` at once, when nothing can happen in between: no callback
         ready, no timer due before it, nothing held, and no pacing wait owed. The replay uses
-        it to play a frame without a trip through the loop; False means: await `sleep_until`."""
+        it to play a frame without a trip through the loop; False means: await `catch_up`."""
         if at_ns <= self._now_ns:
             return True
         if self._holds or self._ready:
