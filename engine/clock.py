@@ -155,7 +155,7 @@ class MarketClock:
         if loop is None:
             return False
         while (next_s := loop.next_timer_s()) <= at_s:
-            if not self._run_due_timers(loop, next_s, at_ns) or loop.has_ready():
+            if not self._run_due_timers(loop, next_s, at_ns) or self._ready:
                 return False
         self._timer_floor_s = next_s
         if self._speed is not None and self._real_wait_s(at_ns) >= _MIN_PACING_WAIT_S:
@@ -433,7 +433,7 @@ class _MarketSelector(selectors.DefaultSelector):  # type: ignore[misc, valid-ty
         if target_ns is not None:
             if events and clock.speed is not None:
                 clock._now_ns = clock._paced_now_ns(target_ns)
-            elif not events and not loop.has_ready():
+            elif not events and not clock._ready:
                 clock._now_ns = target_ns
                 clock.jumps += 1
         return events
@@ -505,9 +505,6 @@ class MarketTimeLoop(asyncio.SelectorEventLoop):
             clock._timer_floor_s = when
         heapq.heappush(self._scheduled, timer)  # type: ignore[attr-defined]
         timer._scheduled = True  # type: ignore[attr-defined]
-
-    def has_ready(self) -> bool:
-        return bool(self._ready)  # type: ignore[attr-defined]
 
     def ready_callbacks(self) -> Sized:
         """The deque of ready callbacks itself (asyncio keeps the one it made)."""
