@@ -9,6 +9,7 @@ import sqlite3
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
@@ -272,6 +273,52 @@ def test_full_queue_pushes_back_instead_of_dropping(journal_path: Path) -> None:
     journal.stop()
     assert [e.payload["n"] for e in read_journal(journal_path)] == [0, 1, 2, 3, 4, 5]
     assert journal.fault is None
+
+
+@pytest.mark.parametrize(("capacity", "batch_max", "gathered"), [(65_536, 8, 8), (10, 4_096, 5)])
+def test_a_journal_that_is_not_durable_gathers_until_a_batch_is_waiting(
+    journal_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capacity: int,
+    batch_max: int,
+    gathered: int,
+) -> None:
+    # Gathering for an hour: only a wake-up commits anything in this test's time.
+    monkeypatch.setattr(journal_module, "_GATHER_S", 3600.0)
+    config = JournalConfig(
+        journal_path, queue_capacity=capacity, batch_max=batch_max, durable=False
+    )
+    journal = Journal(config)
+    journal.start()
+    try:
+        for n in range(gathered - 1):
+            journal.append("fill", {"n": n}, T0 + n)
+        assert journal.stats().committed == 0
+        journal.append("fill", {"n": gathered - 1}, T0 + gathered)  # a batch (or half the room)
+        eventually_blocking(
+            lambda: journal.stats().committed == gathered, 5, "the gathered batch to commit"
+        )
+        journal.append("fill", {"n": "last"}, T0 + 100)
+        started = time.perf_counter()
+    finally:
+        journal.stop()  # wakes the writer: the last entry is committed, not lost
+    assert time.perf_counter() - started < 60  # not the gathering hour
+    assert [e.payload["n"] for e in read_journal(journal_path)][-1] == "last"
+
+
+def test_a_flush_wakes_a_gathering_journal(
+    journal_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(journal_module, "_GATHER_S", 3600.0)
+    journal = Journal(JournalConfig(journal_path, durable=False))
+    journal.start()
+    try:
+        journal.append("fill", {"n": 0}, T0)
+        journal.flush()
+        assert journal.stats().committed == 1
+        assert journal.append_durable("fill", {"n": 1}, T0 + 1) == 2
+    finally:
+        journal.stop()
 
 
 def test_durable_append_that_is_not_committed_in_time_pushes_back(journal_path: Path) -> None:
