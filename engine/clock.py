@@ -18,14 +18,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import contextvars
 import heapq
 import itertools
 import math
-import selectors
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sized
-from typing import Any, TypeVar
+from collections.abc import Awaitable, Callable, Coroutine, Sized
+from typing import Any, ClassVar, TypeVar
+
+from engine.market_loop import MarketTimeLoop
 
 _T = TypeVar("_T")
 
@@ -43,7 +43,7 @@ class WallClock:
     """The system clock, for live trading and the simulator."""
 
     market = False
-    time_ns = staticmethod(time.time_ns)
+    time_ns: ClassVar[Callable[[], int]] = staticmethod(time.time_ns)
 
     def run(self, main: Coroutine[Any, Any, _T]) -> _T:
         """Run the engine's coroutine on a fresh event loop."""
@@ -226,17 +226,10 @@ class MarketClock:
 
     # Waiting on the real world
 
-    @contextlib.asynccontextmanager
-    async def hold(self) -> AsyncIterator[None]:
+    def hold(self) -> _Held:
         """Market time stands still inside (an fsync, a request to a server): only real waits
         may be awaited in it, never a market-time sleep."""
-        self._holds += 1
-        try:
-            yield
-        finally:
-            self._holds -= 1
-            if not self._holds:
-                self._reset_pace()  # the time held is not owed to the pace
+        return _Held(self)
 
     async def real_wait(self, awaitable: Awaitable[_T], timeout_s: float | None) -> _T:
         """Await with market time held, within `timeout_s` of real time (TimeoutError; None
@@ -332,6 +325,33 @@ class MarketClock:
                 due.append(handle)
         return due
 
+    def select(
+        self,
+        timeout: float | None,
+        poll: Callable[[float | None], list[tuple[Any, int]]],
+        loop: MarketTimeLoop,
+    ) -> list[tuple[Any, int]]:
+        """The loop's selector's `select` (`poll` is the system's): block on the real clock as
+        the pacing says, and move market time to the next timer when nothing real happened
+        meanwhile."""
+        wait_s, target_ns = self._select_timeout(timeout)
+        if target_ns is not None and wait_s:
+            self.paced_waits += 1
+        if wait_s == 0 and time.perf_counter() - self._polled_s < _POLL_INTERVAL_S:
+            events = []  # polled a moment ago: nothing to wait for, so no system call
+        else:
+            events = poll(wait_s)
+            self._polled_s = time.perf_counter()
+        for handle in self._due_real_timers():
+            loop._add_ready(handle)
+        if target_ns is not None:
+            if events and self._speed is not None:
+                self._now_ns = self._paced_now_ns(target_ns)
+            elif not events and not self._ready:
+                self._now_ns = target_ns
+                self.jumps += 1
+        return events
+
     def _select_timeout(self, timeout: float | None) -> tuple[float | None, int | None]:
         """For the loop's wait: (real seconds to block in select, market ns to move to after it
         when nothing woke it early; None stays)."""
@@ -349,6 +369,23 @@ class MarketClock:
         if real_timeout is not None:
             wait_s = min(wait_s, real_timeout)
         return wait_s, target_ns
+
+
+class _Held:
+    """`MarketClock.hold()`: a class, not a generator, so that the clock compiles (mypyc has no
+    async generators)."""
+
+    def __init__(self, clock: MarketClock) -> None:
+        self._clock = clock
+
+    async def __aenter__(self) -> None:
+        self._clock._holds += 1
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        clock = self._clock
+        clock._holds -= 1
+        if not clock._holds:
+            clock._reset_pace()  # the time held is not owed to the pace
 
 
 class Periodic:
@@ -387,154 +424,6 @@ class Periodic:
 def _wake(future: asyncio.Future[None]) -> None:
     if not future.done():
         future.set_result(None)
-
-
-_FIRST = 1 << 62
-"""Subtracted from a timer's scheduling number to run it first among those due with it."""
-
-
-class _MarketTimer(asyncio.TimerHandle):
-    """Ordered by due time, then by when it was scheduled. asyncio orders timers by due time
-    alone, so timers due at the same instant ran in whatever order the heap's history left
-    them: the paper venue's answers to a cancel and an order sent at once came back either
-    way round depending on which other timers had passed through the heap (the replay's own,
-    at another speed, or with `advance_to` running due timers itself)."""
-
-    __slots__ = ("_order",)
-
-    def __lt__(self, other: asyncio.TimerHandle) -> bool:
-        when, other_when = self._when, other._when  # type: ignore[attr-defined]
-        return when < other_when or (when == other_when and self._order < other._order)  # type: ignore[attr-defined]
-
-
-class _MarketSelector(selectors.DefaultSelector):  # type: ignore[misc, valid-type]
-    """The loop's selector: blocks on the real clock as the clock's pacing says, and moves
-    market time to the next timer when nothing real happened meanwhile."""
-
-    def __init__(self, clock: MarketClock) -> None:
-        super().__init__()
-        self._clock = clock
-        self.loop: MarketTimeLoop | None = None
-
-    def select(self, timeout: float | None = None) -> list[tuple[selectors.SelectorKey, int]]:
-        clock = self._clock
-        wait_s, target_ns = clock._select_timeout(timeout)
-        if target_ns is not None and wait_s:
-            clock.paced_waits += 1
-        if wait_s == 0 and time.perf_counter() - clock._polled_s < _POLL_INTERVAL_S:
-            events = []  # polled a moment ago: nothing to wait for, so no system call
-        else:
-            events = super().select(wait_s)
-            clock._polled_s = time.perf_counter()
-        loop = self.loop
-        assert loop is not None
-        for handle in clock._due_real_timers():
-            loop._add_ready(handle)
-        if target_ns is not None:
-            if events and clock.speed is not None:
-                clock._now_ns = clock._paced_now_ns(target_ns)
-            elif not events and not clock._ready:
-                clock._now_ns = target_ns
-                clock.jumps += 1
-        return events
-
-
-class MarketTimeLoop(asyncio.SelectorEventLoop):
-    """An event loop whose `time()` is its `MarketClock`'s market time."""
-
-    def __init__(self, clock: MarketClock) -> None:
-        selector = _MarketSelector(clock)
-        super().__init__(selector)
-        selector.loop = self
-        self.clock = clock
-        # asyncio runs timers due within the clock's resolution; market time is in whole ns.
-        self._clock_resolution = 1e-9
-        self._timer_order = itertools.count()
-
-    def time(self) -> float:
-        return self.clock.loop_time()
-
-    def call_at(  # type: ignore[override]
-        self,
-        when: float,
-        callback: Callable[..., object],
-        *args: object,
-        context: contextvars.Context | None = None,
-    ) -> asyncio.TimerHandle:
-        return self._schedule(when, callback, args, context, next(self._timer_order))
-
-    def call_first_at(
-        self, when: float, callback: Callable[..., object], *args: object
-    ) -> asyncio.TimerHandle:
-        """`call_at`, run before the other timers due at the same instant."""
-        return self._schedule(when, callback, args, None, next(self._timer_order) - _FIRST)
-
-    def _schedule(
-        self,
-        when: float,
-        callback: Callable[..., object],
-        args: tuple[object, ...],
-        context: contextvars.Context | None,
-        order: int,
-    ) -> asyncio.TimerHandle:
-        # asyncio's own call_at, with an ordered timer.
-        if when is None:
-            raise TypeError("when cannot be None")
-        self._check_closed()  # type: ignore[attr-defined]
-        if self._debug:  # type: ignore[attr-defined]
-            self._check_thread()  # type: ignore[attr-defined]
-            self._check_callback(callback, "call_at")  # type: ignore[attr-defined]
-        timer = _MarketTimer(when, callback, args, self, context)
-        timer._order = order
-        if timer._source_traceback:
-            del timer._source_traceback[-1]
-        self._push(timer, when)
-        return timer
-
-    def call_again(self, timer: asyncio.TimerHandle, delay_s: float) -> None:
-        """Schedule `timer`, which has run, to run again `delay_s` from now: a periodic timer
-        without a new handle (and a context copy) every period."""
-        when = self.time() + delay_s
-        timer._when = when  # type: ignore[attr-defined]
-        timer._order = next(self._timer_order)  # type: ignore[attr-defined]
-        self._push(timer, when)
-
-    def _push(self, timer: asyncio.TimerHandle, when: float) -> None:
-        clock = self.clock
-        if when < clock._timer_floor_s:
-            clock._timer_floor_s = when
-        heapq.heappush(self._scheduled, timer)  # type: ignore[attr-defined]
-        timer._scheduled = True  # type: ignore[attr-defined]
-
-    def ready_callbacks(self) -> Sized:
-        """The deque of ready callbacks itself (asyncio keeps the one it made)."""
-        return self._ready  # type: ignore[attr-defined, no-any-return]
-
-    def next_timer_s(self) -> float:
-        """The loop time of the earliest live timer, inf when there is none."""
-        scheduled = self._scheduled  # type: ignore[attr-defined]
-        while scheduled and scheduled[0]._cancelled:
-            # asyncio drops cancelled timers lazily (as its _run_once does); the head must be live.
-            self._timer_cancelled_count -= 1  # type: ignore[attr-defined]
-            heapq.heappop(scheduled)._scheduled = False
-        return scheduled[0]._when if scheduled else math.inf
-
-    def stopping(self) -> bool:
-        return bool(self._stopping)  # type: ignore[attr-defined]
-
-    def pop_due_timers(self) -> list[asyncio.TimerHandle]:
-        """The timers due now, in the order `_run_once` takes them off the heap."""
-        scheduled = self._scheduled  # type: ignore[attr-defined]
-        end_s = self.time() + self._clock_resolution
-        due = []
-        while scheduled and scheduled[0]._when < end_s:
-            handle = heapq.heappop(scheduled)
-            handle._scheduled = False
-            due.append(handle)
-        return due
-
-    def _add_ready(self, handle: asyncio.Handle) -> None:
-        self._ready.append(handle)  # type: ignore[attr-defined]
 
 
 EngineClock = WallClock | MarketClock

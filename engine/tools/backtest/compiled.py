@@ -9,8 +9,9 @@ Live trading and the console never load it.
 The copy is built once per source: it lives in the user cache under a hash of every file of
 the package, mypy's version and Python's, so an edited engine is never run from a stale build.
 Building needs the `compiled` extra (mypy, setuptools) and a C compiler; about a minute.
-Modules with numba kernels, asyncio subclasses (the clock) and what crosses to sweep workers
-by pickle (a compiled frozen dataclass cannot be unpickled: the backtest's specs) stay Python.
+Modules with numba kernels, asyncio subclasses (the replay's loop, `engine.market_loop`) and
+what crosses to sweep workers by pickle (a compiled frozen dataclass cannot be unpickled: the
+backtest's specs) stay Python.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ import engine
 
 COMPILED_MODULES = (
     "engine/book.py",
+    "engine/clock.py",
     "engine/feed/parse.py",
     "engine/feed/recording.py",
     "engine/feed/replay.py",

@@ -10,12 +10,13 @@ from pathlib import Path
 import pytest
 from support.recordings import write_lines
 
-from engine.clock import MarketClock, MarketTimeLoop
+from engine.clock import MarketClock
 from engine.feed.events import BookSnapshot, ChannelError, FeedState, FeedStateChanged
 from engine.feed.parse import FrameParser
 from engine.feed.recording import RecordingReadStats, iter_recording
 from engine.feed.replay import ReplayFeed, replay_clock
 from engine.feed.tape import Trades
+from engine.market_loop import MarketTimeLoop
 
 SHARED_RECORDING = (
     Path(__file__).resolve().parents[3]
