@@ -34,6 +34,7 @@ class LoopClock(Protocol):
         loop: MarketTimeLoop,
     ) -> list[tuple[Any, int]]: ...
 
+
 _FIRST = 1 << 62
 """Subtracted from a timer's scheduling number to run it first among those due with it."""
 
