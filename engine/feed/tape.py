@@ -91,12 +91,13 @@ class MarketTape:
         self.state[:, MAX_TRADE_ID] = _NO_TRADE_YET
         self.trades = np.zeros((max_symbols, 4, trade_capacity))
         self.trade_ids = np.zeros((max_symbols, trade_capacity), np.int64)
+        self._capacity = trade_capacity
         self.symbols: list[str] = []
         self._index: dict[str, int] = {}
 
     @property
     def trade_capacity(self) -> int:
-        return self.trade_ids.shape[1]
+        return self._capacity
 
     def index(self, symbol: str) -> int | None:
         return self._index.get(symbol)
@@ -146,26 +147,31 @@ class MarketTape:
 
     def read_prices(self, row: int, first: int, count: int) -> list[tuple[float, float, float]]:
         """(price, size, aggressor: +1 buy, -1 sell) of those trades: what matching needs,
-        without building `TradePrint`s."""
-        slots = self._slots(row, first, count)
-        trades = self.trades
-        if count == 1:  # most trade frames hold one: three scalar reads, no fancy indexing
-            slot = slots[0]
+        without building `TradePrint`s. Once per trade frame that reaches a resting order."""
+        if count == 1:  # most trade frames hold one: scalar reads, no list of slots
+            total = self.state.item(row, TRADE_TOTAL)
+            if not total - self._capacity <= first < total:
+                raise self._gone(row, first, count)
+            slot = first % self._capacity
+            trades = self.trades
             return [
                 (trades.item(row, 0, slot), trades.item(row, 1, slot), trades.item(row, 2, slot))
             ]
-        prices, sizes, sides = trades[row][:3, slots].tolist()
+        prices, sizes, sides = self.trades[row][:3, self._slots(row, first, count)].tolist()
         return list(zip(prices, sizes, sides, strict=True))
 
     def _slots(self, row: int, first: int, count: int) -> list[int]:
         total = self.trade_total(row)
-        capacity = self.trade_capacity
+        capacity = self._capacity
         if first < total - capacity or first + count > total:
-            raise LookupError(
-                f"trades {first}..{first + count - 1} of {self.symbols[row]} are no longer in "
-                f"the ring ({capacity} trades, {total} written)"
-            )
+            raise self._gone(row, first, count)
         return [(first + k) % capacity for k in range(count)]
+
+    def _gone(self, row: int, first: int, count: int) -> LookupError:
+        return LookupError(
+            f"trades {first}..{first + count - 1} of {self.symbols[row]} are no longer in "
+            f"the ring ({self._capacity} trades, {self.trade_total(row)} written)"
+        )
 
 
 class Trades(NamedTuple):
