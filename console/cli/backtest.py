@@ -88,7 +88,7 @@ def add_backtest_parser(commands: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--compiled",
         action="store_true",
-        help="run the trading stack compiled by mypyc (1.3-1.5x the frames a second, the same "
+        help="run the trading stack compiled by mypyc (1.3-1.6x the frames a second, the same "
         "results; built once per source into the user cache, about a minute; needs "
         "pip install 'hft-console[compiled]' and a C compiler)",
     )

@@ -2,7 +2,7 @@
 
 `backtest --compiled` runs in a child process whose `engine` package is a copy of this one with
 `COMPILED_MODULES` compiled to C extensions: the same source, so the same orders, fills and PnL
-to the last digit, 1.3-1.5x the frames a second (the desk, the paper venue, the gateway and the
+to the last digit, 1.3-1.6x the frames a second (the desk, the paper venue, the gateway and the
 executor are most of a backtest's time, and mypyc runs their attribute-heavy Python faster).
 Live trading and the console never load it.
 
