@@ -83,7 +83,7 @@ class MarketClock:
         self._ready: Sized = ()
         """The loop's ready callbacks (its own deque, read without a call)."""
         self._timer_floor_s = -math.inf
-        """At most the loop time of the earliest live timer: `_schedule` lowers it, and
+        """At most the loop time of the earliest live timer: `timer_pushed` lowers it, and
         `advance_to` sets it when it looks at the heap. A frame before it needs no look."""
         self._pace_market_ns = start_ns
         self._pace_real_s = time.perf_counter()
@@ -325,15 +325,19 @@ class MarketClock:
                 due.append(handle)
         return due
 
+    def timer_pushed(self, when_s: float) -> None:
+        """The loop's one scheduling path tells every timer it pushes (keeps the floor)."""
+        if when_s < self._timer_floor_s:
+            self._timer_floor_s = when_s
+
     def select(
-        self,
-        timeout: float | None,
-        poll: Callable[[float | None], list[tuple[Any, int]]],
-        loop: MarketTimeLoop,
+        self, timeout: float | None, poll: Callable[[float | None], list[tuple[Any, int]]]
     ) -> list[tuple[Any, int]]:
         """The loop's selector's `select` (`poll` is the system's): block on the real clock as
         the pacing says, and move market time to the next timer when nothing real happened
         meanwhile."""
+        loop = self._loop
+        assert loop is not None  # only its own loop's selector calls this
         wait_s, target_ns = self._select_timeout(timeout)
         if target_ns is not None and wait_s:
             self.paced_waits += 1

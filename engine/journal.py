@@ -409,7 +409,8 @@ class Journal:
                 raise queue.Full
             time.sleep(_ROOM_POLL_S)
         queued.put(item)
-        self._wake_writer.set()  # someone waits for this one
+        if not self.config.durable:
+            self._wake_writer.set()  # someone waits for this one: no gathering
 
     def flush(self) -> None:
         """Block until everything appended before this call is committed and fsynced."""
@@ -536,7 +537,6 @@ class Journal:
         return connection
 
     def _write_until_stopped(self, connection: sqlite3.Connection) -> None:
-        batch_max = self.config.batch_max
         while True:
             if not self.config.durable:
                 # Nobody waits on a commit: gather a while first, so appends do not wake this
@@ -546,7 +546,7 @@ class Journal:
                 if self._queue.qsize() < self._gather_max:
                     self._wake_writer.wait(_GATHER_S)
             batch = [self._queue.get()]
-            while len(batch) < batch_max:
+            while len(batch) < self.config.batch_max:
                 try:
                     batch.append(self._queue.get_nowait())
                 except queue.Empty:

@@ -22,16 +22,13 @@ from typing import Any, Protocol
 class LoopClock(Protocol):
     """What the loop asks of its clock (`engine.clock.MarketClock`)."""
 
-    _timer_floor_s: float
-    """At most the loop time of the earliest live timer: every timer pushed lowers it."""
-
     def loop_time(self) -> float: ...
 
+    def timer_pushed(self, when_s: float) -> None:
+        """A timer due at loop time `when_s` went onto the heap."""
+
     def select(
-        self,
-        timeout: float | None,
-        poll: Callable[[float | None], list[tuple[Any, int]]],
-        loop: MarketTimeLoop,
+        self, timeout: float | None, poll: Callable[[float | None], list[tuple[Any, int]]]
     ) -> list[tuple[Any, int]]: ...
 
 
@@ -61,12 +58,9 @@ class _MarketSelector(selectors.DefaultSelector):  # type: ignore[misc, valid-ty
         super().__init__()
         self._clock = clock
         self._poll = super().select
-        self.loop: MarketTimeLoop | None = None
 
     def select(self, timeout: float | None = None) -> list[tuple[selectors.SelectorKey, int]]:
-        loop = self.loop
-        assert loop is not None
-        return self._clock.select(timeout, self._poll, loop)
+        return self._clock.select(timeout, self._poll)
 
 
 class MarketTimeLoop(asyncio.SelectorEventLoop):
@@ -75,7 +69,6 @@ class MarketTimeLoop(asyncio.SelectorEventLoop):
     def __init__(self, clock: LoopClock) -> None:
         selector = _MarketSelector(clock)
         super().__init__(selector)
-        selector.loop = self
         self.clock = clock
         # asyncio runs timers due within the clock's resolution; market time is in whole ns.
         self._clock_resolution = 1e-9
@@ -130,9 +123,7 @@ class MarketTimeLoop(asyncio.SelectorEventLoop):
         self._push(timer, when)
 
     def _push(self, timer: asyncio.TimerHandle, when: float) -> None:
-        clock = self.clock
-        if when < clock._timer_floor_s:
-            clock._timer_floor_s = when
+        self.clock.timer_pushed(when)
         heapq.heappush(self._scheduled, timer)  # type: ignore[attr-defined]
         timer._scheduled = True  # type: ignore[attr-defined]
 

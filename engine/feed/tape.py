@@ -149,10 +149,7 @@ class MarketTape:
         """(price, size, aggressor: +1 buy, -1 sell) of those trades: what matching needs,
         without building `TradePrint`s. Once per trade frame that reaches a resting order."""
         if count == 1:  # most trade frames hold one: scalar reads, no list of slots
-            total = self.state.item(row, TRADE_TOTAL)
-            if not total - self._capacity <= first < total:
-                raise self._gone(row, first, count)
-            slot = first % self._capacity
+            slot = self._first_slot(row, first, 1)
             trades = self.trades
             return [
                 (trades.item(row, 0, slot), trades.item(row, 1, slot), trades.item(row, 2, slot))
@@ -161,17 +158,20 @@ class MarketTape:
         return list(zip(prices, sizes, sides, strict=True))
 
     def _slots(self, row: int, first: int, count: int) -> list[int]:
-        total = self.trade_total(row)
+        slot, capacity = self._first_slot(row, first, count), self._capacity
+        return [(slot + k) % capacity for k in range(count)]
+
+    def _first_slot(self, row: int, first: int, count: int) -> int:
+        """The ring slot of trade `first`, once trades `first .. first + count - 1` are known
+        to be in the ring (LookupError otherwise)."""
+        total = self.state.item(row, TRADE_TOTAL)
         capacity = self._capacity
         if first < total - capacity or first + count > total:
-            raise self._gone(row, first, count)
-        return [(first + k) % capacity for k in range(count)]
-
-    def _gone(self, row: int, first: int, count: int) -> LookupError:
-        return LookupError(
-            f"trades {first}..{first + count - 1} of {self.symbols[row]} are no longer in "
-            f"the ring ({self._capacity} trades, {self.trade_total(row)} written)"
-        )
+            raise LookupError(
+                f"trades {first}..{first + count - 1} of {self.symbols[row]} are no longer in "
+                f"the ring ({capacity} trades, {total} written)"
+            )
+        return first % capacity
 
 
 class Trades(NamedTuple):
