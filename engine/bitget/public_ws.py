@@ -412,11 +412,8 @@ class BitgetPublicFeed:
         time_ns = time.time_ns
         live = FeedState.LIVE
         # From the receive stamp: parse, and the whole frame through the sink (one clock pair).
-        parse_times, totals, trade_times = (
-            self.timings.parse,
-            self.timings.total,
-            self.timings.trade,
-        )
+        timings = self.timings
+        parse_times, totals, trade_times = timings.parse, timings.total, timings.trade
         while True:
             try:
                 raw = await receive(decode=False)

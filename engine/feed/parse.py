@@ -25,7 +25,15 @@ from engine.feed.events import (
     Pong,
 )
 from engine.feed.frame_kernel import DEPTH, OK, TRADE_ROWS, scan_frame
-from engine.feed.tape import ADMITTED, DUPLICATE, LAST_DEPTH_TS, MarketTape, Trades, admit_trade
+from engine.feed.tape import (
+    ADMITTED,
+    DUPLICATE,
+    LAST_DEPTH_TS,
+    OLDER_THAN_LAST,
+    MarketTape,
+    Trades,
+    admit_trade,
+)
 
 ParsedFrame = BookSnapshot | BookUpdate | Trades | ChannelAck | ChannelError | Pong
 
@@ -309,7 +317,7 @@ class FrameParser:
     def _trades(self, row: int, data: list[object], recv_ns: int) -> Trades | None:
         tape = self.tape
         first = tape.trade_total(row)
-        admitted = duplicates = older = 0
+        verdicts = [0, 0, 0]  # by admit_trade's answer: ADMITTED, DUPLICATE, OLDER_THAN_LAST
         rejected = self.stats.rejected
         for item in reversed(data):  # Bitget sends newest first
             try:
@@ -320,13 +328,9 @@ class FrameParser:
             verdict = admit_trade(
                 tape.state, tape.trades, tape.trade_ids, row, price, size, side, ts, trade_id
             )
-            if verdict == ADMITTED:
-                admitted += 1
-            elif verdict == DUPLICATE:
-                duplicates += 1
-            else:
-                older += 1
-        self._count_refused_trades(duplicates, older)
+            verdicts[verdict] += 1
+        admitted = verdicts[ADMITTED]
+        self._count_refused_trades(verdicts[DUPLICATE], verdicts[OLDER_THAN_LAST])
         if admitted == 0:
             return None
         self.stats.trade_frames += 1

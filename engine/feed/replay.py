@@ -203,11 +203,8 @@ class ReplayFeed:
         yield_every = self._yield_every
         # The bench's three clock reads a frame (start, parsed, done), so the figures compare.
         timer = time.perf_counter_ns
-        parse_times, totals, trade_times = (
-            self.timings.parse,
-            self.timings.total,
-            self.timings.trade,
-        )
+        timings = self.timings
+        parse_times, totals, trade_times = timings.parse, timings.total, timings.trade
         for recv_ns, raw in iter_recording(self.path, self._read_stats):
             if not self._frames:
                 self._first_recv_ns = recv_ns

@@ -264,7 +264,7 @@ class RiskGateway:
     """Checks every order, tracks positions, PnL and open orders from the engine's inputs,
     owns the trading state and emits an event for every change and every denial.
 
-    Inputs: `on_order_acknowledged`, `on_order_rejected`, `on_order_cancelled`, `on_fill`,
+    Inputs: `on_order_acknowledged`, `on_order_closed`, `on_fill`,
     `on_mark`, `on_feed_health`, `on_position_sync`. Operator: `pause`, `resume`, `flatten`,
     `kill`, `rearm` and `set_limits`. Kev: `apply_kev_command`. Out: `drain_events`,
     `snapshot`, `closing_intents`.
@@ -653,14 +653,10 @@ class RiskGateway:
         else:
             self._unknown_order_updates += 1
 
-    def on_order_rejected(self, client_oid: str, now_ns: int) -> None:
-        """The exchange refused the order: its reservation is released (its rate slots stay
-        used, the request was sent)."""
-        self._advance_day(now_ns)
-        self._close_order(client_oid)
-
-    def on_order_cancelled(self, client_oid: str, now_ns: int) -> None:
-        """Cancelled, expired (IOC/FOK) or the unfilled rest of a market order."""
+    def on_order_closed(self, client_oid: str, now_ns: int) -> None:
+        """The order ended without filling further: refused by the exchange, cancelled, expired
+        (IOC/FOK) or the unfilled rest of a market order. Its reservation is released; its rate
+        slots stay used, the request was sent."""
         self._advance_day(now_ns)
         self._close_order(client_oid)
 

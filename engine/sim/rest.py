@@ -23,24 +23,8 @@ from typing import NamedTuple
 import orjson
 from aiohttp import web
 
+from engine.bitget import endpoints
 from engine.bitget.credentials import Credentials
-from engine.bitget.endpoints import (
-    ALL_POSITION,
-    BATCH_CANCEL_ORDERS,
-    CANCEL_ALL_ORDERS,
-    CANCEL_ORDER,
-    CLOSE_POSITIONS,
-    MARGIN_COIN,
-    ORDER_DETAIL,
-    ORDER_FILLS,
-    ORDERS_PENDING,
-    PLACE_ORDER,
-    PRODUCT_TYPE,
-    RATE_LIMITS_PER_S,
-    RATE_WINDOW_S,
-    SERVER_TIME,
-    SIGNING_WINDOW_MS,
-)
 from engine.bitget.errors import SUCCESS_CODE, lookup_error
 from engine.bitget.models import text_field
 from engine.bitget.orders import OrderSide, OrderType, TimeInForce
@@ -60,7 +44,9 @@ from engine.sim.faults import FaultInjector, FaultSpecError
 logger = logging.getLogger(__name__)
 
 FAULTS = "/sim/faults"
-CANCEL_PATHS = frozenset({CANCEL_ORDER, BATCH_CANCEL_ORDERS, CANCEL_ALL_ORDERS})
+CANCEL_PATHS = frozenset(
+    {endpoints.CANCEL_ORDER, endpoints.BATCH_CANCEL_ORDERS, endpoints.CANCEL_ALL_ORDERS}
+)
 
 _CLIENT_OID = re.compile(r"^[0-9A-Za-z_:#+\- ]+$")
 _BATCH_CANCEL_MAX = 50
@@ -123,29 +109,29 @@ class SimRestApi:
         self._state = state
         self._faults = faults
         self._on_fills = on_fills
-        self._limiter = SlidingWindowLimiter(RATE_WINDOW_S)
+        self._limiter = SlidingWindowLimiter(endpoints.RATE_WINDOW_S)
         self._margin_modes: OrderedDict[str, str] = OrderedDict()
         self.requests_served = 0
         self.refusals: Counter[str] = Counter()
 
     def routes(self) -> list[web.RouteDef]:
         private_posts = {
-            PLACE_ORDER: self._place_order,
-            CANCEL_ORDER: self._cancel_order,
-            BATCH_CANCEL_ORDERS: self._batch_cancel_orders,
-            CANCEL_ALL_ORDERS: self._cancel_all_orders,
-            CLOSE_POSITIONS: self._close_positions,
+            endpoints.PLACE_ORDER: self._place_order,
+            endpoints.CANCEL_ORDER: self._cancel_order,
+            endpoints.BATCH_CANCEL_ORDERS: self._batch_cancel_orders,
+            endpoints.CANCEL_ALL_ORDERS: self._cancel_all_orders,
+            endpoints.CLOSE_POSITIONS: self._close_positions,
         }
         private_gets = {
-            ORDERS_PENDING: self._orders_pending,
-            ORDER_DETAIL: self._order_detail,
-            ORDER_FILLS: self._order_fills,
-            ALL_POSITION: self._all_position,
+            endpoints.ORDERS_PENDING: self._orders_pending,
+            endpoints.ORDER_DETAIL: self._order_detail,
+            endpoints.ORDER_FILLS: self._order_fills,
+            endpoints.ALL_POSITION: self._all_position,
         }
         routes = [web.post(path, self._private(path, h)) for path, h in private_posts.items()]
         routes += [web.get(path, self._private(path, h)) for path, h in private_gets.items()]
         routes += [
-            web.get(SERVER_TIME, self._server_time),
+            web.get(endpoints.SERVER_TIME, self._server_time),
             web.post(FAULTS, self._post_faults),
             web.get(FAULTS, self._get_faults),
         ]
@@ -218,7 +204,9 @@ class SimRestApi:
                 return refusal
             loop_time = asyncio.get_running_loop().time()
             if not self._limiter.allow(
-                (self._state.credentials.api_key, path), RATE_LIMITS_PER_S[path], loop_time
+                (self._state.credentials.api_key, path),
+                endpoints.RATE_LIMITS_PER_S[path],
+                loop_time,
             ):
                 return self._failure("429", "Too Many Requests", status=429)
             try:
@@ -253,7 +241,7 @@ class SimRestApi:
             return self._failure("40006", "Invalid ACCESS_KEY")
         if not hmac.compare_digest(api_key.encode(), credentials.api_key.encode()):
             return self._failure("40037", "Apikey does not exist")
-        if abs(self._skewed_now_ms() - int(timestamp)) > SIGNING_WINDOW_MS:
+        if abs(self._skewed_now_ms() - int(timestamp)) > endpoints.SIGNING_WINDOW_MS:
             return self._failure("40008", "Request timestamp expired")
         if not hmac.compare_digest(passphrase.encode(), credentials.passphrase.encode()):
             return self._failure("40012", "apikey/password is incorrect")
@@ -272,7 +260,9 @@ class SimRestApi:
         await self._delay()
         loop_time = asyncio.get_running_loop().time()
         if not self._limiter.allow(
-            (request.remote, SERVER_TIME), RATE_LIMITS_PER_S[SERVER_TIME], loop_time
+            (request.remote, endpoints.SERVER_TIME),
+            endpoints.RATE_LIMITS_PER_S[endpoints.SERVER_TIME],
+            loop_time,
         ):
             return self._failure("429", "Too Many Requests", status=429)
         return self._success({"serverTime": str(self._skewed_now_ms())})
@@ -542,7 +532,7 @@ class SimRestApi:
             "feeDetail": [
                 {
                     "deduction": "no",
-                    "feeCoin": MARGIN_COIN,
+                    "feeCoin": endpoints.MARGIN_COIN,
                     "totalDeductionFee": "0",
                     "totalFee": number_text(-fill.fee),
                 }
@@ -573,7 +563,7 @@ class SimRestApi:
             "force": str(order.force),
             "totalProfits": "0",
             "posSide": "net",
-            "marginCoin": MARGIN_COIN,
+            "marginCoin": endpoints.MARGIN_COIN,
             "quoteVolume": number_text(order.filled_size * order.average_price),
             "leverage": str(self._state.account.config.leverage),
             "marginMode": self.margin_mode(order.order_id),
@@ -594,7 +584,7 @@ class SimRestApi:
         instrument = engine.instrument
         figures = position_figures(position, engine, self._state.account)
         return {
-            "marginCoin": MARGIN_COIN,
+            "marginCoin": endpoints.MARGIN_COIN,
             "symbol": position.symbol,
             "holdSide": "long" if position.size > 0 else "short",
             "openDelegateSize": instrument.format_size(figures.open_delegate),
@@ -692,9 +682,9 @@ def _choice(
 
 def _product_type(params: Mapping[str, object]) -> None:
     value = _required_text(params, "productType")
-    if value.upper() != PRODUCT_TYPE:
+    if value.upper() != endpoints.PRODUCT_TYPE:
         raise _RequestError(
-            "40020", f"Parameter productType error: the sim only trades {PRODUCT_TYPE}"
+            "40020", f"Parameter productType error: the sim only trades {endpoints.PRODUCT_TYPE}"
         )
 
 
@@ -702,8 +692,8 @@ def _margin_coin(params: Mapping[str, object], *, required: bool) -> None:
     value = (
         _required_text(params, "marginCoin") if required else _optional_text(params, "marginCoin")
     )
-    if value is not None and value.upper() != MARGIN_COIN:
-        raise _RequestError("40020", f"Parameter marginCoin error: use {MARGIN_COIN}")
+    if value is not None and value.upper() != endpoints.MARGIN_COIN:
+        raise _RequestError("40020", f"Parameter marginCoin error: use {endpoints.MARGIN_COIN}")
 
 
 def _positive_number(params: Mapping[str, object], name: str) -> float:

@@ -393,9 +393,8 @@ class OrderExecutor:
             self._acknowledge(order, fill.order_id, now)
         if included:
             # Already in the position a venue snapshot brought: only the reservation goes.
-            if order is not None and order.complete and order.gateway_open:
-                order.gateway_open = False
-                self.gateway.on_order_cancelled(order.intent.client_oid, now)
+            if order is not None and order.complete:
+                self._release_at_gateway(order, now)
         else:
             self.gateway.on_fill(
                 fill.client_oid, fill.symbol, fill.side, fill.size, fill.price, fill.fee, now
@@ -634,11 +633,7 @@ class OrderExecutor:
     def _cancelled(self, order: TrackedOrder, reason: str, now: int) -> None:
         if order.state.terminal and self._orders.get(order.intent.client_oid) is not order:
             return
-        order.state = OrderState.CANCELED
-        order.reason = reason
-        if order.gateway_open:
-            order.gateway_open = False
-            self.gateway.on_order_cancelled(order.intent.client_oid, now)
+        self._end(order, OrderState.CANCELED, reason, now)
         intent = order.intent
         self._journal(
             EntryKind.ORDER_ACK,
@@ -659,11 +654,7 @@ class OrderExecutor:
     def _rejected(self, order: TrackedOrder, code: str, reason: str) -> None:
         now = self._clock()
         self._counts["rejected"] += 1
-        order.state = OrderState.REJECTED
-        order.reason = reason
-        if order.gateway_open:
-            order.gateway_open = False
-            self.gateway.on_order_rejected(order.intent.client_oid, now)
+        self._end(order, OrderState.REJECTED, reason, now)
         intent = order.intent
         self._journal(
             EntryKind.ORDER_REJECT,
@@ -684,6 +675,17 @@ class OrderExecutor:
 
     def _withdraw(self, order: TrackedOrder, reason: str) -> None:
         self._rejected(order, "", reason)
+
+    def _end(self, order: TrackedOrder, state: OrderState, reason: str, now: int) -> None:
+        order.state = state
+        order.reason = reason
+        self._release_at_gateway(order, now)
+
+    def _release_at_gateway(self, order: TrackedOrder, now: int) -> None:
+        """The gateway stops reserving for the order (once: it may end several ways)."""
+        if order.gateway_open:
+            order.gateway_open = False
+            self.gateway.on_order_closed(order.intent.client_oid, now)
 
     def _finish(self, order: TrackedOrder, now: int) -> None:
         client_oid = order.intent.client_oid

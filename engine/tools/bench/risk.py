@@ -113,7 +113,7 @@ def benchmark_check(iterations: int = 100_000) -> dict[str, float]:
         decision = gateway.check(intent, now_ns)
         elapsed = clock() - start - clock_cost
         if decision.approved:
-            gateway.on_order_cancelled(intent.client_oid, now_ns)
+            gateway.on_order_closed(intent.client_oid, now_ns)
         if number % 256 == 0:
             gateway.drain_events()
         if number >= _WARMUP_CHECKS:

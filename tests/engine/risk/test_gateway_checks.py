@@ -89,7 +89,7 @@ def test_client_oid_is_denied_while_open_and_free_again_after_cancel():
     first = limit(BTC, BUY, 0.1, client_oid="q-1")
     assert gateway.check(first, T0).approved
     assert reason_of(gateway, first) is DenialReason.DUPLICATE_CLIENT_OID
-    gateway.on_order_cancelled("q-1", T0)
+    gateway.on_order_closed("q-1", T0)
     assert gateway.check(first, T0 + SECOND).approved
 
 
@@ -279,7 +279,7 @@ def test_own_order_rate_per_second_is_enforced_and_slides():
     for number in range(5):
         intent = limit(ETH, BUY, 0.1)
         assert gateway.check(intent, T0 + number * 100 * MS).approved
-        gateway.on_order_cancelled(intent.client_oid, T0)
+        gateway.on_order_closed(intent.client_oid, T0)
     decision = gateway.check(limit(ETH, BUY, 0.1), T0 + 999 * MS)
     assert decision.reason is DenialReason.ORDER_RATE
     assert "second" in decision.text
@@ -292,7 +292,7 @@ def test_own_order_rate_per_minute_is_enforced():
     for _ in range(3):
         intent = limit(ETH, BUY, 0.1)
         assert gateway.check(intent, now).approved
-        gateway.on_order_cancelled(intent.client_oid, now)
+        gateway.on_order_closed(intent.client_oid, now)
         now += 2 * SECOND
         mark(gateway, ETH, now)
     decision = gateway.check(limit(ETH, BUY, 0.1), now)

@@ -105,7 +105,7 @@ def test_order_rate_override_keeps_the_recent_history():
     for number in range(3):
         intent = limit(ETH, BUY, 0.1)
         assert gateway.check(intent, T0 + number * MS).approved
-        gateway.on_order_cancelled(intent.client_oid, T0)
+        gateway.on_order_closed(intent.client_oid, T0)
     assert gateway.set_limits(
         RiskOverrides(orders_per_second=3, orders_per_minute=100), T0
     ).accepted

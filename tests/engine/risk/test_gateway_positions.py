@@ -89,7 +89,7 @@ def test_cancel_releases_what_is_left_of_a_partly_filled_order():
     assert gateway.check(order, T0).approved
     assert gateway.check(other, T0).approved
     fill(gateway, order, T0, size=0.1)
-    gateway.on_order_cancelled(order.client_oid, T0)
+    gateway.on_order_closed(order.client_oid, T0)
     btc = gateway.snapshot().positions[0]
     assert (btc.size, btc.pending_sell, btc.open_orders) == (-0.1, pytest.approx(0.1), 1)
 
@@ -98,7 +98,7 @@ def test_rejected_order_releases_its_reservation():
     gateway = make_gateway()
     order = limit(BTC, BUY, 0.5)
     assert gateway.check(order, T0).approved
-    gateway.on_order_rejected(order.client_oid, T0)
+    gateway.on_order_closed(order.client_oid, T0)
     snapshot = gateway.snapshot()
     assert snapshot.open_orders == 0
     assert snapshot.positions[0].pending_buy == 0
@@ -113,7 +113,7 @@ def test_acknowledgements_are_tracked_and_unknown_updates_counted():
     gateway.on_order_acknowledged(order.client_oid, T0)
     assert gateway.snapshot().unacknowledged_orders == 0
     gateway.on_order_acknowledged("never-sent", T0)
-    gateway.on_order_cancelled("never-sent", T0)
+    gateway.on_order_closed("never-sent", T0)
     assert gateway.snapshot().unknown_order_updates == 2
 
 

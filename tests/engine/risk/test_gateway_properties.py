@@ -210,7 +210,7 @@ class RiskGatewayMachine(RuleBasedStateMachine):
 
     def _exchange_cancels(self, client_oid: str) -> None:
         self._forget(client_oid)
-        self.gateway.on_order_cancelled(client_oid, self.now)
+        self.gateway.on_order_closed(client_oid, self.now)
 
     def _pick(self, index: int) -> str:
         return sorted(self.orders)[index % len(self.orders)]
@@ -332,14 +332,11 @@ class RiskGatewayMachine(RuleBasedStateMachine):
                 self._exchange_cancels(client_oid)
 
     @precondition(lambda self: self.orders)
-    @rule(index=st.integers(0, 1_000), rejected=st.booleans())
-    def cancel_or_reject(self, index, rejected):
+    @rule(index=st.integers(0, 1_000))
+    def cancel_or_reject(self, index):
         client_oid = self._pick(index)
         self._forget(client_oid)
-        if rejected:
-            self.gateway.on_order_rejected(client_oid, self.now)
-        else:
-            self.gateway.on_order_cancelled(client_oid, self.now)
+        self.gateway.on_order_closed(client_oid, self.now)
 
     @precondition(lambda self: self.orders)
     @rule(index=st.integers(0, 1_000))

@@ -182,7 +182,7 @@ def test_closing_intents_are_net_of_closing_orders_already_reserved():
     assert [i.size for i in first] == [0.4]
     assert gateway.check(first[0], T0).approved
     assert gateway.closing_intents() == ()
-    gateway.on_order_cancelled(first[0].client_oid, T0)
+    gateway.on_order_closed(first[0].client_oid, T0)
     assert [i.size for i in gateway.closing_intents()] == [0.4]
 
 
