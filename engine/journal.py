@@ -42,9 +42,9 @@ from typing import NamedTuple
 from urllib.parse import quote
 
 import orjson
-import platformdirs
 
 from engine.clock import EngineClock, WallClock
+from engine.user_files import user_data_dir
 
 REDACTED = "<redacted>"
 _STOP_TIMEOUT_S = 30.0
@@ -52,14 +52,13 @@ _TABLE_PAYLOAD_CHARS = 160
 _NS_PER_S = 1_000_000_000
 _MAX_AT_NS = 2**63 - 1
 """SQLite's largest integer (the year 2262 in epoch nanoseconds)."""
-_APP_DIR_NAME = "hft-console"
 _JOURNAL_FILE_NAME = "journal.sqlite"
 
 
 def default_journal_path() -> Path:
     """Where the engine keeps its journal unless told otherwise: `journal.sqlite` in the
     per-user data directory (`$XDG_DATA_HOME/hft-console` on Linux)."""
-    return platformdirs.user_data_path(_APP_DIR_NAME) / _JOURNAL_FILE_NAME
+    return user_data_dir() / _JOURNAL_FILE_NAME
 
 
 class EntryKind(enum.StrEnum):

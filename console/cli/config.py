@@ -9,12 +9,10 @@ runs.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import dataclasses
 import os
 import shutil
 import sys
-import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
@@ -145,6 +143,7 @@ def _init(args: argparse.Namespace, out: TextIO) -> int:
     from engine.settings.schema import Settings
     from engine.settings.sources import SettingsError
     from engine.settings.writer import dump_settings
+    from engine.user_files import replacing
 
     file = _file(args)
     if file.exists() and not args.force:
@@ -156,23 +155,15 @@ def _init(args: argparse.Namespace, out: TextIO) -> int:
         )
     text = dump_settings(Settings())
     file.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    descriptor, temporary = tempfile.mkstemp(dir=file.parent, prefix=f".{file.name}.")
-    try:
-        with os.fdopen(descriptor, "w", encoding="utf-8") as stream:
-            stream.write(text)
-        os.chmod(temporary, 0o644)
+    with replacing(file, mode=0o644) as written:
+        written.write_text(text, encoding="utf-8")
         # What was written must read back as the defaults, or nothing replaces the old file.
-        if load_settings(path=Path(temporary), environ={}) != Settings():
+        if load_settings(path=written, environ={}) != Settings():
             raise SettingsError([f"the file written for {file} does not read back as written"])
         backup = None
         if file.exists():
             backup = file.with_name(f"{file.name}.bak")
             shutil.copy2(file, backup)
-        os.replace(temporary, file)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temporary)
-        raise
     kept = f"; the old one is {backup}" if backup is not None else ""
     print(f"wrote {file}: every key at its default, each with a comment{kept}", file=out)
     return 0

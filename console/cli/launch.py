@@ -33,8 +33,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-import platformdirs
-
 from console.bandwidth import BUDGETS, Bandwidth
 from console.engine.config import EngineAdapterConfig
 from console.engine.handle import ShutdownPolicy
@@ -45,6 +43,7 @@ from engine.bitget.credentials import Credentials
 from engine.feed.recording import RecordingUnreadable, check_recording
 from engine.node import EngineConfig
 from engine.trading.commands import CommandResult
+from engine.user_files import user_log_dir
 
 if TYPE_CHECKING:
     from console.app import HftConsoleApp
@@ -237,7 +236,7 @@ def _say(stream: TextIO, line: str) -> None:
 
 def _log_to_file() -> Path:
     """Under the console, log records would scribble over the screen: they go to a file."""
-    directory = platformdirs.user_log_path("hft-console")
+    directory = user_log_dir()
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / "console.log"
     handler = logging.FileHandler(path, encoding="utf-8")

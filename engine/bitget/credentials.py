@@ -38,7 +38,7 @@ import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 
-import platformdirs
+from engine.user_files import user_config_dir
 
 ENV_API_KEY = "BITGET_API_KEY"
 ENV_API_SECRET = "BITGET_API_SECRET"
@@ -49,7 +49,6 @@ _ENV_FIELDS = (
     (ENV_PASSPHRASE, "passphrase"),
 )
 _FIELDS = ("api_key", "api_secret", "passphrase")
-_APP_DIR_NAME = "hft-console"
 _CREDENTIALS_FILE_NAME = "credentials.toml"
 _MAX_FILE_BYTES = 65_536
 _PRIVATE_BITS = stat.S_IRWXG | stat.S_IRWXO
@@ -127,7 +126,7 @@ class CredentialsMode(enum.StrEnum):
 
 def default_credentials_path() -> Path:
     """`credentials.toml` in the per-user config directory (`$XDG_CONFIG_HOME/hft-console`)."""
-    return platformdirs.user_config_path(_APP_DIR_NAME) / _CREDENTIALS_FILE_NAME
+    return user_config_dir() / _CREDENTIALS_FILE_NAME
 
 
 def mask_api_key(api_key: str) -> str:

@@ -44,6 +44,7 @@ from typing import BinaryIO
 import orjson
 
 from engine.feed.recording import RecordingReadStats, encode_line, is_gzip_path, iter_recording
+from engine.user_files import replacing
 
 BOOK_DEPTH = 15
 SNAPSHOT_WITHIN_LINES = 10_000
@@ -239,27 +240,20 @@ def import_captures(
 
     symbols = [_SymbolStream(group, notice) for group in groups]
     total_bytes = sum(os.path.getsize(capture.path) for group in groups for capture in group)
-    partial = out.with_name(out.name + ".partial")
     frames = 0
-    try:
-        with _open_out(partial, compress=is_gzip_path(out)) as file:
-            block: list[bytes] = []
-            merged = heapq.merge(*(symbol.frames() for symbol in symbols), key=_receive_time)
-            for recv_ns, raw in merged:
-                block.append(encode_line(recv_ns, raw))
-                frames += 1
-                if len(block) >= _WRITE_BLOCK_LINES:
-                    file.write(b"".join(block))
-                    block.clear()
-                    if on_progress is not None:
-                        read = sum(symbol.bytes_read() for symbol in symbols)
-                        on_progress(ImportProgress(read / max(1, total_bytes), frames, recv_ns))
-            file.write(b"".join(block))
-        os.replace(partial, out)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            partial.unlink()
-        raise
+    with replacing(out, mode=0o644) as partial, _open_out(partial, is_gzip_path(out)) as file:
+        block: list[bytes] = []
+        merged = heapq.merge(*(symbol.frames() for symbol in symbols), key=_receive_time)
+        for recv_ns, raw in merged:
+            block.append(encode_line(recv_ns, raw))
+            frames += 1
+            if len(block) >= _WRITE_BLOCK_LINES:
+                file.write(b"".join(block))
+                block.clear()
+                if on_progress is not None:
+                    read = sum(symbol.bytes_read() for symbol in symbols)
+                    on_progress(ImportProgress(read / max(1, total_bytes), frames, recv_ns))
+        file.write(b"".join(block))
     if on_progress is not None:
         on_progress(
             ImportProgress(1.0, frames, max((s.result.last_ns for s in symbols), default=0))
@@ -319,7 +313,7 @@ def _receive_time(item: tuple[int, bytes]) -> int:
 
 
 @contextlib.contextmanager
-def _open_out(path: Path, *, compress: bool) -> Iterator[BinaryIO]:
+def _open_out(path: Path, compress: bool) -> Iterator[BinaryIO]:
     with path.open("wb") as raw_file:
         if compress:
             with gzip.GzipFile(fileobj=raw_file, mode="wb", compresslevel=6, mtime=0) as file:

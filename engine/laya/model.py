@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
@@ -26,6 +24,7 @@ import onnxruntime as ort
 from onnxruntime.capi import onnxruntime_pybind11_state as ort_errors
 
 from engine.laya.verdict import CLASS_NAMES
+from engine.user_files import replacing
 
 DEFAULT_MODEL_PATH = Path(__file__).resolve().parent / "models" / "laya-default.onnx"
 """The model shipped with the package, produced by the training pipeline."""
@@ -437,15 +436,7 @@ def export_mlp(
 
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    # Written beside the target and renamed, so a console starting meanwhile never reads half a
-    # model.
-    descriptor, partial = tempfile.mkstemp(dir=target.parent, suffix=".partial")
-    try:
-        with os.fdopen(descriptor, "wb") as file:
-            file.write(model.SerializeToString())
-        os.chmod(partial, 0o644)
-        os.replace(partial, target)
-    except BaseException:
-        Path(partial).unlink(missing_ok=True)
-        raise
+    # Replaced whole, so a console starting meanwhile never reads half a model.
+    with replacing(target, mode=0o644) as partial:
+        partial.write_bytes(model.SerializeToString())
     return target

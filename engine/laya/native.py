@@ -23,7 +23,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import tempfile
 import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -31,7 +30,8 @@ from pathlib import Path
 
 import numba
 import numpy as np
-import platformdirs
+
+from engine.user_files import replacing, user_cache_dir
 
 _GEMM_DEFAULTS = {"alpha": 1.0, "beta": 1.0, "transA": 0, "transB": 0}
 _PACKING = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:12]
@@ -43,7 +43,7 @@ _CACHE_KEPT = 32
 
 def native_cache_dir() -> Path:
     """Where packed weights are kept: the user cache (`$XDG_CACHE_HOME/hft-console/laya-native`)."""
-    return platformdirs.user_cache_path("hft-console") / "laya-native"
+    return user_cache_dir() / "laya-native"
 
 
 class NativeGraphError(ValueError):
@@ -246,14 +246,8 @@ def _write_packed(folder: Path, key: str, params: np.ndarray, layout: np.ndarray
     """Keep the packed weights for the next start (atomically: a reader sees a whole file)."""
     with contextlib.suppress(OSError):
         folder.mkdir(parents=True, exist_ok=True)
-        handle, temporary = tempfile.mkstemp(dir=folder, suffix=".tmp")
-        try:
-            with os.fdopen(handle, "wb") as file:
-                np.savez(file, params=params, layout=layout, digest=_digest(key, params, layout))
-            os.replace(temporary, folder / f"{key}.npz")
-        finally:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(temporary)
+        with replacing(folder / f"{key}.npz") as partial, partial.open("wb") as file:
+            np.savez(file, params=params, layout=layout, digest=_digest(key, params, layout))
         kept = sorted(folder.glob("*.npz"), key=lambda path: path.stat().st_mtime, reverse=True)
         for stale in kept[_CACHE_KEPT:]:
             stale.unlink(missing_ok=True)

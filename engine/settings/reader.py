@@ -11,8 +11,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import platformdirs
-
 from engine.settings.keys import (
     BARE_KEY,
     BadValue,
@@ -25,6 +23,7 @@ from engine.settings.keys import (
 from engine.settings.layers import Overrides, assemble_settings
 from engine.settings.schema import Settings
 from engine.settings.sources import SettingsError, SettingSource, SourceKind, label
+from engine.user_files import user_config_dir
 
 ENV_PREFIX = "HFT_CONSOLE_"
 ENV_CONFIG_FILE = "HFT_CONSOLE_CONFIG"
@@ -186,7 +185,7 @@ def settings_path(environ: Mapping[str, str] = os.environ) -> Path:
     named = environ.get(ENV_CONFIG_FILE)
     if named:
         return Path(named).expanduser()
-    return platformdirs.user_config_path("hft-console") / CONFIG_FILE_NAME
+    return user_config_dir() / CONFIG_FILE_NAME
 
 
 def load_settings(*, path: Path | None = None, environ: Mapping[str, str] = os.environ) -> Settings:

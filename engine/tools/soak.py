@@ -32,8 +32,6 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-import platformdirs
-
 from engine.feed.recording import RecordingReadStats, encode_line, iter_recording
 from engine.feed.replay import ReplayFeed
 from engine.kev.client import KevClientConfig
@@ -44,6 +42,7 @@ from engine.risk.intents import DenialReason
 from engine.sim.recording import simulate_recording
 from engine.tools.bench.trading import NEVER_EMERGENCY
 from engine.trading.config import TradingConfig, TradingMode
+from engine.user_files import user_data_dir
 
 DEFAULT_FRAMES = 1_000_000
 MIN_FRAMES = 10_000
@@ -68,7 +67,7 @@ def default_replay_dir() -> Path:
     configured = os.environ.get(REPLAY_DIR_ENV)
     if configured:
         return Path(configured)
-    return platformdirs.user_data_path("hft-console") / "recordings"
+    return user_data_dir() / "recordings"
 
 
 def find_recordings(directory: Path) -> tuple[Path, ...]:

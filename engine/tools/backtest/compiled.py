@@ -29,9 +29,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-import platformdirs
-
 import engine
+from engine.user_files import user_cache_dir
 
 COMPILED_MODULES = (
     "engine/book.py",
@@ -99,9 +98,7 @@ def compiled_tree(
     (`on_build` hears that it is). Raises `CompiledBuildError`."""
     package = source_package() if package is None else package
     _check_tools()
-    root = (
-        platformdirs.user_cache_path("hft-console") / "compiled" if cache_dir is None else cache_dir
-    )
+    root = user_cache_dir() / "compiled" if cache_dir is None else cache_dir
     tree = root / tree_key(package)
     if (tree / "engine" / "__init__.py").is_file():
         with contextlib.suppress(OSError):
