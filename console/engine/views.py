@@ -29,9 +29,9 @@ from console.view import (
     StageLatency,
     TradingView,
 )
+from engine.bitget.orders import OrderStatus
 from engine.bitget.private_events import (
     FillUpdate,
-    OrderStatus,
     OrderUpdate,
     PrivateStreamChanged,
     PrivateStreamState,

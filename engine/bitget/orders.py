@@ -21,6 +21,20 @@ class OrderSide(enum.StrEnum):
         return OrderSide.SELL if self is OrderSide.BUY else OrderSide.BUY
 
 
+class OrderStatus(enum.StrEnum):
+    """Bitget's order lifecycle: live -> partially_filled -> filled, or live -> canceled (IOC,
+    FOK and post-only refusals end as canceled)."""
+
+    LIVE = "live"
+    PARTIALLY_FILLED = "partially_filled"
+    FILLED = "filled"
+    CANCELED = "canceled"
+
+    @property
+    def terminal(self) -> bool:
+        return self is OrderStatus.FILLED or self is OrderStatus.CANCELED
+
+
 class OrderType(enum.StrEnum):
     LIMIT = "limit"
     MARKET = "market"

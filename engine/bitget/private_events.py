@@ -10,20 +10,7 @@ from __future__ import annotations
 import enum
 from typing import NamedTuple
 
-from engine.bitget.orders import OrderSide
-
-
-class OrderStatus(enum.StrEnum):
-    """Bitget's order lifecycle: live -> partially_filled -> filled, or live -> canceled."""
-
-    LIVE = "live"
-    PARTIALLY_FILLED = "partially_filled"
-    FILLED = "filled"
-    CANCELED = "canceled"
-
-    @property
-    def terminal(self) -> bool:
-        return self is OrderStatus.FILLED or self is OrderStatus.CANCELED
+from engine.bitget.orders import OrderSide, OrderStatus
 
 
 class OrderUpdate(NamedTuple):

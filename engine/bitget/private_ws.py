@@ -44,10 +44,9 @@ from engine.bitget.endpoints import (
     PRIVATE_CHANNELS,
 )
 from engine.bitget.errors import describe_error
-from engine.bitget.orders import OrderSide
+from engine.bitget.orders import OrderSide, OrderStatus
 from engine.bitget.private_events import (
     FillUpdate,
-    OrderStatus,
     OrderUpdate,
     PositionEntry,
     PositionsUpdate,

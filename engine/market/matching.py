@@ -39,22 +39,13 @@ from typing import NamedTuple
 
 import numpy as np
 
-from engine.bitget.orders import OrderSide, OrderType, TimeInForce
+from engine.bitget.orders import OrderSide, OrderStatus, OrderType, TimeInForce
 from engine.market.instruments import Instrument
 
 _LOT_EPSILON = 1e-9
 FIRST_ORDER_ID = 1_300_000_000_000_000_000
 FIRST_FILL_ID = 1_400_000_000_000_000_000
 _CLOSED_ORDERS_KEPT = 10_000
-
-
-class OrderStatus(enum.StrEnum):
-    """Bitget's order states; IOC/FOK/post-only rejections end as canceled."""
-
-    LIVE = "live"
-    PARTIALLY_FILLED = "partially_filled"
-    FILLED = "filled"
-    CANCELED = "canceled"
 
 
 class Liquidity(enum.StrEnum):

@@ -32,9 +32,9 @@ from engine.bitget.endpoints import (
     PRIVATE_CHANNELS,
     SIGNING_WINDOW_MS,
 )
+from engine.bitget.orders import OrderStatus
 from engine.bitget.signing import sign, ws_login_prehash
 from engine.market.matching import Liquidity, OrderEvent
-from engine.market.matching import OrderStatus as SimOrderStatus
 from engine.sim.frames import INST_TYPE, error_frame, event_frame
 from engine.sim.rest import SimExchangeState, number_text, position_figures
 
@@ -207,7 +207,7 @@ class SimPrivateStream:
         """The matching engines' listener: queue the change, push after the current step."""
         order = event.order
         profit = self._order_profits.get(order.order_id, 0.0) + event.realized_pnl
-        if order.status is SimOrderStatus.FILLED or order.status is SimOrderStatus.CANCELED:
+        if order.status.terminal:
             self._order_profits.pop(order.order_id, None)
         else:
             self._order_profits[order.order_id] = profit
@@ -288,7 +288,7 @@ class SimPrivateStream:
             "cTime": str(order.created_ms),
             "uTime": str(order.updated_ms),
         }
-        if order.status is not SimOrderStatus.CANCELED:
+        if order.status is not OrderStatus.CANCELED:
             # Bitget leaves priceAvg out of cancel pushes; "0" while nothing is filled.
             entry["priceAvg"] = (
                 instrument.format_price(order.average_price) if order.filled_size else "0"
@@ -399,7 +399,7 @@ def _push_frame(key: Subscription, data: list[dict[str, object]], now_ms: int) -
     return orjson.dumps(frame).decode()
 
 
-def _cancel_reason(status: SimOrderStatus, reason: str) -> str:
-    if status is not SimOrderStatus.CANCELED:
+def _cancel_reason(status: OrderStatus, reason: str) -> str:
+    if status is not OrderStatus.CANCELED:
         return ""
     return "normal_cancel" if reason == _USER_CANCEL_REASON else reason

@@ -27,7 +27,7 @@ from engine.bitget import endpoints
 from engine.bitget.credentials import Credentials
 from engine.bitget.errors import SUCCESS_CODE, lookup_error
 from engine.bitget.models import text_field
-from engine.bitget.orders import OrderSide, OrderType, TimeInForce
+from engine.bitget.orders import OrderSide, OrderStatus, OrderType, TimeInForce
 from engine.bitget.signing import rest_prehash, sign_bytes
 from engine.market.matching import (
     Fill,
@@ -35,7 +35,6 @@ from engine.market.matching import (
     Order,
     OrderRejected,
     OrderRequest,
-    OrderStatus,
     Position,
     SimAccount,
 )

@@ -33,9 +33,9 @@ from collections.abc import Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from engine.bitget.orders import OrderStatus
 from engine.bitget.private_events import (
     FillUpdate,
-    OrderStatus,
     OrderUpdate,
     PositionsUpdate,
     PrivateEvent,

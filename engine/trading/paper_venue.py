@@ -27,7 +27,6 @@ from collections.abc import Callable, Iterable
 from engine.bitget.orders import OrderSide, OrderType
 from engine.bitget.private_events import (
     FillUpdate,
-    OrderStatus,
     OrderUpdate,
     PositionEntry,
     PositionsUpdate,
@@ -277,7 +276,7 @@ class PaperVenue:
             order.symbol,
             order.order_id,
             order.client_oid,
-            OrderStatus(order.status.value),
+            order.status,
             order.filled_size,
             order.cancel_reason,
             tuple(_fill_update(fill, recv_ns) for fill in engine.order_fills(order.order_id)),
@@ -361,7 +360,7 @@ def _order_update(order: Order, recv_ns: int) -> OrderUpdate:
         order.size,
         order.filled_size,
         order.average_price if order.filled_size else None,
-        OrderStatus(order.status.value),
+        order.status,
         order.reduce_only,
         order.updated_ms,
         recv_ns,

@@ -20,7 +20,8 @@ from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Mapping
 from typing import Protocol
 
-from engine.bitget.private_events import FillUpdate, OrderStatus, PositionEntry, PrivateStreamState
+from engine.bitget.orders import OrderStatus
+from engine.bitget.private_events import FillUpdate, PositionEntry, PrivateStreamState
 from engine.journal import EntryKind
 from engine.pipeline import EventLog
 from engine.risk.gateway import RiskGateway

@@ -22,7 +22,8 @@ from engine.bitget.credentials import Credentials
 from engine.bitget.endpoints import CANCEL_ALL_ORDERS
 from engine.bitget.errors import SUCCESS_CODE, describe_error
 from engine.bitget.models import MalformedAnswer, OpenPosition, parse_batch_result
-from engine.bitget.private_events import FillUpdate, OrderStatus, PositionEntry, PrivateStreamState
+from engine.bitget.orders import OrderStatus
+from engine.bitget.private_events import FillUpdate, PositionEntry, PrivateStreamState
 from engine.bitget.private_ws import BitgetPrivateFeed, BitgetPrivateFeedConfig
 from engine.bitget.rest import (
     BitgetApiError,

@@ -11,14 +11,8 @@ import asyncio
 from collections.abc import Callable
 from typing import NamedTuple, Protocol
 
-from engine.bitget.orders import OrderSide
-from engine.bitget.private_events import (
-    FillUpdate,
-    OrderStatus,
-    PositionEntry,
-    PrivateEvent,
-    PrivateStreamState,
-)
+from engine.bitget.orders import OrderSide, OrderStatus
+from engine.bitget.private_events import FillUpdate, PositionEntry, PrivateEvent, PrivateStreamState
 from engine.risk.intents import OrderIntent
 
 PrivateSink = Callable[[PrivateEvent], None]

@@ -43,8 +43,8 @@ from console.view import (
     VramView,
 )
 from console.widgets.events import EventsPane
-from engine.bitget.orders import OrderSide
-from engine.bitget.private_events import FillUpdate, OrderStatus, OrderUpdate
+from engine.bitget.orders import OrderSide, OrderStatus
+from engine.bitget.private_events import FillUpdate, OrderUpdate
 from engine.feed.events import FeedState
 from engine.gpu import GIB, GpuSample, ProcessMemory, VramBudget
 from engine.laya.decide import QuoteIntent, VerdictRecord, VerdictStreamView

@@ -17,10 +17,9 @@ from websockets.exceptions import ConnectionClosed
 
 from engine.bitget.credentials import Credentials
 from engine.bitget.endpoints import BITGET_DEMO_PRIVATE_URL, BITGET_PRIVATE_URL
-from engine.bitget.orders import OrderSide
+from engine.bitget.orders import OrderSide, OrderStatus
 from engine.bitget.private_events import (
     FillUpdate,
-    OrderStatus,
     OrderUpdate,
     PositionEntry,
     PositionsUpdate,

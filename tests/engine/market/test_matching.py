@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from engine.bitget.orders import OrderSide, OrderType, TimeInForce
+from engine.bitget.orders import OrderSide, OrderStatus, OrderType, TimeInForce
 from engine.market.instruments import BTCUSDT
 from engine.market.matching import (
     Fill,
@@ -14,7 +14,6 @@ from engine.market.matching import (
     MatchingEngineConfig,
     OrderRejected,
     OrderRequest,
-    OrderStatus,
     SimAccount,
     SimAccountConfig,
 )

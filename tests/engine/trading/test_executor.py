@@ -9,8 +9,8 @@ import pytest
 from executor_on_paper import make_rig, order, started_rig
 from support.waiting import eventually
 
-from engine.bitget.orders import OrderSide, TimeInForce
-from engine.bitget.private_events import FillUpdate, OrderStatus, OrderUpdate
+from engine.bitget.orders import OrderSide, OrderStatus, TimeInForce
+from engine.bitget.private_events import FillUpdate, OrderUpdate
 from engine.journal import EntryKind, JournalFault
 from engine.risk.events import OrderDenied, TradingState
 from engine.risk.intents import DenialReason, Source

@@ -8,10 +8,9 @@ import time
 import pytest
 from market_frames import MarketScript
 
-from engine.bitget.orders import OrderSide, OrderType, TimeInForce
+from engine.bitget.orders import OrderSide, OrderStatus, OrderType, TimeInForce
 from engine.bitget.private_events import (
     FillUpdate,
-    OrderStatus,
     OrderUpdate,
     PositionsUpdate,
     PrivateStreamChanged,

@@ -10,8 +10,8 @@ import pytest
 from support.waiting import eventually
 
 from engine.bitget.models import OpenPosition
-from engine.bitget.orders import OrderSide, OrderType, TimeInForce
-from engine.bitget.private_events import OrderStatus, OrderUpdate, PrivateStreamState
+from engine.bitget.orders import OrderSide, OrderStatus, OrderType, TimeInForce
+from engine.bitget.private_events import OrderUpdate, PrivateStreamState
 from engine.bitget.rest import BitgetRestConfig
 from engine.market.instruments import BTCUSDT, ETHUSDT
 from engine.risk.intents import OrderIntent, Source
