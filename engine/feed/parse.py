@@ -375,14 +375,15 @@ def _number(value: object) -> float:
     return number
 
 
-def _level(level: object) -> tuple[float, float]:
+def _level(level: object, allow_zero: bool = False) -> tuple[float, float]:
+    """A `[price, size]` pair as floats; a zero size (a level removed) only where allowed."""
     if not isinstance(level, list) or len(level) != 2:
         raise _Rejected(RejectReason.BAD_FIELD)
     price = _number(level[0])
     size = _number(level[1])
     if not (math.isfinite(price) and price > 0.0):
         raise _Rejected(RejectReason.BAD_PRICE)
-    if not (math.isfinite(size) and size > 0.0):
+    if not math.isfinite(size) or size < 0.0 or (size == 0.0 and not allow_zero):
         raise _Rejected(RejectReason.BAD_SIZE)
     return price, size
 
@@ -405,12 +406,7 @@ def _string_levels(side: list, *, allow_zero: bool) -> tuple[tuple[str, str], ..
             and isinstance(level[1], str)
         ):
             raise _Rejected(RejectReason.BAD_FIELD)
-        price = _number(level[0])
-        size = _number(level[1])
-        if not (math.isfinite(price) and price > 0.0):
-            raise _Rejected(RejectReason.BAD_PRICE)
-        if not math.isfinite(size) or size < 0.0 or (size == 0.0 and not allow_zero):
-            raise _Rejected(RejectReason.BAD_SIZE)
+        _level(level, allow_zero)
         out.append((level[0], level[1]))
     return tuple(out)
 

@@ -14,11 +14,12 @@ import hmac
 import ipaddress
 import logging
 import math
+import operator
 import re
 from collections import Counter, OrderedDict, deque
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from decimal import Decimal, InvalidOperation
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
 
 import orjson
 from aiohttp import web
@@ -47,6 +48,9 @@ CANCEL_PATHS = frozenset(
     {endpoints.CANCEL_ORDER, endpoints.BATCH_CANCEL_ORDERS, endpoints.CANCEL_ALL_ORDERS}
 )
 
+_Listed = TypeVar("_Listed")
+_ORDER_ID = operator.attrgetter("order_id")
+_TRADE_ID = operator.attrgetter("trade_id")
 _CLIENT_OID = re.compile(r"^[0-9A-Za-z_:#+\- ]+$")
 _BATCH_CANCEL_MAX = 50
 _PENDING_PAGE_MAX = 100
@@ -450,23 +454,15 @@ class SimRestApi:
             OrderStatus.PARTIALLY_FILLED.value,
         ):
             raise _RequestError("40020", "Parameter status error")
-        id_less_than = _optional_text(params, "idLessThan")
-        limit = _page_limit(params)
-        orders = [
+        orders = (
             order
             for engine in engines
             for order in engine.open_orders()
             if (order_id is None or order.order_id == order_id)
             and (client_oid is None or order.client_oid == client_oid)
             and (status is None or order.status == status)
-            and (id_less_than is None or int(order.order_id) < _int_text(id_less_than))
-        ]
-        orders.sort(key=lambda order: int(order.order_id), reverse=True)
-        page = orders[:limit]
-        return {
-            "entrustedList": [self._order_json(order) for order in page],
-            "endId": page[-1].order_id if page else None,
-        }
+        )
+        return _newest_page(orders, _ORDER_ID, params, "entrustedList", self._order_json)
 
     def _all_position(self, params: dict[str, object]) -> object:
         _product_type(params)
@@ -502,21 +498,10 @@ class SimRestApi:
             raise _RequestError(
                 "40019", "Parameter orderId cannot be empty (the simulator lists fills by order)"
             )
-        engines = self._engines_asked(params)
-        id_less_than = _optional_text(params, "idLessThan")
-        limit = _page_limit(params)
-        fills = [
-            fill
-            for engine in engines
-            for fill in engine.order_fills(order_id)
-            if id_less_than is None or int(fill.trade_id) < _int_text(id_less_than)
-        ]
-        fills.sort(key=lambda fill: int(fill.trade_id), reverse=True)
-        page = fills[:limit]
-        return {
-            "fillList": [self._fill_json(fill) for fill in page],
-            "endId": page[-1].trade_id if page else None,
-        }
+        fills = (
+            fill for engine in self._engines_asked(params) for fill in engine.order_fills(order_id)
+        )
+        return _newest_page(fills, _TRADE_ID, params, "fillList", self._fill_json)
 
     # Rendering
 
@@ -724,6 +709,27 @@ def _client_oid(params: Mapping[str, object]) -> str | None:
     if not _CLIENT_OID.match(value):
         raise _RequestError("40020", "Parameter clientOid error: use [0-9A-Za-z_#-]")
     return value
+
+
+def _newest_page(
+    items: Iterable[_Listed],
+    item_id: Callable[[_Listed], str],
+    params: Mapping[str, object],
+    list_name: str,
+    render: Callable[[_Listed], dict[str, object]],
+) -> dict[str, object]:
+    """One page of Bitget's id paging: newest (largest id) first, below `idLessThan` when
+    given, at most `limit`; `endId` is the last one listed (the next page's `idLessThan`)."""
+    id_less_than = _optional_text(params, "idLessThan")
+    below = None if id_less_than is None else _int_text(id_less_than)
+    limit = _page_limit(params)
+    kept = [item for item in items if below is None or int(item_id(item)) < below]
+    kept.sort(key=lambda item: int(item_id(item)), reverse=True)
+    page = kept[:limit]
+    return {
+        list_name: [render(item) for item in page],
+        "endId": item_id(page[-1]) if page else None,
+    }
 
 
 def _page_limit(params: Mapping[str, object]) -> int:
