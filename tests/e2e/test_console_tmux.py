@@ -18,13 +18,13 @@ import shutil
 import signal
 import statistics
 import subprocess
-import sys
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
+from support.cli import CLI, REPO
 from support.waiting import eventually
 
 from engine.bitget.rest import BitgetRestClient, BitgetRestConfig
@@ -37,7 +37,6 @@ pytestmark = pytest.mark.skipif(
     shutil.which("tmux") is None, reason="tmux is not installed (scripts/test installs it)"
 )
 
-REPO = Path(__file__).resolve().parents[2]
 SOCKET = f"hft-console-e2e-{os.getpid()}"
 TERMINAL_ENVIRONMENT = {
     name: value for name, value in os.environ.items() if name not in ("COLUMNS", "LINES")
@@ -102,7 +101,7 @@ def sim_urls(tmp_path_factory) -> Iterator[tuple[str, str]]:
     """`hft-console sim` on a free port: its public websocket and REST urls."""
     log = tmp_path_factory.mktemp("sim") / "sim.log"
     with log.open("w") as out:
-        command = [sys.executable, "-m", "console.cli", "sim", "--port", "0"]
+        command = [*CLI, "sim", "--port", "0"]
         process = subprocess.Popen(
             [*command, "--book-interval-ms", "50", "--seed", "5"],
             cwd=REPO,
@@ -192,7 +191,7 @@ def start_console(
         "XDG_CACHE_HOME": str(tmp / "cache"),
         "XDG_RUNTIME_DIR": str(tmp / "runtime"),
     }
-    arguments = [sys.executable, "-m", "console.cli", "run", "--url", ws_url]
+    arguments = [*CLI, "run", "--url", ws_url]
     arguments += ["--rest-url", rest_url, "--journal", str(tmp / "journal.sqlite")]
     arguments += ["--model", str(model), "--cpu", "--refresh-hz", "10"]
     command = (

@@ -2,31 +2,20 @@
 
 from __future__ import annotations
 
-import ctypes
 import json
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
-import pytest
+from support.gpu import needs_no_cuda
 
 from engine.laya.model import LayaModelMetadata, export_mlp
 
 GPU_CHECK = Path(__file__).resolve().parents[2] / "scripts" / "gpu-check"
 
 
-def _cuda_driver_present() -> bool:
-    try:
-        ctypes.CDLL("libcuda.so.1")
-    except OSError:
-        return False
-    return True
-
-
-pytestmark = pytest.mark.skipif(
-    _cuda_driver_present(), reason="a CUDA driver is present: gpu-check may really use CUDA"
-)
+pytestmark = needs_no_cuda("gpu-check may really use CUDA")
 
 
 def run_gpu_check(*arguments: str) -> subprocess.CompletedProcess[str]:

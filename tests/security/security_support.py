@@ -3,15 +3,9 @@ whatever body a test hands it, and the real llama-server binary and tiny model (
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import orjson
-import pytest
 from aiohttp import web
 from support.loopback import Loopback, catch_all
-
-from engine.kev.model_fetch import is_gguf, tiny_model_path
-from engine.kev.server import LlamaServerError, find_llama_server
 
 CHAT = "/v1/chat/completions"
 
@@ -63,15 +57,3 @@ class HostileLlama:
         await request.read()
         status, body = self._answer
         return web.Response(body=body, status=status, content_type="application/json")
-
-
-def real_llama_server() -> tuple[Path, Path]:
-    """The llama-server binary and the tiny GGUF model, or skip saying what is missing."""
-    try:
-        binary = find_llama_server()
-    except LlamaServerError as error:
-        pytest.skip(f"no llama-server: {error}")
-    model = tiny_model_path()
-    if not is_gguf(model):
-        pytest.skip(f"the tiny model is not at {model}: run hft-console kev fetch-tiny-model")
-    return binary, model

@@ -21,7 +21,8 @@ from typing import NamedTuple
 
 import httpx
 import pytest
-from security_support import real_llama_server
+from support.cli import CLI, REPO
+from support.kev import real_llama_server
 from support.secret_scan import needles
 
 from engine.kev.client import KevClient, KevClientConfig, KevFailure
@@ -34,7 +35,6 @@ from engine.kev.server import (
 )
 from engine.settings.schema import Settings
 
-REPO = Path(__file__).resolve().parents[2]
 KEV_KEY = "kev_7d1e9a3c5b2f4e6d8a0c1b3d5f7e9a2c"
 HOSTILE_NAME = "tiny; touch pwned-semicolon; $(touch pwned-dollar) `touch pwned-tick` q.gguf"
 MARKERS = ("pwned-semicolon", "pwned-dollar", "pwned-tick")
@@ -290,7 +290,7 @@ def test_the_key_is_in_no_command_line_log_or_output(served: Served) -> None:
     ).stdout
     assert str(served.pid) in listing
     status = subprocess.run(
-        [sys.executable, "-m", "console.cli", "kev", "status", "--url", served.url],
+        [*CLI, "kev", "status", "--url", served.url],
         capture_output=True,
         text=True,
         env={**os.environ, "PYTHONPATH": str(REPO), "LLAMA_API_KEY": KEV_KEY},

@@ -15,12 +15,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from support.cli import checkout_env, run_cli
 
 from console.cli.config import settings_for_run
 from console.cli.main import _trading, build_parser
 from engine.trading.config import TradingConfig, TradingMode
 
-REPO = Path(__file__).resolve().parents[2]
 KEYS = {
     "BITGET_API_KEY": "bg_live0123456789abcdef0123456789",
     "BITGET_API_SECRET": "live-guard-secret-value-9f8e7d6c5b4a",
@@ -35,20 +35,11 @@ def _environment(tmp_path: Path, **extra: str) -> dict[str, str]:
     }
     config = tmp_path / "config.toml"
     config.write_text("")
-    return {**base, "PYTHONPATH": str(REPO), "HFT_CONSOLE_CONFIG": str(config), **KEYS, **extra}
+    return checkout_env(base, HFT_CONSOLE_CONFIG=str(config), **KEYS, **extra)
 
 
 def hft_console(tmp_path: Path, *args: str, stdin: int | str = "", **extra: str):
-    return subprocess.run(
-        [sys.executable, "-m", "console.cli", *args],
-        input=stdin if isinstance(stdin, str) else None,
-        stdin=stdin if isinstance(stdin, int) else None,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=tmp_path,
-        env=_environment(tmp_path, **extra),
-    )
+    return run_cli(*args, env=_environment(tmp_path, **extra), cwd=tmp_path, stdin=stdin)
 
 
 def test_live_credentials_without_a_mode_do_not_trade_live(
@@ -109,7 +100,7 @@ def _confirm_at_a_terminal(typed: str) -> tuple[int, str]:
             stdin=terminal,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
-            env={**os.environ, "PYTHONPATH": str(REPO)},
+            env=checkout_env(),
         )
         os.write(controller, typed.encode() + b"\n")
         output, _ = child.communicate(timeout=60)

@@ -28,9 +28,8 @@ def make_gateway(now_ns: int = T0, hedge_ratio: float = 0.5) -> RiskGateway:
     return gateway
 
 
-def tiny_llama_server(folder: Path, **settings: Any) -> LlamaServerProcess:
-    """A llama-server process (not started) for the tiny model on one thread, logging into
-    `folder`; `settings` override LlamaServerConfig's. Skips the test where either is absent."""
+def real_llama_server() -> tuple[Path, Path]:
+    """The llama-server binary and the tiny GGUF model, or skip saying what is missing."""
     try:
         binary = find_llama_server()
     except LlamaServerError as error:
@@ -38,6 +37,13 @@ def tiny_llama_server(folder: Path, **settings: Any) -> LlamaServerProcess:
     model = tiny_model_path()
     if not is_gguf(model):
         pytest.skip(f"the tiny model is not at {model}: run hft-console kev fetch-tiny-model")
+    return binary, model
+
+
+def tiny_llama_server(folder: Path, **settings: Any) -> LlamaServerProcess:
+    """A llama-server process (not started) for the tiny model on one thread, logging into
+    `folder`; `settings` override LlamaServerConfig's. Skips the test where either is absent."""
+    binary, model = real_llama_server()
     return LlamaServerProcess(
         LlamaServerConfig(
             model=str(model),

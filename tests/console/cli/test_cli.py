@@ -4,31 +4,21 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from support.cli import run_cli
 from support.recordings import write_books
 
 from console.cli.main import build_parser, main
 from engine.feed.parse import FrameParser
 from engine.feed.recording import iter_recording
 
-REPO = Path(__file__).resolve().parents[3]
-
 
 def hft_console(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "console.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        cwd=REPO,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-    )
+    return run_cli(*args, timeout=timeout)
 
 
 @pytest.fixture

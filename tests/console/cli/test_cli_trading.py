@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[3]
+from support.cli import checkout_env, run_cli
+
 KEYS = {
     "BITGET_API_KEY": "bg_0123456789abcdef0123",
     "BITGET_API_SECRET": "cli-test-secret-value-1",
@@ -17,15 +15,7 @@ KEYS = {
 
 def hft_console(*args: str, env: dict[str, str] | None = None, stdin: str = ""):
     base = {key: value for key, value in os.environ.items() if not key.startswith("BITGET_API_")}
-    return subprocess.run(
-        [sys.executable, "-m", "console.cli", *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=REPO,
-        env={**base, "PYTHONPATH": str(REPO), **(env or {})},
-    )
+    return run_cli(*args, env=checkout_env(base, **(env or {})), stdin=stdin)
 
 
 def test_live_without_the_live_flag_is_refused():

@@ -6,10 +6,10 @@ from __future__ import annotations
 import os
 import stat
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from support.cli import CLI
 
 from console.app import ConsoleConfig
 from console.bandwidth import BUDGETS, Bandwidth
@@ -226,7 +226,7 @@ def test_a_headless_run_uses_the_configured_journal_and_policy(config_dir, tmp_p
         f'[trading]\njournal_path = "{journal}"\n[console]\nshutdown_policy = "keep"\n',
     )
     result = subprocess.run(
-        [sys.executable, "-m", "console.cli", "run", "--headless", "--duration", "2"],
+        [*CLI, "run", "--headless", "--duration", "2"],
         capture_output=True,
         text=True,
         timeout=120,

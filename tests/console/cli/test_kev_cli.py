@@ -12,34 +12,22 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from support.cli import REPO, checkout_env, run_cli
 
 from engine.kev.model_fetch import TINY_MODEL_FILE, TINY_MODEL_MEMBER, is_gguf, tiny_model_path
 from engine.kev.server import LlamaServerError, find_llama_server, free_port
-
-REPO = Path(__file__).resolve().parents[3]
 
 
 def kev_env(tmp_path: Path, **extra: str) -> dict[str, str]:
     """Cache and runtime directories of the test's own, so nothing touches the user's."""
     (tmp_path / "run").mkdir(mode=0o700, exist_ok=True)
-    return {
-        **os.environ,
-        "PYTHONPATH": str(REPO),
-        "XDG_CACHE_HOME": str(tmp_path / "cache"),
-        "XDG_RUNTIME_DIR": str(tmp_path / "run"),
-        **extra,
-    }
+    return checkout_env(
+        XDG_CACHE_HOME=str(tmp_path / "cache"), XDG_RUNTIME_DIR=str(tmp_path / "run"), **extra
+    )
 
 
 def hft_console(env: dict[str, str], *args: str, timeout: float = 120):
-    return subprocess.run(
-        [sys.executable, "-m", "console.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        cwd=REPO,
-        env=env,
-    )
+    return run_cli(*args, env=env, timeout=timeout)
 
 
 def test_help_lists_the_kev_actions(tmp_path):

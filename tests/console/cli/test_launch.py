@@ -11,12 +11,12 @@ import select
 import signal
 import struct
 import subprocess
-import sys
 import termios
 import time
 from pathlib import Path
 
 import pytest
+from support.cli import CLI, REPO, checkout_env, run_cli
 from support.recordings import write_recording
 
 from console.engine.config import EngineAdapterConfig
@@ -28,13 +28,10 @@ from engine.node import EngineConfig
 from engine.pipeline import TIMED_STAGES
 from engine.trading.config import TradingConfig
 
-REPO = Path(__file__).resolve().parents[3]
-
 
 def environment(tmp_path: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    env = checkout_env({k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")})
     env.update(
-        PYTHONPATH=str(REPO),
         TERM="xterm-256color",
         XDG_STATE_HOME=str(tmp_path / "state"),
         XDG_CONFIG_HOME=str(tmp_path / "config"),
@@ -62,14 +59,7 @@ def test_headless_replays_to_the_end_and_writes_the_figures(tmp_path, recording,
     stats = tmp_path / "figures.json"
     arguments = ["run", "--headless", "--replay", str(recording), "--speed", "max"]
     arguments += ["--stats-out", str(stats), "--model", str(laya_model), "--cpu"]
-    result = subprocess.run(
-        [sys.executable, "-m", "console.cli", *arguments],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=REPO,
-        env=environment(tmp_path),
-    )
+    result = run_cli(*arguments, env=environment(tmp_path))
     assert result.returncode == 0, result.stderr
     assert "hft-console: end of the recording" in result.stdout
     assert "watch only: nothing is traded" in result.stdout
@@ -83,14 +73,7 @@ def test_headless_replays_to_the_end_and_writes_the_figures(tmp_path, recording,
 
 
 def test_exit_at_end_needs_a_recording(tmp_path):
-    result = subprocess.run(
-        [sys.executable, "-m", "console.cli", "run", "--headless", "--exit-at-end"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=REPO,
-        env=environment(tmp_path),
-    )
+    result = run_cli("run", "--headless", "--exit-at-end", env=environment(tmp_path), timeout=60)
     assert result.returncode == 2
     assert "--exit-at-end needs --replay FILE" in result.stderr
 
@@ -102,7 +85,7 @@ def run_in_terminal(arguments: list[str], env: dict[str, str], size=(100, 30)) -
     width, height = size
     fcntl.ioctl(terminal, termios.TIOCSWINSZ, struct.pack("HHHH", height, width, 0, 0))
     process = subprocess.Popen(
-        [sys.executable, "-m", "console.cli", *arguments],
+        [*CLI, *arguments],
         cwd=REPO,
         env=env,
         stdin=terminal,
@@ -145,13 +128,8 @@ def headless(
     tmp_path: Path, *arguments: str, settings: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
     """`hft-console run --headless`; `settings`: HFT_CONSOLE_* variables on top."""
-    return subprocess.run(
-        [sys.executable, "-m", "console.cli", "run", "--headless", *arguments],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=REPO,
-        env={**environment(tmp_path), **(settings or {})},
+    return run_cli(
+        "run", "--headless", *arguments, env={**environment(tmp_path), **(settings or {})}
     )
 
 
@@ -266,7 +244,7 @@ def test_a_signal_ending_a_headless_run_is_journaled_as_such(tmp_path, laya_mode
     journal = tmp_path / "journal.sqlite"
     arguments = ["--model", str(laya_model), "--journal", str(journal)]
     process = subprocess.Popen(
-        [sys.executable, "-m", "console.cli", "run", "--headless", *arguments],
+        [*CLI, "run", "--headless", *arguments],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

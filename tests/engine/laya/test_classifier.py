@@ -4,7 +4,6 @@ on the terminal, and turns probabilities into verdicts by the documented rule.""
 
 from __future__ import annotations
 
-import ctypes
 import math
 import os
 import sys
@@ -17,6 +16,7 @@ import onnxruntime as ort
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from support.gpu import needs_no_cuda as no_cuda_driver
 
 from engine.lab.thresholds import choose_verdicts
 from engine.laya.classifier import (
@@ -44,17 +44,7 @@ MODEL_THRESHOLDS = (0.0, 0.4, 0.4, 0.25)
 HOLD, LEAN_BUY, LEAN_SELL, EMERGENCY = Verdict
 
 
-def _cuda_driver_present() -> bool:
-    try:
-        ctypes.CDLL("libcuda.so.1")
-    except OSError:
-        return False
-    return True
-
-
-needs_no_cuda = pytest.mark.skipif(
-    _cuda_driver_present(), reason="a CUDA driver is present: the session may really use CUDA"
-)
+needs_no_cuda = no_cuda_driver("the session may really use CUDA")
 
 
 def random_layers(widths: tuple[int, ...], seed: int = 0) -> list[tuple[np.ndarray, np.ndarray]]:

@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 
 import pytest
+from support.cli import CLI
 
 from console.cli import backtest as backtest_cli
 from console.cli.main import main
@@ -73,7 +73,7 @@ def test_a_child_whose_engine_is_not_compiled_refuses(monkeypatch, tmp_path, cap
 
 def backtest(recording, cache, *extra):
     environment = {**os.environ, "XDG_CACHE_HOME": str(cache)}
-    command = [sys.executable, "-m", "console.cli", "backtest", "--replay", str(recording)]
+    command = [*CLI, "backtest", "--replay", str(recording)]
     done = subprocess.run(
         [*command, "--json", "--no-charts", *extra],
         env=environment,
