@@ -77,6 +77,8 @@ class KeyCase:
     exposed: bool = True
     results: Mapping[str, CommandResult] = field(default_factory=dict)
     shows: tuple[Callable[[HftConsoleApp], bool], ...] = ()
+    opens: type | None = None
+    """The dialog the first key opens, checked before the other keys are pressed."""
 
 
 KEY_CASES = {
@@ -87,6 +89,15 @@ KEY_CASES = {
     ),
     "f-then-y-flattens": KeyCase(("f", "y"), [("flatten",)]),
     "k-kills-at-once-without-a-dialog": KeyCase(("k",), [("kill",)], shows=(on_the_main_screen,)),
+    "f-asks-first-and-n-sends-nothing": KeyCase(
+        ("f", "n"), [], opens=ConfirmScreen, shows=(on_the_main_screen,)
+    ),
+    "k-kills-from-inside-a-confirmation-dialog": KeyCase(
+        ("f", "k"), [("kill",)], opens=ConfirmScreen
+    ),
+    "q-with-open-positions-asks-and-escape-stays": KeyCase(
+        ("q", "escape"), [], opens=QuitScreen, shows=(running, on_the_main_screen)
+    ),
     "a-refused-command-is-reported-as-an-error": KeyCase(
         ("p",),
         [("pause",)],
@@ -130,36 +141,17 @@ async def test_keys_send_their_command_and_leave_the_screen_as_they_should(case:
         handle.set_state(case.state, exposed=case.exposed)
     app = console(handle)
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.press(*case.keys)
+        keys = case.keys
+        if case.opens is not None:
+            await pilot.press(keys[0])
+            await pilot.pause()
+            assert isinstance(app.screen, case.opens)
+            keys = keys[1:]
+        await pilot.press(*keys)
         await settle(app, pilot)
         for shown in case.shows:
             assert shown(app), shown.__name__
     assert handle.commands == case.commands
-
-
-async def test_f_asks_first_and_n_sends_nothing():
-    handle = FakeEngineHandle()
-    app = console(handle)
-    async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("f")
-        await pilot.pause()
-        assert isinstance(app.screen, ConfirmScreen)
-        await pilot.press("n")
-        await settle(app, pilot)
-        assert not isinstance(app.screen, ConfirmScreen)
-    assert handle.commands == []
-
-
-async def test_k_kills_from_inside_a_confirmation_dialog():
-    handle = FakeEngineHandle()
-    app = console(handle)
-    async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("f")
-        await pilot.pause()
-        assert isinstance(app.screen, ConfirmScreen)
-        await pilot.press("k")
-        await settle(app, pilot)
-    assert handle.commands == [("kill",)]
 
 
 async def test_kill_does_not_wait_behind_a_command_the_engine_is_still_doing():
@@ -330,19 +322,6 @@ async def test_the_override_form_starts_from_the_limits_in_force():
         assert form.query_one("#orders-per-minute", Input).value == str(OVERRIDES.orders_per_minute)
         await pilot.press("escape")
         await settle(app, pilot)
-    assert handle.commands == []
-
-
-async def test_q_with_open_positions_asks_and_escape_stays():
-    handle = FakeEngineHandle()
-    app = console(handle)
-    async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("q")
-        await pilot.pause()
-        assert isinstance(app.screen, QuitScreen)
-        await pilot.press("escape")
-        await settle(app, pilot)
-        assert app.is_running and app.screen is app.screen_stack[0]
     assert handle.commands == []
 
 
