@@ -4,8 +4,10 @@ this is the one place the suite fakes a library. One test runs the real nvidia-m
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import types
+from collections.abc import Iterator
 from typing import NamedTuple
 
 import pytest
@@ -99,10 +101,20 @@ def nvml(monkeypatch) -> FakeNvml:
 
 
 @pytest.fixture
-def kev_pid_file(tmp_path) -> str:
-    """Kev's pid file naming a real process other than ours (our parent)."""
+def kev_pid() -> Iterator[int]:
+    """A real process other than ours, standing for Kev: not our parent, which is pid 1 (the
+    "other" process of these tests) when the suite's launcher has exited."""
+    kev = subprocess.Popen(["sleep", "600"])
+    yield kev.pid
+    kev.kill()
+    kev.wait()
+
+
+@pytest.fixture
+def kev_pid_file(tmp_path, kev_pid) -> str:
+    """Kev's pid file, naming `kev_pid`."""
     path = tmp_path / "llama-server.pid"
-    path.write_text(f"{os.getppid()}\n")
+    path.write_text(f"{kev_pid}\n")
     return str(path)
 
 
@@ -110,10 +122,10 @@ def monitor(kev_pid_file: str | None = None, **budget: int) -> GpuMonitor:
     return GpuMonitor(GpuMonitorConfig(kev_pid_file=kev_pid_file, budget=VramBudget(**budget)))
 
 
-def test_per_process_split_of_laya_kev_and_other(nvml, kev_pid_file):
+def test_per_process_split_of_laya_kev_and_other(nvml, kev_pid, kev_pid_file):
     nvml.compute = [
         Process(os.getpid(), 900 * MIB),
-        Process(os.getppid(), 4400 * MIB),
+        Process(kev_pid, 4400 * MIB),
         Process(1, 300 * MIB),
     ]
     sample = monitor(kev_pid_file).sample()
@@ -128,13 +140,13 @@ def test_per_process_split_of_laya_kev_and_other(nvml, kev_pid_file):
     assert sample.kev_bytes == 4400 * MIB
     assert sample.other_bytes == 6 * GIB - 900 * MIB - 4400 * MIB
     assert sample.laya_bytes + sample.kev_bytes + sample.other_bytes == sample.used_bytes
-    assert sample.kev_pid == os.getppid() and sample.kev_note == ""
-    assert [process.pid for process in sample.processes] == sorted([1, os.getpid(), os.getppid()])
+    assert sample.kev_pid == kev_pid and sample.kev_note == ""
+    assert [process.pid for process in sample.processes] == sorted([1, os.getpid(), kev_pid])
 
 
-def test_a_process_with_compute_and_graphics_contexts_is_counted_once(nvml, kev_pid_file):
+def test_a_process_with_compute_and_graphics_contexts_is_counted_once(nvml, kev_pid, kev_pid_file):
     nvml.compute = [Process(os.getpid(), 500 * MIB)]
-    nvml.graphics = [Process(os.getpid(), 500 * MIB), Process(os.getppid(), 100 * MIB)]
+    nvml.graphics = [Process(os.getpid(), 500 * MIB), Process(kev_pid, 100 * MIB)]
     sample = monitor(kev_pid_file).sample()
     assert sample.laya_bytes == 500 * MIB
     assert sample.kev_bytes == 100 * MIB
@@ -178,8 +190,8 @@ def test_a_transient_error_is_reported_then_sampling_recovers(nvml):
     assert nvml.calls.count("handle 0") == 2
 
 
-def test_missing_per_process_memory_falls_back_to_device_totals(nvml, kev_pid_file):
-    nvml.compute = [Process(os.getpid(), None), Process(os.getppid(), None)]
+def test_missing_per_process_memory_falls_back_to_device_totals(nvml, kev_pid, kev_pid_file):
+    nvml.compute = [Process(os.getpid(), None), Process(kev_pid, None)]
     sample = monitor(kev_pid_file).sample()
     assert sample.available and not sample.per_process
     assert "WDDM/WSL or MIG" in sample.per_process_note
