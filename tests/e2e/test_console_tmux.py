@@ -380,7 +380,14 @@ async def test_a_killed_engine_is_said_on_the_screen_at_once_and_the_console_exi
         session,
     )
     shown = " ".join(screen(session).split())
-    assert re.search(r"the exchange may still hold \d+ orders?\b.*: check it", shown), shown
+    # What it says of the exchange comes from the engine's last picture: the quotes, or none
+    # where a feed drop pulled them just before the kill (a loaded machine can starve the feed
+    # into a reconnect between the test's look at the screen and the kill; seen in CI).
+    assert re.search(
+        r"the exchange may still hold \d+ orders?\b.*: check it"
+        r"|its last picture showed no orders and no position: check the exchange for any sent",
+        shown,
+    ), shown
     assert "STALE" not in shown
 
     tmux("send-keys", "-t", session, "q")  # nothing to stop: it quits at once
