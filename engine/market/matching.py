@@ -651,9 +651,9 @@ class MatchingEngine:
             filled_before = order.filled_lots
             self._fill(order, lots, tick, Liquidity.TAKER, ts_ms)
             opposite.taken[tick] = opposite.taken.get(tick, 0.0) + order.filled_lots - filled_before
-            if order.status in (OrderStatus.FILLED, OrderStatus.CANCELED):
+            if order.status.terminal:
                 return
-        if order.status in (OrderStatus.FILLED, OrderStatus.CANCELED):
+        if order.status.terminal:
             return
         if order.order_type is OrderType.MARKET or order.force in (
             TimeInForce.IOC,
