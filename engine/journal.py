@@ -395,7 +395,7 @@ class Journal:
         if waiting >= self.config.queue_capacity:
             raise self._refused()
         queued.put(record)
-        if waiting + 1 == self._gather_max:  # enough waiting: no reason to gather longer
+        if waiting + 1 >= self._gather_max:  # enough waiting: no reason to gather longer
             self._wake_writer.set()
         self._count_appended()
 
