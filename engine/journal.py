@@ -759,13 +759,14 @@ def format_entries(entries: Iterable[JournalEntry], *, as_json: bool = False) ->
     return "\n".join(lines)
 
 
-_DURATION = re.compile(r"^([0-9]+(?:\.[0-9]+)?)(ms|s|m|h|d)$")
+# A leading minus reads as "ago" too (-5m): the journal holds no future to mean otherwise.
+_DURATION = re.compile(r"^-?([0-9]+(?:\.[0-9]+)?)(ms|s|m|h|d)$")
 _DURATION_NS = {"ms": 1e6, "s": 1e9, "m": 60e9, "h": 3600e9, "d": 86_400e9}
 _SINCE_FORMS = "a duration (15m, 2h), an ISO time (2024-06-01T12:00:00Z) or epoch seconds/ms/ns"
 
 
 def parse_since(text: str, now_ns: int | None = None) -> int:
-    """`--since` as epoch ns: a duration ago (`90s`, `15m`, `2h`, `1d`), an ISO-8601 time
+    """`--since` as epoch ns: a duration ago (`90s`, `15m` or `-15m`, `2h`, `1d`), an ISO-8601 time
     (UTC unless it carries an offset), or epoch seconds, milliseconds or nanoseconds. Raises
     ValueError for anything else, and for a time before 1970 or beyond what the journal holds
     (2262)."""

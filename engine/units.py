@@ -8,6 +8,8 @@ their own conventions (a fill's `fee` is the cost, positive when paid); only tex
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 QUOTE_COIN = "USDT"
 """Every symbol traded is a USDT-M perpetual: prices, PnL and fees are in USDT."""
 
@@ -37,6 +39,14 @@ def plain(value: float) -> str:
     """A size as typed: no exponent, no trailing zeros ("0.002", "1.5", "12")."""
     text = f"{value + 0.0:.8f}".rstrip("0").rstrip(".")
     return "0" if text == "-0" else text
+
+
+def exact(value: float) -> str:
+    """A number as the operator gave it, every digit that tells it apart and no more: the
+    shortest text that reads back as the same float, without an exponent ("123456.7",
+    "0.00001", "2"). For the audit trail's answers, where a rounded figure would be untrue."""
+    text = format(Decimal(repr(float(value) + 0.0)), "f")
+    return text.rstrip("0").rstrip(".") if "." in text else text
 
 
 def coin(symbol: str, size: float, *, signed: bool = False) -> str:

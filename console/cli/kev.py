@@ -145,6 +145,7 @@ def _serve(args: argparse.Namespace) -> int:
         if server.config.api_key
         else f"no API key (set ${ENV_KEV_API_KEY} to require one)"
     )
+    server.preflight()  # a refusal is said instead of "starting", not after it
     print(f"starting llama-server on {server.url}, {access} (log: {server.log_path})", flush=True)
     server.start()
     try:

@@ -319,12 +319,38 @@ def _journal_kinds(text: str) -> tuple[str, ...]:
     return kinds
 
 
+_OPTIONS_WITH_DASH_VALUES = frozenset({"--since"})
+"""Options whose value may begin with a minus (`--since -5m`): argparse would take the value
+for an unknown option and answer "expected one argument"."""
+
+
+def _dash_values_attached(arguments: list[str]) -> list[str]:
+    """`--since -5m` as `--since=-5m`, which argparse reads as the option's value."""
+    attached: list[str] = []
+    values = iter(arguments)
+    for argument in values:
+        if argument in _OPTIONS_WITH_DASH_VALUES:
+            value = next(values, None)
+            if value is not None and value.startswith("-") and len(value) > 1:
+                attached.append(f"{argument}={value}")
+                continue
+            attached.append(argument)
+            if value is not None:
+                attached.append(value)
+            continue
+        if argument == "--":
+            attached.extend([argument, *values])
+            break
+        attached.append(argument)
+    return attached
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     arguments = list(sys.argv[1:] if argv is None else argv)
     if not arguments or (arguments[0].startswith("-") and arguments[0] not in ("-h", "--help")):
         arguments.insert(0, "run")  # `hft-console [run options]` is `hft-console run ...`
-    args = parser.parse_args(arguments)
+    args = parser.parse_args(_dash_values_attached(arguments))
     command = args.command
     try:
         if command == "bench":

@@ -237,24 +237,7 @@ class LlamaServerProcess:
         if self._process is not None:
             raise LlamaServerError("this llama-server is already started")
         config = self.config
-        if config.api_key is None and not is_loopback(config.host):
-            raise LlamaServerError(
-                f"refusing to listen on {config.host} without an API key: anyone who can reach "
-                f"it could use the model; set {ENV_KEV_API_KEY} (the engine's client sends it "
-                "too) or bind 127.0.0.1"
-            )
-        if not Path(config.model).is_file():
-            raise LlamaServerError(
-                f"model {config.model} not found (the tiny one: hft-console kev fetch-tiny-model)"
-            )
-        running = read_llama_server_pid(self.pid_path)
-        if running is not None:
-            raise LlamaServerError(
-                f"llama-server is already running as pid {running} (pid file {self.pid_path})"
-            )
-        if _listening(config.host, config.port):
-            raise LlamaServerError(f"{config.host}:{config.port} is already in use")
-        binary = find_llama_server(config.binary)
+        binary = self.preflight()
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         started = time.monotonic()
         with self.log_path.open("wb") as log:
@@ -278,6 +261,30 @@ class LlamaServerProcess:
         self.ready_s = time.monotonic() - started
         self.pid_path.parent.mkdir(parents=True, exist_ok=True)
         self.pid_path.write_text(f"{self._process.pid}\n")
+
+    def preflight(self) -> Path:
+        """What refuses a start before anything is spawned (a public bind without a key, no
+        model, a server already running, the port taken, no binary): `LlamaServerError`, so a
+        caller can check before it says it is starting. The binary that would run."""
+        config = self.config
+        if config.api_key is None and not is_loopback(config.host):
+            raise LlamaServerError(
+                f"refusing to listen on {config.host} without an API key: anyone who can reach "
+                f"it could use the model; set {ENV_KEV_API_KEY} (the engine's client sends it "
+                "too) or bind 127.0.0.1"
+            )
+        if not Path(config.model).is_file():
+            raise LlamaServerError(
+                f"model {config.model} not found (the tiny one: hft-console kev fetch-tiny-model)"
+            )
+        running = read_llama_server_pid(self.pid_path)
+        if running is not None:
+            raise LlamaServerError(
+                f"llama-server is already running as pid {running} (pid file {self.pid_path})"
+            )
+        if _listening(config.host, config.port):
+            raise LlamaServerError(f"{config.host}:{config.port} is already in use")
+        return find_llama_server(config.binary)
 
     def _wait_until_ready(self, started: float) -> None:
         assert self._process is not None

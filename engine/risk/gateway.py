@@ -96,7 +96,7 @@ from engine.risk.limits import (
 )
 from engine.risk.overrides import RiskOverrides
 from engine.risk.snapshot import LimitsInForce, PositionView, RiskSnapshot
-from engine.units import coin
+from engine.units import base_coin, coin, exact
 from engine.validation import finite_number
 
 __all__ = [
@@ -881,21 +881,25 @@ class RiskGateway:
             self._limit_changed(
                 f"max_position {symbol}", olds[symbol], size, Source.OPERATOR, now_ns
             )
-        return "; ".join(f"{symbol} max position {coin(symbol, size)}" for symbol in sizes)
+        return "; ".join(
+            f"{symbol} max position {exact(self._symbols[symbol].max_position_set)} "
+            f"{base_coin(symbol)}"
+            for symbol in sizes
+        )
 
     def _set_max_net_delta(self, usdt: float, now_ns: int) -> str:
         old = self._max_net_delta_set
         self._max_net_delta_set = float(usdt)
         self._apply_limits()
         self._limit_changed("max_net_delta", old, usdt, Source.OPERATOR, now_ns)
-        return f"max net delta {usdt:g} USDT"
+        return f"max net delta {exact(self._max_net_delta_set)} USDT"
 
     def _set_max_slippage_bps(self, bps: float, now_ns: int) -> str:
         old = self._max_slippage_bps
         self._max_slippage_bps = float(bps)
         self._apply_limits()
         self._limit_changed("max_slippage_bps", old, bps, Source.OPERATOR, now_ns)
-        return f"max slippage {bps:g} bps"
+        return f"max slippage {exact(self._max_slippage_bps)} bps"
 
     def _set_order_rate(self, rate: tuple[int, int], now_ns: int) -> str:
         per_second, per_minute = rate
@@ -905,11 +909,11 @@ class RiskGateway:
         self._own_minute = self._own_minute.resized(per_minute)
         self._limit_changed("orders_per_second", old_second, per_second, Source.OPERATOR, now_ns)
         self._limit_changed("orders_per_minute", old_minute, per_minute, Source.OPERATOR, now_ns)
-        return f"order rate {per_second}/s, {per_minute}/min"
+        return f"order rate {self._orders_per_second}/s, {self._orders_per_minute}/min"
 
     def _set_risk_scale(self, scale: float, now_ns: int) -> str:
         self._change_risk_scale(float(scale), Source.OPERATOR, now_ns)
-        return f"risk scale {scale:g}"
+        return f"risk scale {exact(self._risk_scale)}"
 
     # Kev
 
@@ -925,8 +929,8 @@ class RiskGateway:
             )
         applied = self._set_hedge_ratio(float(ratio), now_ns)
         if applied != ratio:
-            return CommandOutcome(True, f"hedge ratio {ratio:g} clamped to {applied:g}")
-        return CommandOutcome(True, f"hedge ratio {applied:g}")
+            return CommandOutcome(True, f"hedge ratio {exact(ratio)} clamped to {exact(applied)}")
+        return CommandOutcome(True, f"hedge ratio {exact(applied)}")
 
     def apply_kev_command(
         self,
@@ -949,7 +953,10 @@ class RiskGateway:
         notes: list[str] = []
         if risk_scale is not None:
             if risk_scale > self._risk_scale:
-                text = f"Kev cannot raise the risk scale ({self._risk_scale:g} -> {risk_scale:g})"
+                text = (
+                    f"Kev cannot raise the risk scale ({exact(self._risk_scale)} -> "
+                    f"{exact(risk_scale)})"
+                )
                 notes.append(self._refuse("kev risk_scale", text, Source.KEV, now_ns).text)
             else:
                 self._change_risk_scale(float(risk_scale), Source.KEV, now_ns)
@@ -957,7 +964,7 @@ class RiskGateway:
         if hedge_ratio is not None:
             applied = self._set_hedge_ratio(float(hedge_ratio), now_ns)
             if applied != hedge_ratio:
-                notes.append(f"hedge ratio {hedge_ratio:g} clamped to {applied:g}")
+                notes.append(f"hedge ratio {exact(hedge_ratio)} clamped to {exact(applied)}")
         refusal = self._apply_kev_action(kev_action, now_ns)
         if refusal:
             refused = True

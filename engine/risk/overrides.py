@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from engine.risk.limits import OverrideBounds
-from engine.units import coin
+from engine.units import coin, exact
 from engine.validation import finite_number
 
 
@@ -68,7 +68,7 @@ class RiskOverrides:
             ("max slippage", self.max_slippage_bps, bounds.max_slippage_bps, "bps"),
         ):
             if value is not None and not (finite_number(value) and 0 <= value <= ceiling):
-                found.append(f"{name} must be within [0, {ceiling:g}] {unit}, got {value!r}")
+                found.append(f"{name} must be within [0, {exact(ceiling)}] {unit}, got {value!r}")
         if (self.orders_per_second is None) != (self.orders_per_minute is None):
             found.append("the order rate needs both orders per second and per minute")
         else:

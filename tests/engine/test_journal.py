@@ -436,6 +436,7 @@ def test_format_entries_as_table_and_json_lines() -> None:
     ("text", "expected"),
     [
         ("15m", T0 - 15 * 60 * 10**9),
+        ("-15m", T0 - 15 * 60 * 10**9),
         ("90s", T0 - 90 * 10**9),
         ("2h", T0 - 2 * 3600 * 10**9),
         ("1.5d", T0 - 36 * 3600 * 10**9),

@@ -62,13 +62,14 @@ def write_recording(path: Path, books: int = 300) -> Path:
     trade_id = 0
     for index in range(books):
         ts = 1_726_000_000_000 + 50 * index
-        for symbol, mid in (("BTCUSDT", 60_000.0 + index % 7), ("ETHUSDT", 3_000.0)):
+        btc_mid = 60_000.0 + index % 7
+        for symbol, mid in (("BTCUSDT", btc_mid), ("ETHUSDT", 3_000.0)):
             tick = 0.1 if symbol == "BTCUSDT" else 0.01
             asks = [[f"{mid + tick * (k + 1):.2f}", f"{1 + k % 3}"] for k in range(15)]
             bids = [[f"{mid - tick * k:.2f}", f"{2 + k % 2}"] for k in range(15)]
             lines.append((ts * MS_NS, book_frame(symbol, ts, asks, bids, index, checksum=0)))
         if index % 2:
             trade_id += 1
-            trade = trade_frame("BTCUSDT", ts, trade_id, f"{mid:.1f}", "0.01")
+            trade = trade_frame("BTCUSDT", ts, trade_id, f"{btc_mid:.1f}", "0.01")
             lines.append((ts * MS_NS + 1, trade))
     return write_lines(path, lines)

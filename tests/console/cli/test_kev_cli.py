@@ -76,6 +76,17 @@ def test_serve_without_a_model_says_what_to_do(tmp_path):
     assert "hft-console kev fetch-tiny-model" in result.stderr
 
 
+def test_serve_of_a_missing_model_refuses_before_it_says_starting(tmp_path):
+    missing = tmp_path / "nowhere.gguf"
+    result = hft_console(kev_env(tmp_path), "kev", "serve", "--model", str(missing))
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert result.stderr == (
+        f"hft-console kev serve: model {missing} not found (the tiny one: hft-console kev "
+        "fetch-tiny-model)\n"
+    )
+
+
 def test_status_of_no_server(tmp_path):
     result = hft_console(
         kev_env(tmp_path), "kev", "status", "--url", f"http://127.0.0.1:{free_port()}"

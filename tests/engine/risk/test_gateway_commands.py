@@ -12,6 +12,7 @@ from engine.risk.events import CommandRejected, RiskLimitChanged, TradingState
 from engine.risk.gateway import RiskGateway
 from engine.risk.intents import DenialReason, Source
 from engine.risk.overrides import RiskOverrides
+from engine.units import exact
 
 
 def limit_changes(gateway: RiskGateway) -> list[tuple[str, float, float, Source]]:
@@ -85,6 +86,56 @@ def test_overrides_apply_together_and_say_what_is_in_force():
         "BTCUSDT max position 0.5 BTC; max net delta 5000 USDT; max slippage 25 bps; "
         "order rate 3/s, 100/min; risk scale 0.5",
     )
+
+
+def answered_limits(gateway: RiskGateway) -> str:
+    """The answer a full override must give, written from the limits in force."""
+    snapshot = gateway.snapshot()
+    limits = snapshot.limits
+    sizes = "; ".join(
+        f"{symbol} max position {exact(size)} {symbol.removesuffix('USDT')}"
+        for symbol, size in limits.max_position.items()
+    )
+    return (
+        f"{sizes}; max net delta {exact(limits.max_net_delta)} USDT; "
+        f"max slippage {exact(limits.max_slippage_bps)} bps; "
+        f"order rate {limits.orders_per_second}/s, {limits.orders_per_minute}/min; "
+        f"risk scale {exact(snapshot.risk_scale)}"
+    )
+
+
+@pytest.mark.parametrize(
+    ("btc", "eth", "net_delta", "slippage", "scale"),
+    [
+        (0.0, 0.6, 5_000, 25, 0.5),  # the form as the console sends it: every symbol
+        (0.01, 0.6, 123_456.7, 12.345678, 0.1234567),  # digits :g would round away
+        (1.5, 0.000_01, 0.0, 0.0, 0.0),
+    ],
+)
+def test_every_override_answers_the_limit_it_put_in_force(btc, eth, net_delta, slippage, scale):
+    """The answer (journalled as the audit trail) names each symbol's own new limit, every
+    digit, and nothing else: it once named the last symbol's size for every symbol."""
+    gateway = make_gateway()
+    overrides = RiskOverrides(
+        max_position={BTC: btc, ETH: eth},
+        max_net_delta=net_delta,
+        max_slippage_bps=slippage,
+        orders_per_second=3,
+        orders_per_minute=100,
+        risk_scale=scale,
+    )
+    outcome = gateway.set_limits(overrides, T0)
+    assert outcome.accepted
+    assert dict(gateway.snapshot().limits.max_position) == {BTC: btc, ETH: eth}
+    assert outcome.text == answered_limits(gateway)
+
+
+def test_kev_answers_name_the_exact_figures():
+    gateway = make_gateway()
+    gateway.set_limits(RiskOverrides(risk_scale=0.5), T0)
+    outcome = gateway.apply_kev_command(KevAction.HOLD, 0.5000001, 0.8734567, T0)
+    assert any("Kev cannot raise the risk scale (0.5 -> 0.5000001)" in n for n in outcome.notes)
+    assert gateway.set_hedge_ratio(0.8734567, T0).text == "hedge ratio 0.8734567"
 
 
 def test_risk_scale_scales_position_notional_and_net_delta():

@@ -43,6 +43,7 @@ from engine.risk.intents import CancelIntent, CancelScope, DenialReason, OrderIn
 from engine.risk.limits import EndpointLimits, RiskGatewayConfig, SymbolLimits
 from engine.risk.overrides import RiskOverrides
 from engine.risk.snapshot import RiskSnapshot
+from engine.units import base_coin, exact
 
 TOLERANCE = 1e-9
 SYMBOLS = (BTC, ETH)
@@ -422,6 +423,8 @@ class RiskGatewayMachine(RuleBasedStateMachine):
         outcome = self.gateway.set_limits(RiskOverrides(max_position={symbol: size}), self.now)
         assert outcome.accepted == (0 <= size <= ceiling)
         if outcome.accepted:
+            in_force = self.gateway.snapshot().limits.max_position[symbol]
+            assert outcome.text == f"{symbol} max position {exact(in_force)} {base_coin(symbol)}"
             self.max_position_set[symbol] = size
             self._raise_largest_position_limits()
 
