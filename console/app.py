@@ -28,8 +28,9 @@ from textual.message import Message
 
 from console.bandwidth import BUDGETS, Bandwidth
 from console.engine.handle import EngineHandle, EngineLost, ShutdownPolicy, answered
-from console.keymap import CONSOLE_BINDINGS, checked_keymap, key_list
+from console.keymap import CONSOLE_BINDINGS, KILL_ID, checked_keymap, console_binding, keys_in_force
 from console.screens.confirm import ConfirmScreen
+from console.screens.dialog import LiveDialog
 from console.screens.help import HelpScreen
 from console.screens.overrides import OverridesScreen
 from console.screens.quit import QuitScreen
@@ -156,6 +157,7 @@ class HftConsoleApp(App[None]):
         always does)."""
         self._command_turn = asyncio.Lock()
         """Held by the command being answered; the kill switch never takes it."""
+        self._kill_keys = frozenset(keys_in_force(console_binding(KILL_ID), self.config.keymap))
         self._footer = KeysFooter()
         # Held here: queries run against the screen on top, which may be a dialog.
         secondary = "pane secondary"
@@ -225,6 +227,18 @@ class HftConsoleApp(App[None]):
         if self._on_ready is not None:
             self._on_ready()
 
+    async def on_event(self, event: events.Event) -> None:
+        """The kill switch's keys first, on every screen whatever has focus: Textual lets a
+        focused text field take a printable key even ahead of a priority binding."""
+        if (
+            isinstance(event, events.Key)
+            and not event.is_forwarded
+            and event.key in self._kill_keys
+        ):
+            self.action_kill()
+            return
+        await super().on_event(event)
+
     def on_resize(self, event: events.Resize) -> None:
         self._apply_layout(event.size.width, event.size.height)
 
@@ -264,6 +278,9 @@ class HftConsoleApp(App[None]):
         if previous is None or snapshot.at_ns != previous.at_ns:
             self._snapshot_moved_at = now
         self._snapshot = snapshot
+        for screen in self.screen_stack:  # a dialog showing the state shows it as it is now
+            if isinstance(screen, LiveDialog):
+                screen.follow(snapshot.status.trading)
 
     def _engine_lost(self, lost: EngineLost, last_at_ns: int) -> None:
         """Said at once, everywhere it is seen: the status rows, the events (after the last
@@ -366,7 +383,8 @@ class HftConsoleApp(App[None]):
         self.push_screen(
             ConfirmScreen(
                 "Flatten everything?",
-                f"Cancels every order and closes every position. Open: {trading.exposure}.",
+                "Cancels every order and closes every position.",
+                trading,
             ),
             answered,
         )
@@ -414,7 +432,7 @@ class HftConsoleApp(App[None]):
             if policy is not None:
                 self._shut_down(policy)
 
-        self.push_screen(QuitScreen(trading.exposure), chosen)
+        self.push_screen(QuitScreen(trading), chosen)
 
     def action_help(self) -> None:
         if self._dialog_open():
@@ -424,7 +442,7 @@ class HftConsoleApp(App[None]):
             (
                 ", ".join(
                     self.get_key_display(replace(binding, key=key))
-                    for key in key_list(keymap.get(binding.id or "", binding.key))
+                    for key in keys_in_force(binding, keymap)
                 ),
                 binding.tooltip,
             )

@@ -2,18 +2,17 @@
 
 `CONSOLE_BINDINGS` is the one place the default keys live; `[console.keymap]` (read by
 `engine.settings`, which cannot import the UI) is checked here, by `ConsoleConfig`, so a key
-bound to two actions, an action left without a key or a key Textual cannot fire is refused
-before anything starts.
+bound to two actions, an action left without a key, a key Textual cannot fire or a kill key a
+dialog's field needs typed is refused before anything starts.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 
 from textual.app import App
 from textual.binding import Binding
-from textual.keys import Keys, _normalize_key_list, format_key
+from textual.keys import Keys, _character_to_key, _normalize_key_list, format_key
 
 CONSOLE_BINDINGS: tuple[Binding, ...] = (
     # The tooltips are the help screen's text: each fits its line at 80x24.
@@ -77,7 +76,13 @@ CONSOLE_BINDINGS: tuple[Binding, ...] = (
 )
 
 KILL_ID = "console.kill"
-"""The kill switch, bound on every dialog too (under the same id, so a keymap moves both)."""
+"""The kill switch: the App takes its keys ahead of every screen and focused widget, a text
+field's too, so no field may need one of them typed (`refuse_untypable`)."""
+NUMBER_CHARACTERS = "0123456789.-+"
+"""What the risk override form's number fields need typed."""
+FIELD_KEYS = "enter,tab,shift+tab,backspace"
+"""What a dialog's text fields need besides characters: submit, the next or the last field,
+a typo taken back."""
 
 _MODIFIERS = frozenset({"ctrl", "shift", "alt", "meta", "super", "hyper"})
 _NAMED_KEYS = frozenset(
@@ -89,9 +94,9 @@ def console_binding(binding_id: str) -> Binding:
     return next(binding for binding in CONSOLE_BINDINGS if binding.id == binding_id)
 
 
-def dialog_kill_binding() -> Binding:
-    """The kill switch as a dialog binds it: the same id and keys, the App's action."""
-    return dataclasses.replace(console_binding(KILL_ID), action="app.kill")
+def keys_in_force(binding: Binding, keymap: Mapping[str, str]) -> tuple[str, ...]:
+    """The keys `binding` answers to under `keymap` (a checked one: binding id -> keys)."""
+    return key_list(keymap.get(binding.id or "", binding.key))
 
 
 def key_list(keys: str) -> tuple[str, ...]:
@@ -104,8 +109,9 @@ def checked_keymap(
 ) -> dict[str, str]:
     """`keymap` (binding id -> keys) with its keys as Textual reads them; `ValueError` naming
     the bindings when an id is unknown, an action is left without a key, a key is not one
-    Textual knows, or one key is bound twice on the main screen or on a dialog (`dialogs`:
-    each dialog's name -> its own bindings; the kill switch is bound on every one)."""
+    Textual knows, one key is bound twice on the main screen or on a dialog (`dialogs`:
+    each dialog's name -> its own bindings; the kill switch outranks every one's keys), or
+    the kill switch takes a character the override form's numbers need."""
     known = {binding.id for binding in CONSOLE_BINDINGS}
     unknown = sorted(set(keymap) - known)
     if unknown:
@@ -127,8 +133,7 @@ def checked_keymap(
                 )
         checked[binding_id] = ",".join(found)
     in_force = {
-        binding.id: checked.get(binding.id or "", ",".join(key_list(binding.key)))
-        for binding in CONSOLE_BINDINGS
+        binding.id: ",".join(keys_in_force(binding, checked)) for binding in CONSOLE_BINDINGS
     }
     # Textual's own ctrl+q quits from everywhere, before any binding of ours is looked at.
     system = [
@@ -138,7 +143,25 @@ def checked_keymap(
     for dialog, bindings in dialogs.items():
         own = [(f"{binding.id or binding.action}", binding.key) for binding in bindings]
         _refuse_clashes([(KILL_ID, in_force[KILL_ID]), *own, *system], f"the {dialog} dialog")
+    _refuse_clashes(
+        [(KILL_ID, in_force[KILL_ID]), ("their text fields", FIELD_KEYS)],
+        "the dialogs with text fields",
+    )
+    refuse_untypable(NUMBER_CHARACTERS, "the risk override form", checked)
     return checked
+
+
+def refuse_untypable(text: str, where: str, keymap: Mapping[str, str]) -> None:
+    """`ValueError` when a character of `text`, typed by the operator into `where`, is a key
+    of the kill switch under `keymap`: the kill switch would take it, the field never would."""
+    kill_keys = keys_in_force(console_binding(KILL_ID), keymap)
+    taken = sorted({character for character in text if _character_to_key(character) in kill_keys})
+    if taken:
+        raise ValueError(
+            f'keymap binds {KILL_ID} to "{",".join(kill_keys)}", but {where} needs '
+            f"{' and '.join(repr(character) for character in taken)} typed and the kill switch "
+            "takes its keys first on every screen: give the kill switch another key"
+        )
 
 
 def _refuse_clashes(bindings: Sequence[tuple[str, str]], where: str) -> None:

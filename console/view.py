@@ -104,10 +104,11 @@ class TradingView:
 
 @dataclass(frozen=True, slots=True)
 class LayaView:
-    """The execution provider that really runs (CUDA or CPU) and the model's version;
-    `warming`, while Laya stands aside on a symbol, what each still waits for."""
+    """Where Laya's rows really run (`engine.laya.classifier.laya_runs_on`: "CUDA",
+    "CPU native kernel", ...) and the model's version; `warming`, while Laya stands aside on a
+    symbol, what each still waits for."""
 
-    provider: str
+    runs_on: str
     model_version: str
     warming: str = ""
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import logging
 import time
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
@@ -25,7 +26,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from engine.bitget.credentials import Credentials
+from engine.bitget.credentials import Credentials, mask_api_key
 from engine.bitget.endpoints import PRIVATE_WS_PATH
 from engine.bitget.public_ws import BitgetPublicFeed, BitgetPublicFeedConfig
 from engine.bitget.record import RecordProgress, record
@@ -34,6 +35,12 @@ from engine.clock import EngineClock, MarketClock, WallClock
 from engine.feed.events import BookSnapshot, FeedState
 from engine.feed.parse import FrameParser
 from engine.feed.replay import ReplayFeed, replay_clock
+from engine.instance_lock import (
+    InstanceLock,
+    LockTakenOver,
+    account_lock_path,
+    journal_lock_path,
+)
 from engine.journal import Journal, JournalConfig
 from engine.kev.answers import KevAnswerRecorder, RecordedKevClient
 from engine.kev.client import KevClient, KevClientConfig
@@ -61,6 +68,8 @@ from engine.units import amount, coin
 from engine.warmup import InferenceWarmer, compile_fast_path
 
 _T = TypeVar("_T")
+
+logger = logging.getLogger(__name__)
 
 MAX_SYMBOLS = 2
 """The traded symbol and its hedge: Laya's features (cross features against the other symbol)
@@ -189,7 +198,7 @@ class EngineStatus:
     frames: int
     rejected: dict[str, int]
     finished: bool
-    laya_provider: str
+    laya_runs_on: str
     verdict_counts: dict[str, int]
     trading: TradingStatus | None = None
     laya_warming: dict[str, float] = field(default_factory=dict)
@@ -259,21 +268,28 @@ class EngineNode:
         self._kev_answers: KevAnswerRecorder | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._publisher: asyncio.Task[None] | None = None
+        self._locks: list[InstanceLock] = []
 
     async def start(self) -> None:
-        """Loads Laya first (ONNX Runtime may print while it loads), then the venue and the
-        trading desk (reconciled before the first frame), then the market."""
+        """Takes the journal's and the account's locks first (`EngineLocked`: another engine
+        holds one), then loads Laya (ONNX Runtime may print while it loads), then the venue and
+        the trading desk (reconciled before the first frame), then the market."""
         config = self.config
         clock = self.clock
         if isinstance(clock, MarketClock):
             clock.require_loop()
         self._loop = asyncio.get_running_loop()
-        self.classifier.start()
-        # Off the loop: after an install numba needs ~a minute to compile the kernels once;
-        # in a replay market time waits for it.
-        self.fast_path_compile_s = await clock.real_wait(
-            asyncio.to_thread(compile_fast_path, config.symbols), None
-        )
+        self._take_locks()
+        try:
+            self.classifier.start()
+            # Off the loop: after an install numba needs ~a minute to compile the kernels once;
+            # in a replay market time waits for it.
+            self.fast_path_compile_s = await clock.real_wait(
+                asyncio.to_thread(compile_fast_path, config.symbols), None
+            )
+        except BaseException:
+            self._release_locks()
+            raise
         try:
             if config.replay_path is None and config.live_url is None:
                 self.sim = SimExchange(_sim_config(config.sim_seed))
@@ -305,6 +321,33 @@ class EngineNode:
             raise
         self.latest_status = self.status()
         self._publisher = asyncio.create_task(self._publish(), name="engine-status")
+
+    def _take_locks(self) -> None:
+        """One engine per journal, and for demo and live per account (engine/instance_lock.py);
+        a lock a dead engine left is taken over and said."""
+        trading = self.config.trading
+        if trading is None:
+            return
+        journal_path = trading.resolved_journal_path()
+        locks = [InstanceLock(journal_lock_path(journal_path), f"the journal {journal_path}")]
+        credentials = self._credentials
+        if credentials is not None and trading.mode in (TradingMode.DEMO, TradingMode.LIVE):
+            account = f"the Bitget account of API key {mask_api_key(credentials.api_key)}"
+            locks.append(InstanceLock(account_lock_path(credentials.api_key), account))
+        try:
+            for lock in locks:
+                taken_over = lock.acquire()
+                self._locks.append(lock)
+                if taken_over is not None:
+                    logger.warning("%s", taken_over)
+                    self.events.append(LockTakenOver(taken_over, self.clock.time_ns()))
+        except BaseException:
+            self._release_locks()
+            raise
+
+    def _release_locks(self) -> None:
+        while self._locks:
+            self._locks.pop().release()
 
     async def _start_trading(self, trading: TradingConfig) -> None:
         journal = self.journal
@@ -458,6 +501,7 @@ class EngineNode:
         if self.journal is not None:
             self.journal.stop()
         self.classifier.stop()
+        self._release_locks()  # last: the journal is closed and nothing trades any more
 
     async def _publish(self) -> None:
         interval_s = self.config.status_interval_s
@@ -558,7 +602,7 @@ class EngineNode:
             stats.frames,
             dict(stats.rejected),
             self.finished,
-            self.classifier.provider or "not loaded",
+            self.classifier.runs_on,
             self.pipeline.decisions.counts(),
             self.desk.status() if self.desk is not None else None,
             self.pipeline.warm_up_left_s(),
@@ -579,7 +623,7 @@ def format_status(status: EngineStatus) -> str:
     if rejected:
         parts.append(f"rejected {rejected}")
     verdicts = " ".join(f"{name} {count}" for name, count in status.verdict_counts.items())
-    laya = f"Laya ({status.laya_provider}) {verdicts}"
+    laya = f"Laya ({status.laya_runs_on}) {verdicts}"
     if status.laya_warming:
         laya += f" {format_warm_up(status.laya_warming)}"
     parts.append(laya)
@@ -596,13 +640,15 @@ def format_warm_up(waits: dict[str, float]) -> str:
 
 
 def format_trading(trading: TradingStatus) -> str:
-    """State, positions, net delta, PnL, open orders, denials and the last kill, one line."""
+    """State, positions, net delta, the session's PnL (and the day's since the daily reset),
+    open orders, denials and the last kill, one line."""
     risk = trading.risk
     sizes = [coin(p.symbol, p.size, signed=True) for p in risk.positions if p.size]
     line = (
         f"{trading.mode.upper()} {risk.state.name} pos {', '.join(sizes) or 'flat'} "
-        f"delta {risk.net_delta:+,.0f} USDT PnL {amount(risk.daily_pnl)} USDT "
-        f"orders {risk.open_orders} fills {trading.executor.fills} denials {risk.denials_total}"
+        f"delta {risk.net_delta:+,.0f} USDT session PnL {amount(risk.session_pnl)} USDT "
+        f"(day {amount(risk.daily_pnl)}) orders {risk.open_orders} "
+        f"fills {trading.executor.fills} denials {risk.denials_total}"
     )
     if trading.reaction.count:
         line += f" react p50 {trading.reaction.p50_us:,.0f} us"

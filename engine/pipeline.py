@@ -75,6 +75,13 @@ class LayaStillWarmingUp(NamedTuple):
     when: str
     at_ns: int
 
+    @property
+    def text(self) -> str:
+        return (
+            f"Laya was still warming up on {self.symbol} when {self.when}: {self.have_s:,.1f} "
+            f"of {self.need_s:g} s of market data, so no verdicts ([laya] warmup_s sets it)"
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class MarketPipelineConfig:

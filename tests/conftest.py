@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +18,11 @@ from engine.laya.model import LayaModelMetadata, export_mlp
 # headless runs the tests start, in this process or in children, act on their first book.
 # Set at import, before any test module copies the environment for its subprocesses.
 os.environ["HFT_CONSOLE_LAYA__WARMUP_S"] = "0"
+# Their journals (and its lock: one engine per journal) go to a data directory of this run's
+# own, never the user's, where two test runs at once would refuse each other's engines.
+_DATA_HOME = tempfile.mkdtemp(prefix="hft-console-tests-")
+os.environ["XDG_DATA_HOME"] = _DATA_HOME
+atexit.register(shutil.rmtree, _DATA_HOME, ignore_errors=True)
 
 LABEL_PARAMETERS = {
     "horizon_ms": 1000,

@@ -65,3 +65,15 @@ def symbol_list(text: str) -> tuple[str, ...]:
     if not symbols:
         raise argparse.ArgumentTypeError("give at least one symbol, e.g. BTCUSDT,ETHUSDT")
     return symbols
+
+
+def traded_symbols(text: str) -> tuple[str, ...]:
+    """A `symbol_list` the engine trades: the traded symbol, then its hedge (optional)."""
+    from engine.node import MAX_SYMBOLS
+
+    symbols = symbol_list(text)
+    if len(symbols) > MAX_SYMBOLS:
+        raise argparse.ArgumentTypeError(
+            f"at most {MAX_SYMBOLS} symbols (the traded one, then its hedge), got {text!r}"
+        )
+    return symbols

@@ -13,10 +13,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from console.cli.arguments import count, symbol_list
+from console.cli.arguments import count, traded_symbols
+from console.cli.errors import error_line
 from console.cli.progress import progress_bar
 
 if TYPE_CHECKING:
+    from engine.kev.client import KevClientConfig, KevHealth
     from engine.tools.backtest.report import RunGroup
 
 
@@ -31,7 +33,7 @@ def add_backtest_parser(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("--replay", metavar="FILE", nargs="+", required=True, help="recordings")
     parser.add_argument(
         "--symbols",
-        type=symbol_list,
+        type=traded_symbols,
         help="traded symbol first, then the hedge (default: the recording's two busiest)",
     )
     parser.add_argument("--config", metavar="FILE", help="settings file (default: the user's)")
@@ -106,7 +108,11 @@ def run_backtest_command(args: argparse.Namespace, arguments: Sequence[str] = ()
         ]
         return _run_compiled(child, quiet=args.quiet)
     with tempfile.TemporaryDirectory(prefix="hft-backtest-loops-") as scratch:
-        return _backtest(args, Path(scratch))
+        try:
+            return _backtest(args, Path(scratch))
+        except KeyboardInterrupt:  # the workers ignore Ctrl-C and are gone by now: one line
+            print("hft-console backtest: interrupted", file=sys.stderr)
+            return 130
 
 
 def _run_compiled(arguments: list[str], *, quiet: bool) -> int:
@@ -125,7 +131,7 @@ def _run_compiled(arguments: list[str], *, quiet: bool) -> int:
     try:
         tree = compiled_tree(on_build=None if quiet else building)
     except (CompiledBuildError, OSError) as error:
-        print(f"{name}: {error}", file=sys.stderr)
+        print(f"{name}: {error_line(error)}", file=sys.stderr)
         return 2
     path = os.pathsep.join(filter(None, (str(tree), os.environ.get("PYTHONPATH"))))
     environment = {**os.environ, TREE_ENV: str(tree), "PYTHONPATH": path}
@@ -149,7 +155,7 @@ def _compiled_problem() -> str | None:
 
 def _backtest(args: argparse.Namespace, scratch: Path) -> int:
     from console.cli.config import load_console_settings
-    from engine.feed.recording import check_recording
+    from engine.feed.recording import check_recording, require_distinct_recordings
     from engine.kev.command import KevCommandSpec
     from engine.settings.sources import SettingsError
     from engine.tools.backtest.plan import (
@@ -167,6 +173,7 @@ def _backtest(args: argparse.Namespace, scratch: Path) -> int:
         run_groups,
         session_text,
     )
+    from engine.user_files import check_output_file
 
     name = "hft-console backtest"
     report_dir = Path(args.report) if args.report else None
@@ -178,6 +185,7 @@ def _backtest(args: argparse.Namespace, scratch: Path) -> int:
         recordings = [Path(path) for path in args.replay]
         for recording in recordings:
             check_recording(recording)
+        require_distinct_recordings(recordings)  # one run each: a copy would weigh twice
         if args.frames:
             recordings = looped_recordings(recordings, args.frames, scratch)
         sets = [parse_set(text) for text in args.set]
@@ -198,6 +206,11 @@ def _backtest(args: argparse.Namespace, scratch: Path) -> int:
             from engine.kev.answers import RecordedKevClient
 
             RecordedKevClient(args.kev_answers, KevCommandSpec())  # refused now, not mid-run
+        if args.kev:  # the answers a rerun replays: never written over
+            check_output_file(args.kev, f"--kev {args.kev}", can_force=False, inputs=args.replay)
+            kev_client = specs[0].engine.kev_client
+            assert kev_client is not None  # a --kev run's engine asks the [kev] server
+            _check_kev_server(kev_client)
         if report_dir is not None:
             from engine.tools.backtest.files import check_report_dir
 
@@ -206,7 +219,7 @@ def _backtest(args: argparse.Namespace, scratch: Path) -> int:
         print(f"{name}: {error}", file=sys.stderr)
         return 2
     except (OSError, ValueError) as error:
-        print(f"{name}: {error}", file=sys.stderr)
+        print(f"{name}: {error_line(error)}", file=sys.stderr)
         return 2
     progress = None if args.quiet else _ProgressLine(len(specs))
     try:
@@ -230,17 +243,46 @@ def _backtest(args: argparse.Namespace, scratch: Path) -> int:
         if not args.no_charts:
             blocks.append(_charts(groups))
         print("\n\n".join(blocks), flush=True)
+    # A run whose Kev never answered is not the run asked for: its figures are Kev-less.
+    unanswered = sum(run.kev_offered for run in runs if args.kev and not run.kev)
+    if unanswered:
+        print(
+            f"{name}: Kev never answered: {unanswered:,} anomalies unanswered, the run is "
+            f"without Kev ({args.kev} holds no answer; see hft-console kev status)",
+            file=sys.stderr,
+        )
     if report_dir is None:
-        return 0
+        return 1 if unanswered else 0
     from engine.tools.backtest.files import write_report
 
     try:
         write_report(report_dir, groups)
     except OSError as error:
-        print(f"{name}: --report {report_dir}: not written: {error}", file=sys.stderr)
+        print(f"{name}: --report {report_dir}: not written: {error_line(error)}", file=sys.stderr)
         return 1
     print(f"report: {report_dir / 'report.html'}", file=sys.stderr if args.json else sys.stdout)
-    return 0
+    return 1 if unanswered else 0
+
+
+def _check_kev_server(config: KevClientConfig) -> None:
+    """`--kev`: Kev's server must answer now (as `hft-console kev status` asks it), or the
+    run would record no answer; raises ValueError saying so."""
+    import asyncio
+
+    from engine.kev.client import KevClient
+    from engine.kev.command import KevCommandSpec
+
+    async def probe() -> KevHealth:
+        async with KevClient(config, KevCommandSpec()) as client:
+            return await client.health()
+
+    health = asyncio.run(probe())
+    if health.state != "ok":
+        detail = f" ({health.detail})" if health.detail else ""
+        raise ValueError(
+            f"--kev: Kev's llama-server at {config.base_url} is {health.state}{detail}: start "
+            f"it (hft-console kev serve), or leave --kev out"
+        )
 
 
 def _charts(groups: Sequence[RunGroup]) -> str:

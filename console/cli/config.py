@@ -17,6 +17,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+from console.cli.errors import error_line
+
 if TYPE_CHECKING:
     from console.engine.config import EngineAdapterConfig
     from engine.kev.server import LlamaServerConfig
@@ -66,7 +68,8 @@ def add_config_parser(commands: argparse._SubParsersAction) -> None:
     init.add_argument(
         "--force",
         action="store_true",
-        help="overwrite an existing file (the old one is kept as config.toml.bak)",
+        help="overwrite an existing file (the old one is kept as config.toml.bak, or .bak.1, "
+        ".bak.2, ... when that is taken: a backup is never overwritten)",
     )
     for action in (show, path, init):
         action.add_argument(
@@ -81,6 +84,7 @@ def run_config(
 ) -> int:
     """0 done; 1 `show` found settings `run` cannot use; 2 an error (said on `err`)."""
     from engine.settings.sources import SettingsError
+    from engine.user_files import OutputRefused
 
     out = out or sys.stdout
     err = err or sys.stderr
@@ -91,8 +95,8 @@ def run_config(
         if args.config_command == "path":
             return _path(args, out, err)
         return _init(args, out)
-    except (SettingsError, OSError) as error:
-        print(f"{name}: {error}", file=err)
+    except (SettingsError, OutputRefused, OSError) as error:
+        print(f"{name}: {error_line(error)}", file=err)
         return 2
 
 
@@ -138,21 +142,16 @@ def _path(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 def _init(args: argparse.Namespace, out: TextIO) -> int:
     """Write the commented defaults where there is no file yet, or over one with --force
-    (keeping the old one as .bak). The file is written whole or not at all."""
+    (keeping the old one in the first free backup name). The file is written whole or not at
+    all."""
     from engine.settings.reader import load_settings
     from engine.settings.schema import Settings
     from engine.settings.sources import SettingsError
     from engine.settings.writer import dump_settings
-    from engine.user_files import replacing
+    from engine.user_files import check_output_file, replacing
 
     file = _file(args)
-    if file.exists() and not args.force:
-        raise SettingsError(
-            [
-                f"{file} already exists; hft-console config init --force replaces it (keeping "
-                f"the old one as {file.name}.bak)"
-            ]
-        )
+    check_output_file(file, str(file), force=args.force)
     text = dump_settings(Settings())
     file.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     with replacing(file, mode=0o644) as written:
@@ -162,11 +161,22 @@ def _init(args: argparse.Namespace, out: TextIO) -> int:
             raise SettingsError([f"the file written for {file} does not read back as written"])
         backup = None
         if file.exists():
-            backup = file.with_name(f"{file.name}.bak")
+            backup = _unused_backup_name(file)
             shutil.copy2(file, backup)
     kept = f"; the old one is {backup}" if backup is not None else ""
     print(f"wrote {file}: every key at its default, each with a comment{kept}", file=out)
     return 0
+
+
+def _unused_backup_name(file: Path) -> Path:
+    """`config.toml.bak`, else the first of `config.toml.bak.1`, `.bak.2`, ... not taken: each
+    backup may be the only copy of someone's edits."""
+    backup = file.with_name(f"{file.name}.bak")
+    number = 0
+    while backup.exists() or backup.is_symlink():
+        number += 1
+        backup = file.with_name(f"{file.name}.bak.{number}")
+    return backup
 
 
 def load_console_settings(config: str | os.PathLike[str] | None = None) -> Settings:
@@ -203,15 +213,24 @@ def adapter_config(settings: Settings) -> EngineAdapterConfig:
 
 
 def check_console_settings(settings: Settings) -> None:
-    """[console] as the console itself checks it; raises `SettingsError` naming the key."""
+    """[console] as the console itself checks it, and the re-arm phrase against the kill
+    switch's keys; raises `SettingsError` naming the keys."""
     from console.app import ConsoleConfig
+    from console.keymap import refuse_untypable
+    from engine.trading.config import default_risk_config
 
     try:
-        ConsoleConfig(
+        config = ConsoleConfig(
             refresh_hz=settings.console.refresh_hz,
             keymap=console_keymap(settings),
             bandwidth=settings.console.bandwidth,  # type: ignore[arg-type]
         )
+    except ValueError as error:
+        raise settings.invalid(error, "console") from error
+    # The settings keep the engine's phrase (`gateway_config` starts from these defaults).
+    phrase = default_risk_config().rearm_confirmation
+    try:
+        refuse_untypable(phrase, f"the re-arm phrase {phrase!r}", config.keymap)
     except ValueError as error:
         raise settings.invalid(error, "console") from error
 

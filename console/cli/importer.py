@@ -1,5 +1,6 @@
 """`hft-console import`: other people's captures as our recordings (engine/feed/binance_raw.py),
-so users bring their own history. Exits 2 on bad input, with nothing written."""
+so users bring their own history. Exits 2 on bad input (a capture cut short included, unless
+--allow-truncated), with nothing written."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
+from console.cli.errors import error_line
 from console.cli.progress import progress_bar
 
 if TYPE_CHECKING:
@@ -32,11 +34,16 @@ def add_import_parser(commands: argparse._SubParsersAction) -> None:
         "--out", metavar="REC", required=True, help="the recording to write (.gz compresses)"
     )
     parser.add_argument("--force", action="store_true", help="replace --out if it exists")
+    parser.add_argument(
+        "--allow-truncated",
+        action="store_true",
+        help="import a capture cut short up to the cut, and say where (default: refused)",
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
 
 
 def run_import(args: argparse.Namespace) -> int:
-    from engine.feed.binance_raw import RawCaptureError, import_captures
+    from engine.feed.binance_raw import import_captures
 
     name = "hft-console import"
     progress = None if args.quiet or not sys.stderr.isatty() else _ProgressLine()
@@ -51,13 +58,14 @@ def run_import(args: argparse.Namespace) -> int:
             args.files,
             args.out,
             overwrite=args.force,
+            allow_truncated=args.allow_truncated,
             on_notice=notice,
             on_progress=progress.show if progress is not None else None,
         )
-    except (RawCaptureError, OSError) as error:
+    except (ValueError, OSError) as error:  # RawCaptureError, OutputRefused and the disk
         if progress is not None:
             progress.clear()
-        print(f"{name}: {error}", file=sys.stderr)
+        print(f"{name}: {error_line(error)}", file=sys.stderr)
         return 2
     if progress is not None:
         progress.clear()

@@ -13,6 +13,7 @@ import sys
 import time
 
 from console.cli.arguments import count, positive_number
+from console.cli.errors import error_line
 
 DEFAULT_URL = "http://127.0.0.1:8001"
 
@@ -108,8 +109,7 @@ def run_kev(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         return 130
     except (LlamaServerError, ModelFetchError, OSError, ValueError, RuntimeError) as error:
-        # A timeout says nothing by itself (its text is empty): name it.
-        print(f"{name}: {error or type(error).__name__}", file=sys.stderr)
+        print(f"{name}: {error_line(error)}", file=sys.stderr)  # a timeout: its type's name
         return 2
 
 

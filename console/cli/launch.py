@@ -36,11 +36,19 @@ from typing import TYPE_CHECKING, TextIO
 from console.bandwidth import BUDGETS, Bandwidth
 from console.engine.config import EngineAdapterConfig
 from console.engine.handle import ShutdownPolicy
-from console.engine.node_handle import EngineNodeHandle, EngineProcessError
+from console.engine.node_handle import (
+    EngineNodeHandle,
+    EngineProcessError,
+    EngineStartRefused,
+)
 from console.garbage_collection import break_strip_cycles, freeze_startup_objects
 from console.widgets import format as fmt
 from engine.bitget.credentials import Credentials
-from engine.feed.recording import RecordingUnreadable, check_recording
+from engine.feed.recording import (
+    RecordingUnreadable,
+    check_recording,
+    require_recording_symbols,
+)
 from engine.node import EngineConfig
 from engine.trading.commands import CommandResult
 from engine.user_files import user_log_dir
@@ -111,10 +119,10 @@ def launch(
     if options.exit_at_end and engine.replay_path is None:
         raise ValueError("--exit-at-end needs --replay FILE")
     if engine.replay_path is not None:
-        unreadable = _unreadable_recording(engine.replay_path)
-        if unreadable is not None:
-            _say(err, f"hft-console: {unreadable}")
-            return 1
+        refused = _refused_recording(engine.replay_path, engine.symbols)
+        if refused is not None:
+            _say(err, f"hft-console: {refused}")
+            return 2
     # Headless too: a failed start's traceback belongs in the log, not on the operator's screen.
     log_path = _log_to_file()
     handle = EngineNodeHandle(
@@ -131,6 +139,9 @@ def launch(
         _say(err, f"hft-console: starting the engine (log: {log_path})")
     try:
         handle.start()
+    except EngineStartRefused as error:  # another engine has the journal or the account
+        _say(err, f"hft-console: {error}")
+        return 2
     except EngineProcessError as error:
         _say(err, f"hft-console: {error} (log: {log_path})")
         return 1
@@ -216,8 +227,9 @@ class RunEnding:
         self._lines.clear()
 
 
-def _unreadable_recording(path: str) -> str | None:
-    """Why the recording cannot be replayed, found before the engine starts (None: it can)."""
+def _refused_recording(path: str, symbols: tuple[str, ...]) -> str | None:
+    """Why the recording cannot be replayed, found before the engine starts as the backtest
+    finds it (None: it can): unreadable, or without `symbols` (the hedge included)."""
     try:
         check_recording(path)
     except FileNotFoundError:
@@ -226,6 +238,10 @@ def _unreadable_recording(path: str) -> str | None:
         return f"cannot read the recording {path}: {error.strerror or error}"
     except RecordingUnreadable as error:
         return str(error)
+    try:
+        require_recording_symbols(path, symbols)
+    except ValueError as error:
+        return f"{error}; --symbols names the ones to replay, the traded one first"
     return None
 
 

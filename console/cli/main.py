@@ -16,10 +16,12 @@ from console.cli.arguments import (
     positive_number,
     replay_speed,
     symbol_list,
+    traded_symbols,
 )
 from console.cli.backtest import add_backtest_parser, run_backtest_command
 from console.cli.chaos import add_chaos_parser, run_chaos
 from console.cli.config import add_config_parser, run_config
+from console.cli.errors import error_line
 from console.cli.importer import add_import_parser, run_import
 from console.cli.kev import add_kev_parser, run_kev
 from console.cli.soak import add_soak_parser, run_soak
@@ -31,7 +33,7 @@ DEFAULT_SYMBOLS = "BTCUSDT,ETHUSDT"
 def _add_dataset_symbols(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--symbols",
-        type=symbol_list,
+        type=traded_symbols,
         help="traded symbol first, then the hedge (default: each recording's own two busiest)",
     )
 
@@ -39,7 +41,7 @@ def _add_dataset_symbols(parser: argparse.ArgumentParser) -> None:
 def _add_market_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--symbols",
-        type=symbol_list,
+        type=traded_symbols,
         help="traded symbol first, then the hedge (default: [engine] symbols, BTCUSDT,ETHUSDT)",
     )
     source = parser.add_mutually_exclusive_group()
@@ -188,7 +190,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--replay", nargs="+", required=True, metavar="FILE", help="recordings, a session each"
     )
     _add_dataset_symbols(train)
-    train.add_argument("--out", required=True, metavar="MODEL.onnx", help="model to write")
+    train.add_argument(
+        "--out", required=True, metavar="MODEL.onnx", help="model to write, its card beside it"
+    )
+    train.add_argument(
+        "--force", action="store_true", help="replace --out and its card (MODEL.md) if they exist"
+    )
     train.add_argument(
         "--sim-minutes",
         type=non_negative_number,
@@ -209,6 +216,9 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--model", metavar="ONNX", help="model (default: the shipped one)")
     evaluate.add_argument("--json", action="store_true", help="print one JSON object")
     evaluate.add_argument("--predictions-out", metavar="CSV", help="write every prediction")
+    evaluate.add_argument(
+        "--force", action="store_true", help="replace --predictions-out if it exists"
+    )
     evaluate.add_argument(
         "--all", action="store_true", help="every labelled frame, not only the hold-out"
     )
@@ -390,7 +400,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return 2
     except (OSError, ValueError) as error:
-        print(f"hft-console {command}: {error}", file=sys.stderr)
+        print(f"hft-console {command}: {error_line(error)}", file=sys.stderr)
         return 2
 
 
@@ -506,6 +516,7 @@ def _train(args: argparse.Namespace) -> int:
             sim_minutes=args.sim_minutes,
             seed=args.seed,
             backtest=args.backtest,
+            force=args.force,
         )
     )
     return 0
@@ -521,6 +532,7 @@ def _eval(args: argparse.Namespace) -> int:
             args.model or DEFAULT_MODEL_PATH,
             json_output=args.json,
             predictions_out=args.predictions_out,
+            force=args.force,
             all_frames=args.all,
             symbols=args.symbols,
         )
@@ -545,7 +557,9 @@ def _sim(args: argparse.Namespace) -> int:
 
 def _record(args: argparse.Namespace) -> int:
     from engine.node import record_command
+    from engine.user_files import check_output_file
 
+    check_output_file(args.out, f"--out {args.out}", can_force=False)
     return asyncio.run(
         record_command(
             args.out, args.symbols, args.duration, None if args.sim else args.url, args.seed
@@ -555,7 +569,11 @@ def _record(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     from console.cli.config import adapter_config, console_keymap, settings_for_run
+    from engine.user_files import check_output_file
 
+    if args.stats_out:
+        # Regenerated figures, replaced each run: a --force on `run` would read as forcing a trade.
+        check_output_file(args.stats_out, f"--stats-out {args.stats_out}", force=True)
     settings = settings_for_run(args)  # defaults < config file < environment < flags
     try:
         trading, credentials = _trading(args, settings)

@@ -13,6 +13,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from console.cli.errors import error_line
+
 
 def _frames(text: str) -> int:
     from engine.tools.soak import MIN_FRAMES
@@ -73,7 +75,7 @@ def run_soak(args: argparse.Namespace) -> int:
     try:
         return _soak(args)
     except (OSError, ValueError) as error:
-        print(f"hft-console soak: {error}", file=sys.stderr)
+        print(f"hft-console soak: {error_line(error)}", file=sys.stderr)
         return 2
 
 

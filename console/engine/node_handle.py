@@ -62,6 +62,11 @@ class EngineProcessError(RuntimeError):
     """The engine process could not start, or is not running."""
 
 
+class EngineStartRefused(EngineProcessError):
+    """The engine would not start beside another on its journal or account (the message
+    names the other's pid)."""
+
+
 class EngineNodeHandle:
     """The `EngineHandle` of a real engine, run in its own process (see the module docstring).
 
@@ -100,6 +105,7 @@ class EngineNodeHandle:
         self._finished = False
         self._started = threading.Event()
         self._start_failure: str | None = None
+        self._start_refused = False
         self._gone: str | None = None
         self._shutdown_lock = threading.Lock()
         self._shutdown_result: CommandResult | None = None
@@ -148,6 +154,8 @@ class EngineNodeHandle:
             )
         if self._start_failure is not None:
             self._wait_for_exit()
+            if self._start_refused:
+                raise EngineStartRefused(self._start_failure)
             raise EngineProcessError(f"the engine failed to start: {self._start_failure}")
 
     def _key_note(self) -> str:
@@ -385,6 +393,7 @@ class EngineNodeHandle:
                 self._started.set()
             case StartFailed():
                 self._start_failure = message.why
+                self._start_refused = message.refused
                 self._started.set()
 
     def _on_gone(self) -> None:

@@ -64,7 +64,11 @@ class Started:
 
 @dataclass(frozen=True, slots=True)
 class StartFailed:
+    """`refused`: the engine would not start beside another (`EngineLocked`); `why` is the
+    one line to say."""
+
     why: str
+    refused: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -493,12 +493,12 @@ class SnapshotPublisher:
     def _laya_view(self) -> LayaView:
         classifier = self.node.classifier
         metadata = classifier.model_metadata
-        provider = classifier.runs_on
+        runs_on = classifier.runs_on
         if metadata is None:
-            return LayaView(provider, "no model")
+            return LayaView(runs_on, "no model")
         created = metadata.created_utc[:10]
         name = Path(classifier.model_path).stem
-        return LayaView(provider, f"{name} {created} ({metadata.feature_set_version})")
+        return LayaView(runs_on, f"{name} {created} ({metadata.feature_set_version})")
 
     def _started_notes(self) -> list[str]:
         """What the engine started with, a short line each (the event pane does not wrap)."""
@@ -521,7 +521,7 @@ class SnapshotPublisher:
         classifier = node.classifier
         reason = classifier.provider_fallback_reason
         fallback = f" ({reason})" if reason else ""
-        notes.append(f"Laya on {laya.provider}{fallback}, model {laya.model_version}")
+        notes.append(f"Laya on {laya.runs_on}{fallback}, model {laya.model_version}")
         if classifier.provider == CPU_PROVIDER:
             notes.append(f"Laya's rows: {classifier.runner} ({classifier.runner_reason})")
         return notes

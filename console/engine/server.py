@@ -44,6 +44,7 @@ from console.garbage_collection import freeze_startup_objects
 from console.view import ConsoleSnapshot, EventKind, Severity
 from engine.bitget.credentials import Credentials
 from engine.clock import EngineClock
+from engine.instance_lock import EngineLocked
 from engine.node import EngineNode, engine_clock, format_status
 from engine.trading.commands import Command, CommandResult, CommandSource, Kill
 
@@ -90,13 +91,15 @@ class EngineServer:
             publisher = SnapshotPublisher(node, self._adapter, setup.key_note)
             self._publisher = publisher
             await publisher.start()
+        except EngineLocked as error:  # refused beside another engine: said as it is
+            logger.error("the engine would not start: %s", error)
+            self._outbox.put(StartFailed(str(error), refused=True))
+            await self._stop_failed_start()
+            return 1
         except Exception as error:  # said to the console, which says it to the operator
             logger.exception("the engine failed to start")
             self._outbox.put(StartFailed(f"{type(error).__name__}: {error}"))
-            if self._publisher is not None:
-                with contextlib.suppress(Exception):  # release what the failed start took
-                    await self._publisher.stop()
-            self._outbox.close(5.0)
+            await self._stop_failed_start()
             return 1
         self._send_picture(final=True)
         self._outbox.put(Started())
@@ -110,6 +113,12 @@ class EngineServer:
         await asyncio.gather(publishing, *self._tasks, return_exceptions=True)
         self._outbox.close(5.0)
         return 0
+
+    async def _stop_failed_start(self) -> None:
+        if self._publisher is not None:
+            with contextlib.suppress(Exception):  # release what the failed start took
+                await self._publisher.stop()
+        self._outbox.close(5.0)
 
     # Pictures
 

@@ -44,9 +44,11 @@ from engine.feed.events import (
     FeedStateChanged,
     RecordingEnded,
 )
+from engine.instance_lock import LockTakenOver
 from engine.kev.hub import KevDecision, KevHub, KevStatus, KevWarmUpEnded
 from engine.kev.hub import KevOutcome as HubOutcome
 from engine.latency import LatencyHistogram
+from engine.market.instruments import price_text
 from engine.pipeline import LayaFault, LayaReady, LayaStillWarmingUp, LayaWarmingUp
 from engine.risk.events import (
     CommandRejected,
@@ -411,7 +413,8 @@ def _describe(event: object, now_ns: int) -> tuple[EventKind, Severity, str, int
         liquidity = "maker" if event.maker else "taker"
         text = (
             f"{event.symbol} {event.side.value} {coin(event.symbol, event.size)} @ "
-            f"{event.price:,} {liquidity}, fee {fee_usdt(event.fee)} ({event.client_oid})"
+            f"{price_text(event.symbol, event.price, grouped=True)} {liquidity}, "
+            f"fee {fee_usdt(event.fee)} ({event.client_oid})"
         )
         return EventKind.FILL, info, text, event.at_ns
     if isinstance(event, OrderDenied):
@@ -439,11 +442,7 @@ def _describe(event: object, now_ns: int) -> tuple[EventKind, Severity, str, int
     if isinstance(event, LayaReady):
         return EventKind.SYSTEM, info, f"Laya ready on {event.symbol}", event.at_ns
     if isinstance(event, LayaStillWarmingUp):
-        text = (
-            f"Laya was still warming up on {event.symbol} when {event.when}: {event.have_s:,.1f} "
-            f"of {event.need_s:g} s of market data, so no verdicts ([laya] warmup_s sets it)"
-        )
-        return EventKind.SYSTEM, warning, text, event.at_ns
+        return EventKind.SYSTEM, warning, event.text, event.at_ns
     if isinstance(event, RecordingEnded):
         problem = event.problem
         if problem is None:
@@ -455,6 +454,8 @@ def _describe(event: object, now_ns: int) -> tuple[EventKind, Severity, str, int
         return EventKind.FEED, error if problem.unreadable else warning, problem.text, event.at_ns
     if isinstance(event, TradingFault):
         return EventKind.FAULT, error, event.reason, event.at_ns
+    if isinstance(event, LockTakenOver):
+        return EventKind.SYSTEM, warning, event.text, event.at_ns
     if isinstance(event, KevWarmUpEnded):
         return EventKind.KEV, info if event.ok else warning, f"Kev: {event.text}", event.at_ns
     if isinstance(event, VerdictActed):

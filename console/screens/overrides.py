@@ -14,7 +14,8 @@ from textual.binding import Binding, BindingType
 from textual.containers import Grid, Vertical
 from textual.widgets import Input, Label, Static
 
-from console.screens.dialog import DialogScreen
+from console.screens.dialog import LiveDialog
+from console.view import TradingView
 from engine.risk.limits import OverrideBounds
 from engine.risk.overrides import RiskOverrides
 from engine.units import coin
@@ -37,9 +38,22 @@ def _shown(value: float) -> str:
     return str(int(number)) if number.is_integer() else repr(number)
 
 
-class OverridesScreen(DialogScreen[RiskOverrides | None]):
-    """Prefilled with the limits in force. Enter (or ctrl+s) applies; escape cancels. Dismisses
-    with the new overrides, or None when cancelled or nothing changed."""
+def _field_values(overrides: RiskOverrides) -> dict[str, float]:
+    """Each field's value in `overrides`, by the field's input id."""
+    values = {f"max-position-{symbol}": size for symbol, size in overrides.max_position.items()}
+    return values | {
+        "max-net-delta": overrides.max_net_delta,
+        "max-slippage": overrides.max_slippage_bps,
+        "orders-per-second": overrides.orders_per_second,
+        "orders-per-minute": overrides.orders_per_minute,
+        "risk-scale": overrides.risk_scale,
+    }
+
+
+class OverridesScreen(LiveDialog[RiskOverrides | None]):
+    """Prefilled with the limits in force, kept to them while open (`follow`). Enter (or
+    ctrl+s) applies; escape cancels. Dismisses with the new overrides, or None when cancelled
+    or nothing changed."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "cancel", "Cancel", id="overrides.cancel"),
@@ -50,16 +64,15 @@ class OverridesScreen(DialogScreen[RiskOverrides | None]):
         super().__init__()
         self._current = current
         self._bounds = bounds
-        # (input id, label, ceiling text, parser, current value)
-        self._fields: list[tuple[str, str, str, Callable[[str], float], float]] = [
+        # (input id, label, ceiling text, parser)
+        self._fields: list[tuple[str, str, str, Callable[[str], float]]] = [
             (
                 f"max-position-{symbol}",
                 f"max position {symbol}",
                 f"<= {coin(symbol, bounds.max_position.get(symbol, math.inf))}",
                 _number,
-                size,
             )
-            for symbol, size in current.max_position.items()
+            for symbol in current.max_position
         ]
         self._fields += [
             (
@@ -67,40 +80,37 @@ class OverridesScreen(DialogScreen[RiskOverrides | None]):
                 "max net delta USDT",
                 f"<= {bounds.max_net_delta:g}",
                 _number,
-                current.max_net_delta,
             ),
             (
                 "max-slippage",
                 "max slippage bps",
                 f"<= {bounds.max_slippage_bps:g}",
                 _number,
-                current.max_slippage_bps,
             ),
             (
                 "orders-per-second",
                 "orders per second",
                 f"1..{bounds.max_orders_per_second}",
                 _integer,
-                current.orders_per_second,
             ),
             (
                 "orders-per-minute",
                 "orders per minute",
                 f"1..{bounds.max_orders_per_minute}",
                 _integer,
-                current.orders_per_minute,
             ),
-            ("risk-scale", "risk scale", "0..1", _number, current.risk_scale),
+            ("risk-scale", "risk scale", "0..1", _number),
         ]
 
     def compose(self) -> ComposeResult:
+        values = _field_values(self._current)
         with Vertical(classes="dialog overrides"):
             yield Static("Risk overrides", classes="dialog-title")
             with Grid(classes="override-grid"):
-                for field_id, label, ceiling, parser, value in self._fields:
+                for field_id, label, ceiling, parser in self._fields:
                     yield Label(label)
                     yield Input(
-                        _shown(value),
+                        _shown(values[field_id]),
                         id=field_id,
                         type="integer" if parser is _integer else "number",
                         select_on_focus=True,
@@ -112,6 +122,24 @@ class OverridesScreen(DialogScreen[RiskOverrides | None]):
                 classes="dialog-keys",
             )
 
+    def follow(self, trading: TradingView) -> None:
+        """The limits in force changed while the form is open (Kev lowers them too): a field
+        the operator has not edited takes the new value, so applying cannot put an old one
+        back."""
+        latest = trading.overrides
+        if latest == self._current:
+            return
+        if self.is_mounted:
+            before, after = _field_values(self._current), _field_values(latest)
+            for field_id, *_ in self._fields:
+                field = self.query_one(f"#{field_id}", Input)
+                if field.value.strip() == _shown(before[field_id]):
+                    field.value = _shown(after[field_id])
+            self.query_one("#overrides-error", Static).update(
+                "The limits in force changed meanwhile: the fields not edited show them now."
+            )
+        self._current = latest
+
     @on(Input.Submitted)
     def submitted(self, event: Input.Submitted) -> None:
         event.stop()
@@ -120,7 +148,7 @@ class OverridesScreen(DialogScreen[RiskOverrides | None]):
     def action_apply(self) -> None:
         values: dict[str, float] = {}
         problems: list[str] = []
-        for field_id, label, _, parser, _ in self._fields:
+        for field_id, label, _, parser in self._fields:
             text = self.query_one(f"#{field_id}", Input).value.strip()
             try:
                 values[field_id] = parser(text)

@@ -10,6 +10,7 @@ from console.widgets import format as fmt
 from console.widgets.lines import LinePane
 from engine.bitget.orders import OrderSide
 from engine.bitget.private_events import FillUpdate, OrderUpdate
+from engine.market.instruments import price_text
 from engine.units import coin, fee_usdt
 
 _WIDE = 60
@@ -38,7 +39,11 @@ class OrdersPane(LinePane[OrdersView]):
         for order in sorted(orders, key=lambda item: item.updated_ms, reverse=True)[:room]:
             row = Text(f"{order.symbol:<8} " if wide else "")
             row.append(f"{order.side.value:<4} ", self._side(order.side))
-            limit = "market" if order.price is None else f"{order.price:,}"
+            limit = (
+                "market"
+                if order.price is None
+                else price_text(order.symbol, order.price, grouped=True)
+            )
             row.append(f"{coin(order.symbol, order.size)} @ {limit} ")
             if order.filled_size:
                 status = f"filled {order.filled_size:g}" if wide else f"+{order.filled_size:g}"
@@ -53,7 +58,8 @@ class OrdersPane(LinePane[OrdersView]):
             stamp = fmt.clock_ms(fill.filled_ms)
             row = Text(f"{stamp} {fill.symbol:<8} " if wide else f"{stamp[:8]} ")
             row.append(f"{fill.side.value:<4} ", self._side(fill.side))
-            row.append(f"{coin(fill.symbol, fill.size)} @ {fill.price:,} ")
+            price = price_text(fill.symbol, fill.price, grouped=True)
+            row.append(f"{coin(fill.symbol, fill.size)} @ {price} ")
             if wide:
                 row.append("maker" if fill.maker else "taker", self.style("orders--label"))
                 row.append(f", fee {fee_usdt(fill.fee)}")

@@ -166,8 +166,8 @@ class StatusPane(LinePane[StatusView]):
             (0 if index == 0 else 1, self._feed(feed)) for index, feed in enumerate(view.feeds)
         ]
         laya = self._label("Laya ")
-        provider = view.laya.provider.removesuffix("ExecutionProvider")
-        laya.append(provider, self.style("status--good" if provider == "CUDA" else "status--label"))
+        runs_on = view.laya.runs_on
+        laya.append(runs_on, self.style("status--good" if runs_on == "CUDA" else "status--label"))
         parts.append((2, laya))
         if view.laya.warming:  # why no verdicts come yet
             parts.append((1, Text(view.laya.warming, self.style("status--warning"))))

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from engine.bitget.public_ws import BitgetPublicFeed, BitgetPublicFeedConfig
-from engine.feed.events import FeedState, FeedStateChanged
+from engine.feed.events import ChannelError, FeedState, FeedStateChanged
 from engine.feed.parse import FrameParser
 from engine.feed.recorder import FrameRecorder
 from engine.feed.sink import FeedNotice, MarketFrame
@@ -19,8 +20,9 @@ from engine.feed.sink import FeedNotice, MarketFrame
 class RecordProgress:
     """Where a recording stands; `frames` and `bytes_written` are what reached the recorder.
 
-    `frames_per_s` is the rate since the previous report. `fault` is the recorder's disk error
-    if one stopped the recording; `finished` marks the final report.
+    `frames_per_s` is the rate since the previous report. `fault` says what stopped the
+    recording early: the recorder's disk error, or the venue refusing a subscription (an
+    `event: error` frame: an unknown symbol, a bad channel); `finished` marks the final report.
     """
 
     out_path: str
@@ -35,11 +37,15 @@ class RecordProgress:
 
 
 class _CountingSink:
-    """Counts market frames and remembers each symbol's state; records nothing itself."""
+    """Counts market frames and remembers each symbol's state and the venue's first error
+    frame (`refused`, which ends the recording: it would not hold what was asked); records
+    nothing itself."""
 
     def __init__(self, symbols: tuple[str, ...]) -> None:
         self.market_frames = 0
         self.states = dict.fromkeys(symbols, FeedState.STOPPED)
+        self.refused: str | None = None
+        self.refused_event = asyncio.Event()
 
     def on_market(self, frame: MarketFrame) -> None:
         self.market_frames += 1
@@ -47,6 +53,10 @@ class _CountingSink:
     def on_feed_event(self, event: FeedNotice) -> None:
         if isinstance(event, FeedStateChanged):
             self.states[event.symbol] = event.state
+        elif isinstance(event, ChannelError) and self.refused is None:
+            what = " ".join(part for part in (event.symbol, event.channel) if part) or "a request"
+            self.refused = f"the venue refused {what}: {event.code} {event.message}"
+            self.refused_event.set()
 
 
 async def record(
@@ -60,7 +70,8 @@ async def record(
 
     Calls `progress` every `progress_interval_s` and once more at the end. The file is always
     flushed and closed, also on cancellation (after which CancelledError propagates). A file
-    that cannot be written ends the recording early with `fault` set in the returned progress.
+    that cannot be written, or a subscription the venue refuses, ends the recording early with
+    `fault` set in the returned progress.
     """
     if duration_s is not None and not (math.isfinite(duration_s) and duration_s > 0):
         raise ValueError(f"duration_s must be None (until cancelled) or > 0, got {duration_s}")
@@ -86,7 +97,7 @@ async def record(
             frames_per_s=(stats.frames - previous_frames) / max(now - previous_at, 1e-9),
             market_frames=sink.market_frames,
             states=tuple(sink.states.items()),
-            fault=stats.fault,
+            fault=stats.fault or sink.refused,
             finished=finished,
         )
 
@@ -95,13 +106,14 @@ async def record(
         if recorder.fault is None:
             await feed.start()
             deadline = None if duration_s is None else started + duration_s
-            while recorder.fault is None:
+            while recorder.fault is None and sink.refused is None:
                 wait_s = progress_interval_s
                 if deadline is not None:
                     wait_s = min(wait_s, deadline - time.monotonic())
                     if wait_s <= 0:
                         break
-                await asyncio.sleep(wait_s)
+                with contextlib.suppress(TimeoutError):  # a refusal ends the wait at once
+                    await asyncio.wait_for(sink.refused_event.wait(), wait_s)
                 progress(snapshot(finished=False))
     finally:
         await feed.stop()

@@ -44,7 +44,7 @@ from typing import BinaryIO
 import orjson
 
 from engine.feed.recording import RecordingReadStats, encode_line, is_gzip_path, iter_recording
-from engine.user_files import replacing
+from engine.user_files import check_output_file, replacing
 
 BOOK_DEPTH = 15
 SNAPSHOT_WITHIN_LINES = 10_000
@@ -148,6 +148,8 @@ def identify_capture(path: str | os.PathLike[str]) -> CaptureFile:
     """Read the start of `path` for its symbol, market and time unit; raises RawCaptureError
     when it is missing or not a raw capture."""
     path = Path(path)
+    if path.is_dir():
+        raise RawCaptureError(f"{path}: is a folder, not a raw capture file")
     if not path.is_file():
         raise RawCaptureError(f"{path}: no such file")
     stats = RecordingReadStats()
@@ -217,20 +219,17 @@ def import_captures(
     out: str | os.PathLike[str],
     *,
     overwrite: bool = False,
+    allow_truncated: bool = False,
     on_notice: Callable[[ImportNotice], None] | None = None,
     on_progress: Callable[[ImportProgress], None] | None = None,
 ) -> ImportResult:
     """Convert `paths` into the recording `out` (gzip when it ends in .gz), written whole: to
-    a temporary file beside it, renamed at the end, removed on any error. Raises
-    RawCaptureError (nothing written), FileExistsError or OSError."""
-    out = Path(out)
-    if out.exists() and not overwrite:
-        raise FileExistsError(f"{out} exists (overwrite it with --force)")
-    if not out.parent.is_dir():
-        raise RawCaptureError(f"{out}: there is no folder {out.parent}")
+    a temporary file beside it, renamed at the end, removed on any error. A capture cut short
+    is refused unless `allow_truncated` (then its frames up to the cut are imported and the
+    symbol's `problems` say where). Raises RawCaptureError or OutputRefused (both ValueError,
+    nothing written) or OSError."""
+    out = check_output_file(out, f"--out {out}", force=overwrite, inputs=paths)
     groups = plan_import(paths)
-    if any(capture.path.resolve() == out.resolve() for group in groups for capture in group):
-        raise RawCaptureError(f"{out}: the output is one of the inputs")
     notices: list[ImportNotice] = []
 
     def notice(item: ImportNotice) -> None:
@@ -238,7 +237,7 @@ def import_captures(
         if on_notice is not None:
             on_notice(item)
 
-    symbols = [_SymbolStream(group, notice) for group in groups]
+    symbols = [_SymbolStream(group, notice, allow_truncated) for group in groups]
     total_bytes = sum(os.path.getsize(capture.path) for group in groups for capture in group)
     frames = 0
     with replacing(out, mode=0o644) as partial, _open_out(partial, is_gzip_path(out)) as file:
@@ -381,8 +380,14 @@ class _BookSide:
 class _SymbolStream:
     """One symbol's captures, read in order, as (receive ns, frame) pairs."""
 
-    def __init__(self, files: Sequence[CaptureFile], notice: Callable[[ImportNotice], None]):
+    def __init__(
+        self,
+        files: Sequence[CaptureFile],
+        notice: Callable[[ImportNotice], None],
+        allow_truncated: bool,
+    ):
         first = files[0]
+        self._allow_truncated = allow_truncated
         self.files = tuple(files)
         self.market = first.market
         self.symbol = first.symbol
@@ -453,6 +458,10 @@ class _SymbolStream:
                         yield frame
             previous = (capture, recv_ns)
             problem = stats.problem(capture.path)
+            if problem is not None and problem.truncated and not self._allow_truncated:
+                raise RawCaptureError(
+                    f"{problem.text}; nothing written (--allow-truncated imports it up to the cut)"
+                )
             if problem is not None:
                 result.problems.append(problem.text)
         if self._held is not None:

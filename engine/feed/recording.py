@@ -14,12 +14,14 @@ import errno
 import os
 import zlib
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
 import orjson
+
+from engine.user_files import content_digest
 
 GZIP_SUFFIX = ".gz"
 GZIP_MAGIC = b"\x1f\x8b"
@@ -149,18 +151,26 @@ def iter_recording(
 ) -> Iterator[tuple[int, bytes]]:
     """(recv_ns, raw frame) pairs of a recording, in file order.
 
-    Raises FileNotFoundError right away when `path` is not a file; pass `stats` to learn
-    what was skipped.
+    Raises FileNotFoundError (IsADirectoryError for a folder) right away when `path` is not a
+    file; pass `stats` to learn what was skipped.
     """
-    return _frames(_existing(path), stats if stats is not None else RecordingReadStats())
+    return _frames(existing_recording(path), stats if stats is not None else RecordingReadStats())
 
 
 def check_recording(path: str | os.PathLike[str], max_lines: int = CHECK_LINES) -> None:
-    """Before a run: raises FileNotFoundError, or RecordingUnreadable when the recording
-    yields no frame within its first `max_lines` lines (not gzip, empty, corrupt, not
-    recording lines). Reads only that far, so truncation further on is found by the run."""
+    """Before a run: raises FileNotFoundError (IsADirectoryError for a folder), or
+    RecordingUnreadable when the recording yields no frame within its first `max_lines` lines
+    (not gzip, empty, corrupt, not recording lines) or is a raw capture to import first. Reads
+    only that far, so truncation further on is found by the run."""
     stats = RecordingReadStats()
-    if next(_frames(_existing(path), stats, max_lines), None) is not None:
+    first = next(_frames(existing_recording(path), stats, max_lines), None)
+    if first is not None:
+        if _is_raw_capture_line(first[1]):
+            name = os.fspath(path)
+            raise RecordingUnreadable(
+                f"{name}: looks like a Binance raw capture, not a recording: import it first "
+                f"(hft-console import --from binance-raw {name} --out REC)"
+            )
         return
     if not stats.complete:  # stopped looking: the lines are junk as far as it read
         name = os.fspath(path)
@@ -173,11 +183,43 @@ def check_recording(path: str | os.PathLike[str], max_lines: int = CHECK_LINES) 
     problem.raise_if_unreadable()
 
 
-def _existing(path: str | os.PathLike[str]) -> Path:
+def existing_recording(path: str | os.PathLike[str]) -> Path:
+    """`path`, a file; raises IsADirectoryError for a folder, FileNotFoundError for nothing."""
     recording = Path(path)
+    if recording.is_dir():
+        raise IsADirectoryError(errno.EISDIR, "is a folder, not a recording", str(recording))
     if not recording.is_file():
         raise FileNotFoundError(errno.ENOENT, "recording not found", str(recording))
     return recording
+
+
+def require_distinct_recordings(paths: Iterable[str | os.PathLike[str]]) -> list[str]:
+    """The `content_digest` of each recording of `paths`, in order; raises ValueError naming
+    the first whose bytes another one given before it already holds (the same file twice, a
+    copy), or what `existing_recording` raises for one that is not a file."""
+    seen: dict[str, str | os.PathLike[str]] = {}
+    digests = []
+    for path in paths:
+        digest = content_digest(existing_recording(path))
+        if digest in seen:
+            first = seen[digest]
+            same = "is given twice" if os.path.samefile(first, path) else f"is a copy of {first}"
+            raise ValueError(f"{path} {same}: give each recording once")
+        seen[digest] = path
+        digests.append(digest)
+    return digests
+
+
+def _is_raw_capture_line(raw: bytes) -> bool:
+    """A line of hftbacktest's collector (`hft-console import` reads those): a Binance stream
+    message, or the REST depth snapshot a capture starts with."""
+    try:
+        message = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return False
+    return isinstance(message, dict) and (
+        ("stream" in message and "data" in message) or "lastUpdateId" in message
+    )
 
 
 def _frames(
@@ -297,6 +339,27 @@ def recording_symbols(path: str | os.PathLike[str], max_lines: int = SYMBOL_SCAN
         if isinstance(symbol, str) and symbol and channel.startswith(_MARKET_CHANNELS):
             books[symbol] += channel.startswith("books")
     return tuple(symbol for symbol, _ in books.most_common())
+
+
+def require_recording_symbols(
+    path: str | os.PathLike[str], symbols: tuple[str, ...] | None
+) -> tuple[str, ...]:
+    """The symbols a replay of `path` runs on: `symbols` (the traded one, then the hedge), or
+    the recording's two busiest. Before a run (backtest, `run --replay`): raises ValueError
+    naming those the recording lacks, the hedge as such, and those it has."""
+    found = recording_symbols(path)
+    chosen = symbols or found[:2]
+    name = os.fspath(path)
+    if not chosen:
+        raise ValueError(f"{name}: no books or trades in its first frames")
+    missing = [
+        f"{symbol} (the hedge)" if index == 1 else symbol
+        for index, symbol in enumerate(chosen)
+        if symbol not in found
+    ]
+    if missing:
+        raise ValueError(f"{name} has no {', '.join(missing)}: it has {', '.join(found) or 'none'}")
+    return chosen
 
 
 def _frame_arg(raw: bytes) -> object:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import errno
 import os
 import time
 from collections.abc import Mapping
@@ -29,7 +28,12 @@ from engine.feed.events import (
     RecordingEnded,
 )
 from engine.feed.parse import FrameParser, RejectReason
-from engine.feed.recording import RecordingProblem, RecordingReadStats, iter_recording
+from engine.feed.recording import (
+    RecordingProblem,
+    RecordingReadStats,
+    existing_recording,
+    iter_recording,
+)
 from engine.feed.sink import FeedNotice, FeedSink
 from engine.feed.tape import Trades
 from engine.latency import FrameTimings
@@ -86,8 +90,7 @@ class ReplayFeed:
     ) -> None:
         if yield_every < 1:
             raise ValueError(f"yield_every must be >= 1, got {yield_every}")
-        if not os.path.isfile(path):
-            raise FileNotFoundError(errno.ENOENT, "recording not found", os.fspath(path))
+        existing_recording(path)
         self.path = os.fspath(path)
         self.clock = clock
         self._parser = parser

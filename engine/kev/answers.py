@@ -4,7 +4,9 @@ backtest with Kev is exact too (an LLM's answer and its latency are not repeatab
 
 The file is JSON Lines, one answer a line, in the order they were asked for: the request's
 symbol, verdict and market time (to check that a rerun asks the same questions), and the
-reply with its latency.
+reply with its latency. Between them, a `link` line for each health probe: what the link to
+llama-server was after it (online, loading, offline), so that a rerun has Kev offline, and
+its questions unasked, exactly when the recorded run had (a file without them: always online).
 """
 
 from __future__ import annotations
@@ -78,13 +80,21 @@ class KevAnswerRecorder:
             self._file = None
 
     def record(self, symbol: str, verdict: str, context_ns: int, reply: KevReply) -> None:
-        if self._file is None:
-            return
         line = {"request": self.count, "symbol": symbol, "verdict": verdict}
         line.update({"context_ns": context_ns, "reply": reply_record(reply)})
+        if self._write(line):
+            self.count += 1
+
+    def record_link(self, health: KevHealth) -> None:
+        """The link after a health probe, as a rerun's probe is to find it."""
+        self._write({"link": health.state, "detail": health.detail})
+
+    def _write(self, line: dict[str, object]) -> bool:
+        if self._file is None:
+            return False
         self._file.write(orjson.dumps(line) + b"\n")
         self._file.flush()
-        self.count += 1
+        return True
 
 
 class RecordedKevClient:
@@ -96,8 +106,9 @@ class RecordedKevClient:
     def __init__(self, path: str | os.PathLike[str], spec: KevCommandSpec) -> None:
         self.path = Path(path)
         self.spec = spec
-        self._answers = _read_answers(self.path)
+        self._answers, self._links = _read_answers(self.path)
         self._next = 0
+        self._next_link = 0
         self.diverged = ""
 
     async def start(self) -> None:
@@ -107,7 +118,13 @@ class RecordedKevClient:
         return
 
     async def health(self) -> KevHealth:
-        return KevHealth("ok", f"answers recorded in {self.path.name}")
+        """The n-th probe finds the link the recorded run's n-th probe left (past the last
+        one recorded, as the last one left it)."""
+        if not self._links:
+            return KevHealth("ok", f"answers recorded in {self.path.name}")
+        index = min(self._next_link, len(self._links) - 1)
+        self._next_link += 1
+        return self._links[index]
 
     async def props(self) -> KevServerProps | None:
         model = next((line["reply"]["model"] for line in self._answers), "")
@@ -136,22 +153,26 @@ class RecordedKevClient:
         return KevReply(None, KevFailure.BAD_RESPONSE, self.diverged, "", "", 0.0, None, "")
 
 
-def _read_answers(path: Path) -> list[dict]:
+def _read_answers(path: Path) -> tuple[list[dict], list[KevHealth]]:
+    """The answers and the health probes' links, each in its order."""
     try:
         lines = path.read_bytes().splitlines()
     except OSError as error:
         raise KevAnswersError(f"--kev-answers {path}: {error.strerror or error}") from None
     if not lines or _header(lines[0]) != _FORMAT:
         raise KevAnswersError(f"--kev-answers {path}: not a file of Kev's answers")
-    answers = []
+    answers, links = [], []
     for number, raw in enumerate(lines[1:], start=2):
         try:
             line = orjson.loads(raw)
+            if "link" in line:
+                links.append(KevHealth(str(line["link"]), str(line["detail"])))
+                continue
             reply_from_record(line["reply"])
             answers.append(line)
         except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as error:
             raise KevAnswersError(f"--kev-answers {path} line {number}: {error}") from None
-    return answers
+    return answers, links
 
 
 def _header(raw: bytes) -> object:

@@ -336,6 +336,8 @@ class KevHub:
                 self._set_link(KevLink.LOADING, health.detail)
             else:
                 self._set_link(KevLink.OFFLINE, health.detail)
+            if self._recorder is not None:  # a rerun's probe finds the link this one left
+                self._recorder.record_link(KevHealth(_LINK_HEALTH[self._link], self._link_detail))
             await asyncio.sleep(self.config.health_interval_s)
 
     async def _warm_up_safely(self, timeout_s: float) -> None:
@@ -617,6 +619,11 @@ def _changed(proposed: float, current: float) -> float | None:
     if round(proposed * 100) == displayed_percent(current):
         return None
     return proposed
+
+
+_LINK_HEALTH = {KevLink.ONLINE: "ok", KevLink.LOADING: "loading", KevLink.OFFLINE: "unreachable"}
+"""The health a probe must report for the hub to end up at a link (after a probe the link
+is never WARMING: the warm-up ends within it)."""
 
 
 def _timed_out(limit_s: float) -> KevReply:

@@ -34,12 +34,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--replay", nargs="+", default=[os.fspath(path) for path in SHIPPED_RECORDINGS]
     )
     parser.add_argument("--out", default=os.fspath(DEFAULT_MODEL_PATH), metavar="MODEL.onnx")
+    parser.add_argument(
+        "--force", action="store_true", help="replace --out and its card (the shipped model's)"
+    )
     parser.add_argument("--candidate", help="ship this candidate instead of choosing one")
     parser.add_argument("--no-backtest", action="store_true", help="choose without backtests")
     parser.add_argument("--json", action="store_true", help="print the folds as JSON")
     args = parser.parse_args(argv)
     config = TrainConfig(candidate=args.candidate, backtest=not args.no_backtest)
-    report = train(args.replay, args.out, config)
+    try:
+        report = train(args.replay, args.out, config, force=args.force)
+    except (OSError, ValueError) as error:
+        print(f"{parser.prog}: {error}", file=sys.stderr)
+        return 2
     if args.json:
         print(json.dumps(report.folds.as_dict() if report.folds else None))
     else:

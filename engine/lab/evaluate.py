@@ -21,6 +21,7 @@ against the frames whose ask was run over, and likewise for the bid.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 import math
 import os
@@ -31,6 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
+from engine.feed.recording import require_distinct_recordings
 from engine.lab.dataset import (
     Dataset,
     DatasetConfig,
@@ -41,9 +43,10 @@ from engine.lab.dataset import (
 from engine.lab.labels import LabelConfig
 from engine.laya.classifier import LayaClassifier, LayaClassifierConfig, choose_verdict
 from engine.laya.features import FEATURE_NAMES
-from engine.laya.model import DEFAULT_MODEL_PATH
+from engine.laya.model import DEFAULT_MODEL_PATH, LayaModelMetadata
 from engine.laya.verdict import CLASS_NAMES, Verdict
 from engine.sim.recording import simulate_recording
+from engine.user_files import check_output_file, replacing
 
 CLASS_COUNT = len(CLASS_NAMES)
 PREDICTIONS_HEADER = (
@@ -280,6 +283,8 @@ class EvalReport:
     bid_auc: float
     recording_problems: tuple[str, ...] = ()
     """What was wrong with the recordings (cut short, malformed lines), one line each."""
+    trained_on: tuple[str, ...] = ()
+    """The recordings the model was trained on (`training_notes`), one line each."""
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -309,6 +314,7 @@ class EvalReport:
                 },
             },
             "recording_problems": list(self.recording_problems),
+            "trained_on": list(self.trained_on),
         }
 
     def format_table(self) -> str:
@@ -329,6 +335,7 @@ class EvalReport:
             + ", ".join(Path(path).name for path in self.recordings),
             f"model {self.model_path}",
             *(f"recording: {problem}" for problem in self.recording_problems),
+            *(f"note: {line}" for line in self.trained_on),
             "",
             header,
         ]
@@ -366,9 +373,10 @@ class FramePredictions:
     predictions: np.ndarray
 
     def write_csv(self, path: str | os.PathLike[str]) -> None:
-        """One line per frame: symbol, exchange time, label and verdict names, probabilities."""
+        """One line per frame: symbol, exchange time, label and verdict names, probabilities;
+        written beside `path` and renamed over it whole."""
         names = np.asarray(CLASS_NAMES, dtype=object)
-        with open(path, "w", newline="") as file:
+        with replacing(Path(path)) as written, written.open("w", newline="") as file:
             writer = csv.writer(file)
             writer.writerow(PREDICTIONS_HEADER)
             for symbol, ts, label, prediction, probabilities in zip(
@@ -460,22 +468,68 @@ def label_config_of(classifier: LayaClassifier) -> LabelConfig:
     return LabelConfig.from_metadata(classifier.model_metadata.label_parameters)
 
 
+def training_notes(
+    recordings: Sequence[str | os.PathLike[str]],
+    digests: Sequence[str],
+    metadata: LayaModelMetadata,
+    all_frames: bool,
+) -> tuple[str, ...]:
+    """A line for each recording the model's card lists among its training data: by content
+    digest, or by name for a model whose card has none (one trained before they were kept)."""
+    listed = metadata.training_summary.get("recordings")
+    trained = listed if isinstance(listed, list) else []
+    kept = {item.get("content_digest") for item in trained if isinstance(item, dict)}
+    named = {
+        item.get("name")
+        for item in trained
+        if isinstance(item, dict) and not item.get("content_digest")
+    }
+    scored = "every frame of it" if all_frames else "its hold-out (the final fit used it all)"
+    lines = []
+    for path, digest in zip(recordings, digests, strict=True):
+        if digest in kept:
+            how = "the model was trained on it (its card lists this content)"
+        elif Path(path).name in named:
+            how = "the model was trained on a recording of this name (its card lists it)"
+        else:
+            continue
+        lines.append(f"{Path(path).name}: {how}, so {scored} is not unseen data")
+    return tuple(lines)
+
+
 def evaluate(
     recordings: Sequence[str | os.PathLike[str]],
     model_path: str | os.PathLike[str] = DEFAULT_MODEL_PATH,
     config: EvalConfig | None = None,
     *,
     predictions_out: str | os.PathLike[str] | None = None,
+    force: bool = False,
     on_bytes: Callable[[int], None] | None = None,
 ) -> EvalReport:
-    """Evaluate the model at `model_path` on recordings; optionally write the predictions CSV."""
+    """Evaluate the model at `model_path` on recordings; optionally write the predictions CSV
+    (an existing one replaced only with `force`, refused before the work starts)."""
     config = config or EvalConfig()
+    if predictions_out is not None:
+        check_output_file(
+            predictions_out,
+            f"--predictions-out {predictions_out}",
+            force=force,
+            inputs=[*recordings, model_path],
+        )
+    digests = require_distinct_recordings(recordings)
     classifier = started_classifier(model_path)
     try:
         dataset = build_dataset(
             recordings, DatasetConfig(config.symbols, label_config_of(classifier)), on_bytes
         )
         report, predictions = evaluate_dataset(dataset, classifier, config, os.fspath(model_path))
+        assert classifier.model_metadata is not None
+        report = dataclasses.replace(
+            report,
+            trained_on=training_notes(
+                recordings, digests, classifier.model_metadata, config.all_frames
+            ),
+        )
     finally:
         classifier.stop()
     if predictions_out is not None:
@@ -559,6 +613,7 @@ def eval_command(
     *,
     json_output: bool = False,
     predictions_out: str | None = None,
+    force: bool = False,
     all_frames: bool = False,
     symbols: tuple[str, ...] | None = None,
 ) -> str:
@@ -568,5 +623,6 @@ def eval_command(
         model_path,
         EvalConfig(all_frames=all_frames, symbols=symbols),
         predictions_out=predictions_out,
+        force=force,
     )
     return json.dumps(report.as_dict()) if json_output else report.format_table()

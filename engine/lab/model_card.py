@@ -28,11 +28,15 @@ class SessionSummary:
     class_counts: dict[str, int]
     problem: str | None = None
     """What was wrong with the recording (cut short, malformed lines); None: nothing."""
+    content_digest: str | None = None
+    """`engine.user_files.content_digest` of the recording (None: simulated), by which `eval`
+    knows a recording the model was trained on."""
 
 
 @dataclass(frozen=True, slots=True)
 class LatencySummary:
-    """Per-frame `LayaClassifier.infer` time of the shipped model on one feature row."""
+    """Per-frame `LayaClassifier.infer` time of the shipped model on one feature row;
+    `provider`: where the rows ran, in `laya_runs_on`'s words ("CPU native kernel")."""
 
     provider: str
     frames: int
@@ -113,13 +117,14 @@ def model_card(report: TrainReport) -> str:
         "",
         "## Data",
         "",
-        "| recording | kind | symbols | books15 frames | labelled | minutes | "
+        "| recording | content digest | kind | symbols | books15 frames | labelled | minutes | "
         + " | ".join(CLASS_NAMES)
         + " |",
-        "|---|---|---|---|---|---|" + "---|" * len(CLASS_NAMES),
+        "|---|---|---|---|---|---|---|" + "---|" * len(CLASS_NAMES),
     ]
     lines += [
-        f"| {item.name} | {'simulated' if item.simulated else 'recorded'} | "
+        f"| {item.name} | {f'`{item.content_digest[:16]}...`' if item.content_digest else '-'} | "
+        f"{'simulated' if item.simulated else 'recorded'} | "
         f"{', '.join(item.symbols)} | {item.frames} | {item.labelled} | {item.minutes:g} | "
         + " | ".join(str(item.class_counts[name]) for name in CLASS_NAMES)
         + " |"

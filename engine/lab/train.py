@@ -42,6 +42,7 @@ from pathlib import Path
 
 import numpy as np
 
+from engine.feed.recording import require_distinct_recordings
 from engine.lab.candidates import GATE_SUFFIX, FittedCandidate
 from engine.lab.dataset import Dataset, DatasetConfig, build_dataset
 from engine.lab.evaluate import burst_warnings, started_classifier
@@ -59,6 +60,7 @@ from engine.laya.features import FEATURE_COUNT, FEATURE_SET_VERSION
 from engine.laya.model import DEFAULT_MODEL_PATH, LayaModelMetadata
 from engine.sim.market import MarketGeneratorConfig
 from engine.sim.recording import simulate_recording
+from engine.user_files import check_output_file, replacing
 
 
 def _progress_bar(enabled: bool, **options):
@@ -112,10 +114,11 @@ def _is_simulated(session: Dataset) -> bool:
     return session_name(session).startswith(_SIMULATED_PREFIX)
 
 
-def _summary(session: Dataset) -> SessionSummary:
+def _summary(session: Dataset, digest: str | None) -> SessionSummary:
     span = session.exchange_ts_ms.max() - session.exchange_ts_ms.min() if len(session) else 0
     return SessionSummary(
         name=session_name(session),
+        content_digest=digest,
         simulated=_is_simulated(session),
         symbols=session.recording_symbols[0],
         frames=len(session),
@@ -137,7 +140,7 @@ def _measure_latency(model_path: Path, features: np.ndarray, frames: int) -> Lat
             started = time.perf_counter_ns()
             classifier.infer(buffer)
             samples[index] = time.perf_counter_ns() - started
-        provider = classifier.provider or "unknown"
+        provider = classifier.runs_on
     finally:
         classifier.stop()
     return LatencySummary(
@@ -181,15 +184,39 @@ def train(
     recordings: Sequence[str | os.PathLike[str]],
     out_path: str | os.PathLike[str] = DEFAULT_MODEL_PATH,
     config: TrainConfig | None = None,
+    *,
+    force: bool = False,
 ) -> TrainReport:
     """Train a Laya model on recordings (a session each, plus simulator data), validate the
-    candidates leave-one-session-out, ship one, write its card next to it (suffix `.md`)."""
+    candidates leave-one-session-out, ship one, write its card next to it (suffix `.md`).
+    An existing model or card is replaced only with `force`; everything is checked first."""
     config = config or TrainConfig()
     simulation = config.simulation
     if not recordings:
         raise ValueError("train needs at least one recording")
     out = Path(out_path)
     paths = [Path(path) for path in recordings]
+    card = out.with_suffix(".md")
+    if card == out:
+        raise ValueError(
+            f"--out {out}: the model card would be written over the model; name "
+            "the model MODEL.onnx"
+        )
+    check_output_file(out, f"--out {out}", force=force, inputs=paths)
+    check_output_file(card, f"the model card {card}", force=force, inputs=paths)
+    if config.backtest and len(paths) < 2:
+        raise ValueError(
+            "--backtest compares the candidates on left-out recordings: give two or more recordings"
+        )
+    # The same recording twice would be "left out" while its copy trains the candidates.
+    digests = require_distinct_recordings(paths)
+    names = [path.name for path in paths]
+    repeated = next((name for name in names if names.count(name) > 1), None)
+    if repeated is not None:
+        raise ValueError(
+            f"two recordings are named {repeated}: each session is known by its file name "
+            "(the folds, the model card), so rename one"
+        )
     bar = _progress_bar(
         config.progress,
         desc="replaying recordings",
@@ -252,7 +279,10 @@ def train(
         bar.close()
     if choice.endswith(GATE_SUFFIX):
         fitted = fitted.at_gate()
-    summaries = tuple(_summary(session) for session in (*sessions, *simulated))
+    summaries = (
+        *(_summary(session, digest) for session, digest in zip(sessions, digests, strict=True)),
+        *(_summary(session, None) for session in simulated),
+    )
     metadata = LayaModelMetadata(
         feature_set_version=FEATURE_SET_VERSION,
         feature_count=FEATURE_COUNT,
@@ -269,7 +299,7 @@ def train(
         bursts = burst_warnings(out, config.burst_check_minutes, config.burst_check_seed)
     report = TrainReport(
         model_path=out,
-        card_path=out.with_suffix(".md"),
+        card_path=card,
         model_bytes=out.stat().st_size,
         model_sha256=hashlib.sha256(out.read_bytes()).hexdigest(),
         sessions=summaries,
@@ -283,7 +313,8 @@ def train(
         bursts=bursts,
         metadata=metadata,
     )
-    report.card_path.write_text(model_card(report))
+    with replacing(card) as written:
+        written.write_text(model_card(report))
     return report
 
 
@@ -299,6 +330,7 @@ def _training_summary(
         "recordings": [
             {
                 "name": item.name,
+                "content_digest": item.content_digest,
                 "simulated": item.simulated,
                 "symbols": list(item.symbols),
                 "frames": item.frames,
@@ -342,6 +374,7 @@ def train_command(
     sim_minutes: float = 0.0,
     seed: int = DEFAULT_SIM_SEED,
     backtest: bool = False,
+    force: bool = False,
 ) -> str:
     """What `hft-console train` runs: train with the defaults, return the summary to print."""
     config = TrainConfig(
@@ -349,4 +382,4 @@ def train_command(
         simulation=SimulationConfig(minutes=sim_minutes, seed=seed),
         backtest=backtest,
     )
-    return format_report(train(recordings, out_path, config))
+    return format_report(train(recordings, out_path, config, force=force))

@@ -224,6 +224,14 @@ def cuda_fallback_reason(messages: Sequence[str], provider: str) -> str:
     )
 
 
+def laya_runs_on(provider: str, runner: str) -> str:
+    """Where Laya's rows are really computed, in the words every place people read it uses
+    (start line, status bar, status line, bench, doctor, model card): "CUDA", or "CPU" and
+    its runner ("CPU native kernel", "CPU onnxruntime")."""
+    device = provider.removesuffix("ExecutionProvider")
+    return f"{device} {runner}" if provider == CPU_PROVIDER else device
+
+
 def _not_started(output_names: list[str], feed: dict[str, np.ndarray]) -> list[np.ndarray]:
     raise RuntimeError("LayaClassifier.infer called before start() (or after stop())")
 
@@ -308,10 +316,10 @@ class LayaClassifier:
 
     @property
     def runs_on(self) -> str:
-        """Where the rows are really computed: the session's provider, or the native kernel."""
+        """Where the rows are really computed (`laya_runs_on`), or "not loaded"."""
         if self.provider is None:
             return "not loaded"
-        return "CPU native" if self._native is not None else self.provider
+        return laya_runs_on(self.provider, self.runner)
 
     def stop(self) -> None:
         """Release the session; safe to call when not started."""
@@ -389,7 +397,7 @@ class LayaClassifier:
                 f"ONNX Runtime runs it: the native kernel differs by {difference:.2e} "
                 f"(> {NATIVE_TOLERANCE:g}) on probe rows"
             )
-        return kernel, f"agrees with {CPU_PROVIDER} within {difference:.1e} on {_PROBE_ROWS} rows"
+        return kernel, f"agrees with {ORT_RUNNER} within {difference:.1e} on {_PROBE_ROWS} rows"
 
     def _session_options(self) -> ort.SessionOptions:
         options = ort.SessionOptions()

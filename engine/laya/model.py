@@ -53,8 +53,9 @@ _ORT_LOAD_ERRORS = (
 )
 
 
-class LayaModelError(Exception):
-    """A file that is not a usable Laya model."""
+class LayaModelError(ValueError):
+    """A file that is not a usable Laya model: bad input, so every command that loads one
+    (run, eval, bench, backtest, doctor) answers it in one line, like any other."""
 
 
 class ModelNotFoundError(LayaModelError, FileNotFoundError):

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 
 # Tolerance, in units of one tick or one size step, for treating a float as on the grid. Far
@@ -19,6 +20,13 @@ class Instrument:
     tick_size: float
     size_step: float
     min_notional: float = 5.0
+    # A tick is `_tick_units` of the last of its decimals (0.1: 1 of 10**-1): n ticks are the
+    # integer n * units over 10**decimals, and one division gives the double nearest that
+    # decimal, where n * tick_size carries float noise (618522 * 0.1 = 61852.200000000004).
+    _tick_units: int = field(init=False, repr=False, compare=False)
+    _price_scale: float = field(init=False, repr=False, compare=False)
+    _lot_units: int = field(init=False, repr=False, compare=False)
+    _size_scale: float = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not self.symbol or not self.symbol.isalnum() or not self.symbol.isupper():
@@ -33,6 +41,12 @@ class Instrument:
                 raise ValueError(f"{name} must have at most 10 decimals, got {value!r}")
         if not (math.isfinite(self.min_notional) and self.min_notional >= 0):
             raise ValueError(f"min_notional must be >= 0, got {self.min_notional!r}")
+        for units, scale, step in (
+            ("_tick_units", "_price_scale", self.tick_size),
+            ("_lot_units", "_size_scale", self.size_step),
+        ):
+            object.__setattr__(self, scale, 10.0 ** _decimals(step))
+            object.__setattr__(self, units, round(step * getattr(self, scale)))
 
     @property
     def price_decimals(self) -> int:
@@ -55,10 +69,10 @@ class Instrument:
         return round(size / self.size_step)
 
     def price_of(self, ticks: int) -> float:
-        return ticks * self.tick_size
+        return ticks * self._tick_units / self._price_scale
 
     def size_of(self, lots: float) -> float:
-        return lots * self.size_step
+        return lots * self._lot_units / self._size_scale
 
     def is_on_tick(self, price: float) -> bool:
         return abs(price / self.tick_size - round(price / self.tick_size)) < _GRID_TOLERANCE
@@ -94,6 +108,7 @@ def built_in_twin(symbol: str) -> str | None:
     return instrument.symbol if instrument is not None else None
 
 
+@functools.lru_cache(maxsize=64)
 def instrument_for(symbol: str) -> Instrument | None:
     """The contract spec of `symbol`: a built-in one's, or its base coin's twin's (BTCUSD
     trades in BTCUSDT's ticks and lots); None when there is none."""
@@ -101,3 +116,27 @@ def instrument_for(symbol: str) -> Instrument | None:
     if spec is None:
         return None
     return Instrument(symbol, spec.tick_size, spec.size_step, spec.min_notional)
+
+
+def price_text(symbol: str, price: float, *, grouped: bool = False) -> str:
+    """A price written out, for a person or a program: at its contract's decimals
+    ("61852.2", "3000.50"; `grouped`: "61,852.2"); off its tick, or for a symbol without a
+    contract spec, to 10 decimals without the trailing zeros (float noise gone either way)."""
+    spec = instrument_for(symbol)
+    on_grid = spec is not None and spec.is_on_tick(price)
+    return _grid_text(price, spec.price_decimals if on_grid else None, grouped)
+
+
+def size_text(symbol: str, size: float, *, signed: bool = False) -> str:
+    """A size written out: at its contract's decimals ("0.003" BTC, "1.50" ETH; `signed`:
+    "+0.003"), as `price_text` off its step."""
+    spec = instrument_for(symbol)
+    on_grid = spec is not None and spec.is_on_step(size)
+    return _grid_text(size, spec.size_decimals if on_grid else None, False, signed)
+
+
+def _grid_text(value: float, decimals: int | None, grouped: bool, signed: bool = False) -> str:
+    digits = 10 if decimals is None else decimals
+    shown = round(value, digits) + 0.0  # -0.0 is 0.0
+    text = f"{shown:{'+' if signed else ''}{',' if grouped else ''}.{digits}f}"
+    return text if decimals is not None else text.rstrip("0").rstrip(".")

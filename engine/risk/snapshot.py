@@ -88,3 +88,9 @@ class RiskSnapshot:
     @property
     def flat(self) -> bool:
         return all(position.size == 0 for position in self.positions)
+
+    @property
+    def session_pnl(self) -> float:
+        """Realized minus fees plus unrealized since the gateway started (this run), across
+        daily resets."""
+        return self.realized_pnl - self.fees + self.unrealized_pnl

@@ -696,7 +696,8 @@ class Settings:
         self, values: Mapping[str, object], sources: Mapping[str, str] | None = None
     ) -> Settings:
         """These settings with `values` (key path -> value, e.g. {"laya.prefer_gpu": False})
-        on top, checked like the file's; None values are skipped (a flag not given).
+        on top, checked like the file's; None values are skipped (a flag not given), a string
+        is read as the environment's are (`BTCUSDT` for a list of symbols, `yes` for a bool).
         `sources` names where each came from (e.g. {"laya.prefer_gpu": "--cpu"})."""
         overrides: Overrides = {}
         problems: list[str] = []
@@ -706,7 +707,7 @@ class Settings:
             origin = SettingSource(SourceKind.FLAG, (sources or {}).get(key, ""))
             try:
                 path, annotation = resolve(Settings, key)
-                coerced = coerce(annotation, value, None)
+                coerced = coerce(annotation, value, None, text=isinstance(value, str))
             except BadValue as error:
                 problems.append(f"{key} ({origin}): {error}")
                 continue

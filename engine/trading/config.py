@@ -260,10 +260,33 @@ class TradingConfig:
         missing = [symbol for symbol in risk_symbols if symbol not in specs]
         if missing:
             raise ValueError(f"no instrument spec (tick, lot) for {missing}")
+        self._require_a_lot_to_quote()
         if self.mode is TradingMode.LIVE and not self.live_confirmed:
             raise ValueError("live trading needs --live and the typed confirmation")
         if self.mode is TradingMode.PAPER and (self.rest_url or self.private_ws_url):
             raise ValueError("paper trading matches in-process: it takes no REST or private url")
+
+    def _require_a_lot_to_quote(self) -> None:
+        """Quotes are whole lots, rounded down: a quote size or a max position (each times the
+        starting risk scale) below one lot of the quoted symbol would never send a quote."""
+        symbol = self.strategy.symbol
+        instrument = self.instrument(symbol)
+        lot = instrument.size_step
+        scale = self.risk.risk_scale
+        below = [
+            f"{name} {size:g}"
+            for name, size in (
+                ("quote_size", self.strategy.quote_size),
+                ("max_position", self.risk.limits.for_symbol(symbol).max_position),
+            )
+            if size * scale < lot and not instrument.is_on_step(size * scale)
+        ]
+        if below:
+            scaled = "" if scale == 1 else f" at risk_scale {scale:g}"
+            raise ValueError(
+                f"{' and '.join(below)}{scaled} is below one lot of {symbol} ({lot:g}): no "
+                "quote could be sent; make it one lot or more"
+            )
 
     @property
     def symbols(self) -> tuple[str, ...]:

@@ -631,12 +631,27 @@ class TradingDesk:
                         else gateway.set_limits(overrides, now)
                     )
                 case KevOrder(action=action, risk_scale=risk_scale, hedge_ratio=hedge_ratio):
-                    return kev_result(
-                        gateway.apply_kev_command(action, risk_scale, hedge_ratio, now)
+                    return self._said_if_unquotable(
+                        kev_result(gateway.apply_kev_command(action, risk_scale, hedge_ratio, now))
                     )
-            return CommandResult(request.name, outcome.accepted, outcome.text)
+            result = CommandResult(request.name, outcome.accepted, outcome.text)
+            return self._said_if_unquotable(result) if isinstance(request, SetLimits) else result
         finally:
             self.executor.drain_risk_events()
+
+    def _said_if_unquotable(self, result: CommandResult) -> CommandResult:
+        """A limit change that leaves the quote size or the max position (times the risk
+        scale) under one lot stops all quoting (TradingConfig refuses that at start): say so."""
+        gateway, grid, symbol = self.gateway, self.strategy.grid, self._symbol
+        quote = self.config.strategy.quote_size * gateway.risk_scale
+        room = gateway.max_position(symbol)
+        if not result.ok or (grid.floor_size(quote) > 0 and grid.floor_size(room) > 0):
+            return result
+        note = (
+            f"the quote size {quote:g} or the max position {room:g} {symbol} is now under one "
+            f"lot ({grid.lot:g}): nothing is quoted until it is raised"
+        )
+        return dataclasses.replace(result, message=f"{result.message}; {note}")
 
     @property
     def clock(self) -> Callable[[], int]:

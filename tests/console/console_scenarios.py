@@ -358,7 +358,7 @@ def status_view(
             FeedView("ETHUSDT", FeedState.STALE, 0.0, 5_400.0),
         ),
         trading=trading_view(state, exposed),
-        laya=LayaView("CUDAExecutionProvider", "laya-default 2024-08-08 (laya-fs-1)"),
+        laya=LayaView("CUDA", "laya-default 2024-08-08 (laya-fs-1)"),
         kev=KevStatusView(KevState.ONLINE, "qwen2.5-7b-instruct-q4_k_m", 2_410.0),
     )
 
@@ -409,7 +409,8 @@ def fixed_events() -> tuple[ConsoleEvent, ...]:
 @dataclass
 class FakeEngineHandle:
     """Serves a fixed snapshot and event list and records every command. `results` answers
-    a command by name (default: accepted); `gates` holds a command until its event is set."""
+    a command by name (default: accepted); `gates` holds a command until its event is set. An
+    accepted kill leaves the snapshot HALTED with nothing open."""
 
     current: ConsoleSnapshot = field(default_factory=fixed_snapshot)
     events: list[ConsoleEvent] = field(default_factory=list)
@@ -462,7 +463,10 @@ class FakeEngineHandle:
         return self._answer(command.name, gate)
 
     async def _answer(self, name: str, gate: threading.Event | None) -> CommandResult:
-        return self._result(name, gate is None or await asyncio.to_thread(gate.wait, 10))
+        result = self._result(name, gate is None or await asyncio.to_thread(gate.wait, 10))
+        if name == "kill" and result.ok:  # as the engine answers it: halted, and flat
+            self.set_state(TradingState.HALTED, exposed=False)
+        return result
 
     def shutdown(self, policy: ShutdownPolicy) -> CommandResult:
         gate = self._record("shutdown", policy)

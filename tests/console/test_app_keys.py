@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 
 import pytest
 from console_scenarios import OVERRIDES, FakeEngineHandle
-from textual.widgets import Input, Static
+from textual.widgets import Button, Input, Static
 
 from console.app import COMMAND_NOTE_S, ConsoleConfig, HftConsoleApp
 from console.engine.handle import ShutdownPolicy
@@ -204,6 +204,57 @@ async def test_a_rearm_needs_the_phrase_typed_exactly():
     assert handle.commands == [("rearm", "REARM")]
 
 
+def dialog_text(app: HftConsoleApp, selector: str) -> str:
+    return str(app.screen.query_one(selector, Static).render())
+
+
+@pytest.mark.parametrize(
+    ("key", "dialog", "text", "after_the_kill"),
+    [
+        ("q", QuitScreen, "#quit-open", "Nothing is open now."),
+        ("f", ConfirmScreen, "#confirm-detail", "Open: nothing."),
+    ],
+    ids=["quit", "flatten"],
+)
+async def test_a_dialog_lists_what_is_open_now_not_what_was_when_it_opened(
+    key, dialog, text, after_the_kill
+):
+    handle = FakeEngineHandle()
+    app = console(handle)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press(key)
+        await pilot.pause()
+        assert isinstance(app.screen, dialog)
+        assert "4 orders and positions of" in dialog_text(app, text)
+        await pilot.press("k")  # the kill closes everything while the dialog is up
+        await settle(app, pilot)
+        assert isinstance(app.screen, dialog)
+        assert after_the_kill in dialog_text(app, text)
+        assert "orders" not in dialog_text(app, text)
+
+
+async def test_once_a_kill_closed_everything_the_quit_dialog_quits_with_q():
+    handle = FakeEngineHandle()
+    app = console(handle)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("q")
+        await pilot.pause()
+        asking = app.screen
+        shown = [button.id for button in asking.query(Button) if button.display]
+        await pilot.press("q")  # something is open: q is no answer
+        await pilot.pause()
+        assert app.screen is asking and handle.commands == []
+        await pilot.press("k")
+        await settle(app, pilot)
+        shown_after_the_kill = [button.id for button in asking.query(Button) if button.display]
+        await pilot.press("q")
+        await settle(app, pilot)
+        assert exited(app)
+    assert shown == ["flatten", "keep", "cancel"]
+    assert shown_after_the_kill == ["quit", "cancel"]
+    assert handle.commands == [("kill",), ("shutdown", ShutdownPolicy.FLATTEN)]
+
+
 async def fill_overrides(pilot, app: HftConsoleApp, values: dict[str, str]) -> None:
     await pilot.press("r")
     await pilot.pause()
@@ -325,6 +376,26 @@ async def test_the_override_form_starts_from_the_limits_in_force():
     assert handle.commands == []
 
 
+async def test_limits_changed_while_the_form_is_open_are_not_put_back_by_applying_it():
+    handle = FakeEngineHandle()
+    app = console(handle)
+    async with app.run_test(size=SIZE) as pilot:
+        await fill_overrides(pilot, app, {"max-net-delta": "1500"})
+        status = handle.current.status
+        halved = replace(OVERRIDES, risk_scale=0.5)  # Kev halves the risk meanwhile
+        trading = replace(status.trading, overrides=halved)
+        handle.current = replace(handle.current, status=replace(status, trading=trading))
+        app.poll()
+        await pilot.pause()
+        assert app.screen.query_one("#risk-scale", Input).value == "0.5"
+        assert "changed meanwhile" in dialog_text(app, "#overrides-error")
+        await pilot.press("enter")
+        await settle(app, pilot)
+    assert handle.commands == [
+        ("apply_overrides", replace(halved, max_net_delta=1500.0)),
+    ]
+
+
 async def test_a_failing_engine_call_is_reported_and_the_console_stays():
     handle = FakeEngineHandle()
     handle.execute = lambda command: (_ for _ in ()).throw(ConnectionError("engine thread gone"))
@@ -404,8 +475,29 @@ def test_a_keymap_for_an_unknown_binding_is_refused():
             'keymap gives console.kill "Ctrl+K", which is not a key: name keys as Textual does '
             "(k, K, ctrl+k, f5, escape, question_mark)",
         ),
+        (
+            {"console.kill": "ctrl+k,full_stop"},
+            'keymap binds console.kill to "ctrl+k,full_stop", but the risk override form needs '
+            "'.' typed and the kill switch takes its keys first on every screen: give the kill "
+            "switch another key",
+        ),
+        (
+            {"console.kill": "enter"},
+            'keymap binds "enter" twice in the dialogs with text fields: console.kill ("enter") '
+            'and their text fields ("enter,tab,shift+tab,backspace"); give each action a key of '
+            "its own",
+        ),
     ],
-    ids=["kill-on-quit", "kill-on-flatten", "kill-on-a-dialog-key", "textual-quit", "none", "typo"],
+    ids=[
+        "kill-on-quit",
+        "kill-on-flatten",
+        "kill-on-a-dialog-key",
+        "textual-quit",
+        "none",
+        "typo",
+        "kill-on-a-digit",
+        "kill-on-enter",
+    ],
 )
 def test_a_keymap_that_leaves_a_key_ambiguous_or_an_action_unbound_is_refused(keymap, message):
     with pytest.raises(ValueError) as refused:
@@ -422,11 +514,11 @@ async def test_a_keymap_that_swaps_two_keys_is_taken_as_textual_reads_it():
     }
     app = HftConsoleApp(handle, config, clock=lambda: 0.0)
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("p")
-        await settle(app, pilot)
         await pilot.press("exclamation_mark")
         await settle(app, pilot)
-    assert handle.commands == [("kill",), ("pause",)]
+        await pilot.press("p")
+        await settle(app, pilot)
+    assert handle.commands == [("pause",), ("kill",)]
 
 
 @pytest.mark.parametrize("size", [(80, 24), (160, 48)], ids=["80x24", "160x48"])

@@ -109,7 +109,7 @@ def test_exposure_says_what_is_open_with_sizes_in_the_coin():
         ),
         (
             OrderFilled("hc2", "ETHUSDT", OrderSide.SELL, 3_000.5, 0.2, -0.001, False, "t2", 1),
-            "ETHUSDT sell 0.2 ETH @ 3,000.5 taker, fee +0.0010 USDT (hc2)",
+            "ETHUSDT sell 0.2 ETH @ 3,000.50 taker, fee +0.0010 USDT (hc2)",  # at its 2 decimals
         ),
         (
             OrderDenied(

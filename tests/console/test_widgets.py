@@ -182,6 +182,20 @@ async def test_orders_and_fills_give_sizes_in_the_coin_and_the_fee_by_its_pnl_ef
     assert lines[lines.index("fills 3") + 1] == fill  # the newest fill first
 
 
+async def test_orders_and_fills_write_prices_on_the_contracts_grid():
+    """A price computed in floats (61852.200000000004) is written at its contract's decimals."""
+    pane = OrdersPane("orders and fills", classes="pane")
+    snapshot = fixed_snapshot()
+    order = snapshot.orders[0]._replace(symbol="ETHUSDT", price=3_000.5)
+    fill = snapshot.fills[-1]._replace(price=61_852.200000000004)
+    async with PaneHost(pane).run_test(size=(46, 12)) as pilot:
+        pane.view = ((order,), (*snapshot.fills[:-1], fill))
+        await pilot.pause()
+        lines = rows(pane)
+    assert lines[1].endswith("ETH @ 3,000.50 live")
+    assert lines[lines.index("fills 3") + 1].endswith("BTC @ 61,852.2 M")
+
+
 async def test_latency_marks_a_p99_over_budget_with_a_bang():
     pane = LatencyPane("latency", classes="pane")
     async with PaneHost(pane).run_test(size=(57, 11)) as pilot:

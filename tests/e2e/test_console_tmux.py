@@ -263,6 +263,41 @@ async def test_kill_key_leaves_the_exchange_flat_and_the_screen_halted(
     assert ("kill", True) in operator_commands(tmp_path / "journal.sqlite")
 
 
+async def test_kill_key_works_with_the_focus_in_a_dialogs_text_field(
+    sim_urls, hold_model, exchange, tmp_path
+):
+    """`k` in the risk form's first number field and in the re-arm phrase's field: killed,
+    not typed."""
+    session = "kill-in-fields"
+    start_console(session, (160, 48), sim_urls, hold_model, tmp_path)
+    venue = Venue(exchange)
+    journal = tmp_path / "journal.sqlite"
+
+    def kills() -> int:
+        return operator_commands(journal).count(("kill", True))
+
+    async def kill_from(opens: str, title: str) -> None:
+        killed_before = kills()
+        tmux("send-keys", "-t", session, opens)
+        await on_screen(lambda: title in screen(session), 5, title, session)
+        tmux("send-keys", "-t", session, "k")
+        await on_screen(lambda: kills() > killed_before, 15, f"a kill from {title}", session)
+        # The console (niced) can draw it after the engine has journaled the kill.
+        await on_screen(lambda: "HALTED" in screen(session), 5, "HALTED", session)
+        tmux("send-keys", "-t", session, "Escape")
+        await on_screen(lambda: title not in screen(session), 5, f"{title} closed", session)
+
+    await until(venue, lambda: venue.quote_sides == {"buy", "sell"}, 40, "quotes", session)
+    await on_screen(lambda: "ACTIVE" in screen(session), 30, "the console", session)
+    await kill_from("r", "Risk overrides")
+    await kill_from("a", "Re-arm the kill switch")  # halted by then: the re-arm dialog opens
+    await venue.refresh()
+    assert (venue.orders, venue.open_positions) == (0, 0)
+    await on_screen(lambda: "0 open orders" in screen(session), 5, "no open orders", session)
+    tmux("send-keys", "-t", session, "q")  # nothing open: quits at once
+    await on_screen(lambda: not alive(session), 20, "the console to exit")
+
+
 async def test_a_hangup_flattens_before_the_console_exits(sim_urls, hold_model, exchange, tmp_path):
     session = "hangup"
     start_console(session, (160, 48), sim_urls, hold_model, tmp_path)

@@ -4,18 +4,26 @@ recording, commands from another thread, the published status."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 
 import pytest
+from support.locks import held_by_another_process
 from support.recordings import write_books
+from support.risk import BTC, T0, make_gateway, mark, open_position
 from support.waiting import eventually
 
+from engine.bitget.credentials import Credentials
 from engine.feed.replay import START_LEAD_NS
+from engine.instance_lock import EngineLocked, InstanceLock, account_lock_path, journal_lock_path
 from engine.journal import read_journal
 from engine.laya.classifier import LayaClassifierConfig
-from engine.node import EngineConfig, EngineNode, format_status
+from engine.node import EngineConfig, EngineNode, format_status, format_trading
 from engine.tools.bench.trading import NEVER_EMERGENCY
 from engine.trading.commands import Command, Kill, Pause, Resume
 from engine.trading.config import TradingConfig, TradingMode
+from engine.trading.desk import TradingStatus
+
+HOUR = 3_600_000_000_000
 
 
 def laya(model) -> LayaClassifierConfig:
@@ -135,3 +143,57 @@ async def test_a_replay_refuses_to_start_on_a_loop_that_is_not_its_clocks(record
     node = EngineNode(EngineConfig(replay_path=str(recording), laya=laya(laya_model)))
     with pytest.raises(RuntimeError, match="MarketClock's loop"):
         await node.start()
+
+
+def test_the_status_line_gives_the_sessions_pnl_and_the_days_apart(recording, laya_model, tmp_path):
+    """A session across the daily reset: the day's PnL is only what came after the reset, the
+    session's all of it (the headless run's closing line printed the day's as "PnL")."""
+    config = EngineConfig(
+        replay_path=str(recording),
+        replay_speed=None,
+        laya=laya(laya_model),
+        trading=TradingConfig(mode=TradingMode.PAPER, journal_path=tmp_path / "j.sqlite"),
+    )
+    node = EngineNode(config)
+
+    async def main() -> TradingStatus | None:
+        await node.start()
+        try:
+            return node.status().trading
+        finally:
+            await node.stop()
+
+    trading = node.clock.run(main())
+    assert trading is not None
+    gateway = make_gateway()
+    open_position(gateway, BTC, 0.5)
+    mark(gateway, BTC, T0 + 23 * HOUR, mid=59_800.0)  # -100 on the first day
+    mark(gateway, BTC, T0 + 24 * HOUR, mid=59_700.0)  # the reset, then -50 on the next
+    risk = gateway.snapshot()
+    line = format_trading(dataclasses.replace(trading, risk=risk))
+    assert "session PnL -150.00 USDT (day -50.00) " in line
+    assert risk.session_pnl == pytest.approx(risk.realized_pnl - risk.fees + risk.unrealized_pnl)
+
+
+async def test_a_second_engine_on_an_account_is_refused_before_it_connects(
+    tmp_path, monkeypatch, laya_model
+):
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    key = "bg_" + "0123456789abcdef" * 2
+    journal = tmp_path / "j.sqlite"
+    config = EngineConfig(
+        live_url="ws://127.0.0.1:9/v2/ws/public",  # never reached: the refusal comes first
+        laya=laya(laya_model),
+        trading=TradingConfig(mode=TradingMode.DEMO, journal_path=journal),
+    )
+    node = EngineNode(config, Credentials(key, "secret", "passphrase"))
+    holding = held_by_another_process(account_lock_path(key))
+    with holding as holder, pytest.raises(EngineLocked) as refused:
+        await node.start()
+    assert str(refused.value).startswith(
+        f"the Bitget account of API key bg_…cdef is in use by another engine (pid {holder}; "
+    )
+    assert not journal.exists()  # nothing of it started
+    released = InstanceLock(journal_lock_path(journal), "the journal")
+    assert released.acquire() is None  # the journal's lock, taken first, was let go
+    released.release()

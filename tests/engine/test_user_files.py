@@ -1,9 +1,14 @@
+import os
 import stat
 
 import pytest
 
 from engine.user_files import (
     APP_DIR_NAME,
+    OutputRefused,
+    check_output_file,
+    check_output_folder,
+    content_digest,
     replacing,
     user_cache_dir,
     user_config_dir,
@@ -46,9 +51,11 @@ def test_after_an_error_a_new_file_is_not_created(tmp_path):
     assert _beside(target) == []
 
 
-def test_the_folder_must_exist(tmp_path):
-    with pytest.raises(FileNotFoundError), replacing(tmp_path / "missing" / "file"):
-        pass
+def test_a_missing_folder_is_made(tmp_path):
+    target = tmp_path / "models" / "day1" / "model.onnx"
+    with replacing(target) as scratch:
+        scratch.write_bytes(b"new")
+    assert target.read_bytes() == b"new"
 
 
 def test_every_user_folder_is_the_apps_own(monkeypatch, tmp_path):
@@ -63,3 +70,64 @@ def test_every_user_folder_is_the_apps_own(monkeypatch, tmp_path):
     assert user_data_dir() == tmp_path / "data" / APP_DIR_NAME
     assert user_cache_dir() == tmp_path / "cache" / APP_DIR_NAME
     assert user_log_dir() == tmp_path / "state" / APP_DIR_NAME / "log"
+
+
+def test_an_output_file_is_refused_before_any_work_for_every_way_it_could_lose_a_file(tmp_path):
+    kept = tmp_path / "notes.md"
+    kept.write_text("mine")
+    (tmp_path / "dangling").symlink_to(tmp_path / "gone")
+    (tmp_path / "plain").write_text("a file")
+    for path, message in (
+        (kept, "--out notes.md: exists; add --force to replace it"),
+        (tmp_path, "is a folder; give the name of a file to write"),
+        (tmp_path / "dangling", f"is a symbolic link to {tmp_path / 'gone'}, which does not exist"),
+        (tmp_path / "plain" / "model.onnx", f"{tmp_path / 'plain'} is a file, not a folder"),
+        (tmp_path / "plain" / "deeper" / "model.onnx", f"{tmp_path / 'plain'} is a file"),
+    ):
+        name = "--out notes.md" if path == kept else f"--out {path}"
+        with pytest.raises(OutputRefused) as refused:
+            check_output_file(path, name)
+        text = str(refused.value)
+        assert text.startswith(f"{name}: ") and message in text and "\n" not in text
+    assert kept.read_text() == "mine"
+    assert check_output_file(kept, "--out", force=True) == kept
+    assert check_output_file(tmp_path / "new" / "model.onnx", "--out")  # made when written
+    with pytest.raises(OutputRefused, match="give a name that is not taken"):
+        check_output_file(kept, "--out", can_force=False)
+    with pytest.raises(OutputRefused, match="is one of the files this command reads"):
+        check_output_file(kept, "--out", force=True, inputs=[tmp_path / "x", kept])
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes in any folder")
+def test_an_output_in_a_folder_this_user_cannot_write_is_refused(tmp_path):
+    locked = tmp_path / "locked"
+    locked.mkdir(mode=0o500)
+    with pytest.raises(OutputRefused, match=f"cannot write in the folder {locked}"):
+        check_output_file(locked / "model.onnx", "--out")
+
+
+def test_an_output_folder_must_be_new_or_empty(tmp_path):
+    (tmp_path / "file").write_text("x")
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "report.html").write_text("an earlier report")
+    (tmp_path / "link").symlink_to(tmp_path / "nowhere")
+    for path, message in (
+        (tmp_path / "file", "is a file, not a folder"),
+        (tmp_path / "full", "is a folder with files in it"),
+        (tmp_path / "link", "is a symbolic link to"),
+        (tmp_path / "file" / "report", f"{tmp_path / 'file'} is a file, not a folder"),
+    ):
+        with pytest.raises(OutputRefused, match=f"--report {path}: .*{message}"):
+            check_output_folder(path, f"--report {path}")
+    (tmp_path / "empty").mkdir()
+    for path in (tmp_path / "empty", tmp_path / "new" / "report"):
+        assert check_output_folder(path, "--report") == path
+
+
+def test_the_same_bytes_under_another_name_have_the_same_digest(tmp_path):
+    first, copy, other = tmp_path / "a.gz", tmp_path / "copy.gz", tmp_path / "b.gz"
+    content = os.urandom(3 << 20)  # longer than the two ends the digest reads
+    first.write_bytes(content)
+    copy.write_bytes(content)
+    other.write_bytes(content[:-1] + bytes([content[-1] ^ 1]))
+    assert content_digest(first) == content_digest(copy) != content_digest(other)

@@ -20,7 +20,7 @@ def load_script():
 
 STATUS = (
     "SIM frames 1,208 | BTCUSDT live 63,978.30/63,978.40 (0.02 bps) age 67 ms | ETHUSDT live "
-    "3,398.75/3,398.77 (0.06 bps) age 67 ms | Laya (CPUExecutionProvider) HOLD {hold} LEAN_BUY 0 "
+    "3,398.75/3,398.77 (0.06 bps) age 67 ms | Laya (CPU native kernel) HOLD {hold} LEAN_BUY 0 "
     "LEAN_SELL 7 EMERGENCY 42 | SIM ACTIVE pos flat delta +0 PnL +0.00 orders 2 fills 1 denials 0"
 )
 
@@ -36,7 +36,7 @@ def test_the_last_status_line_gives_the_provider_and_verdict_counts() -> None:
         ]
     )
     provider, counts = script.verdict_counts(output)
-    assert provider == "CPUExecutionProvider"
+    assert provider == "CPU native kernel"
     assert counts == {"HOLD": 1077, "LEAN_BUY": 0, "LEAN_SELL": 7, "EMERGENCY": 42}
 
 

@@ -132,7 +132,7 @@ def group_figure(number: int, group: RunGroup) -> Figure:
         "bps",
         tuple(
             Series(
-                f"{run.label} ({run.fill_markouts[0].count:,} fills)",
+                f"{run.label} ({run.fill_markouts[0].count:,} quote fills)",
                 np.arange(len(HORIZONS_MS)),
                 np.asarray([stats.mean_bps for stats in run.fill_markouts]),
                 colour=colour,

@@ -7,30 +7,26 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import secrets
 import shutil
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from engine.market.instruments import price_text, size_text
 from engine.tools.backtest.charts import report_figures
 from engine.tools.backtest.html_report import figure_png, report_html, require_matplotlib
 from engine.tools.backtest.metrics import HORIZONS_MS, SessionMetrics
 from engine.tools.backtest.report import RunGroup, metrics_json
+from engine.units import plain
+from engine.user_files import check_output_folder
 
 
 def check_report_dir(folder: Path) -> None:
-    """Before the runs: matplotlib must import, and DIR must be new or empty, in a folder that
-    exists and can be written."""
+    """Before the runs: matplotlib must import, and DIR must be a new or empty folder that can
+    be made and written (`check_output_folder`)."""
     require_matplotlib()
-    if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
-        raise ValueError(f"--report {folder}: exists and is not an empty folder")
-    parent = folder.absolute().parent
-    if not parent.is_dir():
-        raise ValueError(f"--report {folder}: the folder {parent} does not exist")
-    if not os.access(parent, os.W_OK):
-        raise ValueError(f"--report {folder}: cannot write in {parent}")
+    check_output_folder(folder, f"--report {folder}")
 
 
 def write_report(folder: Path, groups: Sequence[RunGroup]) -> None:
@@ -38,6 +34,7 @@ def write_report(folder: Path, groups: Sequence[RunGroup]) -> None:
     folder = folder.absolute()
     runs = [run for group in groups for run in group.runs]
     scratch = folder.parent / f".{folder.name}-{secrets.token_hex(6)}"
+    folder.parent.mkdir(parents=True, exist_ok=True)
     scratch.mkdir()  # with the user's umask, as DIR would get (mkdtemp's is 0700)
     try:
         (scratch / "report.json").write_text(
@@ -88,10 +85,10 @@ def _write_fills(path: Path, runs: Sequence[SessionMetrics]) -> None:
                         _utc(fill.at_ns),
                         fill.symbol,
                         fill.side,
-                        repr(fill.price),
-                        repr(fill.size),
+                        price_text(fill.symbol, fill.price),
+                        size_text(fill.symbol, fill.size),
                         int(fill.maker),
-                        repr(fill.fee),
+                        plain(fill.fee),
                         fill.role,
                         *("" if value != value else f"{value:.4f}" for value in fill.markouts_bps),
                     ]

@@ -26,7 +26,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from engine.journal import JournalEntry
-from engine.market.instruments import base_coin
+from engine.market.instruments import Instrument, base_coin, instrument_for
+from engine.pipeline import LayaStillWarmingUp
 from engine.tools.backtest.session import MidSeries, SessionRecord
 
 HORIZONS_MS = (100, 1_000, 5_000, 30_000)
@@ -141,6 +142,10 @@ class SessionMetrics:
     recording_problem: str | None = None
     rss_kb_at_100k: int | None = None
     rss_kb_end: int = 0
+    laya_warming: tuple[LayaStillWarmingUp, ...] = ()
+    """The symbols Laya was still warming up on at the end (SessionRecord's)."""
+    kev_offered: int = 0
+    """Non-HOLD verdicts offered to Kev; `kev` counts the decisions it made of them."""
 
     @property
     def hours(self) -> float:
@@ -164,7 +169,13 @@ class SessionMetrics:
 
     @property
     def fill_count(self) -> int:
+        """Every fill, of every symbol (the hedge's too), maker and taker: a run's "fills"."""
         return sum(result.fills for result in self.symbols)
+
+    @property
+    def quote_fills(self) -> int:
+        """The quoted symbol's maker fills: the quotes that traded ("quote fills")."""
+        return self.result(self.quoted).maker_fills
 
     @property
     def frames_per_s(self) -> float:
@@ -243,6 +254,8 @@ def session_metrics(record: SessionRecord) -> SessionMetrics:
         recording_problem=record.recording_problem,
         rss_kb_at_100k=record.rss_kb_at_100k,
         rss_kb_end=record.rss_kb_end,
+        laya_warming=record.laya_warming,
+        kev_offered=record.kev_offered,
     )
 
 
@@ -374,6 +387,7 @@ class _PositionPath:
     @classmethod
     def of(cls, symbol: str, fills: Sequence[FillRow]) -> _PositionPath:
         position = average = realized = fees = 0.0
+        spec = instrument_for(symbol)
         at_ns = [np.iinfo(np.int64).min]
         rows = [(position, average, realized, fees)]
         for fill in fills:
@@ -385,11 +399,11 @@ class _PositionPath:
                 average = (average * abs(position) + fill.price * abs(signed)) / (
                     abs(position) + abs(signed)
                 )
-                position += signed
+                position = _on_step(spec, position + signed)
             else:
                 closing = min(abs(signed), abs(position))
                 realized += closing * (fill.price - average) * (1.0 if position > 0 else -1.0)
-                position += signed
+                position = _on_step(spec, position + signed)
                 if abs(position) < _SIZE_EPSILON:
                     position = average = 0.0
                 elif (position > 0) == (signed > 0):  # crossed through zero: the rest opens anew
@@ -407,6 +421,14 @@ class _PositionPath:
         """The open position of row `index` against its entry at `mid` (0 when flat)."""
         position = self.position[index]
         return np.where(position != 0, position * (mid - self.average[index]), 0.0)
+
+
+def _on_step(spec: Instrument | None, size: float) -> float:
+    """A sum of sizes on the contract's step, as its sizes are (0.1 + 0.2 is 0.3, not
+    0.30000000000000004); off the step (a size of no contract spec) as it is."""
+    if spec is None or not spec.is_on_step(size):
+        return size
+    return spec.size_of(spec.to_lots(size))
 
 
 def _symbol_result(

@@ -4,15 +4,17 @@ deterministic runs; one at a time, or in worker processes, one per core."""
 
 from __future__ import annotations
 
-import concurrent.futures
 import dataclasses
 import itertools
+import multiprocessing
+import signal
+import tempfile
 import tomllib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine.feed.recording import recording_symbols
+from engine.feed.recording import require_recording_symbols
 from engine.laya.decide import QuoteGate
 from engine.settings.schema import Settings
 from engine.tools.backtest.metrics import SessionMetrics, session_metrics
@@ -33,13 +35,20 @@ class GridPoint:
 
 
 def parse_set(text: str) -> tuple[str, tuple[object, ...]]:
-    """`KEY=VALUE[,VALUE...]` -> (key, values): each value a TOML literal (a bare word is a
-    string), commas inside brackets or quotes belong to the value (`[0.6, 1.0]`)."""
+    """`KEY=VALUE[,VALUE...]` -> (key, values): each value a TOML literal, or else its text,
+    which the setting reads as it reads the environment's (`BTCUSDT`, `[BTCUSDT, ETHUSDT]`,
+    `http://...`); commas inside brackets or quotes belong to the value (`[0.6, 1.0]`)."""
     key, separator, rest = text.partition("=")
     key = key.strip()
     if not separator or not key or not rest.strip():
         raise ValueError(f"--set {text!r}: expected KEY=VALUE, e.g. trading.strategy.quote_size=2")
-    return key, tuple(_literal(key, part) for part in _split_top_level(rest))
+    values: list[object] = []
+    for part in _split_top_level(rest):
+        value = _literal(key, part)
+        if value in values:  # the same point twice: a run that only repeats another
+            raise ValueError(f"--set {key}: {_show(value)} is given twice")
+        values.append(value)
+    return key, tuple(values)
 
 
 def grid(sets: Iterable[tuple[str, tuple[object, ...]]]) -> list[GridPoint]:
@@ -93,15 +102,7 @@ def backtest_specs(
         )
     specs = []
     for recording in recordings:
-        found = recording_symbols(recording)
-        chosen = symbols or found[:2]
-        if not chosen:
-            raise ValueError(f"{recording}: no books or trades in its first frames")
-        missing = [symbol for symbol in chosen if symbol not in found]
-        if missing:
-            raise ValueError(
-                f"{recording} has no {', '.join(missing)}: it has {', '.join(found) or 'none'}"
-            )
+        chosen = require_recording_symbols(recording, symbols)
         for point in points:
             values: dict[str, object] = {"engine.symbols": list(chosen), "trading.mode": "paper"}
             values.update(dict(point.values))
@@ -136,7 +137,10 @@ def run_specs(
     done: Callable[[int, SessionMetrics], None] | None = None,
 ) -> list[SessionMetrics]:
     """The metrics of each spec, in order: in this process when there is one run or one job
-    (with `progress`), else in up to `jobs` worker processes (`done` hears each as it ends)."""
+    (with `progress`), else in up to `jobs` worker processes (`done` hears each as it ends).
+
+    The workers ignore SIGINT: Ctrl-C (sent to the whole foreground group) interrupts this
+    process alone, whose KeyboardInterrupt terminates them, so none prints a traceback."""
     if len(specs) == 1 or jobs == 1:
         results = []
         for index, spec in enumerate(specs):
@@ -146,18 +150,26 @@ def run_specs(
                 done(index, metrics)
         return results
     found: dict[int, SessionMetrics] = {}
-    with concurrent.futures.ProcessPoolExecutor(max_workers=min(jobs, len(specs))) as pool:
-        futures = {pool.submit(_metrics_of, spec): index for index, spec in enumerate(specs)}
-        for future in concurrent.futures.as_completed(futures):
-            index = futures[future]
-            found[index] = future.result()
-            if done is not None:
-                done(index, found[index])
+    # The runs' scratch folders are made in this one, which outlives the workers: a worker
+    # terminated mid-run leaves nothing behind.
+    with tempfile.TemporaryDirectory(prefix="hft-backtest-runs-") as scratch:
+        interrupt = signal.signal(signal.SIGINT, signal.SIG_IGN)  # the workers are born ignoring
+        try:
+            pool = multiprocessing.Pool(min(jobs, len(specs)))
+        finally:
+            signal.signal(signal.SIGINT, interrupt)
+        with pool:  # its end terminates the workers (and waits for them), whatever ended it
+            runs = [(index, spec, scratch) for index, spec in enumerate(specs)]
+            for index, metrics in pool.imap_unordered(_metrics_of, runs):
+                found[index] = metrics
+                if done is not None:
+                    done(index, metrics)
     return [found[index] for index in range(len(specs))]
 
 
-def _metrics_of(spec: BacktestSpec) -> SessionMetrics:
-    return session_metrics(run_backtest(spec))
+def _metrics_of(run: tuple[int, BacktestSpec, str]) -> tuple[int, SessionMetrics]:
+    index, spec, scratch = run
+    return index, session_metrics(run_backtest(spec, scratch_in=Path(scratch)))
 
 
 def _split_top_level(text: str) -> list[str]:
@@ -184,12 +196,7 @@ def _literal(key: str, text: str) -> object:
     try:
         return tomllib.loads(f"value = {text}")["value"]
     except tomllib.TOMLDecodeError:
-        if text.replace("_", "").replace("-", "").isalnum():
-            return text  # a bare word: a string (gate=none, mode=paper)
-        raise ValueError(
-            f"--set {key}: {text!r} is not a value (a number, true/false, "
-            f'a word, a "string" or a [list])'
-        ) from None
+        return text  # a bare word or a list of them (gate=none, symbols=[BTCUSDT, ETHUSDT])
 
 
 def _show(value: object) -> str:

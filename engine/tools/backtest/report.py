@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from engine.laya.decide import QuoteGate
+from engine.market.instruments import size_text
 from engine.tools.backtest.metrics import HORIZONS_MS, MarkoutStats, SessionMetrics
 
 
@@ -124,6 +125,7 @@ def session_parts(metrics: SessionMetrics) -> list[Part]:
     ]
     if metrics.recording_problem:
         lines.append(f"  recording: {metrics.recording_problem}")
+    lines += [f"  {event.text}" for event in metrics.laya_warming]
     rows = [
         [
             f"PnL ({quote})",
@@ -146,7 +148,8 @@ def session_parts(metrics: SessionMetrics) -> list[Part]:
                 _signed(result.net),
                 f"{result.volume:,.0f}",
                 f"{result.fills:,} ({result.maker_fills}/{result.taker_fills})",
-                f"{result.end_position:+g} / {result.max_abs_position:g} {result.base_coin}",
+                f"{size_text(result.symbol, result.end_position, signed=True)} / "
+                f"{size_text(result.symbol, result.max_abs_position)} {result.base_coin}",
             ]
         )
     rows.append(
@@ -224,12 +227,12 @@ def compare_parts(runs: Sequence[SessionMetrics]) -> list[Part]:
             "gate",
             f"net {quote}",
             "net/h",
-            "fills",
+            "quote fills",
             "1 s mo",
             "5 s mo",
             "up bid/ask",
             "pulled",
-            "fills lost",
+            "quote fills lost",
             "saved/fill 1 s",
             "saved/h",
         ]
@@ -238,8 +241,7 @@ def compare_parts(runs: Sequence[SessionMetrics]) -> list[Part]:
         one, five = metrics.markout(1_000), metrics.markout(5_000)
         lost = saved_fill = saved_hour = "-"
         if base is not None and metrics is not base:
-            base_fills = base.result(base.quoted).maker_fills
-            fills = metrics.result(metrics.quoted).maker_fills
+            base_fills, fills = base.quote_fills, metrics.quote_fills
             lost = f"{(base_fills - fills) / base_fills:.0%}" if base_fills else "-"
             saved_fill = _signed(one.mean_bps - base.markout(1_000).mean_bps) + " bps"
             saved_hour = _signed((metrics.net - base.net) / metrics.hours) if metrics.hours else "-"
@@ -248,7 +250,7 @@ def compare_parts(runs: Sequence[SessionMetrics]) -> list[Part]:
                 metrics.label,
                 _signed(metrics.net),
                 _signed(metrics.net / metrics.hours) if metrics.hours else "-",
-                f"{metrics.result(metrics.quoted).maker_fills:,}",
+                f"{metrics.quote_fills:,}",
                 _signed(one.mean_bps),
                 _signed(five.mean_bps),
                 f"{metrics.uptime['bid']:.0%}/{metrics.uptime['ask']:.0%}",
@@ -259,7 +261,10 @@ def compare_parts(runs: Sequence[SessionMetrics]) -> list[Part]:
             ]
         )
     name = Path(runs[0].recording).name if runs else ""
-    return [f"compare on {name} (maker fills of the quoted symbol; mo = markout)", _table(rows)]
+    return [
+        f"compare on {name} (quote fills: the quoted symbol's maker fills; mo = markout)",
+        _table(rows),
+    ]
 
 
 def ranking_text(runs: Sequence[SessionMetrics]) -> str:
@@ -270,7 +275,19 @@ def ranking_text(runs: Sequence[SessionMetrics]) -> str:
 def ranking_parts(runs: Sequence[SessionMetrics]) -> list[Part]:
     quote = runs[0].symbols[0].quote_coin if runs and runs[0].symbols else "USDT"
     ranked = sorted(runs, key=lambda m: m.net, reverse=True)
-    rows = [["rank", "run", "recording", f"net {quote}", "net/h", "fills", "1 s mo", "5 s mo"]]
+    rows = [
+        [
+            "rank",
+            "run",
+            "recording",
+            f"net {quote}",
+            "net/h",
+            "fills",
+            "quote fills",
+            "1 s mo",
+            "5 s mo",
+        ]
+    ]
     for rank, metrics in enumerate(ranked, 1):
         rows.append(
             [
@@ -279,7 +296,8 @@ def ranking_parts(runs: Sequence[SessionMetrics]) -> list[Part]:
                 Path(metrics.recording).name,
                 _signed(metrics.net),
                 _signed(metrics.net / metrics.hours) if metrics.hours else "-",
-                f"{metrics.result(metrics.quoted).maker_fills:,}",
+                f"{metrics.fill_count:,}",
+                f"{metrics.quote_fills:,}",
                 _signed(metrics.markout(1_000).mean_bps),
                 _signed(metrics.markout(5_000).mean_bps),
             ]
@@ -307,6 +325,7 @@ def metrics_json(metrics: SessionMetrics) -> dict[str, object]:
         "label": metrics.label,
         "recording": metrics.recording,
         "recording_problem": metrics.recording_problem,
+        "laya_still_warming_up": [event.text for event in metrics.laya_warming],
         "quoted": metrics.quoted,
         "market_span_s": metrics.span_s,
         "frames": metrics.frames,
@@ -347,6 +366,8 @@ def metrics_json(metrics: SessionMetrics) -> dict[str, object]:
             }
             for result in metrics.symbols
         ],
+        "fills": metrics.fill_count,
+        "quote_fills": metrics.quote_fills,
         "orders_sent": metrics.orders_sent,
         "cancels": metrics.cancels,
         "denials": metrics.denials,
@@ -355,7 +376,7 @@ def metrics_json(metrics: SessionMetrics) -> dict[str, object]:
         "uptime": metrics.uptime,
         "state_seconds": metrics.state_seconds,
         "markouts": {
-            "fills": markouts(metrics.fill_markouts),
+            "quote_fills": markouts(metrics.fill_markouts),
             "hedge": markouts(metrics.hedge_markouts),
             "pulled": markouts(metrics.pulled_markouts),
         },

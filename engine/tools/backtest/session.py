@@ -26,6 +26,7 @@ from engine.feed.replay import ReplayFeed
 from engine.journal import JournalEntry, read_journal
 from engine.laya.decide import QuoteIntent
 from engine.node import EngineConfig, EngineNode
+from engine.pipeline import LayaStillWarmingUp
 from engine.tools.soak import rss_kb
 from engine.trading.config import TradingMode
 
@@ -110,6 +111,12 @@ class SessionRecord:
     rss_kb_end: int
     venue: dict[str, object]
     """The paper venue's own figures at the end (requests, fills, balance, equity)."""
+    laya_warming: tuple[LayaStillWarmingUp, ...] = ()
+    """The symbols Laya was still warming up on when the recording ended: no verdicts since
+    (a recording shorter than `[laya] warmup_s` gets none at all)."""
+    kev_offered: int = 0
+    """Non-HOLD verdicts offered to Kev (0 without Kev): what a run whose Kev never answered
+    left unanswered."""
 
     @property
     def span_s(self) -> float:
@@ -172,11 +179,14 @@ def run_backtest(
     spec: BacktestSpec,
     progress: Callable[[BacktestProgress], None] | None = None,
     progress_interval_s: float = 0.25,
+    *,
+    scratch_in: Path | None = None,
 ) -> SessionRecord:
-    """Play `spec` to the end of its recording; raises RecordingUnreadable (checked before the
+    """Play `spec` to the end of its recording, its journal in a scratch folder made in
+    `scratch_in` (default: the system's); raises RecordingUnreadable (checked before the
     engine starts) or whatever stops the engine from starting."""
     check_recording(spec.recording)
-    with tempfile.TemporaryDirectory(prefix="hft-backtest-") as scratch:
+    with tempfile.TemporaryDirectory(prefix="hft-backtest-", dir=scratch_in) as scratch:
         engine = journal_config_for(spec.engine, Path(scratch))
         node = EngineNode(engine)
         record = node.clock.run(_play(spec, node, progress, progress_interval_s))
@@ -231,6 +241,7 @@ async def _play(
     finally:
         await node.stop()
     problem = feed.problem()
+    events, _ = node.events.since(-1)
     return SessionRecord(
         label=spec.label,
         recording=str(spec.recording),
@@ -249,4 +260,6 @@ async def _play(
         rss_kb_at_100k=recorder.rss_kb_at_100k,
         rss_kb_end=rss_kb(),
         venue=node.desk.venue.stats(),
+        laya_warming=tuple(event for _, event in events if isinstance(event, LayaStillWarmingUp)),
+        kev_offered=node.kev.status().offered if node.kev is not None else 0,
     )

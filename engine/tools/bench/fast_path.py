@@ -25,7 +25,7 @@ from engine.feed.events import BookSnapshot
 from engine.feed.parse import FrameParser, ParseStats
 from engine.feed.recording import RecordingReadStats, iter_recording
 from engine.latency import LatencyHistogram, timer_cost_ns
-from engine.laya.classifier import LayaClassifier, LayaClassifierConfig
+from engine.laya.classifier import LayaClassifier, LayaClassifierConfig, laya_runs_on
 from engine.pipeline import TIMED_STAGES, MarketPipeline, MarketPipelineConfig
 from engine.tools.bench.risk import benchmark_check
 
@@ -221,7 +221,7 @@ def format_table(result: dict[str, object]) -> str:
     lines = [
         f"frames {result['frames']:,} (books15 {result['depth_frames']:,}, trade "
         f"{result['trade_frames']:,})  throughput {result['frames_per_s']:,.0f} frames/s  "
-        f"Laya on {result['provider']} ({result['runner']})  (clock read "
+        f"Laya on {laya_runs_on(str(result['provider']), str(result['runner']))}  (clock read "
         f"{result['timer_overhead_ns']} ns, taken out of each stage)",
         f"{'stage (us)':<12}{'p50':>9}{'p99':>9}{'p99.9':>9}{'max':>10}",
     ]

@@ -40,6 +40,7 @@ import aiohttp
 from engine.bitget.orders import OrderSide, OrderType, TimeInForce
 from engine.latency import LatencyHistogram
 from engine.laya.classifier import LayaClassifierConfig
+from engine.market.instruments import BTCUSDT, ETHUSDT
 from engine.node import EngineConfig, EngineNode
 from engine.risk.events import TradingState
 from engine.risk.intents import OrderIntent, Source
@@ -63,6 +64,8 @@ _SAMPLE_PERIOD_S = 0.13
 _KILL_SPACING_S = 1.15
 _WARMUP_FRAMES = 60
 _SIM_BOOK_INTERVAL_MS = 20
+_UNREACHABLE_NOTIONAL = 1e12
+"""USDT: a minimum notional no quote reaches (the reaction bench quotes nothing)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,12 +193,13 @@ def _engine_config(
     if model is not None:
         laya = replace(laya, model_path=model)
     risk = replace(default_risk_config(), max_mark_age_ms=5_000)
-    # Without quoting (the reaction bench), quotes round to zero lots: only the bench's own
-    # order rests, so each sample cancels exactly one known order.
-    strategy = QuotingStrategyConfig(emergency_cooldown_ms=0, quote_size=0.002 if quoting else 1e-6)
+    # Without quoting (the reaction bench), no quote reaches BTCUSDT's minimum notional: only
+    # the bench's own order rests, so each sample cancels exactly one known order.
+    unquoted = replace(BTCUSDT, min_notional=_UNREACHABLE_NOTIONAL)
     trading = TradingConfig(
-        strategy=strategy,
+        strategy=QuotingStrategyConfig(emergency_cooldown_ms=0),
         risk=risk,
+        instruments=(BTCUSDT if quoting else unquoted, ETHUSDT),
         journal_path=journal,
         rest_url=sim.rest_url,
     )

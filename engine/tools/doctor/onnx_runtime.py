@@ -35,9 +35,11 @@ _LOADED_CUDA_LIBRARY = re.compile(r"/(lib(?:cudart|cublasLt|cublas|curand|cudnn|
 
 @dataclass(frozen=True, slots=True)
 class ProviderProbe:
-    """One Laya session: the provider it really runs on, or the error that stopped it."""
+    """One Laya session: the provider it really runs on and where its rows run
+    (`laya_runs_on`), or the error that stopped it."""
 
     provider: str = ""
+    runs_on: str = ""
     error: str = ""
     fallback_reason: str = ""
     session_ms: float = 0.0
@@ -103,7 +105,7 @@ def _loaded_cuda_libraries() -> dict[str, str]:
 def _probe_session(model_path: str, prefer_gpu: bool) -> dict[str, Any]:
     import numpy as np
 
-    from engine.laya.classifier import LayaClassifier, LayaClassifierConfig
+    from engine.laya.classifier import LayaClassifier, LayaClassifierConfig, laya_runs_on
 
     classifier = LayaClassifier(
         LayaClassifierConfig(model_path=model_path, prefer_gpu=prefer_gpu, warmup_runs=3)
@@ -128,6 +130,7 @@ def _probe_session(model_path: str, prefer_gpu: bool) -> dict[str, Any]:
         classifier.stop()
     return {
         "provider": info.provider,
+        "runs_on": laya_runs_on(info.provider, info.runner),
         "fallback_reason": info.provider_fallback_reason or "",
         "session_ms": round(info.session_create_ms, 2),
         "infer_us": round(statistics.median(durations) / 1000.0, 2),
@@ -258,8 +261,7 @@ def installed_onnxruntime_distributions() -> dict[str, str]:
 
 
 def _session_text(probe: ProviderProbe) -> str:
-    provider = probe.provider.removesuffix("ExecutionProvider")
-    return f"{provider} {probe.infer_us:.1f} us/infer (session {probe.session_ms:.0f} ms)"
+    return f"{probe.runs_on} {probe.infer_us:.1f} us/infer (session {probe.session_ms:.0f} ms)"
 
 
 def check_providers(probe: OnnxRuntimeProbe, gpu_present: bool) -> CheckResult:
@@ -306,7 +308,7 @@ def check_providers(probe: OnnxRuntimeProbe, gpu_present: bool) -> CheckResult:
     reason = cuda.fallback_reason or "ONNX Runtime gave no reason"
     detail = (
         f"available: {available}; working: {_session_text(cpu)} only; a session asking for "
-        f"CUDA silently runs on {cuda.provider}: {shorten(reason)}"
+        f"CUDA silently runs on {cuda.runs_on}: {shorten(reason)}"
     )
     if not gpu_present:
         return CheckResult(name, CheckStatus.OK, f"{detail} (expected: no GPU here)")

@@ -4,11 +4,18 @@ charts after the tables; `--report` written whole, or refused up front without m
 from __future__ import annotations
 
 import errno
+import gzip
+import http.server
 import importlib.abc
 import json
+import os
+import signal
+import subprocess
 import sys
+import threading
 
 import pytest
+from support.cli import CLI, REPO, checkout_env
 
 from console.cli.main import main
 
@@ -67,8 +74,46 @@ def test_a_report_folder_that_holds_something_is_refused_and_left_alone(
     folder.mkdir()
     (folder / "mine.txt").write_text("keep me")
     code, _, err = run(capsys, "--replay", str(recording), "--report", str(folder))
-    assert code == 2 and "exists and is not an empty folder" in err
+    assert code == 2 and "is a folder with files in it" in err
     assert [p.name for p in folder.iterdir()] == ["mine.txt"]
+
+
+def test_a_report_under_a_file_or_on_a_link_to_nothing_is_refused_before_any_run(
+    recording, tmp_path, capsys
+):
+    (tmp_path / "notes.txt").write_text("mine")
+    (tmp_path / "link").symlink_to(tmp_path / "nowhere")
+    for folder, message in (
+        (tmp_path / "notes.txt" / "report", f"{tmp_path / 'notes.txt'} is a file, not a folder"),
+        (tmp_path / "link", f"is a symbolic link to {tmp_path / 'nowhere'}, which does not exist"),
+    ):
+        code, out, err = run(capsys, "--replay", str(recording), "--report", str(folder))
+        assert (code, out) == (2, "")
+        assert err == f"hft-console backtest: --report {folder}: {message}\n"
+
+
+def test_the_same_recording_twice_is_refused(recording, tmp_path, capsys):
+    copy = tmp_path / "copy.bitget.gz"
+    copy.write_bytes(recording.read_bytes())
+    code, out, err = run(capsys, "--replay", str(recording), str(copy))
+    assert (code, out) == (2, "") and f"{copy} is a copy of {recording}" in err
+
+
+def test_kev_answers_already_recorded_are_never_written_over(recording, tmp_path, capsys):
+    answers = tmp_path / "answers.jsonl"
+    answers.write_text("the answers a rerun replays\n")
+    code, out, err = run(capsys, "--replay", str(recording), "--kev", str(answers))
+    assert (code, out) == (2, "")
+    assert err == f"hft-console backtest: --kev {answers}: exists; give a name that is not taken\n"
+    assert answers.read_text() == "the answers a rerun replays\n"
+
+
+def test_a_model_that_is_not_onnx_is_one_line(recording, tmp_path, capsys):
+    notes = tmp_path / "notes.onnx"
+    notes.write_text("not a model")
+    code, out, err = run(capsys, "--replay", str(recording), "--set", f"laya.model_path={notes}")
+    assert (code, out) == (2, "") and err.count("\n") == 1
+    assert err.startswith(f"hft-console backtest: {notes} is not a loadable ONNX model")
 
 
 def test_a_run_prints_its_figures_as_json(recording, capsys):
@@ -77,7 +122,8 @@ def test_a_run_prints_its_figures_as_json(recording, capsys):
     (figures,) = json.loads(out)["runs"]
     assert figures["label"] == "laya.gate=none" and figures["frames"] > 0
     assert set(figures["pnl"]) == {"realized", "unrealized", "fees", "net", "net_per_hour"}
-    assert [item["horizon_ms"] for item in figures["markouts"]["fills"]] == [100, 1000, 5000, 30000]
+    horizons = [item["horizon_ms"] for item in figures["markouts"]["quote_fills"]]
+    assert horizons == [100, 1000, 5000, 30000]
 
 
 class _NoMatplotlib(importlib.abc.MetaPathFinder):
@@ -157,5 +203,157 @@ def test_a_report_that_cannot_be_written_keeps_the_tables(recording, tmp_path, c
     argv = ["--replay", str(recording), "--set", "laya.gate=none", "--no-charts"]
     code, out, err = run(capsys, *argv, "--report", str(folder))
     assert code == 1 and "PnL (USDT)" in out and "report:" not in out
-    assert err.count("\n") == 1 and "not written: [Errno 28] No space left on device" in err
+    assert err.count("\n") == 1 and err.endswith("not written: No space left on device\n")
     assert list(tmp_path.iterdir()) == []
+
+
+# Small refusals: a folder, a raw capture, three symbols, a grid point twice
+
+
+@pytest.mark.parametrize(
+    ("write", "message"),
+    [
+        (lambda path: path.mkdir(), "is a folder, not a recording"),
+        (
+            lambda path: path.write_bytes(
+                gzip.compress(b'1680652700423575 {"stream":"btcusdt@trade","data":{}}\n')
+            ),
+            "looks like a Binance raw capture, not a recording: import it first "
+            "(hft-console import --from binance-raw",
+        ),
+    ],
+    ids=["folder", "raw-capture"],
+)
+def test_a_folder_or_a_raw_capture_is_named_for_what_it_is(tmp_path, capsys, write, message):
+    path = tmp_path / "usdm_btcusdt_20230404.dat.gz"
+    write(path)
+    code, out, err = run(capsys, "--replay", str(path))
+    assert (code, out) == (2, "")
+    assert err.count("\n") == 1 and message in err
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["backtest", "--replay"],
+        ["train", "--out", "model.onnx", "--replay"],
+        ["eval", "--replay"],
+        ["bench", "--replay"],
+    ],
+)
+def test_a_folder_as_a_recording_is_said_in_words_by_every_command(tmp_path, capsys, command):
+    """Not Python's "[Errno 21] is a folder, not a recording: '...'" (console/cli/errors.py)."""
+    folder = tmp_path / "session"
+    folder.mkdir()
+    code = main([*command, str(folder)])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err == f"hft-console {command[0]}: {folder}: is a folder, not a recording\n"
+
+
+@pytest.mark.parametrize("command", ["backtest", "run", "train", "eval"])
+def test_three_symbols_are_at_most_two(recording, capsys, command):
+    with pytest.raises(SystemExit) as exited:
+        main([command, "--replay", str(recording), "--symbols", "BTCUSDT,ETHUSDT,SOLUSDT"])
+    err = capsys.readouterr().err
+    assert exited.value.code == 2
+    assert "--symbols: at most 2 symbols (the traded one, then its hedge)" in err
+
+
+def test_a_grid_value_given_twice_is_refused(recording, capsys):
+    half_spread = "trading.strategy.half_spread_bps"
+    code, out, err = run(capsys, "--replay", str(recording), "--set", f"{half_spread}=1,1.0")
+    assert (code, out) == (2, "")
+    assert err == f"hft-console backtest: --set {half_spread}: 1.0 is given twice\n"
+
+
+def test_a_recording_shorter_than_layas_warm_up_says_why_it_has_no_verdicts(recording, capsys):
+    longer = ("--replay", str(recording), "--set", "laya.warmup_s=120")  # a minute recorded
+    code, out, _ = run(capsys, *longer, "--no-charts")
+    assert code == 0
+    warming = "  Laya was still warming up on BTCUSDT when the recording ended: 59.9 of 120 s"
+    assert out.splitlines()[1].startswith(warming)  # under the run's title
+    code, out, _ = run(capsys, *longer, "--json")
+    (figures,) = json.loads(out)["runs"]
+    assert figures["laya_still_warming_up"][0].startswith("Laya was still warming up on BTCUSDT")
+
+
+def test_kev_with_no_server_answering_is_refused_before_any_run(
+    recording, tmp_path, capsys, monkeypatch
+):
+    monkeypatch.setenv("HFT_CONSOLE_KEV__URL", "http://127.0.0.1:9")  # nobody there
+    answers = tmp_path / "answers.jsonl"
+    code, out, err = run(capsys, "--replay", str(recording), "--kev", str(answers))
+    assert (code, out) == (2, "") and err.count("\n") == 1
+    assert err.startswith(
+        "hft-console backtest: --kev: Kev's llama-server at http://127.0.0.1:9 is unreachable"
+    )
+    assert not answers.exists()
+
+
+def test_ctrl_c_during_worker_runs_is_one_line_and_exit_130(recording, tmp_path):
+    """Ctrl-C reaches the whole foreground group: the workers too."""
+    grid = "trading.strategy.half_spread_bps=1,2,3,4"
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    process = subprocess.Popen(
+        [*CLI, "backtest", "--replay", str(recording), "--set", grid, "--jobs", "2"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+        env=checkout_env(HFT_CONSOLE_LAYA__PREFER_GPU="false", TMPDIR=str(scratch)),
+        start_new_session=True,
+    )
+    try:
+        assert process.stderr is not None
+        first = process.stderr.readline()  # a run has ended: the others are under way
+        assert first.startswith("1/4 "), first
+        os.killpg(process.pid, signal.SIGINT)
+        out, err = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+    assert process.returncode == 130, err
+    assert out == "" and "Traceback" not in err and "KeyboardInterrupt" not in err
+    assert err.splitlines()[-1] == "hft-console backtest: interrupted"
+    assert not list(scratch.glob("hft-backtest-*"))  # no run's scratch folder left behind
+
+
+class _UpOnce(http.server.BaseHTTPRequestHandler):
+    """llama-server's /health: ok once (the check before the run), loading from then on."""
+
+    probes = 0
+
+    def do_GET(self):
+        type(self).probes += 1
+        up = type(self).probes == 1
+        body = b'{"status":"ok"}' if up else b'{"error":{"code":503,"message":"Loading model"}}'
+        self.send_response(200 if up else 503)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        return
+
+
+def test_a_run_whose_kev_never_answered_says_so_and_exits_1(
+    recording, tmp_path, capsys, monkeypatch
+):
+    monkeypatch.setattr(_UpOnce, "probes", 0)
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _UpOnce)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        monkeypatch.setenv("HFT_CONSOLE_KEV__URL", f"http://127.0.0.1:{server.server_port}")
+        answers = tmp_path / "answers.jsonl"
+        code, out, err = run(capsys, "--replay", str(recording), "--kev", str(answers))
+    finally:
+        server.shutdown()
+        thread.join(10)
+    assert code == 1 and "PnL (USDT)" in out
+    assert _UpOnce.probes > 2  # the check before the run, then the run's own probes
+    assert err.startswith("hft-console backtest: Kev never answered: ") and err.count("\n") == 1
+    assert " anomalies unanswered, the run is without Kev" in err

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from support.cli import run_cli
-from support.recordings import write_books
+from support.recordings import write_books, write_recording
 
 from console.cli.main import build_parser, main
 from engine.feed.parse import FrameParser
@@ -134,13 +134,22 @@ def test_numeric_flags_refuse_inf_and_nan_saying_finite(capsys, arguments, messa
     assert error.startswith(f"hft-console {arguments[0]}") and message in error
 
 
-def test_more_symbols_than_the_engine_takes_is_a_one_line_error(capsys):
-    code = main(["run", "--headless", "--symbols", "BTCUSDT,ETHUSDT,SOLUSDT"])
-    assert code == 2
+def test_more_symbols_than_the_engine_takes_is_refused_by_the_flag_or_the_setting(
+    capsys, monkeypatch
+):
+    with pytest.raises(SystemExit) as exited:  # the flag: as every bad flag value is
+        main(["run", "--headless", "--symbols", "BTCUSDT,ETHUSDT,SOLUSDT"])
+    assert exited.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        "hft-console run: error: argument --symbols: at most 2 symbols (the traded one, then "
+        "its hedge), got 'BTCUSDT,ETHUSDT,SOLUSDT'"
+    )
+    monkeypatch.setenv("HFT_CONSOLE_ENGINE__SYMBOLS", "BTCUSDT,ETHUSDT,SOLUSDT")
+    assert main(["run", "--headless"]) == 2
     assert capsys.readouterr().err == (
-        'hft-console run: [engine] symbols = ["BTCUSDT", "ETHUSDT", "SOLUSDT"] (command line '
-        "--symbols): the engine takes at most 2 symbols, the traded one and then its hedge; "
-        "got 3\n"
+        'hft-console run: [engine] symbols = ["BTCUSDT", "ETHUSDT", "SOLUSDT"] (environment '
+        "HFT_CONSOLE_ENGINE__SYMBOLS): the engine takes at most 2 symbols, the traded one and "
+        "then its hedge; got 3\n"
     )
 
 
@@ -164,13 +173,51 @@ def test_no_flag_reads_a_bare_float():
 
 
 def test_headless_replay_runs_to_the_end(recording, laya_model):
-    replay = ("--replay", str(recording), "--speed", "max")
+    replay = ("--replay", str(recording), "--speed", "max", "--symbols", "BTCUSDT")
     result = hft_console("run", "--headless", *replay, "--model", str(laya_model))
     assert result.returncode == 0, result.stderr
     assert "BTCUSDT live (replay reached the symbol)" in result.stdout
     assert "BTCUSDT stopped (end of recording)" in result.stdout
     assert "REPLAY frames 50 | BTCUSDT stopped 100.00/100.50" in result.stdout
-    assert "Laya (CPUExecutionProvider)" in result.stdout
+    assert "Laya (CPU native kernel)" in result.stdout
+
+
+@pytest.mark.parametrize("mode", [(), ("--mode", "paper")], ids=["watched", "paper"])
+def test_a_replay_without_the_hedge_is_refused_before_anything_runs(recording, mode):
+    result = hft_console("run", "--headless", "--replay", str(recording), "--speed", "1", *mode)
+    assert result.returncode == 2
+    assert result.stderr == (
+        f"hft-console: {recording} has no ETHUSDT (the hedge): it has BTCUSDT; --symbols names "
+        "the ones to replay, the traded one first\n"
+    )
+
+
+@pytest.mark.parametrize("command", ["run", "backtest"])
+def test_a_quote_size_below_the_symbols_lot_is_refused_at_start(capsys, tmp_path, command):
+    """ETHUSDT's lot is 0.01: the default quote size 0.002 would send no order at all."""
+    recording = write_recording(tmp_path / "two.bitget.gz", books=20)
+    replay = (
+        ["--replay", str(recording)] if command == "backtest" else ["--headless", "--duration", "3"]
+    )
+    code = main([command, *replay, "--symbols", "ETHUSDT,BTCUSDT"])
+    assert code == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.endswith(
+        "quote_size 0.002 is below one lot of ETHUSDT (0.01): no quote could be sent; make it "
+        "one lot or more"
+    )
+
+
+def test_record_of_a_symbol_the_venue_refuses_fails_saying_why(tmp_path):
+    out = tmp_path / "xrp.bitget.gz"
+    arguments = ("--sim", "--symbols", "XRPUSDT", "--out", str(out), "--duration", "30")
+    result = hft_console("record", *arguments)
+    assert result.returncode == 1
+    (last,) = result.stdout.splitlines()[-1:]
+    assert last.endswith(
+        "FAULT: the venue refused XRPUSDT books15: 30001 "
+        "instType:USDT-FUTURES,channel:books15,instId:XRPUSDT doesn't exist"
+    )
 
 
 def test_headless_run_on_the_simulator(laya_model):

@@ -69,7 +69,7 @@ def test_init_refuses_to_overwrite_without_force(config_dir, capsys):
     path = config_file(config_dir, "[engine]\nsim_seed = 3\n")
     assert main(["config", "init"]) == 2
     err = capsys.readouterr().err
-    assert f"{path} already exists; hft-console config init --force replaces it" in err
+    assert err == f"hft-console config init: {path}: exists; add --force to replace it\n"
     assert path.read_text() == "[engine]\nsim_seed = 3\n"
 
 
@@ -79,6 +79,17 @@ def test_init_force_replaces_the_file_and_keeps_the_old_one(config_dir, capsys):
     assert f"the old one is {path}.bak" in capsys.readouterr().out
     assert load_settings(environ={}) == Settings()
     assert Path(f"{path}.bak").read_text() == "[engine]\nsim_seed = 3\n"
+
+
+def test_init_force_twice_keeps_every_backup(config_dir, capsys):
+    path = config_file(config_dir, "[engine]\nsim_seed = 3\n")
+    assert main(["config", "init", "--force"]) == 0
+    path.write_text("[engine]\nsim_seed = 4\n")  # edited again
+    capsys.readouterr()
+    assert main(["config", "init", "--force"]) == 0
+    assert f"the old one is {path}.bak.1" in capsys.readouterr().out
+    assert Path(f"{path}.bak").read_text() == "[engine]\nsim_seed = 3\n"
+    assert Path(f"{path}.bak.1").read_text() == "[engine]\nsim_seed = 4\n"
 
 
 def test_show_without_a_file_shows_the_defaults(config_dir, capsys):
@@ -140,6 +151,17 @@ def test_run_refuses_a_key_bound_twice_in_one_line(config_dir, capsys):
         f'hft-console run: [console.keymap] console.kill = "y" ({path} line 2): keymap binds "y" '
         'twice in the flatten confirmation dialog: console.kill ("y") and confirm.yes ("y"); '
         "give each action a key of its own"
+    ]
+
+
+def test_run_refuses_a_kill_key_the_rearm_phrase_needs_in_one_line(config_dir, capsys):
+    path = config_file(config_dir, '[console.keymap]\n"console.kill" = "E"\n')
+    assert main(["run", "--headless", "--duration", "1"]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err == [
+        f'hft-console run: [console.keymap] console.kill = "E" ({path} line 2): keymap binds '
+        "console.kill to \"E\", but the re-arm phrase 'REARM' needs 'E' typed and the kill "
+        "switch takes its keys first on every screen: give the kill switch another key"
     ]
 
 

@@ -90,9 +90,31 @@ def test_files_out_of_order_a_missing_file_and_an_existing_output_are_refused(tm
         assert (code, printed) == (2, "") and err.count("\n") == 1 and message in err
     out.write_bytes(b"someone's")
     code, _, err = run(capsys, first, second, "--out", str(out))
-    assert code == 2 and "exists (overwrite it with --force)" in err
+    assert code == 2 and f"--out {out}: exists; add --force to replace it" in err
     assert out.read_bytes() == b"someone's"
     assert run(capsys, first, second, "--out", str(out), "--force")[0] == 0
+    code, printed, err = run(capsys, first, second, "--out", str(tmp_path), "--force")
+    assert (code, printed) == (2, "")
+    assert (
+        err
+        == f"hft-console import: --out {tmp_path}: is a folder; give the name of a file to write\n"
+    )
+
+
+def test_a_capture_cut_short_is_refused_unless_allowed_then_said(tmp_path, capsys):
+    whole = gzip.compress(b"\n".join((SNAPSHOT, *UPDATES)) + b"\n")
+    raw = tmp_path / "raw.gz"
+    raw.write_bytes(whole[:-4])  # the gzip trailer cut: every line read, the end missing
+    out = tmp_path / "out.gz"
+    code, printed, err = run(capsys, str(raw), "--out", str(out))
+    assert (code, printed) == (2, "") and err.count("\n") == 1
+    assert err.startswith(f"hft-console import: {raw}: truncated at byte ")
+    assert err.endswith("nothing written (--allow-truncated imports it up to the cut)\n")
+    assert list(tmp_path.iterdir()) == [raw]
+    code, printed, err = run(capsys, str(raw), "--out", str(out), "--allow-truncated")
+    assert code == 0 and printed.startswith(f"wrote {out}: ")
+    assert err.startswith(f"hft-console import: {raw}: truncated at byte ")
+    check_recording(out)
 
 
 def test_the_progress_bar_fills_with_the_fraction_read():

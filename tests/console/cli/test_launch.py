@@ -184,7 +184,7 @@ def test_an_unreadable_recording_is_refused_before_the_engine_starts(tmp_path, c
     if content is not None:
         path.write_bytes(content)
     result = headless(tmp_path, "--replay", str(path), "--speed", "max", "--mode", "paper")
-    assert result.returncode == 1
+    assert result.returncode == 2
     assert result.stderr == message.format(path=path) + "\n"
     assert result.stdout == ""
 
@@ -309,17 +309,25 @@ def test_a_truncated_recording_replays_what_it_holds_and_says_so(tmp_path, recor
     assert f"feed    {said.removeprefix('hft-console: ')}" in result.stdout  # the event
 
 
-def test_a_recording_of_other_symbols_is_unreadable_and_the_run_fails(
-    tmp_path, recording, laya_model
+@pytest.mark.parametrize(
+    ("symbols", "missing"),
+    [
+        ("SOLUSDT,XRPUSDT", "SOLUSDT, XRPUSDT (the hedge)"),
+        ("BTCUSDT,SOLUSDT", "SOLUSDT (the hedge)"),
+    ],
+    ids=["neither", "the-hedge"],
+)
+def test_a_recording_without_the_symbols_is_refused_before_the_engine_starts(
+    tmp_path, recording, laya_model, symbols, missing
 ):
-    replay = ("--replay", str(recording), "--speed", "max", "--symbols", "SOLUSDT,XRPUSDT")
+    replay = ("--replay", str(recording), "--symbols", symbols)
     result = headless(tmp_path, *replay, "--model", str(laya_model))
-    assert result.returncode == 1
-    assert (
-        f"hft-console: {recording}: unreadable recording: none of its 500 frames is market data "
-        "the engine takes (rejected: unknown_symbol 500); --symbols must name the recording's "
-        "symbols\n"
-    ) in result.stderr
+    assert result.returncode == 2
+    assert result.stderr == (
+        f"hft-console: {recording} has no {missing}: it has BTCUSDT, ETHUSDT; --symbols names "
+        "the ones to replay, the traded one first\n"
+    )
+    assert result.stdout == ""
 
 
 def test_a_replay_shorter_than_the_warm_up_says_why_there_are_no_verdicts(
@@ -363,3 +371,72 @@ def test_headless_lines_say_which_clock_each_time_is_on(tmp_path, recording, lay
     assert halted[12:].startswith(" market state   ")
     (started,) = [line for line in lines if "engine started" in line]
     assert started[12:].startswith(" wall   system  engine started")  # the console's own note
+
+
+def start_headless(tmp_path: Path, *arguments: str) -> subprocess.Popen[str]:
+    """`hft-console run --headless ARGUMENTS` once its engine runs (its first status line)."""
+    process = subprocess.Popen(
+        [*CLI, "run", "--headless", *arguments],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+        env=environment(tmp_path),
+    )
+    assert process.stdout is not None
+    for line in process.stdout:
+        if line.startswith("SIM frames"):
+            return process
+    process.kill()
+    raise AssertionError(f"the first run did not start: {process.communicate()[1]}")
+
+
+def engine_pid(launcher: subprocess.Popen[str]) -> int:
+    """The pid of a running launcher's engine process, its one child (started by its main
+    thread)."""
+    (child,) = Path(f"/proc/{launcher.pid}/task/{launcher.pid}/children").read_text().split()
+    return int(child)
+
+
+def test_a_second_engine_on_a_journal_is_refused_naming_the_first(tmp_path, laya_model):
+    journal = tmp_path / "journal.sqlite"
+    arguments = ("--model", str(laya_model), "--journal", str(journal))
+    first = start_headless(tmp_path, *arguments)
+    try:
+        holder = engine_pid(first)
+        second = headless(tmp_path, *arguments, "--duration", "5")
+        first.send_signal(signal.SIGTERM)
+        _, first_err = first.communicate(timeout=60)
+    finally:
+        if first.poll() is None:
+            first.kill()
+    assert second.returncode == 2
+    assert second.stderr == (
+        f"hft-console: the journal {journal} is in use by another engine (pid {holder}; lock "
+        f"{journal}.lock): stop that one first\n"
+    )
+    assert second.stdout == ""
+    assert first.returncode == 0, first_err
+    # The first ran on undisturbed: its own start and stop are all the journal holds.
+    reason = "SIGTERM: asked to stop (exit policy flatten)"
+    assert journaled_stop(journal) == (reason, reason)
+
+
+def test_a_journal_lock_left_by_a_killed_engine_is_taken_over_and_said(tmp_path, laya_model):
+    journal = tmp_path / "journal.sqlite"
+    arguments = ("--model", str(laya_model), "--journal", str(journal))
+    first = start_headless(tmp_path, *arguments)
+    try:
+        killed = engine_pid(first)
+        os.kill(killed, signal.SIGKILL)  # the engine dies holding its lock
+        first.communicate(timeout=60)
+    finally:
+        if first.poll() is None:
+            first.kill()
+    assert first.returncode == 1
+    again = headless(tmp_path, *arguments, "--duration", "2")
+    assert again.returncode == 0, again.stderr
+    assert (
+        f"took over the lock on the journal {journal} left by pid {killed}, which ended "
+        "without stopping: check the venue for its orders"
+    ) in again.stdout

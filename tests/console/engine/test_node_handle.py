@@ -84,7 +84,11 @@ async def test_the_snapshot_shows_the_running_engine(sim, running, laya_model):
     assert trading.overrides.max_position == {"BTCUSDT": 0.02, "ETHUSDT": 0.6}
     assert trading.bounds.max_position == {"BTCUSDT": 0.05, "ETHUSDT": 1.5}
     assert trading.rearm_phrase == "REARM"
-    assert status.laya.provider == "CPU native"  # the MLP kernel, checked against ONNX Runtime
+    assert status.laya.runs_on == "CPU native kernel"  # checked against ONNX Runtime
+    # In the same words on the start line and the headless status line.
+    started = [event.text for event in handle.events_since(-1)[0]]
+    assert f"Laya on CPU native kernel, model {status.laya.model_version}" in started
+    assert "| Laya (CPU native kernel) " in (handle.status_line or "")
     assert status.laya.model_version.startswith(laya_model.stem)
     assert status.laya.model_version.endswith(f"({FEATURE_SET_VERSION})")
     assert status.kev.state is KevState.OFFLINE and status.kev.detail

@@ -1,5 +1,5 @@
 """The engine's state as the panes show it (console.engine.views): Kev's status, decisions and
-latency, and its warm-up."""
+latency, and its warm-up; a fill's line."""
 
 from __future__ import annotations
 
@@ -7,11 +7,13 @@ import math
 
 from console.engine.views import console_event, kev_decision_view, kev_latency, kev_status_view
 from console.view import EventKind, KevOutcome, KevState, Severity
+from engine.bitget.orders import OrderSide
 from engine.kev.client import KevTimings
 from engine.kev.command import KevCommand
 from engine.kev.hub import KevDecision, KevStatus, KevWarmUpEnded
 from engine.kev.hub import KevOutcome as HubOutcome
 from engine.risk.commands import KevAction
+from engine.trading.events import OrderFilled
 
 # Kev: the hub's figures as the panes show them
 
@@ -96,3 +98,14 @@ def test_kev_warm_up_shows_in_the_status_and_the_events():
         f"Kev: {failed}",
         8,
     )
+
+
+# Fills: the price on the contract's grid, at its decimals
+
+
+def test_a_fill_line_writes_its_price_on_the_grid_without_float_noise():
+    fill = OrderFilled(
+        "c1", "BTCUSDT", OrderSide.BUY, 61602.600000000006, 0.003, 0.0185, True, "t", 7
+    )
+    _, _, text, _ = console_event(fill, 0)
+    assert text == "BTCUSDT buy 0.003 BTC @ 61,602.6 maker, fee -0.0185 USDT (c1)"

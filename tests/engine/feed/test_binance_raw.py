@@ -5,6 +5,7 @@ nothing written; and the shared replay files reproduced from their raw captures.
 from __future__ import annotations
 
 import gzip
+import re
 from pathlib import Path
 
 import orjson
@@ -19,6 +20,7 @@ from engine.feed.binance_raw import (
 )
 from engine.feed.parse import FrameParser
 from engine.feed.recording import iter_recording
+from engine.user_files import OutputRefused
 
 SHARED = Path(__file__).resolve().parents[3] / ".." / "shared" / "data"
 T0_US = 1_680_652_700_000_000
@@ -218,11 +220,15 @@ def test_a_malformed_message_is_left_out_whole_and_a_broken_chain_said(tmp_path)
     assert "update 15..16 does not follow the previous update's 12" in notices[0].text
 
 
-def test_a_capture_cut_short_is_used_as_far_as_it_reads_and_said(futures_session, tmp_path):
+def test_a_capture_cut_short_is_refused_or_used_as_far_as_it_reads_and_said(
+    futures_session, tmp_path
+):
     cut = tmp_path / "cut.dat.gz"
     cut.write_bytes(futures_session.read_bytes()[:-30])
     out = tmp_path / "out.gz"
-    result = import_captures([cut], out)
+    refused([cut], out, f"{cut}: truncated at byte .*; nothing written")
+    assert not out.exists()
+    result = import_captures([cut], out, allow_truncated=True)
     (problem,) = result.symbols[0].problems
     assert "truncated" in problem and str(cut) in problem
     assert 0 < len(frames(out)) < 4
@@ -322,7 +328,7 @@ def test_progress_reaches_the_end(futures_session, tmp_path):
 
 
 def refused(paths, out: Path, match: str) -> None:
-    with pytest.raises((RawCaptureError, FileExistsError), match=match):
+    with pytest.raises((RawCaptureError, OutputRefused), match=match):
         import_captures(paths, out)
     assert not list(out.parent.glob(f".{out.name}.*"))  # no scratch left beside it
 
@@ -346,6 +352,12 @@ def test_what_is_not_a_raw_capture_is_refused(tmp_path, content, match):
     path = tmp_path / "junk.gz"
     path.write_bytes(gzip.compress(content))
     refused([path], tmp_path / "out.gz", match)
+
+
+def test_a_folder_given_as_a_capture_is_named_a_folder(tmp_path):
+    folder = tmp_path / "captures"
+    folder.mkdir()
+    refused([folder], tmp_path / "out.gz", re.escape(f"{folder}: is a folder, not a raw capture"))
 
 
 def test_a_symbols_files_out_of_date_order_are_refused(tmp_path):

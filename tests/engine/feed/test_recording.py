@@ -16,7 +16,9 @@ from engine.feed.recording import (
     encode_line,
     iter_recording,
     recording_symbols,
+    require_distinct_recordings,
 )
+from engine.user_files import content_digest
 
 T0 = 1_726_000_000_000_000_000
 GZIP_HEADER_BYTES = 10
@@ -223,6 +225,32 @@ def test_the_check_of_a_missing_file_says_not_found(tmp_path):
     assert raised.value.filename == os.fspath(missing)
 
 
+def test_a_folder_is_named_a_folder_by_the_check_and_the_reader(tmp_path):
+    for read_it in (check_recording, iter_recording):
+        with pytest.raises(IsADirectoryError, match="is a folder, not a recording") as raised:
+            read_it(tmp_path)
+        assert raised.value.filename == os.fspath(tmp_path)
+
+
+@pytest.mark.parametrize(
+    "first_line",
+    [
+        b'{"stream":"btcusdt@trade","data":{"e":"trade","T":1,"t":2,"p":"1","q":"1","m":true}}',
+        b'{"lastUpdateId":5,"E":1,"T":1,"bids":[["1","1"]],"asks":[["2","1"]]}',
+    ],
+    ids=["stream", "depth-snapshot"],
+)
+def test_a_binance_raw_capture_is_refused_with_the_import_to_run(tmp_path, first_line):
+    capture = tmp_path / "usdm_btcusdt_20230404.dat.gz"
+    capture.write_bytes(gzip.compress(encode_line(1_680_652_700_423_575, first_line)))
+    with pytest.raises(RecordingUnreadable) as raised:
+        check_recording(capture)
+    assert str(raised.value) == (
+        f"{capture}: looks like a Binance raw capture, not a recording: import it first "
+        f"(hft-console import --from binance-raw {capture} --out REC)"
+    )
+
+
 def test_the_symbols_are_those_with_books_or_trades_busiest_first(tmp_path):
     frames = [
         b'{"event":"subscribe","arg":{"channel":"books15","instId":"ACKONLY"}}',  # no data
@@ -241,3 +269,19 @@ def test_the_symbols_are_those_with_books_or_trades_busiest_first(tmp_path):
     path.write_bytes(gzip.compress(b"".join(encode_line(T0 + n, f) for n, f in enumerate(frames))))
     assert recording_symbols(path) == ("BTCUSDT", "ETHUSDT", "ETH}USDT", "TRADEONLY")
     assert recording_symbols(path, max_lines=4) == ("ETHUSDT", "TRADEONLY")
+
+
+def test_a_recording_is_given_once_by_its_bytes_whatever_its_name(tmp_path):
+    first, copy, other = tmp_path / "a.gz", tmp_path / "copy.gz", tmp_path / "b.gz"
+    content = os.urandom(3 << 20)  # longer than the two ends the digest reads
+    first.write_bytes(content)
+    copy.write_bytes(content)
+    other.write_bytes(content[:-1] + bytes([content[-1] ^ 1]))
+    assert require_distinct_recordings([first, other]) == [
+        content_digest(first),
+        content_digest(other),
+    ]
+    with pytest.raises(ValueError, match=f"{copy} is a copy of {first}: give each recording once"):
+        require_distinct_recordings([first, other, copy])
+    with pytest.raises(ValueError, match=f"{first} is given twice"):
+        require_distinct_recordings([first, first])

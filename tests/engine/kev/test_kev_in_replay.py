@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import itertools
+import json
 import threading
 from collections.abc import Iterator
 
@@ -110,7 +111,9 @@ def test_kev_answers_take_effect_their_latency_after_the_request_in_market_time(
     # One answer at a time, each its latency long: the decisions are that far apart at least.
     times = [entry.at_ns for entry in decisions]
     assert all(later - earlier >= THINKING_S * 1e9 for earlier, later in itertools.pairwise(times))
-    recorded = len(answers.read_text().splitlines()) - 1  # after the header
+    lines = [json.loads(line) for line in answers.read_text().splitlines()[1:]]  # the header
+    recorded = sum("reply" in line for line in lines)  # the rest: each health probe's link
+    assert {line["link"] for line in lines if "link" in line} == {"ok"}
     # Every answer is on file; the last may have been waiting out its latency at the end.
     assert recorded - 1 <= len(decisions) <= recorded
 
@@ -162,3 +165,19 @@ def test_a_file_that_is_not_kev_answers_is_refused_naming_it(tmp_path, content, 
 def test_answers_are_recorded_and_replayed_only_with_a_recording():
     with pytest.raises(ValueError, match="only with a recording"):
         EngineConfig(kev_answers_out="a.jsonl")
+
+
+def test_a_rerun_of_a_run_whose_kev_never_answered_is_exact(recording, laya_model, tmp_path):
+    """Kev offline all along: the rerun has it offline too, its questions unasked, not answered
+    with 'diverged' failures."""
+    answers, first = tmp_path / "answers.jsonl", tmp_path / "first.sqlite"
+    nobody = "http://127.0.0.1:9"
+    play(replay_config(recording, laya_model, first, nobody, kev_answers_out=str(answers)))
+    rerun = replay_config(
+        recording, laya_model, tmp_path / "second.sqlite", nobody, kev_answers_in=str(answers)
+    )
+    node = play(rerun)
+    assert node.kev is not None and node.kev.status().offered > 0
+    assert node._kev_client.diverged == ""
+    assert trading_entries(tmp_path / "second.sqlite") == trading_entries(first)
+    assert kev_entries(tmp_path / "second.sqlite") == kev_entries(first) == []

@@ -34,6 +34,7 @@ from engine.laya.features import FEATURE_COUNT, FEATURE_SET_VERSION
 from engine.laya.model import LayaModelMetadata, export_mlp
 from engine.laya.verdict import CLASS_NAMES, Verdict
 from engine.sim.recording import simulate_recording
+from engine.user_files import content_digest
 
 HOLD, BUY, SELL, EMERGENCY = Verdict
 QUICK_LABELS = LabelConfig(min_sigma_samples=50)
@@ -113,8 +114,7 @@ def recording(tmp_path_factory):
     return simulate_recording(path, 2.0, seed=11).path
 
 
-@pytest.fixture(scope="module")
-def model_path(tmp_path_factory):
+def random_model(path, training_summary):
     """A small random MLP with the engine's feature set: enough to exercise the evaluation."""
     rng = np.random.default_rng(0)
     layers = [
@@ -126,10 +126,14 @@ def model_path(tmp_path_factory):
         feature_count=FEATURE_COUNT,
         label_parameters=QUICK_LABELS.as_metadata(),
         thresholds=(0.0, 0.3, 0.3, 0.2),
-        training_summary={"test": True},
+        training_summary=training_summary,
     )
-    path = tmp_path_factory.mktemp("laya-model") / "random.onnx"
     return export_mlp(path, layers, metadata)
+
+
+@pytest.fixture(scope="module")
+def model_path(tmp_path_factory):
+    return random_model(tmp_path_factory.mktemp("laya-model") / "random.onnx", {"test": True})
 
 
 def test_evaluate_scores_model_and_baselines_on_the_holdout(recording, model_path, tmp_path):
@@ -211,3 +215,28 @@ def test_ranking_auc():
     # The positive at 0.5 ties one negative (half a pair) and beats one: (3 + 1.5) / 6.
     assert ranking_auc(np.array([0.9, 0.5, 0.5, 0.6, 0.1]), positives) == pytest.approx(4.5 / 6)
     assert np.isnan(ranking_auc(np.array([0.1, 0.2]), np.array([False, False])))
+
+
+def test_eval_says_when_a_recording_is_in_the_models_training_data(recording, tmp_path):
+    copy = tmp_path / "renamed.gz"
+    copy.write_bytes(recording.read_bytes())
+    listed = [{"name": "other.gz", "content_digest": content_digest(recording)}]
+    trained = random_model(tmp_path / "trained.onnx", {"recordings": listed})
+    report = evaluate([copy], trained)
+    assert report.trained_on == (
+        "renamed.gz: the model was trained on it (its card lists this content), so its "
+        "hold-out (the final fit used it all) is not unseen data",
+    )
+    assert report.format_table().splitlines()[2] == f"note: {report.trained_on[0]}"
+    assert json.loads(eval_command([str(copy)], trained, json_output=True))["trained_on"] == [
+        report.trained_on[0]
+    ]
+    # A card from before the digests were kept names its recordings only.
+    by_name = random_model(tmp_path / "old.onnx", {"recordings": [{"name": recording.name}]})
+    (note,) = evaluate([recording], by_name, EvalConfig(all_frames=True)).trained_on
+    assert note == (
+        f"{recording.name}: the model was trained on a recording of this name (its card lists "
+        "it), so every frame of it is not unseen data"
+    )
+    other = random_model(tmp_path / "other.onnx", {"recordings": [{"name": "x.gz"}]})
+    assert evaluate([recording], other).trained_on == ()

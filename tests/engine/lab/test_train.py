@@ -12,6 +12,7 @@ from engine.lab.train import train
 from engine.lab.train_config import TrainConfig
 from engine.laya.features import FEATURE_COUNT, FEATURE_SET_VERSION
 from engine.laya.model import read_metadata
+from engine.user_files import content_digest
 
 
 def test_train_validates_leave_one_session_out_then_ships_by_the_backtest(sessions, tmp_path):
@@ -40,6 +41,8 @@ def test_train_validates_leave_one_session_out_then_ships_by_the_backtest(sessio
     summary = metadata.training_summary
     assert summary["candidate"] == report.choice
     assert set(summary["folds"]) == {path.name for path in sessions}
+    digests = [content_digest(path) for path in sessions]
+    assert [item["content_digest"] for item in summary["recordings"]] == digests
     probabilities = onnx_probabilities(out, np.zeros((1, FEATURE_COUNT)))
     assert probabilities.shape == (1, 4)
 
@@ -56,3 +59,4 @@ def test_train_validates_leave_one_session_out_then_ships_by_the_backtest(sessio
     assert "| session-5.gz | imbalance + jump |" in card
     assert "compare on session-6.gz" in card
     assert f"{report.model_bytes:,} bytes" in card
+    assert f"| session-5.gz | `{digests[0][:16]}...` | recorded |" in card

@@ -219,8 +219,8 @@ def test_the_classifier_runs_the_kernel_on_the_cpu_and_says_so(laya_model):
     classifier.start()
     try:
         assert classifier.provider == CPU_PROVIDER
-        assert classifier.runner == NATIVE_RUNNER and classifier.runs_on == "CPU native"
-        assert classifier.runner_reason.startswith(f"agrees with {CPU_PROVIDER} within")
+        assert classifier.runner == NATIVE_RUNNER and classifier.runs_on == "CPU native kernel"
+        assert classifier.runner_reason.startswith(f"agrees with {ORT_RUNNER} within")
         info = classifier.describe()
         assert (info.runner, info.runner_reason) == (classifier.runner, classifier.runner_reason)
         features = rows(50)
@@ -235,7 +235,7 @@ def test_onnx_runtime_runs_when_asked_or_when_the_kernel_disagrees(laya_model, m
         LayaClassifierConfig(model_path=laya_model, prefer_gpu=False, cpu_runner="onnxruntime")
     )
     asked.start()
-    assert (asked.runner, asked.runs_on) == (ORT_RUNNER, CPU_PROVIDER)
+    assert (asked.runner, asked.runs_on) == (ORT_RUNNER, "CPU onnxruntime")
     assert asked.runner_reason == "cpu_runner is 'onnxruntime'"
     asked.stop()
 

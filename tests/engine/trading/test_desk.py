@@ -310,6 +310,21 @@ async def test_overrides_apply_as_a_whole_or_not_at_all(paper_desk):
     assert not (await desk.execute(Command(SetLimits(RiskOverrides(orders_per_second=5))))).ok
 
 
+async def test_a_risk_scale_that_leaves_no_whole_lot_to_quote_says_so(paper_desk):
+    """0.002 BTC quotes: at 0.5 one lot (0.001) is left, at 0.4 none, and nothing is quoted."""
+    desk = paper_desk.desk
+    half = await desk.execute(Command(SetLimits(RiskOverrides(risk_scale=0.5))))
+    assert half.ok and "nothing is quoted" not in half.message
+    lower = await desk.execute(Command(SetLimits(RiskOverrides(risk_scale=0.4))))
+    assert lower.ok
+    assert lower.message.endswith(
+        "; the quote size 0.0008 or the max position 0.008 BTCUSDT is now under one lot "
+        "(0.001): nothing is quoted until it is raised"
+    )
+    by_kev = await desk.execute(Command(KevOrder(KevAction.HOLD, 0.3, None), CommandSource.KEV))
+    assert by_kev.ok and by_kev.message.endswith("nothing is quoted until it is raised")
+
+
 async def kev(desk, action, risk_scale, hedge_ratio):
     """What the gateway did with Kev's command, sent as KevHub sends it."""
     order = KevOrder(action, risk_scale, hedge_ratio)

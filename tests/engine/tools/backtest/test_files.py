@@ -55,6 +55,22 @@ def test_the_report_holds_the_page_the_pictures_the_json_and_the_fills(compared_
         assert int(at.timestamp() * 1000) == int(row["time_ns"]) // 1_000_000
 
 
+def test_fills_csv_writes_prices_and_sizes_on_the_contracts_grid_at_its_decimals(
+    compared_runs, tmp_path
+):
+    folder = tmp_path / "report"
+    write_report(folder, run_groups(compared_runs, 3))
+    with (folder / "fills.csv").open(newline="", encoding="utf-8") as source:
+        rows = list(csv.DictReader(source))
+    decimals = {"BTCUSDT": (1, 3), "ETHUSDT": (2, 2)}  # the tick's and the size step's
+    assert {row["symbol"] for row in rows} == set(decimals)
+    for row in rows:
+        price_decimals, size_decimals = decimals[row["symbol"]]
+        assert len(row["price"].partition(".")[2]) == price_decimals, row
+        assert len(row["size"].partition(".")[2]) == size_decimals, row
+        assert "e" not in row["fee"] and len(row["fee"].partition(".")[2]) <= 8, row
+
+
 def test_an_interrupted_write_leaves_nothing_and_an_empty_folder_as_it_was(
     compared_runs, tmp_path, monkeypatch
 ):

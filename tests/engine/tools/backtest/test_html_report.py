@@ -91,7 +91,7 @@ def test_the_page_holds_each_run_the_comparison_and_the_ranking(compared_runs):
         "rank",
         *(["PnL (USDT)", "markouts, mean bps (median)"] * 3),
     ]
-    assert "fills lost" in structure.header_cells[0]
+    assert "quote fills lost" in structure.header_cells[0]
     inline = [
         base64.b64decode(src.removeprefix("data:image/png;base64,")) for src in structure.images
     ]

@@ -10,7 +10,7 @@ import pytest
 
 from engine.journal import JournalEntry
 from engine.tools.backtest.metrics import HORIZONS_MS, SERIES_MAX_POINTS, session_metrics
-from engine.tools.backtest.report import metrics_json
+from engine.tools.backtest.report import compare_parts, metrics_json, ranking_parts, session_text
 from engine.tools.backtest.session import MidSeries, SessionRecord
 
 S = 1_000_000_000
@@ -189,3 +189,34 @@ def test_a_long_session_is_sampled_coarser_and_the_last_mid_is_held():
     assert series.mid[-1] == 100.0 and series.equity[-1] == pytest.approx(metrics.net)
     shown = metrics_json(metrics)["series"]
     assert len(shown["at_ns"]) == len(shown["equity"]) == len(shown["mid"]) == 1_201
+
+
+def test_positions_are_sums_on_the_size_step_without_float_noise():
+    entries = [
+        *order(1, "b1", "buy", 100.0, 0.1),
+        fill(2, "b1", "buy", 100.0, 0.1, 0.0),
+        *order(3, "b2", "buy", 100.0, 0.2),
+        fill(4, "b2", "buy", 100.0, 0.2, 0.0),
+    ]
+    metrics = session_metrics(record(entries))
+    shown = metrics_json(metrics)["symbols"][0]
+    assert shown["end_position"] == 0.3 and shown["max_abs_position"] == 0.3  # not 0.300...04
+    assert metrics.series.position[-1] == 0.3
+    assert "+0.300 / 0.300 BTC" in session_text(metrics)  # at BTCUSDT's size decimals
+
+
+def test_fills_are_every_fill_and_quote_fills_the_quoted_symbols_maker_fills():
+    entries = [
+        *order(1, "b1", "buy", 100.0, 1.0),
+        fill(2, "b1", "buy", 100.0, 1.0, 0.0),
+        *order(3, "a1", "sell", 100.0, 1.0, "ask"),
+        fill(4, "a1", "sell", 100.0, 1.0, 0.0, maker=False),
+    ]
+    metrics = session_metrics(record(entries))
+    assert (metrics.fill_count, metrics.quote_fills) == (2, 1)
+    shown = metrics_json(metrics)
+    assert (shown["fills"], shown["quote_fills"]) == (2, 1)
+    header, row = ranking_parts([metrics])[0].rows
+    assert (row[header.index("fills")], row[header.index("quote fills")]) == ("2", "1")
+    header = compare_parts([metrics])[1].rows[0]
+    assert "fills" not in header and "quote fills" in header

@@ -30,10 +30,35 @@ def test_set_values_are_toml_literals_and_commas_make_a_grid(text, parsed):
     assert parse_set(text) == parsed
 
 
-@pytest.mark.parametrize("text", ["nothing", "=3", "a.b=", "a.b=1,,2", "a.b=@#"])
+@pytest.mark.parametrize("text", ["nothing", "=3", "a.b=", "a.b=1,,2"])
 def test_a_set_that_is_not_key_value_says_so(text):
     with pytest.raises(ValueError, match="--set"):
         parse_set(text)
+
+
+@pytest.mark.parametrize("text", ["a.b=1,1", "a.b=1,2,1.0", "a.b=x,y,x", "a.b=[1, 2],[1,2]"])
+def test_a_grid_value_given_twice_is_refused(text):
+    with pytest.raises(ValueError, match=r"^--set a\.b: .* is given twice$"):
+        parse_set(text)
+
+
+@pytest.mark.parametrize(
+    ("key", "text"),
+    [
+        ("engine.symbols", "BTCUSDT"),
+        ("engine.symbols", "[BTCUSDT, ETHUSDT]"),
+        ("kev.url", "http://127.0.0.1:9"),
+        ("laya.prefer_gpu", "no"),
+    ],
+)
+def test_a_set_value_is_read_as_the_same_value_from_the_environment(key, text):
+    section, name = key.split(".")
+    from_environment = load_settings(environ={f"HFT_CONSOLE_{section}__{name}".upper(): text})
+    (point,) = grid([parse_set(f"{key}={text}")])
+    from_set = SETTINGS.with_overrides(dict(point.values))
+    assert getattr(getattr(from_set, section), name) == getattr(
+        getattr(from_environment, section), name
+    )
 
 
 def test_the_grid_is_every_combination_and_names_each_point():

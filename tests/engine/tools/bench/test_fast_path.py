@@ -83,6 +83,7 @@ def test_bench_limit_and_table(recording, laya_model):
     assert result["frames"] == 30
     table = format_table(result)
     assert "parse" in table and "frames/s" in table
+    assert "  Laya on CPU native kernel  " in table  # the start line's and status bar's words
     lines = table.splitlines()
     (number,) = [n for n, line in enumerate(lines) if line.startswith("risk check")]
     risk = result["risk_check_us"]

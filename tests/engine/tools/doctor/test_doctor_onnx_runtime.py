@@ -90,6 +90,7 @@ async def test_the_probe_runs_laya_on_the_cpu_and_reports_what_cuda_really_does(
     assert probe.available_providers == tuple(ort.get_available_providers())
     assert probe.cpu is not None and probe.cpu.error == ""
     assert probe.cpu.provider == CPU_PROVIDER and probe.cpu.infer_us > 0
+    assert probe.cpu.runs_on == "CPU native kernel"  # the words of the start line and status
     if CUDA_PROVIDER not in probe.available_providers:
         assert probe.cuda is None
         return
@@ -102,7 +103,7 @@ async def test_the_probe_runs_laya_on_the_cpu_and_reports_what_cuda_really_does(
         assert check_providers(probe, gpu_present=False).status is CheckStatus.OK
         with_gpu = check_providers(probe, gpu_present=True)
         assert with_gpu.status is CheckStatus.WARN
-        assert "silently runs on CPUExecutionProvider" in with_gpu.detail
+        assert "silently runs on CPU native kernel" in with_gpu.detail
 
 
 async def test_a_model_of_another_feature_set_fails_the_providers_check(tmp_path: Path) -> None:
@@ -132,21 +133,21 @@ def test_providers_ok_when_cuda_really_runs() -> None:
         version="1.31.1",
         cuda_version="13.0",
         available_providers=(CUDA_PROVIDER, CPU_PROVIDER),
-        cpu=ProviderProbe(CPU_PROVIDER, session_ms=3.0, infer_us=9.5),
-        cuda=ProviderProbe(CUDA_PROVIDER, session_ms=900.0, infer_us=41.0),
+        cpu=ProviderProbe(CPU_PROVIDER, "CPU native kernel", session_ms=3.0, infer_us=9.5),
+        cuda=ProviderProbe(CUDA_PROVIDER, "CUDA", session_ms=900.0, infer_us=41.0),
     )
     result = check_providers(probe, gpu_present=True)
     assert result.status is CheckStatus.OK
     assert result.detail == (
         "available: CUDA, CPU; working: CUDA 41.0 us/infer (session 900 ms), "
-        "CPU 9.5 us/infer (session 3 ms)"
+        "CPU native kernel 9.5 us/infer (session 3 ms)"
     )
 
 
 def test_a_cuda_session_that_raises_fails_because_the_default_start_would() -> None:
     probe = OnnxRuntimeProbe(
         available_providers=(CUDA_PROVIDER, CPU_PROVIDER),
-        cpu=ProviderProbe(CPU_PROVIDER, infer_us=9.5),
+        cpu=ProviderProbe(CPU_PROVIDER, "CPU native kernel", infer_us=9.5),
         cuda=ProviderProbe(error="RuntimeError: CUDA failure 999: unknown error"),
     )
     result = check_providers(probe, gpu_present=True)
