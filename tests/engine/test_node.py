@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+from pathlib import Path
 
 import pytest
 from support.locks import held_by_another_process
@@ -111,14 +112,20 @@ def recording(tmp_path):
     return write_books(tmp_path / "btc.bitget.gz", 40, asks, bids)
 
 
-def test_a_recording_trades_on_paper_in_its_own_time(recording, laya_model, tmp_path):
-    config = EngineConfig(
-        replay_path=str(recording),
-        replay_speed=None,
-        laya=laya(laya_model),
-        trading=TradingConfig(mode=TradingMode.PAPER, journal_path=tmp_path / "j.sqlite"),
+def paper_replay(recording: Path, laya_model: Path, tmp_path: Path) -> EngineNode:
+    """An engine trading `recording` on paper at full speed, journalling to tmp_path/j.sqlite."""
+    return EngineNode(
+        EngineConfig(
+            replay_path=str(recording),
+            replay_speed=None,
+            laya=laya(laya_model),
+            trading=TradingConfig(mode=TradingMode.PAPER, journal_path=tmp_path / "j.sqlite"),
+        )
     )
-    node = EngineNode(config)
+
+
+def test_a_recording_trades_on_paper_in_its_own_time(recording, laya_model, tmp_path):
+    node = paper_replay(recording, laya_model, tmp_path)
     start_ns = 1_726_000_000_000 * 1_000_000 - START_LEAD_NS  # up before the first frame
     assert node.clock.market and node.clock.time_ns() == start_ns
 
@@ -148,13 +155,7 @@ async def test_a_replay_refuses_to_start_on_a_loop_that_is_not_its_clocks(record
 def test_the_status_line_gives_the_sessions_pnl_and_the_days_apart(recording, laya_model, tmp_path):
     """A session across the daily reset: the day's PnL is only what came after the reset, the
     session's all of it (the headless run's closing line printed the day's as "PnL")."""
-    config = EngineConfig(
-        replay_path=str(recording),
-        replay_speed=None,
-        laya=laya(laya_model),
-        trading=TradingConfig(mode=TradingMode.PAPER, journal_path=tmp_path / "j.sqlite"),
-    )
-    node = EngineNode(config)
+    node = paper_replay(recording, laya_model, tmp_path)
 
     async def main() -> TradingStatus | None:
         await node.start()

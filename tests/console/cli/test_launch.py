@@ -242,20 +242,8 @@ def test_the_duration_ending_a_run_is_journaled_as_such(tmp_path, laya_model):
 )
 def test_a_signal_ending_a_headless_run_is_journaled_as_such(tmp_path, laya_model, signum, reason):
     journal = tmp_path / "journal.sqlite"
-    arguments = ["--model", str(laya_model), "--journal", str(journal)]
-    process = subprocess.Popen(
-        [*CLI, "run", "--headless", *arguments],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=REPO,
-        env=environment(tmp_path),
-    )
+    process = start_headless(tmp_path, "--model", str(laya_model), "--journal", str(journal))
     try:
-        assert process.stdout is not None
-        for line in process.stdout:  # the engine runs once its status line shows
-            if line.startswith("SIM frames"):
-                break
         process.send_signal(signum)
         out, err = process.communicate(timeout=60)
     finally:

@@ -273,10 +273,9 @@ def test_the_symbols_are_those_with_books_or_trades_busiest_first(tmp_path):
 
 def test_a_recording_is_given_once_by_its_bytes_whatever_its_name(tmp_path):
     first, copy, other = tmp_path / "a.gz", tmp_path / "copy.gz", tmp_path / "b.gz"
-    content = os.urandom(3 << 20)  # longer than the two ends the digest reads
-    first.write_bytes(content)
-    copy.write_bytes(content)
-    other.write_bytes(content[:-1] + bytes([content[-1] ^ 1]))
+    first.write_bytes(lines(3))
+    copy.write_bytes(lines(3))
+    other.write_bytes(lines(4))
     assert require_distinct_recordings([first, other]) == [
         content_digest(first),
         content_digest(other),
