@@ -23,6 +23,7 @@ from console.cli.chaos import add_chaos_parser, run_chaos
 from console.cli.config import add_config_parser, run_config
 from console.cli.errors import error_line
 from console.cli.importer import add_import_parser, run_import
+from console.cli.instruments import add_instruments_parser, run_instruments
 from console.cli.kev import add_kev_parser, run_kev
 from console.cli.soak import add_soak_parser, run_soak
 from engine.bitget.endpoints import BITGET_DEMO_PUBLIC_URL, BITGET_PUBLIC_URL
@@ -303,6 +304,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_soak_parser(commands)
     add_backtest_parser(commands)
     add_import_parser(commands)
+    add_instruments_parser(commands)
     return parser
 
 
@@ -389,6 +391,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run_backtest_command(args, arguments)
         if command == "import":
             return run_import(args)
+        if command == "instruments":
+            return run_instruments(args)
         return _run(args)
     except KeyboardInterrupt:
         return 130

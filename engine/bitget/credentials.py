@@ -101,12 +101,17 @@ class Credentials:
     def scrubbed(self, value: object) -> str:
         """Text from the exchange or a handler made safe to keep: printable, bounded, and never
         echoing a credential (the key included); not a string: empty."""
-        if not isinstance(value, str):
-            return ""
-        text = "".join(ch if ch.isprintable() else "?" for ch in value[:_TEXT_MAX])
+        text = printable_text(value)
         for secret in (*self.secrets, self.api_key):
             text = text.replace(secret, _REDACTED)
         return text
+
+
+def printable_text(value: object) -> str:
+    """Text from the exchange made safe to keep: printable and bounded; not a string: empty."""
+    if not isinstance(value, str):
+        return ""
+    return "".join(ch if ch.isprintable() else "?" for ch in value[:_TEXT_MAX])
 
 
 def _mask_key(api_key: str) -> str:

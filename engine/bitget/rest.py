@@ -41,7 +41,7 @@ import aiohttp
 import orjson
 from yarl import URL
 
-from engine.bitget.credentials import Credentials
+from engine.bitget.credentials import Credentials, printable_text
 from engine.bitget.endpoints import (
     ALL_POSITION,
     BATCH_CANCEL_ORDERS,
@@ -352,13 +352,14 @@ class BitgetRestClient(HttpSessionClient):
     def __init__(
         self,
         config: BitgetRestConfig,
-        credentials: Credentials,
+        credentials: Credentials | None,
         *,
         wall_clock_ns: Callable[[], int] = time.time_ns,
         rng: random.Random | None = None,
         trace_configs: Iterable[aiohttp.TraceConfig] = (),
     ) -> None:
         self.config = config
+        # None: public calls only (the contract table, server time), as `instruments` makes.
         self._credentials = credentials
         # aiohttp request hooks; the executor stamps when a cancel's bytes were written.
         self._trace_configs = tuple(trace_configs)
@@ -429,6 +430,12 @@ class BitgetRestClient(HttpSessionClient):
         """Exchange time in epoch milliseconds."""
         answer = await self._call("GET", SERVER_TIME, signed=False)
         return self._parsed(SERVER_TIME, parse_server_time, answer.data)
+
+    async def public_data(self, path: str, query: Mapping[str, object]) -> object:
+        """The answer's `data` to an unsigned GET of a public endpoint (no key needed), one of
+        `RATE_LIMITS_PER_S`'s, whose limit it keeps."""
+        answer = await self._call("GET", path, query=query, signed=False)
+        return answer.data
 
     async def sync_time(self) -> ClockSync:
         """Measure the exchange clock and stamp later requests with it (40008 otherwise)."""
@@ -813,6 +820,8 @@ class BitgetRestClient(HttpSessionClient):
             self._rate_limit_waits[path] += 1
             self._rate_limit_wait_s += waited_s
         if signed:
+            if self._credentials is None:
+                raise RuntimeError(f"{path} is signed, and this client has no credentials")
             request = build_signed_request(
                 self._credentials,
                 method,
@@ -891,7 +900,7 @@ class BitgetRestClient(HttpSessionClient):
             operator_message,
             retryable,
             path,
-            self._credentials.scrubbed(exchange_message),
+            self._scrubbed(exchange_message),
         )
 
     def _parsed(self, path: str, parse: Callable[[object], _T], data: object) -> _T:
@@ -901,8 +910,13 @@ class BitgetRestClient(HttpSessionClient):
             raise self._unreadable(path, error) from None
 
     def _unreadable(self, path: str, error: MalformedAnswer) -> BitgetTransportError:
-        detail = self._credentials.scrubbed(str(error))
+        detail = self._scrubbed(str(error))
         return self._transport_error(path, f"unreadable answer ({detail})")
+
+    def _scrubbed(self, text: object) -> str:
+        if self._credentials is None:
+            return printable_text(text)
+        return self._credentials.scrubbed(text)
 
     def _transport_error(
         self, path: str, detail: str, *, sent: bool = True

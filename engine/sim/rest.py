@@ -108,8 +108,10 @@ class SimRestApi:
         state: SimExchangeState,
         faults: FaultInjector,
         on_fills: Callable[[list[Fill]], None],
+        contracts: Iterable[dict[str, object]] = (),
     ) -> None:
         self._state = state
+        self._contracts = tuple(contracts)
         self._faults = faults
         self._on_fills = on_fills
         self._limiter = SlidingWindowLimiter(endpoints.RATE_WINDOW_S)
@@ -135,6 +137,7 @@ class SimRestApi:
         routes += [web.get(path, self._private(path, h)) for path, h in private_gets.items()]
         routes += [
             web.get(endpoints.SERVER_TIME, self._server_time),
+            web.get(endpoints.CONTRACTS, self._contract_table),
             web.post(FAULTS, self._post_faults),
             web.get(FAULTS, self._get_faults),
         ]
@@ -261,14 +264,32 @@ class SimRestApi:
 
     async def _server_time(self, request: web.Request) -> web.Response:
         await self._delay()
-        loop_time = asyncio.get_running_loop().time()
-        if not self._limiter.allow(
-            (request.remote, endpoints.SERVER_TIME),
-            endpoints.RATE_LIMITS_PER_S[endpoints.SERVER_TIME],
-            loop_time,
-        ):
+        if not self._public_allowed(request, endpoints.SERVER_TIME):
             return self._failure("429", "Too Many Requests", status=429)
         return self._success({"serverTime": str(self._skewed_now_ms())})
+
+    async def _contract_table(self, request: web.Request) -> web.Response:
+        """Bitget's contract table: every contract, or the one `symbol` names (none: [])."""
+        await self._delay()
+        self.requests_served += 1
+        if not self._public_allowed(request, endpoints.CONTRACTS):
+            return self._failure("429", "Too Many Requests", status=429)
+        try:
+            _product_type(request.query)
+        except _RequestError as error:
+            return self._failure(error.code, error.message)
+        symbol = request.query.get("symbol", "").upper()
+        return self._success(
+            [entry for entry in self._contracts if not symbol or entry["symbol"] == symbol]
+        )
+
+    def _public_allowed(self, request: web.Request, path: str) -> bool:
+        """Within the per-IP rate limit of a public endpoint."""
+        return self._limiter.allow(
+            (request.remote, path),
+            endpoints.RATE_LIMITS_PER_S[path],
+            asyncio.get_running_loop().time(),
+        )
 
     def _skewed_now_ms(self) -> int:
         return self._state.now_ms() + self._faults.clock_offset_ms

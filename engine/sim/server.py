@@ -17,12 +17,14 @@ import functools
 import logging
 import time
 from collections import deque
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
 import orjson
 from aiohttp import WSCloseCode, WSMsgType, web
 
+from engine.bitget.contracts import parse_contracts
 from engine.bitget.credentials import Credentials
 from engine.bitget.endpoints import PRIVATE_WS_PATH, PUBLIC_WS_PATH
 from engine.market.matching import (
@@ -37,6 +39,7 @@ from engine.market.matching import (
     SimAccount,
     SimAccountConfig,
 )
+from engine.sim.contracts import SIM_CONTRACTS
 from engine.sim.faults import FaultInjector, corrupt_frame
 from engine.sim.frames import (
     INCREMENTAL_DEPTH_CHANNEL,
@@ -52,7 +55,7 @@ from engine.sim.frames import (
 )
 from engine.sim.market import MarketGenerator, MarketGeneratorConfig, SimTrade
 from engine.sim.private_ws import PrivateSession, SimPrivateStream
-from engine.sim.rest import SimExchangeState, SimRestApi
+from engine.sim.rest import SimExchangeState, SimRestApi, number_text
 from engine.validation import require_count, require_integer, require_positive
 
 logger = logging.getLogger(__name__)
@@ -87,6 +90,9 @@ class SimExchangeConfig:
     recent_trades: int = 50
     """Trades in the snapshot pushed on a `trade` subscribe."""
     outbox_frames: int = 1_000
+    contracts: tuple[Mapping[str, object], ...] = SIM_CONTRACTS
+    """The contract table `GET /api/v2/mix/market/contracts` answers, in Bitget's shape, with
+    the fee rates above."""
 
     def __post_init__(self) -> None:
         if not self.host:
@@ -110,6 +116,8 @@ class SimExchangeConfig:
         MatchingEngineConfig(
             self.market.traded.instrument, self.maker_fee_rate, self.taker_fee_rate
         )
+        # The table is served as it is: one the client's parser refuses is refused here.
+        parse_contracts(list(self.contracts))
 
     def credentials(self) -> Credentials:
         """The one account's key set, the only one the REST API and private stream accept."""
@@ -292,7 +300,13 @@ class SimExchange:
         state = SimExchangeState(
             config.credentials(), config.demo, self._engines, self.account, self.now_ms
         )
-        rest = SimRestApi(state, self.faults, self._fills.extend)
+        # The table's fee rates are the ones this exchange charges.
+        fees = {
+            "makerFeeRate": number_text(config.maker_fee_rate),
+            "takerFeeRate": number_text(config.taker_fee_rate),
+        }
+        contracts = [{**entry, **fees} for entry in config.contracts]
+        rest = SimRestApi(state, self.faults, self._fills.extend, contracts)
         private = SimPrivateStream(state, rest.margin_mode, lambda: self.faults.silenced)
         order_ids = IdSequence(FIRST_ORDER_ID)
         fill_ids = IdSequence(FIRST_FILL_ID)

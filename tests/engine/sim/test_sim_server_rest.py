@@ -17,6 +17,7 @@ BATCH_CANCEL = "/api/v2/mix/order/batch-cancel-orders"
 CANCEL_ALL = "/api/v2/mix/order/cancel-all-orders"
 CLOSE = "/api/v2/mix/order/close-positions"
 POSITIONS = "/api/v2/mix/position/all-position"
+CONTRACTS = "/api/v2/mix/market/contracts"
 PRODUCT = {"productType": "USDT-FUTURES"}
 
 
@@ -46,6 +47,24 @@ async def test_server_time_is_public_and_current(rest: BitgetRest) -> None:
     response = await rest.client.get("/api/v2/public/time")
     server_ms = int(data_of(response)["serverTime"])  # type: ignore[index]
     assert abs(server_ms - rest.exchange.now_ms()) < 5_000
+
+
+async def test_contract_table_is_public_in_bitgets_shape(rest: BitgetRest) -> None:
+    table = data_of(await rest.client.get(CONTRACTS, params=PRODUCT))
+    assert isinstance(table, list)
+    assert [entry["symbol"] for entry in table] == [
+        "BTCUSDT", "ETHUSDT", "SOLUSDT", "XRPUSDT", "DOGEUSDT",
+    ]  # fmt: skip
+    doge = table[-1]
+    assert (doge["pricePlace"], doge["priceEndStep"], doge["sizeMultiplier"]) == ("5", "1", "1")
+    assert all(isinstance(value, (str, list)) for value in doge.values())
+    (xrp,) = data_of(await rest.client.get(CONTRACTS, params={**PRODUCT, "symbol": "xrpusdt"}))  # type: ignore[misc]
+    assert xrp["symbol"] == "XRPUSDT"
+    assert data_of(await rest.client.get(CONTRACTS, params={**PRODUCT, "symbol": "NEXOUSDT"})) == []
+    assert_failure(await rest.client.get(CONTRACTS), "40019")
+    assert_failure(
+        await rest.client.get(CONTRACTS, params={"productType": "COIN-FUTURES"}), "40020"
+    )
 
 
 async def test_signed_order_is_accepted_and_listed_as_pending(

@@ -1,0 +1,71 @@
+"""The simulated exchange's contract table, in Bitget's exact shape (every value text), so the
+client's parser reads it as it reads the venue's.
+
+Ticks and lots are Bitget's (BTC, ETH, XRP and DOGE as in the table ccxt keeps as a test
+fixture, ccxt/ccxt ts/src/test/static/markets/bitget.json; SOL as the venue answered on
+2025-06-27), in different regimes: one-tick books (BTC at 0.1 and ETH at 0.01: a tick is
+0.01 to 0.05 bps at their 2024-25 prices) and large-tick ones (XRP at 0.0001 and DOGE at
+0.00001: 0.3 to 2 bps, 20 to 100 times as wide). The exchange serves them with its own fee
+rates (SimExchangeConfig).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+
+
+def _perpetual(
+    symbol: str,
+    *,
+    price_place: int,
+    volume_place: int,
+    size_multiplier: str,
+    max_leverage: int,
+) -> Mapping[str, object]:
+    return MappingProxyType(
+        {
+            "symbol": symbol,
+            "baseCoin": symbol.removesuffix("USDT"),
+            "quoteCoin": "USDT",
+            "buyLimitPriceRatio": "0.02",
+            "sellLimitPriceRatio": "0.02",
+            "feeRateUpRatio": "0.005",
+            "makerFeeRate": "0.0002",
+            "takerFeeRate": "0.0006",
+            "openCostUpRatio": "0.01",
+            "supportMarginCoins": ["USDT"],
+            "minTradeNum": size_multiplier,
+            "priceEndStep": "1",
+            "volumePlace": str(volume_place),
+            "pricePlace": str(price_place),
+            "sizeMultiplier": size_multiplier,
+            "symbolType": "perpetual",
+            "minTradeUSDT": "5",
+            "maxSymbolOrderNum": "200",
+            "maxProductOrderNum": "400",
+            "maxPositionNum": "150",
+            "symbolStatus": "normal",
+            "offTime": "-1",
+            "limitOpenTime": "-1",
+            "deliveryTime": "",
+            "deliveryStartTime": "",
+            "deliveryPeriod": "",
+            "launchTime": "",
+            "fundInterval": "8",
+            "minLever": "1",
+            "maxLever": str(max_leverage),
+            "posLimit": "0.05",
+            "maintainTime": "",
+        }
+    )
+
+
+SIM_CONTRACTS: tuple[Mapping[str, object], ...] = (
+    _perpetual("BTCUSDT", price_place=1, volume_place=3, size_multiplier="0.001", max_leverage=125),
+    _perpetual("ETHUSDT", price_place=2, volume_place=2, size_multiplier="0.01", max_leverage=100),
+    _perpetual("SOLUSDT", price_place=3, volume_place=1, size_multiplier="0.1", max_leverage=100),
+    _perpetual("XRPUSDT", price_place=4, volume_place=0, size_multiplier="1", max_leverage=125),
+    _perpetual("DOGEUSDT", price_place=5, volume_place=0, size_multiplier="1", max_leverage=75),
+)
+"""What the simulator's `GET /api/v2/mix/market/contracts` lists by default."""
