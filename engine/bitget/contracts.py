@@ -22,7 +22,7 @@ import orjson
 from engine.bitget.endpoints import CONTRACTS, PRODUCT_TYPE
 from engine.bitget.models import MalformedAnswer
 from engine.bitget.rest import BitgetRestClient, BitgetRestError
-from engine.market.instruments import Instrument
+from engine.market.instruments import Instrument, decimals
 from engine.user_files import replacing, user_cache_dir
 
 TRADING_STATUS = "normal"
@@ -111,7 +111,7 @@ def _contract(entry: Mapping[str, object], index: int) -> ContractSpec:
     volume_place = field.whole("volumePlace", 0, _DECIMALS_MAX)
     tick = field.positive("priceEndStep") * Decimal(10) ** -price_place
     lot = field.positive("sizeMultiplier")
-    if _decimals(lot) > volume_place:
+    if decimals(lot) > volume_place:
         field.refuse("sizeMultiplier", f"has more decimals than volumePlace ({volume_place})")
     min_notional = float(field.number("minTradeUSDT"))
     try:  # Instrument refuses a symbol, tick or lot it cannot hold, in one line
@@ -149,13 +149,17 @@ class _Fields:
             self.refuse(name, _missing(value))
         return value
 
-    def number(self, name: str) -> Decimal:
-        """A decimal sent as text, as Bitget sends every number of this table."""
+    def _decimal(self, name: str) -> tuple[str, Decimal]:
+        """The field's text and its value (NaN when it is not a number): Bitget sends every
+        number of this table as text."""
         text = self.text(name)
         try:
-            value = Decimal(text.strip())
+            return text, Decimal(text.strip())
         except InvalidOperation:
-            value = Decimal("NaN")
+            return text, Decimal("NaN")
+
+    def number(self, name: str) -> Decimal:
+        text, value = self._decimal(name)
         if not value.is_finite() or value < 0:
             self.refuse(name, f"expected a number >= 0, got {_shown(text)}")
         return value
@@ -173,11 +177,7 @@ class _Fields:
 
     def rate(self, name: str) -> Decimal:
         """A fee rate: a fraction of the notional, under 1 (negative is a rebate)."""
-        text = self.text(name)
-        try:
-            value = Decimal(text.strip())
-        except InvalidOperation:
-            value = Decimal("NaN")
+        text, value = self._decimal(name)
         if not value.is_finite() or abs(value) >= 1:
             self.refuse(name, f"expected a fee rate like 0.0002, got {_shown(text)}")
         return value
@@ -198,12 +198,6 @@ def _missing(value: object) -> str:
 def _shown(value: object) -> str:
     text = repr(value)
     return text if len(text) <= _SHOWN_MAX else f"{text[:_SHOWN_MAX]}..."
-
-
-def _decimals(value: Decimal) -> int:
-    exponent = value.normalize().as_tuple().exponent
-    assert isinstance(exponent, int)  # finite values only
-    return max(0, -exponent)
 
 
 # The cache

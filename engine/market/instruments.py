@@ -37,7 +37,7 @@ class Instrument:
             value = getattr(self, name)
             if not (math.isfinite(value) and value > 0):
                 raise ValueError(f"{name} must be a positive number, got {value!r}")
-            if _decimals(value) > 10:
+            if decimals(value) > 10:
                 raise ValueError(f"{name} must have at most 10 decimals, got {value!r}")
         if not (math.isfinite(self.min_notional) and self.min_notional >= 0):
             raise ValueError(f"min_notional must be >= 0, got {self.min_notional!r}")
@@ -45,16 +45,16 @@ class Instrument:
             ("_tick_units", "_price_scale", self.tick_size),
             ("_lot_units", "_size_scale", self.size_step),
         ):
-            object.__setattr__(self, scale, 10.0 ** _decimals(step))
+            object.__setattr__(self, scale, 10.0 ** decimals(step))
             object.__setattr__(self, units, round(step * getattr(self, scale)))
 
     @property
     def price_decimals(self) -> int:
-        return _decimals(self.tick_size)
+        return decimals(self.tick_size)
 
     @property
     def size_decimals(self) -> int:
-        return _decimals(self.size_step)
+        return decimals(self.size_step)
 
     def format_price(self, price: float) -> str:
         return f"{price:.{self.price_decimals}f}"
@@ -81,8 +81,10 @@ class Instrument:
         return abs(size / self.size_step - round(size / self.size_step)) < _GRID_TOLERANCE
 
 
-def _decimals(value: float) -> int:
-    exponent = Decimal(repr(value)).normalize().as_tuple().exponent
+def decimals(value: float | Decimal) -> int:
+    """The decimals `value` is written with, trailing zeros aside (0.010: 2)."""
+    number = value if isinstance(value, Decimal) else Decimal(repr(value))
+    exponent = number.normalize().as_tuple().exponent
     assert isinstance(exponent, int)  # finite values only; checked by the caller
     return max(0, -exponent)
 
@@ -135,8 +137,8 @@ def size_text(symbol: str, size: float, *, signed: bool = False) -> str:
     return _grid_text(size, spec.size_decimals if on_grid else None, False, signed)
 
 
-def _grid_text(value: float, decimals: int | None, grouped: bool, signed: bool = False) -> str:
-    digits = 10 if decimals is None else decimals
+def _grid_text(value: float, places: int | None, grouped: bool, signed: bool = False) -> str:
+    digits = 10 if places is None else places
     shown = round(value, digits) + 0.0  # -0.0 is 0.0
     text = f"{shown:{'+' if signed else ''}{',' if grouped else ''}.{digits}f}"
-    return text if decimals is not None else text.rstrip("0").rstrip(".")
+    return text if places is not None else text.rstrip("0").rstrip(".")

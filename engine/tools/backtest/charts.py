@@ -132,9 +132,9 @@ def group_figure(number: int, group: RunGroup) -> Figure:
         "bps",
         tuple(
             Series(
-                f"{run.label} ({run.fill_markouts[0].count:,} quote fills)",
+                f"{run.label} ({run.quote_fill_markouts[0].count:,} quote fills)",
                 np.arange(len(HORIZONS_MS)),
-                np.asarray([stats.mean_bps for stats in run.fill_markouts]),
+                np.asarray([stats.mean_bps for stats in run.quote_fill_markouts]),
                 colour=colour,
             )
             for run, colour in zip(runs, colours, strict=True)

@@ -126,7 +126,7 @@ class SessionMetrics:
     uptime: dict[str, float]
     """Fraction of the session a quote of ours rested, per side ("bid", "ask")."""
     state_seconds: dict[str, float]
-    fill_markouts: tuple[MarkoutStats, ...]
+    quote_fill_markouts: tuple[MarkoutStats, ...]
     """Over the quoted symbol's maker fills (the quotes): adverse selection."""
     hedge_markouts: tuple[MarkoutStats, ...]
     pulled_markouts: tuple[MarkoutStats, ...]
@@ -190,7 +190,7 @@ class SessionMetrics:
         return self.orders_filled / self.orders_sent if self.orders_sent else 0.0
 
     def markout(self, horizon_ms: int, which: str = "fill") -> MarkoutStats:
-        table = {"fill": self.fill_markouts, "hedge": self.hedge_markouts}.get(
+        table = {"fill": self.quote_fill_markouts, "hedge": self.hedge_markouts}.get(
             which, self.pulled_markouts
         )
         return next(stats for stats in table if stats.horizon_ms == horizon_ms)
@@ -227,7 +227,7 @@ def session_metrics(record: SessionRecord) -> SessionMetrics:
         orders_filled=len(_filled_oids(entries)),
         uptime=_uptime(orders, record),
         state_seconds=_state_seconds(entries, record),
-        fill_markouts=markout_stats(row.markouts_bps for row in quoted_maker),
+        quote_fill_markouts=markout_stats(row.markouts_bps for row in quoted_maker),
         hedge_markouts=markout_stats(row.markouts_bps for row in hedge),
         pulled_markouts=markout_stats(quote.markouts_bps for quote in pulled),
         verdicts=dict(record.verdicts),

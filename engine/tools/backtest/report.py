@@ -193,7 +193,7 @@ def _markout_table(metrics: SessionMetrics) -> Table:
     header = ["markouts, mean bps (median)", *(horizon_label(h) for h in HORIZONS_MS)]
     rows = [header]
     for title, stats in (
-        (f"{metrics.quoted} quotes' fills", metrics.fill_markouts),
+        (f"{metrics.quoted} quotes' fills", metrics.quote_fill_markouts),
         ("hedge fills", metrics.hedge_markouts),
         ("quotes pulled (had they filled)", metrics.pulled_markouts),
     ):
@@ -376,7 +376,7 @@ def metrics_json(metrics: SessionMetrics) -> dict[str, object]:
         "uptime": metrics.uptime,
         "state_seconds": metrics.state_seconds,
         "markouts": {
-            "quote_fills": markouts(metrics.fill_markouts),
+            "quote_fills": markouts(metrics.quote_fill_markouts),
             "hedge": markouts(metrics.hedge_markouts),
             "pulled": markouts(metrics.pulled_markouts),
         },

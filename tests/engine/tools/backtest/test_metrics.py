@@ -116,7 +116,7 @@ def test_markouts_are_positive_when_the_market_moves_our_way():
     mids = [100.0] * 11 + [101.0] * 90  # up one at 11 s
     entries = [*order(9, "b1", "buy", 100.0, 1.0), fill(10, "b1", "buy", 100.0, 1.0, 0.0)]
     metrics = session_metrics(record(entries, mids))
-    by_horizon = {stats.horizon_ms: stats.mean_bps for stats in metrics.fill_markouts}
+    by_horizon = {stats.horizon_ms: stats.mean_bps for stats in metrics.quote_fill_markouts}
     assert by_horizon[100] == pytest.approx(0.0)
     assert by_horizon[5_000] == pytest.approx(100.0)  # +1 on 100: 100 bps our way
     assert metrics.fills[0].markouts_bps[HORIZONS_MS.index(30_000)] == pytest.approx(100.0)
