@@ -17,6 +17,7 @@ from support.sim import StartSim
 from engine.bitget.contracts import (
     ContractTable,
     ContractTableError,
+    LoadedTable,
     fetch_contracts,
     load_contracts,
     parse_contracts,
@@ -226,38 +227,31 @@ async def test_a_fetched_table_is_cached_with_its_url_and_time(
     assert set(cached.table.specs) == set(loaded.table.specs)
 
 
-async def test_a_fresh_cache_is_used_without_asking_the_venue(tmp_path: Path) -> None:
-    path = tmp_path / "contracts.json"
+async def offline_with_a_cache(
+    path: Path, now_ms: int
+) -> tuple[LoadedTable, list[str], BitgetRestClient]:
+    """`load_contracts` at `now_ms` of a venue that cannot be reached, with its own table
+    cached at HOUR_MS: what it loaded, the notices it gave, the (stopped) client."""
     client = await closed_port_client()
+    notices: list[str] = []
     try:
         cached_table(path, client.config.base_url, fetched_ms=HOUR_MS)
-        notices: list[str] = []
         loaded = await load_contracts(
-            client,
-            cache_path=path,
-            now_ms=lambda: HOUR_MS + 60_000,
-            notice=notices.append,
+            client, cache_path=path, now_ms=lambda: now_ms, notice=notices.append
         )
     finally:
         await client.stop()
+    return loaded, notices, client
+
+
+async def test_a_fresh_cache_is_used_without_asking_the_venue(tmp_path: Path) -> None:
+    loaded, notices, client = await offline_with_a_cache(tmp_path / "c.json", HOUR_MS + 60_000)
     assert loaded.source == "cache" and "DOGEUSDT" in loaded.table.specs
     assert notices == [] and CONTRACTS not in client.stats().requests
 
 
 async def test_offline_a_stale_cache_is_used_and_its_age_said(tmp_path: Path) -> None:
-    path = tmp_path / "contracts.json"
-    client = await closed_port_client()
-    try:
-        cached_table(path, client.config.base_url, fetched_ms=HOUR_MS)
-        notices: list[str] = []
-        loaded = await load_contracts(
-            client,
-            cache_path=path,
-            now_ms=lambda: 4 * HOUR_MS,
-            notice=notices.append,
-        )
-    finally:
-        await client.stop()
+    loaded, notices, _ = await offline_with_a_cache(tmp_path / "c.json", 4 * HOUR_MS)
     assert loaded.source == "cache" and loaded.fetched_ms == HOUR_MS
     (notice,) = notices
     assert notice.startswith("venue not reached (") and notice.endswith(
