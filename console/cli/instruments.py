@@ -94,10 +94,10 @@ def _refusal(loaded: LoadedTable, symbol: str) -> str | None:
 
 
 def _source_text(loaded: LoadedTable) -> str:
-    from engine.bitget.contracts import age_text
+    from engine.bitget.contracts import TableSource, age_text
 
     count = len(loaded.table.specs)
-    if loaded.source == "venue":
+    if loaded.source is TableSource.VENUE:
         return f"{count} contracts from {loaded.url}, just fetched"
     age = age_text(loaded.now_ms - loaded.fetched_ms)
     return f"{count} contracts of {loaded.url}, cached {age} ago"
@@ -120,15 +120,9 @@ def _row(spec: ContractSpec) -> tuple[str, ...]:
 
 
 def _table_text(specs: list[ContractSpec]) -> str:
-    rows = [_COLUMNS, *(_row(spec) for spec in specs)]
-    widths = [max(len(row[column]) for row in rows) for column in range(len(_COLUMNS))]
-    return "\n".join(
-        "  ".join(
-            cell.ljust(width) if column < 2 else cell.rjust(width)
-            for column, (cell, width) in enumerate(zip(row, widths, strict=True))
-        ).rstrip()
-        for row in rows
-    )
+    from engine.tools.backtest.report import Table
+
+    return "\n".join(Table((_COLUMNS, *(_row(spec) for spec in specs)), right_from=2).lines())
 
 
 def _document(loaded: LoadedTable, specs: list[ContractSpec]) -> dict[str, object]:

@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
+from enum import StrEnum
 from pathlib import Path
 from types import MappingProxyType
 from typing import NoReturn
@@ -257,13 +258,20 @@ def read_cache(path: Path) -> CachedTable | None:
     return CachedTable(table, url, fetched_ms)
 
 
+class TableSource(StrEnum):
+    """Where a loaded table came from."""
+
+    VENUE = "venue"
+    CACHE = "cache"
+
+
 @dataclass(frozen=True, slots=True)
 class LoadedTable:
-    """The table the engine would use, where it came from ("venue" or "cache"), when it was
-    fetched and when it was loaded (Unix ms)."""
+    """The table the engine would use, where it came from, when it was fetched and when it
+    was loaded (Unix ms)."""
 
     table: ContractTable
-    source: str
+    source: TableSource
     url: str
     fetched_ms: int
     now_ms: int
@@ -301,7 +309,7 @@ async def load_contracts(
         cached = None
     now = now_ms()
     if cached is not None and not refresh and now - cached.fetched_ms < max_age_s * 1000:
-        return LoadedTable(cached.table, "cache", url, cached.fetched_ms, now)
+        return LoadedTable(cached.table, TableSource.CACHE, url, cached.fetched_ms, now)
     try:
         table = await fetch_contracts(client)
     except BitgetRestError as error:
@@ -311,9 +319,9 @@ async def load_contracts(
             f"venue not reached ({error}); using the cached table from "
             f"{age_text(now - cached.fetched_ms)} ago"
         )
-        return LoadedTable(cached.table, "cache", url, cached.fetched_ms, now)
+        return LoadedTable(cached.table, TableSource.CACHE, url, cached.fetched_ms, now)
     write_cache(path, table, url, now)
-    return LoadedTable(table, "venue", url, now, now)
+    return LoadedTable(table, TableSource.VENUE, url, now, now)
 
 
 def age_text(age_ms: int) -> str:
