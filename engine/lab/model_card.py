@@ -36,9 +36,9 @@ class SessionSummary:
 @dataclass(frozen=True, slots=True)
 class LatencySummary:
     """Per-frame `LayaClassifier.infer` time of the shipped model on one feature row;
-    `provider`: where the rows ran, in `laya_runs_on`'s words ("CPU native kernel")."""
+    `runs_on`: where the rows ran, in `laya_runs_on`'s words ("CPU native kernel")."""
 
-    provider: str
+    runs_on: str
     frames: int
     p50_us: float
     p99_us: float
@@ -111,7 +111,7 @@ def model_card(report: TrainReport) -> str:
         f"- Thresholds (probability each class must reach, in class order): "
         f"{', '.join(f'{value:.3f}' for value in fitted.thresholds)}, tuned on "
         f"{fitted.thresholds_from}.",
-        f"- Inference: `LayaClassifier.infer` on one row, {report.latency.provider}, "
+        f"- Inference: `LayaClassifier.infer` on one row, {report.latency.runs_on}, "
         f"p50 {report.latency.p50_us:.1f} us, p99 {report.latency.p99_us:.1f} us over "
         f"{report.latency.frames} frames.",
         "",
@@ -246,7 +246,7 @@ def format_report(report: TrainReport) -> str:
     lines = [
         f"model: {report.model_path} ({report.model_bytes:,} bytes), card: {report.card_path}",
         f"shipped: {report.choice} ({report.choice_reason})",
-        f"inference p50 {report.latency.p50_us:.1f} us ({report.latency.provider})",
+        f"inference p50 {report.latency.p50_us:.1f} us ({report.latency.runs_on})",
     ]
     if report.folds is not None:
         for fold in report.folds.folds:

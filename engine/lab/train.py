@@ -140,11 +140,11 @@ def _measure_latency(model_path: Path, features: np.ndarray, frames: int) -> Lat
             started = time.perf_counter_ns()
             classifier.infer(buffer)
             samples[index] = time.perf_counter_ns() - started
-        provider = classifier.runs_on
+        runs_on = classifier.runs_on
     finally:
         classifier.stop()
     return LatencySummary(
-        provider=provider,
+        runs_on=runs_on,
         frames=int(samples.size),
         p50_us=float(np.percentile(samples, 50)) / 1000.0,
         p99_us=float(np.percentile(samples, 99)) / 1000.0,
