@@ -114,8 +114,8 @@ def _row(spec: ContractSpec) -> tuple[str, ...]:
         instrument.format_size(instrument.size_step),
         instrument.format_size(spec.min_size),
         f"{instrument.min_notional:g}",
-        f"{spec.maker_fee_rate * 10_000:g}",
-        f"{spec.taker_fee_rate * 10_000:g}",
+        f"{spec.instrument.maker_fee_rate * 10_000:g}",
+        f"{spec.instrument.taker_fee_rate * 10_000:g}",
     )
 
 
@@ -142,8 +142,8 @@ def _document(loaded: LoadedTable, specs: list[ContractSpec]) -> dict[str, objec
                 "lot": spec.instrument.size_step,
                 "min_size": spec.min_size,
                 "min_notional_usdt": spec.instrument.min_notional,
-                "maker_fee_bps": round(spec.maker_fee_rate * 10_000, 6),
-                "taker_fee_bps": round(spec.taker_fee_rate * 10_000, 6),
+                "maker_fee_bps": round(spec.instrument.maker_fee_rate * 10_000, 6),
+                "taker_fee_bps": round(spec.instrument.taker_fee_rate * 10_000, 6),
                 "max_order_size": spec.max_order_size,
                 "max_market_order_size": spec.max_market_order_size,
                 "max_leverage": spec.max_leverage,

@@ -55,8 +55,6 @@ class ContractSpec:
     symbol_type: str
     status: str
     min_size: float
-    maker_fee_rate: float
-    taker_fee_rate: float
     max_order_size: float | None
     max_market_order_size: float | None
     max_leverage: float | None
@@ -115,8 +113,17 @@ def _contract(entry: Mapping[str, object], index: int) -> ContractSpec:
     if decimals(lot) > volume_place:
         field.refuse("sizeMultiplier", f"has more decimals than volumePlace ({volume_place})")
     min_notional = float(field.number("minTradeUSDT"))
+    maker_fee_rate = float(field.rate("makerFeeRate"))
+    taker_fee_rate = float(field.rate("takerFeeRate"))
     try:  # Instrument refuses a symbol, tick or lot it cannot hold, in one line
-        instrument = Instrument(symbol, float(tick), float(lot), min_notional)
+        instrument = Instrument(
+            symbol,
+            float(tick),
+            float(lot),
+            min_notional,
+            maker_fee_rate=maker_fee_rate,
+            taker_fee_rate=taker_fee_rate,
+        )
     except ValueError as error:
         raise ContractTableError(f"contract table: {symbol}: {error}") from None
     return ContractSpec(
@@ -126,8 +133,6 @@ def _contract(entry: Mapping[str, object], index: int) -> ContractSpec:
         symbol_type=field.text("symbolType"),
         status=field.text("symbolStatus"),
         min_size=float(field.positive("minTradeNum")),
-        maker_fee_rate=float(field.rate("makerFeeRate")),
-        taker_fee_rate=float(field.rate("takerFeeRate")),
         max_order_size=field.optional_positive("maxOrderQty"),
         max_market_order_size=field.optional_positive("maxMarketOrderQty"),
         max_leverage=field.optional_positive("maxLever"),

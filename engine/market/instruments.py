@@ -14,12 +14,16 @@ _GRID_TOLERANCE = 1e-6
 
 @dataclass(frozen=True, slots=True)
 class Instrument:
-    """A USDT-M perpetual: symbol, price tick, size step and minimum notional."""
+    """A USDT-M perpetual: symbol, price tick, size step, minimum notional and the fee rates
+    its venue lists (fractions of the notional, 0.0002 is 2 bps; None where none is known: a
+    recording's contract, a built-in one)."""
 
     symbol: str
     tick_size: float
     size_step: float
     min_notional: float = 5.0
+    maker_fee_rate: float | None = None
+    taker_fee_rate: float | None = None
     # A tick is `_tick_units` of the last of its decimals (0.1: 1 of 10**-1): n ticks are the
     # integer n * units over 10**decimals, and one division gives the double nearest that
     # decimal, where n * tick_size carries float noise (618522 * 0.1 = 61852.200000000004).
@@ -41,6 +45,10 @@ class Instrument:
                 raise ValueError(f"{name} must have at most 10 decimals, got {value!r}")
         if not (math.isfinite(self.min_notional) and self.min_notional >= 0):
             raise ValueError(f"min_notional must be >= 0, got {self.min_notional!r}")
+        for name in ("maker_fee_rate", "taker_fee_rate"):
+            rate = getattr(self, name)
+            if rate is not None and not (math.isfinite(rate) and -0.01 <= rate <= 0.01):
+                raise ValueError(f"{name} must be within [-0.01, 0.01], got {rate!r}")
         for units, scale, step in (
             ("_tick_units", "_price_scale", self.tick_size),
             ("_lot_units", "_size_scale", self.size_step),

@@ -53,7 +53,11 @@ def test_bitget_documented_answer_parses() -> None:
     spec = table.specs["BTCUSDT"]
     instrument = spec.instrument
     assert (instrument.tick_size, instrument.size_step, instrument.min_notional) == (0.1, 0.01, 5)
-    assert (spec.min_size, spec.maker_fee_rate, spec.taker_fee_rate) == (0.01, 0.0004, 0.0006)
+    assert (spec.min_size, spec.instrument.maker_fee_rate, spec.instrument.taker_fee_rate) == (
+        0.01,
+        0.0004,
+        0.0006,
+    )
     assert (spec.status, spec.symbol_type, spec.base_coin, spec.quote_coin) == (
         "normal",
         "perpetual",
@@ -174,7 +178,10 @@ async def test_the_simulators_table_carries_the_fee_rates_it_charges(start_sim: 
     sim = await start_sim(maker_fee_rate=-0.0001, taker_fee_rate=0.0005)
     async with BitgetRestClient(BitgetRestConfig(base_url=sim.rest_url), None) as client:
         table = await fetch_contracts(client)
-    fees = {(spec.maker_fee_rate, spec.taker_fee_rate) for spec in table.specs.values()}
+    fees = {
+        (spec.instrument.maker_fee_rate, spec.instrument.taker_fee_rate)
+        for spec in table.specs.values()
+    }
     assert fees == {(-0.0001, 0.0005)}
 
 
