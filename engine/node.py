@@ -51,6 +51,7 @@ from engine.kev.hub import KevHub, KevHubConfig
 from engine.laya.classifier import LayaClassifier, LayaClassifierConfig
 from engine.laya.decide import QuoteGate
 from engine.laya.features import FEATURE_COUNT
+from engine.market.instruments import Instrument
 from engine.pipeline import (
     EventLog,
     MarketPipeline,
@@ -120,6 +121,9 @@ class EngineConfig:
     quote_gate: QuoteGate = QuoteGate.LAYA
     """What pulls quotes (MarketPipelineConfig.gate); `imbalance_gate` its threshold."""
     imbalance_gate: float = 0.5
+    instruments: tuple[Instrument, ...] = ()
+    """The contracts of the market's symbols, where known (trading's are added): the console
+    prints each book at its contract's decimals."""
 
     def __post_init__(self) -> None:
         if not self.symbols:
@@ -149,6 +153,12 @@ class EngineConfig:
         trading = self.trading
         if trading is None:
             return
+        known = {instrument.symbol for instrument in self.instruments}
+        object.__setattr__(
+            self,
+            "instruments",
+            self.instruments + tuple(i for i in trading.instruments if i.symbol not in known),
+        )
         missing = [symbol for symbol in trading.symbols if symbol not in self.symbols]
         if missing:
             raise ValueError(f"trading symbols {missing} are not among the market symbols")
