@@ -305,7 +305,7 @@ class HftConsoleApp(App[None]):
         self._latency.offer(snapshot.latency, now)
         self._vram.offer(snapshot.vram, now)
         self._kev.offer(snapshot.kev_decisions, now)
-        self._orders.offer((snapshot.orders, snapshot.fills), now)
+        self._orders.offer((snapshot.orders, snapshot.fills, snapshot.status.contracts), now)
 
     def _output_rate(self) -> str:
         """What the terminal is sent a second, for the status bar ("" before any output)."""

@@ -26,6 +26,7 @@ from engine.bitget.private_events import FillUpdate, OrderUpdate
 from engine.feed.events import FeedState
 from engine.gpu import GpuSample, VramBudget
 from engine.laya.decide import VerdictStreamView
+from engine.market.instruments import Instrument
 from engine.risk.events import TradingState
 from engine.risk.limits import OverrideBounds
 from engine.risk.overrides import RiskOverrides
@@ -132,11 +133,18 @@ class KevStatusView:
 
 @dataclass(frozen=True, slots=True)
 class StatusView:
+    """`contracts`: the market's symbols' contracts where known, the quoted symbol's first
+    (the bar names its tick and fees); prices and sizes print at their decimals."""
+
     mode: TradingMode
     feeds: tuple[FeedView, ...]
     trading: TradingView
     laya: LayaView
     kev: KevStatusView
+    contracts: tuple[Instrument, ...] = ()
+
+    def contract(self, symbol: str) -> Instrument | None:
+        return next((item for item in self.contracts if item.symbol == symbol), None)
 
 
 # Market
@@ -157,8 +165,9 @@ class OwnOrder(NamedTuple):
 
 @dataclass(frozen=True, slots=True)
 class DepthView:
-    """Up to 15 levels a side, best first, with our resting orders and the instrument's
-    display precision."""
+    """Up to 15 levels a side, best first, with our resting orders, the book's contract
+    (None where unknown) and the display precision (the contract's, else the fewest decimals
+    that print the levels)."""
 
     symbol: str
     bids: tuple[DepthLevel, ...]
@@ -168,6 +177,7 @@ class DepthView:
     price_decimals: int
     size_decimals: int
     exchange_ts_ms: int
+    instrument: Instrument | None = None
 
     @property
     def spread(self) -> float:
@@ -184,6 +194,15 @@ class DepthView:
     @property
     def spread_bps(self) -> float:
         return self.spread / self.mid * 1e4
+
+    @property
+    def spread_ticks(self) -> int | None:
+        """The spread in whole ticks; None without a contract, or off its tick (a spot
+        recording's finer prices)."""
+        spread, instrument = self.spread, self.instrument
+        if instrument is None or not (math.isfinite(spread) and instrument.is_on_tick(spread)):
+            return None
+        return instrument.to_ticks(spread)
 
 
 class ImbalanceReading(NamedTuple):

@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 
 from engine.bitget.credentials import mask_api_key
 from engine.risk.limits import RiskLimits
+from engine.units import plain
 
 _RULE = "=" * 72
 
@@ -92,8 +93,8 @@ def _symbols_line(symbols: Sequence[str]) -> str:
 
 def _limits_lines(limits: RiskLimits) -> list[str]:
     lines = [
-        f"{s.symbol}: position <= {s.max_position:g}, notional <= {s.max_notional:,.0f} USDT, "
-        f"order <= {s.max_order_size:g}"
+        f"{s.symbol}: position <= {plain(s.max_position)}, notional <= "
+        f"{s.max_notional:,.0f} USDT, order <= {plain(s.max_order_size)}"
         for s in limits.symbols
     ]
     lines.append(

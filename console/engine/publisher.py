@@ -171,11 +171,14 @@ class SnapshotPublisher:
         symbols = node.config.symbols
         self._symbols = symbols
         trading = node.config.trading
-        self._decimals = (
-            {i.symbol: (i.price_decimals, i.size_decimals) for i in trading.instruments}
-            if trading is not None
-            else {}
+        self._contracts = {instrument.symbol: instrument for instrument in node.config.instruments}
+        quoted = trading.strategy.symbol if trading is not None else symbols[0]
+        self._contracts_shown = tuple(
+            self._contracts[symbol]
+            for symbol in (quoted, *(symbol for symbol in symbols if symbol != quoted))
+            if symbol in self._contracts
         )
+        """The status bar's: the quoted symbol's contract first."""
         self._mode = (
             trading.mode
             if trading is not None
@@ -325,7 +328,7 @@ class SnapshotPublisher:
         laya = self._laya
         if status.laya_warming:
             laya = dataclasses.replace(laya, warming=format_warm_up(status.laya_warming))
-        return StatusView(self._mode, tuple(feeds), trading, laya, kev)
+        return StatusView(self._mode, tuple(feeds), trading, laya, kev, self._contracts_shown)
 
     def _depth_views(
         self,
@@ -350,7 +353,7 @@ class SnapshotPublisher:
                 book_view = books[symbol].view(self.config.depth_levels)
                 if book_view is None or not (book_view.bid_prices and book_view.ask_prices):
                     continue
-                view = depth_view(book_view, orders, self._decimals.get(symbol))
+                view = depth_view(book_view, orders, self._contracts.get(symbol))
                 self._imbalance[symbol].add(imbalance_reading(book_view), book_view.exchange_ts_ms)
             self._depth[symbol] = (updates, view)
             views.append(view)
@@ -448,7 +451,7 @@ class SnapshotPublisher:
             if isinstance(event, OrderFilled):
                 self._fills.append(fill_update(event))
                 new_fills = True
-            shown = console_event(event, engine_now_ns)
+            shown = console_event(event, engine_now_ns, self._contracts)
             if shown is not None:
                 self._add_event(*shown, engine_clock)
                 added = True

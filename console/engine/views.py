@@ -48,7 +48,7 @@ from engine.instance_lock import LockTakenOver
 from engine.kev.hub import KevDecision, KevHub, KevStatus, KevWarmUpEnded
 from engine.kev.hub import KevOutcome as HubOutcome
 from engine.latency import LatencyHistogram
-from engine.market.instruments import price_text
+from engine.market.instruments import Instrument, price_text
 from engine.pipeline import LayaFault, LayaReady, LayaStillWarmingUp, LayaWarmingUp
 from engine.risk.events import (
     CommandRejected,
@@ -135,7 +135,7 @@ def imbalance_reading(book: BookView) -> ImbalanceReading:
 
 
 def decimals_of(values: Sequence[float], limit: int = 8) -> int:
-    """The fewest decimals that print every value exactly (for symbols without a spec)."""
+    """The fewest decimals that print every value exactly (for books without a contract)."""
     decimals = 0
     for value in values:
         while decimals < limit and abs(value - round(value, decimals)) > 1e-9 * max(1, value):
@@ -144,12 +144,13 @@ def decimals_of(values: Sequence[float], limit: int = 8) -> int:
 
 
 def depth_view(
-    book: BookView, own_orders: tuple[OwnOrder, ...], decimals: tuple[int, int] | None
+    book: BookView, own_orders: tuple[OwnOrder, ...], instrument: Instrument | None
 ) -> DepthView:
-    price_decimals, size_decimals = decimals or (
-        decimals_of(book.bid_prices + book.ask_prices),
-        decimals_of(book.bid_sizes + book.ask_sizes),
-    )
+    if instrument is not None:
+        price_decimals, size_decimals = instrument.price_decimals, instrument.size_decimals
+    else:
+        price_decimals = decimals_of(book.bid_prices + book.ask_prices)
+        size_decimals = decimals_of(book.bid_sizes + book.ask_sizes)
     return DepthView(
         symbol=book.symbol,
         bids=tuple(map(DepthLevel, book.bid_prices, book.bid_sizes)),
@@ -159,6 +160,7 @@ def depth_view(
         price_decimals=price_decimals,
         size_decimals=size_decimals,
         exchange_ts_ms=book.exchange_ts_ms,
+        instrument=instrument,
     )
 
 
@@ -368,12 +370,15 @@ def histogram_bins(histogram: LatencyHistogram, bins: int) -> tuple[HistogramBin
     )
 
 
-def console_event(event: object, now_ns: int) -> tuple[EventKind, Severity, str, int] | None:
+def console_event(
+    event: object, now_ns: int, contracts: Mapping[str, Instrument]
+) -> tuple[EventKind, Severity, str, int] | None:
     """An engine event as the event pane shows it (kind, severity, text, epoch ns), or None
-    for routine order traffic. `now_ns` stamps the events that carry no time."""
+    for routine order traffic. `now_ns` stamps the events that carry no time; `contracts`
+    (by symbol) write prices at their decimals."""
     if isinstance(event, _QUIET_EVENTS):
         return None
-    return _describe(event, now_ns)
+    return _describe(event, now_ns, contracts)
 
 
 _STATE_SEVERITY = {
@@ -407,13 +412,16 @@ def _request_text(request: RiskRequest) -> str:
     return f"close positions ({request.symbol or 'all'})"
 
 
-def _describe(event: object, now_ns: int) -> tuple[EventKind, Severity, str, int]:
+def _describe(
+    event: object, now_ns: int, contracts: Mapping[str, Instrument]
+) -> tuple[EventKind, Severity, str, int]:
     info, warning, error = Severity.INFO, Severity.WARNING, Severity.ERROR
     if isinstance(event, OrderFilled):
         liquidity = "maker" if event.maker else "taker"
+        price = price_text(contracts.get(event.symbol), event.price, grouped=True)
         text = (
             f"{event.symbol} {event.side.value} {coin(event.symbol, event.size)} @ "
-            f"{price_text(event.symbol, event.price, grouped=True)} {liquidity}, "
+            f"{price} {liquidity}, "
             f"fee {fee_usdt(event.fee)} ({event.client_oid})"
         )
         return EventKind.FILL, info, text, event.at_ns
@@ -525,4 +533,5 @@ def depth_view_with_orders(view: DepthView, own_orders: tuple[OwnOrder, ...]) ->
         view.price_decimals,
         view.size_decimals,
         view.exchange_ts_ms,
+        view.instrument,
     )

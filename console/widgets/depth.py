@@ -10,11 +10,16 @@ from console.view import DepthLevel, DepthView
 from console.widgets import format as fmt
 from console.widgets.lines import LinePane
 from engine.bitget.orders import OrderSide
+from engine.market.instruments import Instrument
 
 MAX_LEVELS = 15
 _NARROW = 40
 """Below this many cells the columns shrink so the size bars keep some room."""
 _BAR_BLOCKS = " ▏▎▍▌▋▊▉█"
+PER_TICK_BPS = 1.0
+"""From a tick this coarse (bps of the mid), the ladder has a row for every tick, the empty
+ones too: on such a book each tick is a price people queue at and a gap is news. Finer books
+(BTC's 0.1 is 0.02 bps) list their levels as they come; a row per tick would be mostly empty."""
 
 
 def _bar(fraction: float, width: int) -> str:
@@ -26,8 +31,10 @@ def _bar(fraction: float, width: int) -> str:
 
 
 class DepthPane(LinePane[DepthView]):
-    """As many levels a side as the pane's height allows, up to 15; our resting orders are
-    marked with their size at their price, and any beyond the ladder are counted."""
+    """As many rows a side as the pane's height allows, up to 15: a row per level, or on a
+    coarse-tick book (`PER_TICK_BPS`) a row per tick out to the deepest level known, the
+    empty ticks blank. Our resting orders are marked with their size at their price, and any
+    beyond the ladder are counted."""
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {
         "depth--header",
@@ -44,7 +51,9 @@ class DepthPane(LinePane[DepthView]):
 
     def rows(self, view: DepthView, width: int, height: int) -> list[Text]:
         levels = max(1, min(MAX_LEVELS, (height - 2) // 2))
-        bids, asks = view.bids[:levels], view.asks[:levels]
+        grid = _tick_grid(view)
+        bids = _ticks(view.bids, levels, -1, grid) if grid else view.bids[:levels]
+        asks = _ticks(view.asks, levels, 1, grid) if grid else view.asks[:levels]
         largest = max((level.size for level in (*bids, *asks)), default=0.0) or 1.0
         columns = (7, 10, 8) if width < _NARROW else (9, 11, 9)
         bar_width = max(0, width - sum(columns) - 1)
@@ -101,7 +110,8 @@ class DepthPane(LinePane[DepthView]):
             f"{fmt.price(level.price, view.price_decimals):>{price_width}}",
             self.style("depth--bid" if is_bid else "depth--ask"),
         )
-        row.append(f"{fmt.size(level.size, view.size_decimals):>{size_width}} ")
+        size = fmt.size(level.size, view.size_decimals) if level.size else ""  # an empty tick
+        row.append(f"{size:>{size_width}} ")
         row.append(
             _bar(level.size / largest, bar_width),
             self.style("depth--bid-bar" if is_bid else "depth--ask-bar"),
@@ -114,7 +124,45 @@ class DepthPane(LinePane[DepthView]):
             return Text("one-sided book", self.style("depth--spread"))
         spread = fmt.price(view.spread, decimals)
         micro = fmt.price(view.microprice, decimals + 1)
-        text = f"spread {spread} = {view.spread_bps:.2f} bps · micro {micro}"
-        if len(text) > width:
-            text = f"{spread} {view.spread_bps:.2f}bps μ {micro}"
+        bps = f"{view.spread_bps:.2f}"
+        ticks = view.spread_ticks
+        if ticks is None:
+            forms = [f"spread {spread} = {bps} bps · micro {micro}", f"{spread} {bps}bps μ {micro}"]
+        else:
+            in_ticks = f"{ticks} tick{'' if ticks == 1 else 's'}"
+            forms = [
+                f"spread {spread} = {in_ticks} = {bps} bps · micro {micro}",
+                f"spread {spread} = {in_ticks} = {bps} bps · μ {micro}",
+                f"spread {in_ticks} = {bps} bps · μ {micro}",
+                f"{spread} {ticks}t {bps}bps μ {micro}",
+            ]
+        text = next((form for form in forms if len(form) <= width), forms[-1])
         return Text(text, self.style("depth--spread"))
+
+
+def _tick_grid(view: DepthView) -> Instrument | None:
+    """The book's contract where the ladder goes tick by tick: a coarse tick, and every level
+    on it (a spot recording's finer prices are listed as they come)."""
+    instrument, mid = view.instrument, view.mid
+    if instrument is None or not (mid > 0 and instrument.tick_size / mid * 1e4 >= PER_TICK_BPS):
+        return None
+    if all(instrument.is_on_tick(level.price) for level in (*view.bids, *view.asks)):
+        return instrument
+    return None
+
+
+def _ticks(
+    levels: tuple[DepthLevel, ...], rows: int, direction: int, instrument: Instrument
+) -> tuple[DepthLevel, ...]:
+    """`rows` ticks from the best level outwards (`direction`: -1 bids, 1 asks), each with the
+    size resting there (0.0: none), out to the deepest level the book holds (past it nothing is
+    known, not even that it is empty)."""
+    if not levels:
+        return ()
+    best = instrument.to_ticks(levels[0].price)
+    sizes = {instrument.to_ticks(level.price): level.size for level in levels}
+    span = abs(instrument.to_ticks(levels[-1].price) - best) + 1
+    return tuple(
+        DepthLevel(instrument.price_of(tick), sizes.get(tick, 0.0))
+        for tick in range(best, best + direction * min(rows, span), direction)
+    )

@@ -10,15 +10,16 @@ from console.widgets import format as fmt
 from console.widgets.lines import LinePane
 from engine.bitget.orders import OrderSide
 from engine.bitget.private_events import FillUpdate, OrderUpdate
-from engine.market.instruments import price_text
+from engine.market.instruments import Instrument, price_text, size_text
 from engine.units import coin, fee_usdt
 
 _WIDE = 60
 """From this many cells, rows name the symbol (narrower, the size's coin says it) and fills
 show the fee and times the milliseconds."""
 
-OrdersView = tuple[tuple[OrderUpdate, ...], tuple[FillUpdate, ...]]
-"""The snapshot's open orders and recent fills."""
+OrdersView = tuple[tuple[OrderUpdate, ...], tuple[FillUpdate, ...], tuple[Instrument, ...]]
+"""The snapshot's open orders and recent fills, and the contracts their prices are written in
+(`StatusView.contracts`)."""
 
 
 class OrdersPane(LinePane[OrdersView]):
@@ -32,21 +33,24 @@ class OrdersPane(LinePane[OrdersView]):
         return shown[1] != view[1]
 
     def rows(self, view: OrdersView, width: int, height: int) -> list[Text]:
-        orders, fills = view
+        orders, fills, contracts = view
+        contract = {instrument.symbol: instrument for instrument in contracts}.get
         wide = width >= _WIDE
         lines = [Text(f"open orders {len(orders)}", self.style("orders--label"))]
         room = max(1, (height - 2) // 2) if fills else height - 1
         for order in sorted(orders, key=lambda item: item.updated_ms, reverse=True)[:room]:
             row = Text(f"{order.symbol:<8} " if wide else "")
             row.append(f"{order.side.value:<4} ", self._side(order.side))
+            instrument = contract(order.symbol)
             limit = (
                 "market"
                 if order.price is None
-                else price_text(order.symbol, order.price, grouped=True)
+                else price_text(instrument, order.price, grouped=True)
             )
             row.append(f"{coin(order.symbol, order.size)} @ {limit} ")
             if order.filled_size:
-                status = f"filled {order.filled_size:g}" if wide else f"+{order.filled_size:g}"
+                filled = size_text(instrument, order.filled_size)
+                status = f"filled {filled}" if wide else f"+{filled}"
             else:
                 status = order.status.value
             if order.reduce_only:
@@ -58,7 +62,7 @@ class OrdersPane(LinePane[OrdersView]):
             stamp = fmt.clock_ms(fill.filled_ms)
             row = Text(f"{stamp} {fill.symbol:<8} " if wide else f"{stamp[:8]} ")
             row.append(f"{fill.side.value:<4} ", self._side(fill.side))
-            price = price_text(fill.symbol, fill.price, grouped=True)
+            price = price_text(contract(fill.symbol), fill.price, grouped=True)
             row.append(f"{coin(fill.symbol, fill.size)} @ {price} ")
             if wide:
                 row.append("maker" if fill.maker else "taker", self.style("orders--label"))

@@ -12,6 +12,7 @@ from console.view import FeedView, KevState, StatusView
 from console.widgets import format as fmt
 from console.widgets.lines import LinePane, fit
 from engine.feed.events import FeedState
+from engine.market.instruments import Instrument, price_text
 from engine.risk.events import TradingState
 from engine.trading.config import TradingMode
 from engine.units import QUOTE_COIN, amount, coin
@@ -165,6 +166,8 @@ class StatusPane(LinePane[StatusView]):
         parts = [
             (0 if index == 0 else 1, self._feed(feed)) for index, feed in enumerate(view.feeds)
         ]
+        if view.contracts:  # after the feeds; dropped before Laya's and Kev's state
+            parts.append((3, self._contract(view.contracts[0])))
         laya = self._label("Laya ")
         runs_on = view.laya.runs_on
         laya.append(runs_on, self.style("status--good" if runs_on == "CUDA" else "status--label"))
@@ -191,6 +194,22 @@ class StatusPane(LinePane[StatusView]):
         text.append(f" {feed.frames_per_s:,.1f}/s {fmt.age_ms(feed.last_frame_age_ms)}")
         return text
 
+    def _contract(self, contract: Instrument) -> Text:
+        """The quoted contract's tick and the fee rates it lists, in bps of the notional."""
+        text = Text(f"{contract.symbol} ")
+        text.append_text(self._label("tick "))
+        text.append(price_text(contract, contract.tick_size))
+        maker, taker = contract.maker_fee_rate, contract.taker_fee_rate
+        if maker is None or taker is None:
+            text.append_text(self._label(" · fee n/a"))
+            return text
+        text.append_text(self._label(" · maker "))
+        text.append(f"{maker * 10_000:g}")
+        text.append_text(self._label(" taker "))
+        text.append(f"{taker * 10_000:g}")
+        text.append_text(self._label(" bps"))
+        return text
+
     def _position_parts(self, view: StatusView, width: int) -> list[tuple[int, Text]]:
         """Each position by its size in its coin (which names the symbol), entry price and
         unrealized PnL; the entry prices go first when they do not all fit."""
@@ -205,7 +224,9 @@ class StatusPane(LinePane[StatusView]):
             for position in positions:
                 text = Text(coin(position.symbol, position.size, signed=True))
                 if with_entry:
-                    text.append(f" @ {position.entry_price:,.2f}")
+                    text.append(
+                        f" @ {_entry_text(view.contract(position.symbol), position.entry_price)}"
+                    )
                 text.append_text(self._money(" ", position.unrealized_pnl, unit=True))
                 parts.append((0, text))
             parts.append(count)
@@ -213,6 +234,14 @@ class StatusPane(LinePane[StatusView]):
             if shown <= width:
                 break
         return parts
+
+
+def _entry_text(contract: Instrument | None, price: float) -> str:
+    """An entry price at its contract's decimals; off the tick (an average over fills at
+    several prices) one decimal finer, where `price_text` would write every digit."""
+    if contract is None or contract.is_on_tick(price):
+        return price_text(contract, price, grouped=True)
+    return fmt.price(price, contract.price_decimals + 1)
 
 
 def _at_once(view: StatusView) -> tuple[object, ...]:

@@ -128,21 +128,19 @@ def instrument_for(symbol: str) -> Instrument | None:
     return Instrument(symbol, spec.tick_size, spec.size_step, spec.min_notional)
 
 
-def price_text(symbol: str, price: float, *, grouped: bool = False) -> str:
+def price_text(instrument: Instrument | None, price: float, *, grouped: bool = False) -> str:
     """A price written out, for a person or a program: at its contract's decimals
-    ("61852.2", "3000.50"; `grouped`: "61,852.2"); off its tick, or for a symbol without a
-    contract spec, to 10 decimals without the trailing zeros (float noise gone either way)."""
-    spec = instrument_for(symbol)
-    on_grid = spec is not None and spec.is_on_tick(price)
-    return _grid_text(price, spec.price_decimals if on_grid else None, grouped)
+    ("61852.2", "3000.50"; `grouped`: "61,852.2"); off its tick, or without a contract
+    (None), to 10 decimals without the trailing zeros (float noise gone either way)."""
+    on_grid = instrument is not None and instrument.is_on_tick(price)
+    return _grid_text(price, instrument.price_decimals if on_grid else None, grouped)
 
 
-def size_text(symbol: str, size: float, *, signed: bool = False) -> str:
+def size_text(instrument: Instrument | None, size: float, *, signed: bool = False) -> str:
     """A size written out: at its contract's decimals ("0.003" BTC, "1.50" ETH; `signed`:
-    "+0.003"), as `price_text` off its step."""
-    spec = instrument_for(symbol)
-    on_grid = spec is not None and spec.is_on_step(size)
-    return _grid_text(size, spec.size_decimals if on_grid else None, False, signed)
+    "+0.003"), as `price_text` off its step or without a contract."""
+    on_grid = instrument is not None and instrument.is_on_step(size)
+    return _grid_text(size, instrument.size_decimals if on_grid else None, False, signed)
 
 
 def _grid_text(value: float, places: int | None, grouped: bool, signed: bool = False) -> str:

@@ -49,6 +49,7 @@ from engine.feed.events import FeedState
 from engine.gpu import GIB, GpuSample, ProcessMemory, VramBudget
 from engine.laya.decide import QuoteIntent, VerdictRecord, VerdictStreamView
 from engine.laya.verdict import Verdict
+from engine.market.instruments import BTCUSDT, ETHUSDT, Instrument
 from engine.risk.events import TradingState
 from engine.risk.limits import OverrideBounds
 from engine.risk.overrides import RiskOverrides
@@ -93,6 +94,12 @@ def _ladder(
     )
 
 
+BTC = replace(BTCUSDT, maker_fee_rate=0.0002, taker_fee_rate=0.0006)
+"""BTCUSDT with the fees Bitget lists for its base tier."""
+NEXO = Instrument("NEXOUSDT", tick_size=0.001, size_step=0.1)
+"""A large-tick contract (a tick is 8 bps at 1.21) whose fees are not known."""
+
+
 def depth_view(symbol: str = "BTCUSDT") -> DepthView:
     if symbol == "BTCUSDT":
         return DepthView(
@@ -108,6 +115,7 @@ def depth_view(symbol: str = "BTCUSDT") -> DepthView:
             price_decimals=1,
             size_decimals=3,
             exchange_ts_ms=AT_MS - 12,
+            instrument=BTC,
         )
     return DepthView(
         symbol=symbol,
@@ -124,6 +132,33 @@ def depth_view(symbol: str = "BTCUSDT") -> DepthView:
         price_decimals=2,
         size_decimals=2,
         exchange_ts_ms=AT_MS - 15,
+        instrument=ETHUSDT,
+    )
+
+
+def nexo_depth_view() -> DepthView:
+    """A thin large-tick book: bids at 1.210, 1.209, 1.207 and 1.204, asks at 1.212, 1.213 and
+    1.216; ours at the best bid, at the empty 1.208 and at the empty 1.215 (a paper venue's
+    orders are not in the book)."""
+    return DepthView(
+        symbol="NEXOUSDT",
+        bids=(
+            DepthLevel(1.21, 1_520.4),
+            DepthLevel(1.209, 310.0),
+            DepthLevel(1.207, 2_800.7),
+            DepthLevel(1.204, 95.1),
+        ),
+        asks=(DepthLevel(1.212, 640.2), DepthLevel(1.213, 1_100.0), DepthLevel(1.216, 4_000.3)),
+        microprice=1.21084,
+        own_orders=(
+            OwnOrder(OrderSide.BUY, 1.21, 40.0),
+            OwnOrder(OrderSide.BUY, 1.208, 40.0),
+            OwnOrder(OrderSide.SELL, 1.215, 40.0),
+        ),
+        price_decimals=NEXO.price_decimals,
+        size_decimals=NEXO.size_decimals,
+        exchange_ts_ms=AT_MS - 20,
+        instrument=NEXO,
     )
 
 
@@ -360,6 +395,7 @@ def status_view(
         trading=trading_view(state, exposed),
         laya=LayaView("CUDA", "laya-default 2024-08-08 (laya-fs-1)"),
         kev=KevStatusView(KevState.ONLINE, "qwen2.5-7b-instruct-q4_k_m", 2_410.0),
+        contracts=(BTC, ETHUSDT),
     )
 
 

@@ -17,6 +17,7 @@ from console_scenarios import (
     imbalance_view,
     kev_decisions,
     latency_view,
+    nexo_depth_view,
     status_view,
     verdicts_view,
     vram_view,
@@ -62,6 +63,7 @@ def opening(keys: tuple[str, ...]):
 PANES = {
     "status": (lambda: StatusPane("status", classes="pane"), status_view, (160, 5)),
     "depth": (lambda: DepthPane("depth", classes="pane"), depth_view, (46, 34)),
+    "depth_large_tick": (lambda: DepthPane("depth", classes="pane"), nexo_depth_view, (46, 34)),
     "imbalance": (
         lambda: ImbalancePane("imbalance", classes="pane"),
         imbalance_view,
@@ -78,7 +80,7 @@ PANES = {
     "kev": (lambda: KevPane("Kev decisions", classes="pane"), kev_decisions, (57, 15)),
     "orders": (
         lambda: OrdersPane("orders and fills", classes="pane"),
-        lambda: (fixed_snapshot().orders, fixed_snapshot().fills),
+        lambda: (fixed_snapshot().orders, fixed_snapshot().fills, status_view().contracts),
         (46, 8),
     ),
     "events": (lambda: EventsPane("events", 100, classes="pane"), fixed_events, (114, 10)),

@@ -12,6 +12,7 @@ from console_scenarios import BOUNDS, OVERRIDES, depth_view, trading_view
 from console.engine.views import console_event
 from console.view import DepthView
 from engine.bitget.orders import OrderSide, OrderType
+from engine.market.instruments import BTCUSDT, ETHUSDT
 from engine.risk.events import DailyPnlReset, OrderDenied, PositionReconciled, RiskLimitChanged
 from engine.risk.intents import DenialReason, OrderIntent, Source
 from engine.risk.overrides import RiskOverrides
@@ -140,4 +141,4 @@ def test_exposure_says_what_is_open_with_sizes_in_the_coin():
     ids=["fill", "rebate", "denial", "position", "max-position", "net-delta", "daily-reset"],
 )
 def test_event_lines_give_sizes_in_the_coin_and_money_in_usdt_signed_by_its_pnl_effect(event, text):
-    assert console_event(event, 0)[2] == text
+    assert console_event(event, 0, {"BTCUSDT": BTCUSDT, "ETHUSDT": ETHUSDT})[2] == text

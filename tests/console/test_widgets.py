@@ -9,11 +9,13 @@ from typing import ClassVar
 
 import pytest
 from console_scenarios import (
+    NEXO,
     PaneHost,
     depth_view,
     fixed_snapshot,
     kev_decisions,
     latency_view,
+    nexo_depth_view,
     status_view,
     vram_view,
 )
@@ -24,7 +26,7 @@ from textual.geometry import Region
 from textual.widget import Widget
 from textual.widgets._footer import FooterKey
 
-from console.view import DepthLevel, HistogramBin, StageLatency
+from console.view import DepthLevel, HistogramBin, PositionLine, StageLatency
 from console.widgets.depth import DepthPane
 from console.widgets.footer import KeysFooter
 from console.widgets.kev import KevPane
@@ -102,7 +104,68 @@ async def test_the_ladder_marks_our_orders_and_counts_those_beyond_it():
     marked = [line for line in lines if "◆" in line]
     assert len(marked) == 2
     assert "60,000.4" in marked[0] and "59,999.8" in marked[1]
-    assert lines[16].startswith("spread 0.1 = 0.02 bps · micro 60,000.06")
+    assert lines[16] == "spread 1 tick = 0.02 bps · μ 60,000.06"
+
+
+async def test_a_large_tick_book_reads_as_a_ladder_a_row_per_tick_ours_marked():
+    """NEXOUSDT's 0.001 is 8 bps: every tick out to the deepest level has its row, the empty
+    ones blank (ours marked there too), prices and sizes at the contract's decimals."""
+    pane = DepthPane("depth", classes="pane")
+    async with PaneHost(pane).run_test(size=(46, 34)) as pilot:
+        pane.view = nexo_depth_view()
+        await pilot.pause()
+        lines = rows(pane)
+    columns = [line[:30].rstrip() for line in lines[11:24]]  # mine, price, size: no bars
+    assert columns == [
+        "               1.216   4000.3",
+        "◆   40.0       1.215",
+        "               1.214",
+        "               1.213   1100.0",
+        "               1.212    640.2",
+        "spread 2 ticks = 16.52 bps · μ",
+        "◆   40.0       1.210   1520.4",
+        "               1.209    310.0",
+        "◆   40.0       1.208",
+        "               1.207   2800.7",
+        "               1.206",
+        "               1.205",
+        "               1.204     95.1",
+    ]
+    assert lines[1:11] == [""] * 10 and lines[24:] == [""] * 8  # nothing known past the book
+    assert "beyond" not in lines[0]
+
+
+async def test_a_short_large_tick_ladder_keeps_the_ticks_nearest_the_spread():
+    pane = DepthPane("depth", classes="pane")
+    async with PaneHost(pane).run_test(size=(38, 12)) as pilot:
+        pane.view = nexo_depth_view()
+        await pilot.pause()
+        lines = rows(pane)
+    assert [line[:19].split()[-1] for line in lines[1:5]] == ["1.215", "1.214", "1.213", "1.212"]
+    assert lines[5] == "0.002 2t 16.52bps μ 1.2108"
+    assert [line[:19].split()[-1] for line in lines[6:10]] == ["1.210", "1.209", "1.208", "1.207"]
+
+
+@pytest.mark.parametrize(
+    "thinned",
+    [
+        replace(depth_view(), bids=depth_view().bids[::2]),  # BTC: a tick is 0.02 bps
+        replace(  # a coarse tick, but prices off it (a spot recording's finer grid)
+            nexo_depth_view(), bids=(DepthLevel(1.2105, 10.0), *nexo_depth_view().bids[1:])
+        ),
+    ],
+    ids=["fine-tick", "off-the-tick"],
+)
+async def test_a_fine_tick_book_or_one_off_its_tick_lists_its_levels_as_they_come(thinned):
+    pane = DepthPane("depth", classes="pane")
+    async with PaneHost(pane).run_test(size=(46, 34)) as pilot:
+        pane.view = thinned
+        await pilot.pause()
+        lines = rows(pane)
+    spread_row = next(index for index, line in enumerate(lines) if "bps" in line)
+    shown = [line for line in lines[spread_row + 1 :] if line]
+    assert len(shown) == len(thinned.bids)  # no empty rows between the levels
+    assert all(line[20:30].strip() for line in shown)  # each with its size
 
 
 async def test_the_ladder_shows_as_many_levels_as_fit():
@@ -142,8 +205,50 @@ async def test_status_gives_money_in_usdt_sizes_in_the_coin_and_fees_paid_as_neg
     money = "day +14.07 USDT │ real +18.42  unreal +0.36  fees -4.71 USDT │ net Δ +240 / 2,500 USDT"
     assert money in lines[0]
     assert lines[2] == (
-        "+0.014 BTC @ 59,990.20 +0.14 USDT │ -0.2 ETH @ 3,001.10 +0.22 USDT │ 4 open orders"
+        "+0.014 BTC @ 59,990.2 +0.14 USDT │ -0.2 ETH @ 3,001.10 +0.22 USDT │ 4 open orders"
     )
+
+
+async def test_status_names_the_quoted_contracts_tick_and_fees():
+    pane = StatusPane("status", classes="pane")
+    view = status_view()
+    async with PaneHost(pane).run_test(size=(160, 5)) as pilot:
+        pane.view = view
+        await pilot.pause()
+        btc = rows(pane)
+        pane.view = replace(view, contracts=(NEXO, *view.contracts))
+        await pilot.pause()
+        nexo = rows(pane)
+    assert "5.40 s │ BTCUSDT tick 0.1 · maker 2 taker 6 bps │ Laya CUDA" in btc[1]
+    assert "5.40 s │ NEXOUSDT tick 0.001 · fee n/a │ Laya CUDA" in nexo[1]  # none listed
+
+
+async def test_status_writes_an_entry_price_at_its_contracts_decimals():
+    """On the tick at the contract's decimals; an average off it one decimal finer."""
+    pane = StatusPane("status", classes="pane")
+    view = status_view()
+    positions = (
+        PositionLine("NEXOUSDT", 80.0, 1.21, 1.211, 0.08),
+        PositionLine("BTCUSDT", 0.014, 59_990.25, 60_000.05, 0.14),
+        PositionLine("ETHUSDT", -0.2, 3_001.1, 3_000.01, 0.22),
+    )
+    trading = replace(view.trading, positions=positions)
+    async with PaneHost(pane).run_test(size=(160, 5)) as pilot:
+        pane.view = replace(view, trading=trading, contracts=(NEXO, *view.contracts))
+        await pilot.pause()
+        lines = rows(pane)
+        pane.view = replace(
+            view,
+            trading=replace(trading, positions=(positions[0]._replace(entry_price=1.21033),)),
+            contracts=(NEXO,),
+        )
+        await pilot.pause()
+        averaged = rows(pane)
+    assert lines[2] == (
+        "+80 NEXO @ 1.210 +0.08 USDT │ +0.014 BTC @ 59,990.25 +0.14 USDT │ "
+        "-0.2 ETH @ 3,001.10 +0.22 USDT │ 4 open orders"
+    )
+    assert averaged[2] == "+80 NEXO @ 1.2103 +0.08 USDT │ 4 open orders"
 
 
 async def test_status_says_laya_is_still_warming_up():
@@ -175,7 +280,7 @@ async def test_orders_and_fills_give_sizes_in_the_coin_and_the_fee_by_its_pnl_ef
     pane = OrdersPane("orders and fills", classes="pane")
     snapshot = fixed_snapshot()
     async with PaneHost(pane).run_test(size=(width, 12)) as pilot:
-        pane.view = (snapshot.orders, snapshot.fills)
+        pane.view = (snapshot.orders, snapshot.fills, snapshot.status.contracts)
         await pilot.pause()
         lines = rows(pane)
     assert lines[1] == order  # the newest order first
@@ -189,11 +294,28 @@ async def test_orders_and_fills_write_prices_on_the_contracts_grid():
     order = snapshot.orders[0]._replace(symbol="ETHUSDT", price=3_000.5)
     fill = snapshot.fills[-1]._replace(price=61_852.200000000004)
     async with PaneHost(pane).run_test(size=(46, 12)) as pilot:
-        pane.view = ((order,), (*snapshot.fills[:-1], fill))
+        pane.view = ((order,), (*snapshot.fills[:-1], fill), snapshot.status.contracts)
         await pilot.pause()
         lines = rows(pane)
     assert lines[1].endswith("ETH @ 3,000.50 live")
     assert lines[lines.index("fills 3") + 1].endswith("BTC @ 61,852.2 M")
+
+
+async def test_orders_and_fills_write_any_contracts_prices_and_sizes_at_its_decimals():
+    """A large-tick contract's prices at its 3 decimals, a large fill size without an
+    exponent (`:g` wrote 1.25e+06)."""
+    pane = OrdersPane("orders and fills", classes="pane")
+    snapshot = fixed_snapshot()
+    order = snapshot.orders[1]._replace(
+        symbol="NEXOUSDT", price=1.21, size=2_000_000.0, filled_size=1_250_000.0
+    )
+    fill = snapshot.fills[-1]._replace(symbol="NEXOUSDT", price=1.212, size=40.0)
+    async with PaneHost(pane).run_test(size=(80, 12)) as pilot:
+        pane.view = ((order,), (fill,), (NEXO,))
+        await pilot.pause()
+        lines = rows(pane)
+    assert lines[1] == "NEXOUSDT sell 2000000 NEXO @ 1.210 filled 1250000.0"
+    assert lines[3].startswith("09:59:59.423 NEXOUSDT sell 40 NEXO @ 1.212 maker")
 
 
 async def test_latency_marks_a_p99_over_budget_with_a_bang():

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from engine.laya.decide import QuoteGate
-from engine.market.instruments import size_text
+from engine.market.instruments import instrument_for, size_text
 from engine.tools.backtest.metrics import HORIZONS_MS, MarkoutStats, SessionMetrics
 
 
@@ -139,6 +139,7 @@ def session_parts(metrics: SessionMetrics) -> list[Part]:
         ]
     ]
     for result in metrics.symbols:
+        instrument = instrument_for(result.symbol)
         rows.append(
             [
                 result.symbol,
@@ -148,8 +149,8 @@ def session_parts(metrics: SessionMetrics) -> list[Part]:
                 _signed(result.net),
                 f"{result.volume:,.0f}",
                 f"{result.fills:,} ({result.maker_fills}/{result.taker_fills})",
-                f"{size_text(result.symbol, result.end_position, signed=True)} / "
-                f"{size_text(result.symbol, result.max_abs_position)} {result.base_coin}",
+                f"{size_text(instrument, result.end_position, signed=True)} / "
+                f"{size_text(instrument, result.max_abs_position)} {result.base_coin}",
             ]
         )
     rows.append(

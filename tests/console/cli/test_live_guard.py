@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+from dataclasses import replace
 
 import pytest
 
@@ -78,6 +79,16 @@ def test_the_screen_says_live_real_money_the_masked_key_symbols_and_limits() -> 
     assert "ETHUSDT: position <= 8, notional <= 30,000 USDT, order <= 1" in screen
     assert "reduce-only at 750, halt at 1,500 USDT" in screen
     assert "Nothing has been sent yet" in screen
+
+
+def test_the_screen_writes_a_large_lot_contracts_limits_in_full() -> None:
+    """A coin counted in millions (`:g` wrote 2.5e+06, 1.23457e+06: digits lost)."""
+    operator = Operator("no")
+    pepe = SymbolLimits(
+        "PEPEUSDT", max_position=2_500_000.0, max_notional=30, max_order_size=1_234_567.0
+    )
+    ask(operator, symbols=("PEPEUSDT",), limits=replace(LIMITS, symbols=(pepe,)))
+    assert "PEPEUSDT: position <= 2500000, notional <= 30 USDT, order <= 1234567" in operator.screen
 
 
 @pytest.mark.parametrize(

@@ -98,6 +98,11 @@ async def test_the_snapshot_shows_the_running_engine(sim, running, laya_model):
     assert len(btc.bids) == len(btc.asks) == 15
     assert btc.bids[0].price < btc.asks[0].price
     assert (btc.price_decimals, btc.size_decimals) == (1, 3)  # the instrument's tick and lot
+    # The books carry the engine's contracts; the status bar's, the quoted one's first.
+    contracts = {instrument.symbol: instrument for instrument in handle.engine_config.instruments}
+    assert (btc.instrument, eth.instrument) == (contracts["BTCUSDT"], contracts["ETHUSDT"])
+    assert btc.spread_ticks is not None and btc.spread_ticks >= 1
+    assert [contract.symbol for contract in status.contracts] == ["BTCUSDT", "ETHUSDT"]
     quotes = [order for order in snapshot.orders if order.symbol == "BTCUSDT"]
     assert {(own.side, own.price) for own in btc.own_orders} == {
         (order.side, order.price) for order in quotes

@@ -12,6 +12,7 @@ from engine.kev.client import KevTimings
 from engine.kev.command import KevCommand
 from engine.kev.hub import KevDecision, KevStatus, KevWarmUpEnded
 from engine.kev.hub import KevOutcome as HubOutcome
+from engine.market.instruments import BTCUSDT, Instrument
 from engine.risk.commands import KevAction
 from engine.trading.events import OrderFilled
 
@@ -89,10 +90,10 @@ def test_kev_warm_up_shows_in_the_status_and_the_events():
     warming = kev_status_view(KevStatus("warming", detail, "tiny.gguf", None, 1, 0, 1, 0, 0, 0, {}))
     assert (warming.state, warming.detail) == (KevState.OFFLINE, detail)  # no decision yet
     text = "prompt cache warmed in 19.2 s (560 prompt tokens evaluated, 0 cached)"
-    warmed = console_event(KevWarmUpEnded(True, 19_200.0, text, 7), 0)
+    warmed = console_event(KevWarmUpEnded(True, 19_200.0, text, 7), 0, {})
     assert warmed == (EventKind.KEV, Severity.INFO, f"Kev: {text}", 7)
     failed = "warm-up failed after 90.0 s: timeout: no answer within 90 s"
-    assert console_event(KevWarmUpEnded(False, 90_000.0, failed, 8), 0) == (
+    assert console_event(KevWarmUpEnded(False, 90_000.0, failed, 8), 0, {}) == (
         EventKind.KEV,
         Severity.WARNING,
         f"Kev: {failed}",
@@ -107,5 +108,14 @@ def test_a_fill_line_writes_its_price_on_the_grid_without_float_noise():
     fill = OrderFilled(
         "c1", "BTCUSDT", OrderSide.BUY, 61602.600000000006, 0.003, 0.0185, True, "t", 7
     )
-    _, _, text, _ = console_event(fill, 0)
+    _, _, text, _ = console_event(fill, 0, {"BTCUSDT": BTCUSDT})
     assert text == "BTCUSDT buy 0.003 BTC @ 61,602.6 maker, fee -0.0185 USDT (c1)"
+
+
+def test_a_fill_line_writes_its_price_at_its_own_contracts_decimals():
+    nexo = Instrument("NEXOUSDT", tick_size=0.001, size_step=0.1)
+    fill = OrderFilled("c2", "NEXOUSDT", OrderSide.SELL, 1.21, 40.0, 0.0097, True, "t", 7)
+    _, _, text, _ = console_event(fill, 0, {"NEXOUSDT": nexo})
+    assert text == "NEXOUSDT sell 40 NEXO @ 1.210 maker, fee -0.0097 USDT (c2)"
+    _, _, text, _ = console_event(fill, 0, {})  # a symbol whose contract is not known
+    assert text == "NEXOUSDT sell 40 NEXO @ 1.21 maker, fee -0.0097 USDT (c2)"
