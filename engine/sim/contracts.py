@@ -1,18 +1,24 @@
 """The simulated exchange's contract table, in Bitget's exact shape (every value text), so the
 client's parser reads it as it reads the venue's.
 
-Ticks and lots are Bitget's (BTC, ETH, XRP and DOGE as in the table ccxt keeps as a test
-fixture, ccxt/ccxt ts/src/test/static/markets/bitget.json; SOL as the venue answered on
-2025-06-27), in different regimes: one-tick books (BTC at 0.1 and ETH at 0.01: a tick is
-0.01 to 0.05 bps at their 2024-25 prices) and large-tick ones (XRP at 0.0001 and DOGE at
-0.00001: 0.3 to 2 bps, 20 to 100 times as wide). The exchange serves them with its own fee
-rates (SimExchangeConfig).
+Ticks and lots are Bitget's (BTC, ETH, XRP, DOGE and ADA as in the table ccxt keeps as a test
+fixture, ccxt/ccxt ts/src/test/static/markets/bitget.json, copied in
+tests/engine/bitget/fixtures/contracts_ccxt.json; SOL as the venue answered on 2025-06-27), in
+different regimes: one-tick books (BTC at 0.1, ETH at 0.01 and SOL at 0.001: a tick is 0.01 to
+0.07 bps at their 2024-25 prices) and large-tick ones (DOGE at 0.00001 and XRP at 0.0001: 1 to
+2 bps at the simulator's prices; ADA at 0.0001: 4 bps at its 2023 price of 0.25, as much as
+a 2 bps maker fee on each side). The exchange serves them with its own fee rates
+(SimExchangeConfig); engine/sim/market.py gives each its market regime.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from types import MappingProxyType
+
+from engine.bitget.contracts import parse_contracts
+from engine.market.instruments import Instrument
 
 
 def _perpetual(
@@ -67,5 +73,22 @@ SIM_CONTRACTS: tuple[Mapping[str, object], ...] = (
     _perpetual("SOLUSDT", price_place=3, volume_place=1, size_multiplier="0.1", max_leverage=100),
     _perpetual("XRPUSDT", price_place=4, volume_place=0, size_multiplier="1", max_leverage=125),
     _perpetual("DOGEUSDT", price_place=5, volume_place=0, size_multiplier="1", max_leverage=75),
+    _perpetual("ADAUSDT", price_place=4, volume_place=0, size_multiplier="1", max_leverage=75),
 )
 """What the simulator's `GET /api/v2/mix/market/contracts` lists by default."""
+
+
+@functools.cache
+def sim_instruments() -> Mapping[str, Instrument]:
+    """The simulator's contracts by symbol, read by the client's parser, in the table's order;
+    their fee rates are the table's (those of a default SimExchangeConfig)."""
+    specs = parse_contracts(list(SIM_CONTRACTS)).specs
+    return MappingProxyType({symbol: spec.instrument for symbol, spec in specs.items()})
+
+
+def sim_instrument(symbol: str) -> Instrument:
+    """The simulator's contract of `symbol`; a ValueError naming the ones it has."""
+    instrument = sim_instruments().get(symbol)
+    if instrument is None:
+        raise ValueError(f"the simulator has no {symbol}: it runs {', '.join(sim_instruments())}")
+    return instrument

@@ -1,5 +1,11 @@
 """A deterministic two-symbol market: latent fair prices, L2 books, trades and informed bursts.
 
+Any two contracts of the simulator's table (engine/sim/contracts.py) can be its symbols, each
+in the regime of its tick (`sim_symbol`, `sim_market`): a one-tick book (BTCUSDT, whose tick is
+far below a second's move) follows the fair price tick by tick with a spread of 1-3 ticks; a
+large-tick book (a tick of a bp or more) keeps a spread of one tick over deep queues and moves
+its touch a tick at a time, once the fair price is well past it.
+
 Model, stepped on a simulated clock of `step_ms`:
 
 - Traded symbol log fair price `x`: slow OU drift + lagged order-flow impact + Brownian noise
@@ -31,14 +37,15 @@ from __future__ import annotations
 import itertools
 import math
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
 import numpy as np
 
 from engine.bitget.orders import OrderSide
-from engine.market.instruments import BTCUSDT, ETHUSDT, Instrument
+from engine.market.instruments import Instrument
+from engine.sim.contracts import sim_instrument
 from engine.validation import require_number, require_positive
 
 _POOL_SIZE = 8192
@@ -49,6 +56,13 @@ _MAX_BURSTS_KEPT = 10_000
 
 _SPREAD_CHOICES = (1, 2, 3)
 _SPREAD_WEIGHTS = (0.75, 0.18, 0.07)
+_LARGE_TICK_SPREAD_WEIGHTS = (0.96, 0.03, 0.01)
+_LARGE_TICK_BPS = 0.5
+"""A tick this wide (at the start price) or wider makes a large-tick book."""
+_LARGE_TICK_BAND_TICKS = 0.3
+"""A large-tick book's `requote_band_ticks`: a move back across its touch takes 0.6 tick."""
+_LARGE_TICK_DRAIN_LEVELS = 2
+"""A large-tick book's `burst_drain_levels`: its touch and the tick behind it."""
 _SPREAD_SWITCH_PER_S = 0.15
 _GAP_PROBABILITY = 0.04
 """Chance that a freshly exposed level (other than the touch) starts empty."""
@@ -131,9 +145,33 @@ class SymbolConfig:
     """Log-price drift per second per unit of lagged flow."""
     imbalance_strength: float = 0.5
     """Log tilt of near-touch sizes per unit of flow."""
+    spread_weights: tuple[float, float, float] = _SPREAD_WEIGHTS
+    """How often the makers quote a spread of 1, 2 and 3 ticks."""
+    requote_band_ticks: float = 0.0
+    """How far, in ticks, the fair price must pass the quoted touch before the makers move it:
+    0 follows every tick; a large-tick book holds its touch (and its queues) until the price is
+    well past it, rather than flickering between two ticks."""
+    burst_drain_levels: int = _BURST_TILT_DEPTH
+    """Levels the makers pull from ahead of an informed burst: a large-tick book's touch queue
+    alone holds what a one-tick book spreads over many levels."""
 
     def __post_init__(self) -> None:
         owner = "SymbolConfig"
+        if len(self.spread_weights) != len(_SPREAD_CHOICES) or not all(
+            weight >= 0 for weight in self.spread_weights
+        ):
+            raise ValueError(
+                f"spread_weights must be {len(_SPREAD_CHOICES)} weights >= 0 (1, 2 and 3 "
+                f"ticks), got {self.spread_weights!r}"
+            )
+        if not math.isclose(sum(self.spread_weights), 1.0):
+            raise ValueError(f"spread_weights must sum to 1, got {self.spread_weights!r}")
+        require_number(owner, "requote_band_ticks", self.requote_band_ticks, low=0.0, high=0.9)
+        if not 1 <= self.burst_drain_levels <= self.levels:
+            raise ValueError(
+                f"burst_drain_levels must be within 1..levels ({self.levels}), "
+                f"got {self.burst_drain_levels}"
+            )
         require_positive(owner, "start_price", self.start_price)
         require_positive(owner, "touch_size", self.touch_size)
         require_positive(owner, "median_trade_size", self.median_trade_size)
@@ -156,20 +194,68 @@ class SymbolConfig:
             )
 
 
-def _default_traded() -> SymbolConfig:
+class _Regime(NamedTuple):
+    start_price: float
+    touch_size: float
+    """Base coin."""
+    median_trade_size: float
+    """Base coin."""
+    trade_rate_per_s: float
+    volatility_1s: float
+    """Log-price, per sqrt second, when the symbol is the traded one."""
+
+
+_REGIMES = {
+    # At 2023-25 prices; a large-tick book's queue at the touch is 80-150 median trades deep,
+    # a one-tick book's 25-30.
+    "BTCUSDT": _Regime(64000.0, 0.6, 0.025, 6.0, 4e-5),
+    "ETHUSDT": _Regime(3400.0, 9.0, 0.4, 4.0, 5e-5),
+    "SOLUSDT": _Regime(150.0, 120.0, 4.0, 5.0, 7e-5),
+    "XRPUSDT": _Regime(0.5, 120_000.0, 1_500.0, 5.0, 6e-5),
+    "DOGEUSDT": _Regime(0.1, 1_200_000.0, 8_000.0, 5.0, 7e-5),
+    "ADAUSDT": _Regime(0.25, 400_000.0, 3_000.0, 4.0, 6e-5),
+}
+
+
+def sim_symbol(symbol: str) -> SymbolConfig:
+    """The simulator's market of `symbol`, in the regime of its tick (see the module
+    docstring); a ValueError naming the symbols it has."""
+    instrument = sim_instrument(symbol)
+    regime = _REGIMES[symbol]
+    large_tick = instrument.tick_size / regime.start_price * 1e4 >= _LARGE_TICK_BPS
     return SymbolConfig(
-        instrument=BTCUSDT, start_price=64000.0, touch_size=0.6, median_trade_size=0.025
+        instrument=instrument,
+        start_price=regime.start_price,
+        touch_size=regime.touch_size,
+        median_trade_size=regime.median_trade_size,
+        trade_rate_per_s=regime.trade_rate_per_s,
+        spread_weights=_LARGE_TICK_SPREAD_WEIGHTS if large_tick else _SPREAD_WEIGHTS,
+        requote_band_ticks=_LARGE_TICK_BAND_TICKS if large_tick else 0.0,
+        burst_drain_levels=_LARGE_TICK_DRAIN_LEVELS if large_tick else _BURST_TILT_DEPTH,
     )
+
+
+def sim_market(symbols: Sequence[str], seed: int) -> MarketGeneratorConfig:
+    """The simulated market of the engine's symbols: the traded one first, then its hedge (one
+    alone is hedged with BTCUSDT, BTCUSDT with ETHUSDT), at the traded one's volatility."""
+    if not 1 <= len(symbols) <= 2:
+        raise ValueError(f"the simulator runs a traded symbol and its hedge, got {symbols!r}")
+    traded = symbols[0]
+    hedge = symbols[1] if len(symbols) == 2 else ("ETHUSDT" if traded == "BTCUSDT" else "BTCUSDT")
+    return MarketGeneratorConfig(
+        seed=seed,
+        traded=sim_symbol(traded),
+        hedge=sim_symbol(hedge),
+        volatility_1s=_REGIMES[traded].volatility_1s,
+    )
+
+
+def _default_traded() -> SymbolConfig:
+    return sim_symbol("BTCUSDT")
 
 
 def _default_hedge() -> SymbolConfig:
-    return SymbolConfig(
-        instrument=ETHUSDT,
-        start_price=3400.0,
-        touch_size=9.0,
-        median_trade_size=0.4,
-        trade_rate_per_s=4.0,
-    )
+    return sim_symbol("ETHUSDT")
 
 
 @dataclass(frozen=True, slots=True)
@@ -275,6 +361,8 @@ class _SymbolBook:
         self.drained_side: OrderSide | None = None
         self.extra_trade_rate = 0.0
         self.spread_ticks = 1
+        self.band_ticks = config.requote_band_ticks
+        self.drain_levels = config.burst_drain_levels
         start_ticks = config.instrument.to_ticks(config.start_price)
         self.bid_anchor = start_ticks
         self.ask_anchor = start_ticks + 1
@@ -292,14 +380,14 @@ class _SymbolBook:
         if depth < _TILT_DEPTH_LIMIT:
             tilt = side.sign * self.config.imbalance_strength * self.flow
             target *= math.exp(tilt * math.exp(-depth / _TILT_DEPTH_SCALE))
-        if side is self.drained_side and depth < _BURST_TILT_DEPTH:
+        if side is self.drained_side and depth < self.drain_levels:
             target *= _BURST_DRAIN_FACTOR
         return target
 
     def drain(self) -> None:
         """Makers pull from the side informed flow is about to hit (once per step of a lead)."""
         ladder = self.bids if self.drained_side is OrderSide.BUY else self.asks
-        for depth in range(_BURST_TILT_DEPTH):
+        for depth in range(self.drain_levels):
             ladder[depth] = int(ladder[depth] * _BURST_PULL_PER_STEP)
 
     def _fresh_lots(self, side: OrderSide, depth: int) -> int:
@@ -310,7 +398,14 @@ class _SymbolBook:
 
     def requote(self, fair_ticks: float) -> None:
         """Move the quoted touch to straddle the fair price, shifting both ladders."""
-        bid_anchor = math.floor(fair_ticks + 0.5 - 0.5 * self.spread_ticks)
+        target = fair_ticks + 0.5 - 0.5 * self.spread_ticks
+        bid_anchor = math.floor(target)
+        if (
+            bid_anchor != self.bid_anchor
+            and self.band_ticks
+            and self.bid_anchor - self.band_ticks <= target < self.bid_anchor + 1 + self.band_ticks
+        ):
+            bid_anchor = self.bid_anchor
         ask_anchor = bid_anchor + self.spread_ticks
         shift = bid_anchor - self.bid_anchor
         if shift > 0:
@@ -410,7 +505,7 @@ class _SymbolBook:
             return
         draw = self.random.uniform()
         cumulative = 0.0
-        for ticks, weight in zip(_SPREAD_CHOICES, _SPREAD_WEIGHTS, strict=True):
+        for ticks, weight in zip(_SPREAD_CHOICES, self.config.spread_weights, strict=True):
             cumulative += weight
             if draw < cumulative:
                 self.spread_ticks = ticks

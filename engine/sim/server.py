@@ -131,6 +131,8 @@ class SimStats(NamedTuple):
     fills: int
     rest_requests: int
     mids: dict[str, float]
+    """Each symbol's mid, rounded to its contract's decimals and one more (a one-tick spread's
+    mid is half a tick)."""
 
 
 class _CloseRequest(NamedTuple):
@@ -274,11 +276,11 @@ class SimExchange:
 
     def stats(self) -> SimStats:
         market = self.market
-        mids = (
-            {symbol: market.book(symbol, 1).mid for symbol in market.symbols}
-            if market is not None
-            else {}
-        )
+        mids: dict[str, float] = {}
+        if market is not None:
+            for symbol in market.symbols:
+                decimals = market.instrument(symbol).price_decimals + 1
+                mids[symbol] = round(market.book(symbol, 1).mid, decimals)
         private_pushed = self._private.frames_pushed if self._private is not None else 0
         return SimStats(
             clients=len(self._connections),

@@ -81,8 +81,9 @@ def _banner(exchange: SimExchange, specs: list[FaultSpec]) -> str:
 
 
 def status_line(stats: SimStats) -> str:
-    """One line: clock, clients, frames pushed, open orders, fills, REST calls and mids."""
-    mids = "  ".join(f"{symbol} {mid:.2f}" for symbol, mid in stats.mids.items())
+    """One line: clock, clients, frames pushed, open orders, fills, REST calls and mids (as
+    rounded, whatever their contract's decimals)."""
+    mids = "  ".join(f"{symbol} {mid!r}" for symbol, mid in stats.mids.items())
     return (
         f"{time.strftime('%H:%M:%S')}  clients {stats.clients}  frames {stats.frames_pushed}  "
         f"orders {stats.open_orders}  fills {stats.fills}  rest {stats.rest_requests}  {mids}"

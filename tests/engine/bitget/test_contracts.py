@@ -161,6 +161,7 @@ def test_the_simulators_table_parses_in_its_regimes() -> None:
         "SOLUSDT": 0.001,
         "XRPUSDT": 0.0001,
         "DOGEUSDT": 0.00001,
+        "ADAUSDT": 0.0001,
     }
     assert all(spec.refusal is None for spec in table.specs.values())
 
@@ -169,7 +170,9 @@ async def test_the_client_reads_the_simulators_table_without_a_key(sim: SimExcha
     config = BitgetRestConfig(base_url=sim.rest_url, **FAST_RETRIES)
     async with BitgetRestClient(config, None) as client:
         table = await fetch_contracts(client)
-        assert set(table.specs) == {"BTCUSDT", "ETHUSDT", "SOLUSDT", "XRPUSDT", "DOGEUSDT"}
+        assert set(table.specs) == {
+            "BTCUSDT", "ETHUSDT", "SOLUSDT", "XRPUSDT", "DOGEUSDT", "ADAUSDT",
+        }  # fmt: skip
         assert table.specs["XRPUSDT"].instrument.size_step == 1
         assert client.stats().requests[CONTRACTS] == 1
 

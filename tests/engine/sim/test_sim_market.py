@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
 from typing import NamedTuple
 
 import numpy as np
@@ -9,6 +11,7 @@ import pytest
 
 from engine.bitget.checksum import book_checksum
 from engine.bitget.orders import OrderSide
+from engine.sim.contracts import sim_instruments
 from engine.sim.frames import DepthPublisher, format_levels, trade_frame
 from engine.sim.market import (
     InformedBurst,
@@ -16,6 +19,7 @@ from engine.sim.market import (
     MarketGeneratorConfig,
     SimTrade,
     SymbolConfig,
+    sim_market,
 )
 
 START_MS = 1_726_000_000_000
@@ -295,3 +299,65 @@ def test_symbol_config_refuses_shallow_books_and_off_tick_prices() -> None:
         SymbolConfig(traded.instrument, 64000.0, 0.5, 0.02, levels=20)
     with pytest.raises(ValueError, match="tick"):
         SymbolConfig(traded.instrument, 64000.05, 0.5, 0.02)
+
+
+@pytest.mark.parametrize("symbol", list(sim_instruments()))
+def test_every_contract_of_the_table_generates_books_and_trades_on_its_grid(symbol: str) -> None:
+    config = sim_market((symbol,), seed=4)
+    generator = MarketGenerator(dataclasses.replace(config, start_ms=START_MS))
+    assert generator.symbols[0] == symbol
+    traded: dict[str, int] = {}
+    for t in range(START_MS + 500, START_MS + 60_000, 500):
+        for trade in generator.advance_to(t):
+            instrument = generator.instrument(trade.symbol)
+            assert instrument.is_on_tick(trade.price) and instrument.is_on_step(trade.size)
+            traded[trade.symbol] = traded.get(trade.symbol, 0) + 1
+        for shown in generator.symbols:
+            book = generator.book(shown)
+            instrument = generator.instrument(shown)
+            assert book.best_bid < book.best_ask, "crossed book"
+            for price in (*book.bid_prices, *book.ask_prices):
+                assert instrument.is_on_tick(price), f"{shown} price {price} off its tick"
+            for size in (*book.bid_sizes, *book.ask_sizes):
+                assert instrument.is_on_step(size), f"{shown} size {size} off its lot"
+    assert set(traded) == set(generator.symbols)
+    start = config.traded.start_price
+    assert abs(generator.book(symbol).mid / start - 1) < 0.05, "the price stays in its scale"
+
+
+def test_a_large_tick_book_quotes_one_tick_over_deep_queues_and_moves_a_tick_at_a_time() -> None:
+    config = sim_market(("ADAUSDT", "DOGEUSDT"), seed=5)
+    generator = MarketGenerator(dataclasses.replace(config, start_ms=START_MS))
+    tick = generator.instrument("ADAUSDT").tick_size
+    assert tick / config.traded.start_price * 1e4 >= 3.0, "a tick of several bps"
+    spreads, bids, touch = [], [], []
+    for t in range(START_MS + 100, START_MS + 300_000, 100):
+        generator.advance_to(t)
+        book = generator.book("ADAUSDT", 1)
+        spreads.append(round((book.best_ask - book.best_bid) / tick))
+        bids.append(round(book.best_bid / tick))
+        touch.append(book.bid_sizes[0])
+    assert np.mean(np.array(spreads) == 1) > 0.9
+    moves = np.diff(np.array(bids))
+    moved = moves[moves != 0]
+    assert len(moved) >= 10, "the price moves"
+    assert np.mean(np.abs(moved) == 1) > 0.9
+    # The touch moves once the fair price is well past it: few moves undone in the next second.
+    at = np.flatnonzero(moves)
+    undone = sum(1 for i, j in itertools.pairwise(at) if j - i <= 10 and moves[i] == -moves[j])
+    assert undone / len(moved) < 0.35
+    assert np.median(touch) > 20 * config.traded.median_trade_size, "deep queues"
+
+
+def test_a_symbol_the_simulator_has_not_is_one_line_naming_those_it_has() -> None:
+    with pytest.raises(ValueError) as refused:
+        sim_market(("BTCUSDT", "NEXOUSDT"), seed=1)
+    assert str(refused.value) == (
+        "the simulator has no NEXOUSDT: it runs BTCUSDT, ETHUSDT, SOLUSDT, XRPUSDT, DOGEUSDT, "
+        "ADAUSDT"
+    )
+
+
+def test_one_symbol_alone_is_hedged_with_another_of_the_table() -> None:
+    assert MarketGenerator(sim_market(("DOGEUSDT",), seed=1)).symbols == ("DOGEUSDT", "BTCUSDT")
+    assert MarketGenerator(sim_market(("BTCUSDT",), seed=1)).symbols == ("BTCUSDT", "ETHUSDT")

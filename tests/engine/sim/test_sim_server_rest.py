@@ -8,8 +8,11 @@ import httpx
 import orjson
 import pytest
 from sim_clients import WAIT_S, BitgetRest
+from support.sim import StartSim
 
+from engine.sim.market import sim_market
 from engine.sim.server import SimExchange
+from engine.sim.standalone import status_line
 
 PLACE = "/api/v2/mix/order/place-order"
 CANCEL = "/api/v2/mix/order/cancel-order"
@@ -53,9 +56,9 @@ async def test_contract_table_is_public_in_bitgets_shape(rest: BitgetRest) -> No
     table = data_of(await rest.client.get(CONTRACTS, params=PRODUCT))
     assert isinstance(table, list)
     assert [entry["symbol"] for entry in table] == [
-        "BTCUSDT", "ETHUSDT", "SOLUSDT", "XRPUSDT", "DOGEUSDT",
+        "BTCUSDT", "ETHUSDT", "SOLUSDT", "XRPUSDT", "DOGEUSDT", "ADAUSDT",
     ]  # fmt: skip
-    doge = table[-1]
+    doge = table[4]
     assert (doge["pricePlace"], doge["priceEndStep"], doge["sizeMultiplier"]) == ("5", "1", "1")
     assert all(isinstance(value, (str, list)) for value in doge.values())
     (xrp,) = data_of(await rest.client.get(CONTRACTS, params={**PRODUCT, "symbol": "xrpusdt"}))  # type: ignore[misc]
@@ -282,3 +285,41 @@ async def test_non_json_body_is_refused_with_a_bitget_error(rest: BitgetRest) ->
 async def test_unknown_route_is_a_bitget_404(rest: BitgetRest) -> None:
     response = await rest.client.get("/api/v2/mix/order/nothing-here")
     assert_failure(response, "40404", status=404)
+
+
+async def test_a_large_tick_contract_trades_at_its_grid_and_closes_flat(
+    start_sim: StartSim,
+) -> None:
+    sim = await start_sim(market=sim_market(("ADAUSDT", "DOGEUSDT"), seed=7))
+    assert sim.market is not None
+    ada = sim.market.instrument("ADAUSDT")
+    async with httpx.AsyncClient(base_url=sim.rest_url, timeout=WAIT_S * 2) as client:
+        rest = BitgetRest(sim, client)
+        book = sim.market.book("ADAUSDT", 1)
+        between_ticks = f"{book.best_bid - 0.00005:.5f}"
+        assert_failure(await rest.place(symbol="ADAUSDT", price=between_ticks, size="100"), "45115")
+        assert_failure(await rest.place(symbol="ADAUSDT", price="0.2000", size="100.5"), "45111")
+        doge_bid = sim.market.book("DOGEUSDT", 1).best_bid - 0.0005
+        resting = data_of(await rest.place(symbol="DOGEUSDT", price=f"{doge_bid:.5f}", size="100"))
+        (pending,) = await rest.pending(symbol="DOGEUSDT")
+        assert pending["orderId"] == resting["orderId"]  # type: ignore[index]
+        assert pending["price"] == f"{doge_bid:.5f}"
+        # Two ticks through the ask: taken at once at the book's prices, on ADA's grid.
+        through_ask = f"{book.best_ask + 2 * ada.tick_size:.4f}"
+        data_of(await rest.place(symbol="ADAUSDT", price=through_ask, size="100"))
+        fills = [fill for fill in sim.fills() if fill.symbol == "ADAUSDT"]
+        assert fills and all(ada.is_on_tick(fill.price) for fill in fills)
+        assert sum(fill.size for fill in fills) == 100
+        (position,) = data_of(await rest.get(POSITIONS, {"marginCoin": "USDT", **PRODUCT}))  # type: ignore[misc]
+        assert (position["symbol"], position["holdSide"], position["total"]) == (
+            "ADAUSDT", "long", "100",
+        )  # fmt: skip
+        assert len(position["openPriceAvg"].split(".")[1]) == 4
+        ada_mid, doge_mid = (sim.market.book(symbol, 1).mid for symbol in sim.market.symbols)
+        assert status_line(sim.stats()).endswith(
+            f"ADAUSDT {round(ada_mid, 5)!r}  DOGEUSDT {round(doge_mid, 6)!r}"
+        )
+        data_of(await rest.post(CANCEL_ALL, {"marginCoin": "USDT", **PRODUCT}))
+        closed = data_of(await rest.post(CLOSE, {"symbol": "ADAUSDT", **PRODUCT}))
+        assert [entry["symbol"] for entry in closed["successList"]] == ["ADAUSDT"]  # type: ignore[index]
+        assert sim.positions() == [] and sim.open_orders() == []
