@@ -1,6 +1,7 @@
 """`hft-console import`: other people's captures as our recordings (engine/feed/binance_raw.py),
-so users bring their own history. Exits 2 on bad input (a capture cut short included, unless
---allow-truncated), with nothing written."""
+so users bring their own history, with each symbol's contract (derived from the data, or given
+with --instrument). Exits 2 on bad input (a capture cut short included, unless
+--allow-truncated; an --instrument that does not read or fit the data), with nothing written."""
 
 from __future__ import annotations
 
@@ -23,8 +24,10 @@ def add_import_parser(commands: argparse._SubParsersAction) -> None:
         help="convert Binance raw captures (hftbacktest's collector) into a recording",
         description="Rebuilds each symbol's book from its depth snapshot and updates and "
         "writes a recording of Bitget v2 frames: a books15 snapshot after every applied "
-        "update and a trade frame per trade, symbols interleaved by receive time. Give a "
-        "symbol's files in date order, the session's first (with the snapshot) first.",
+        "update and a trade frame per trade, symbols interleaved by receive time, after a "
+        "line with each symbol's contract: tick and lot are the finest price and size steps "
+        "in the data unless --instrument gives them. Give a symbol's files in date order, the "
+        "session's first (with the snapshot) first.",
     )
     parser.add_argument(
         "--from", dest="source", choices=SOURCES, required=True, help="the captures' format"
@@ -39,11 +42,21 @@ def add_import_parser(commands: argparse._SubParsersAction) -> None:
         action="store_true",
         help="import a capture cut short up to the cut, and say where (default: refused)",
     )
+    parser.add_argument(
+        "--instrument",
+        action="append",
+        default=[],
+        metavar="SYMBOL:KEY=VALUE,...",
+        help="a symbol's contract instead of the data's: tick=, lot=, min_notional= (USDT, "
+        "default 5), e.g. NEXOUSDT:tick=0.001,lot=0.1; refused when the data is off it "
+        "(repeatable, a symbol once)",
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
 
 
 def run_import(args: argparse.Namespace) -> int:
     from engine.feed.binance_raw import import_captures
+    from engine.feed.increments import parse_instrument_option
 
     name = "hft-console import"
     progress = None if args.quiet or not sys.stderr.isatty() else _ProgressLine()
@@ -54,11 +67,13 @@ def run_import(args: argparse.Namespace) -> int:
         print(f"{name}: {item.text}", file=sys.stderr)
 
     try:
+        instruments = [parse_instrument_option(text) for text in args.instrument]
         result = import_captures(
             args.files,
             args.out,
             overwrite=args.force,
             allow_truncated=args.allow_truncated,
+            instruments=instruments,
             on_notice=notice,
             on_progress=progress.show if progress is not None else None,
         )
@@ -78,6 +93,7 @@ def run_import(args: argparse.Namespace) -> int:
 
 def summary_text(result: ImportResult) -> str:
     from engine.feed.binance_raw import utc_text
+    from engine.feed.recording import contracts_text
 
     first = min((s.first_ns for s in result.symbols if s.first_ns), default=0)
     last = max((s.last_ns for s in result.symbols), default=0)
@@ -100,6 +116,18 @@ def summary_text(result: ImportResult) -> str:
             f"{symbol.books:,} books15, {symbol.trades:,} trades; {symbol.stale_updates:,} "
             f"updates older than the snapshot{dropped}; skipped: {skipped or 'nothing'}"
         )
+    for symbol in result.symbols:
+        if symbol.instrument is None:
+            lines.append(f"{symbol.symbol}: no contract stored: its frames give no price or size")
+            continue
+        given = f"--instrument gave {', '.join(symbol.given)}" if symbol.given else ""
+        derived = [key for key in ("tick", "lot") if key not in symbol.given]
+        origins = "; ".join(
+            part
+            for part in (given, f"{' and '.join(derived)} from the data" if derived else "")
+            if part
+        )
+        lines.append(f"contract stored: {contracts_text((symbol.instrument,))} ({origins})")
     return "\n".join(lines)
 
 

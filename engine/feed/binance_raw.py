@@ -20,6 +20,12 @@ coin-margined sizes are converted from contracts to coin (contracts x face value
 6 decimals), so they read like the others. Symbols are interleaved by receive time. This is
 how the shared replay files were built from their raw captures.
 
+The recording starts with a contracts line: each symbol's tick and lot are the finest price
+and size increments of the frames written (`FinestIncrement`: the shared NEXOUSDT day gives
+0.001 and 0.1), its minimum notional Instrument's default, unless `--instrument` gives them;
+frames off a given tick or lot are refused. The frames are written to a scratch file and
+copied after that line, which is known only at the end.
+
 A break in the chain is said, and the symbol's frames stop until a later snapshot resyncs its
 book; with none they stop there. Memory is bounded by the books, not the files: a symbol's
 frames wait only for its first snapshot, which must come within `SNAPSHOT_WITHIN_LINES`.
@@ -34,16 +40,27 @@ import gzip
 import heapq
 import math
 import os
+import shutil
+import tempfile
 from collections import Counter, deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from decimal import Decimal
 from pathlib import Path
 from typing import BinaryIO
 
 import orjson
 
-from engine.feed.recording import RecordingReadStats, encode_line, is_gzip_path, iter_recording
+from engine.feed.increments import FinestIncrement, InstrumentOption
+from engine.feed.recording import (
+    RecordingReadStats,
+    contracts_line,
+    encode_line,
+    is_gzip_path,
+    iter_recording,
+)
+from engine.market.instruments import Instrument
 from engine.user_files import check_output_file, replacing
 
 BOOK_DEPTH = 15
@@ -125,6 +142,10 @@ class SymbolImport:
     """What the reader found wrong with a file (cut short, corrupt data, malformed lines)."""
     first_ns: int = 0
     last_ns: int = 0
+    instrument: Instrument | None = None
+    """The contract stored for it; None when its frames give no price and no option does."""
+    given: tuple[str, ...] = ()
+    """The contract's keys `--instrument` gave (the rest are from the data, or defaults)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,16 +241,20 @@ def import_captures(
     *,
     overwrite: bool = False,
     allow_truncated: bool = False,
+    instruments: Sequence[InstrumentOption] = (),
     on_notice: Callable[[ImportNotice], None] | None = None,
     on_progress: Callable[[ImportProgress], None] | None = None,
 ) -> ImportResult:
     """Convert `paths` into the recording `out` (gzip when it ends in .gz), written whole: to
-    a temporary file beside it, renamed at the end, removed on any error. A capture cut short
+    a temporary file beside it, renamed at the end, removed on any error. Each symbol's
+    contract is derived from its frames, but for what `instruments` give. A capture cut short
     is refused unless `allow_truncated` (then its frames up to the cut are imported and the
-    symbol's `problems` say where). Raises RawCaptureError or OutputRefused (both ValueError,
-    nothing written) or OSError."""
+    symbol's `problems` say where). Raises RawCaptureError (an option for a symbol the
+    captures lack or given twice, frames off a given tick or lot included) or OutputRefused
+    (both ValueError, nothing written) or OSError."""
     out = check_output_file(out, f"--out {out}", force=overwrite, inputs=paths)
     groups = plan_import(paths)
+    options = _options_by_symbol(instruments, [group[0].symbol for group in groups])
     notices: list[ImportNotice] = []
 
     def notice(item: ImportNotice) -> None:
@@ -239,25 +264,70 @@ def import_captures(
 
     symbols = [_SymbolStream(group, notice, allow_truncated) for group in groups]
     total_bytes = sum(os.path.getsize(capture.path) for group in groups for capture in group)
-    frames = 0
-    with replacing(out, mode=0o644) as partial, _open_out(partial, is_gzip_path(out)) as file:
-        block: list[bytes] = []
-        merged = heapq.merge(*(symbol.frames() for symbol in symbols), key=_receive_time)
-        for recv_ns, raw in merged:
-            block.append(encode_line(recv_ns, raw))
-            frames += 1
-            if len(block) >= _WRITE_BLOCK_LINES:
-                file.write(b"".join(block))
-                block.clear()
-                if on_progress is not None:
-                    read = sum(symbol.bytes_read() for symbol in symbols)
-                    on_progress(ImportProgress(read / max(1, total_bytes), frames, recv_ns))
-        file.write(b"".join(block))
+    compress = is_gzip_path(out)
+    with (
+        replacing(out, mode=0o644) as partial,
+        tempfile.TemporaryFile(dir=partial.parent) as body,
+    ):
+        with _open_out(body, compress) as file:
+            frames = _write_frames(symbols, file, total_bytes, on_progress)
+        contracts = [symbol.contract(options.get(symbol.symbol)) for symbol in symbols]
+        stored = [instrument for instrument in contracts if instrument is not None]
+        first_ns = min((s.result.first_ns for s in symbols if s.result.first_ns), default=0)
+        with partial.open("wb") as whole:
+            if stored:
+                with _open_out(whole, compress) as file:  # a gzip member of its own
+                    file.write(contracts_line(first_ns, stored))
+            body.seek(0)
+            shutil.copyfileobj(body, whole)
     if on_progress is not None:
         on_progress(
             ImportProgress(1.0, frames, max((s.result.last_ns for s in symbols), default=0))
         )
     return ImportResult(out, frames, tuple(symbol.result for symbol in symbols), tuple(notices))
+
+
+def _write_frames(
+    symbols: list[_SymbolStream],
+    file: BinaryIO,
+    total_bytes: int,
+    on_progress: Callable[[ImportProgress], None] | None,
+) -> int:
+    """Write the symbols' frames to `file`, interleaved by receive time; how many."""
+    frames = 0
+    block: list[bytes] = []
+    merged = heapq.merge(*(symbol.frames() for symbol in symbols), key=_receive_time)
+    for recv_ns, raw in merged:
+        block.append(encode_line(recv_ns, raw))
+        frames += 1
+        if len(block) >= _WRITE_BLOCK_LINES:
+            file.write(b"".join(block))
+            block.clear()
+            if on_progress is not None:
+                read = sum(symbol.bytes_read() for symbol in symbols)
+                on_progress(ImportProgress(read / max(1, total_bytes), frames, recv_ns))
+    file.write(b"".join(block))
+    return frames
+
+
+def _options_by_symbol(
+    options: Sequence[InstrumentOption], symbols: list[str]
+) -> dict[str, InstrumentOption]:
+    """`options` by symbol; RawCaptureError for one given twice or for a symbol not among
+    the captures' `symbols`."""
+    by_symbol: dict[str, InstrumentOption] = {}
+    for option in options:
+        if option.symbol in by_symbol:
+            raise RawCaptureError(
+                f"--instrument {option.symbol} is given twice: give its keys in one"
+            )
+        if option.symbol not in symbols:
+            raise RawCaptureError(
+                f"--instrument {option.symbol}: the captures have no {option.symbol}: they "
+                f"have {', '.join(symbols)}"
+            )
+        by_symbol[option.symbol] = option
+    return by_symbol
 
 
 def face_value_usd(symbol: str) -> int:
@@ -312,13 +382,13 @@ def _receive_time(item: tuple[int, bytes]) -> int:
 
 
 @contextlib.contextmanager
-def _open_out(path: Path, compress: bool) -> Iterator[BinaryIO]:
-    with path.open("wb") as raw_file:
-        if compress:
-            with gzip.GzipFile(fileobj=raw_file, mode="wb", compresslevel=6, mtime=0) as file:
-                yield file  # type: ignore[misc]
-        else:
-            yield raw_file
+def _open_out(raw_file: BinaryIO, compress: bool) -> Iterator[BinaryIO]:
+    """`raw_file` as it is, or through a gzip member ended (not closing the file) at the end."""
+    if compress:
+        with gzip.GzipFile(fileobj=raw_file, mode="wb", compresslevel=6, mtime=0) as file:
+            yield file  # type: ignore[misc]
+    else:
+        yield raw_file
 
 
 def _trim(number: str) -> str:
@@ -337,11 +407,18 @@ def _levels(levels: object) -> list[tuple[str, float, str, float]]:
     for price_text, quantity_text in levels:
         if not (isinstance(price_text, str) and isinstance(quantity_text, str)):
             raise TypeError("prices and quantities are strings")
+        if not (_is_plain_decimal(price_text) and _is_plain_decimal(quantity_text)):
+            raise ValueError(f"not a level: {price_text} {quantity_text}")
         price, quantity = float(price_text), float(quantity_text)
         if not (math.isfinite(price) and price > 0 and math.isfinite(quantity) and quantity >= 0):
             raise ValueError(f"not a level: {price_text} {quantity_text}")
         parsed.append((price_text, price, quantity_text, quantity))
     return parsed
+
+
+def _is_plain_decimal(text: str) -> bool:
+    """Digits with at most one point (no sign, exponent or space), as Binance writes them."""
+    return text.isascii() and text.replace(".", "", 1).isdigit()
 
 
 # The book
@@ -396,6 +473,9 @@ class _SymbolStream:
         self._reads: list[RecordingReadStats] = []
         self._bids = _BookSide(descending=True)
         self._asks = _BookSide(descending=False)
+        self._prices = FinestIncrement()
+        self._sizes = FinestIncrement()
+        """Of the prices and sizes of the levels and trades written."""
         self._face_value = face_value_usd(first.symbol)
         self._coin_margined = first.market is Market.COINM
         self._spot = first.market is Market.SPOT
@@ -414,6 +494,40 @@ class _SymbolStream:
 
     def bytes_read(self) -> int:
         return sum(stats.bytes_read for stats in self._reads)
+
+    def contract(self, option: InstrumentOption | None) -> Instrument | None:
+        """The contract to store, kept in `result`: what `option` gives, else the finest
+        price and size increments of the frames (None when they have none); RawCaptureError
+        when the frames are off a given tick or lot, or the contract cannot be held."""
+        symbol = self.symbol
+        given = {key: getattr(option, key) for key in option.given} if option else {}
+        steps: dict[str, Decimal | None] = {}
+        for key, seen, what in (
+            ("tick", self._prices.step, "prices"),
+            ("lot", self._sizes.step, "sizes"),
+        ):
+            step = given.get(key)
+            if step is not None and seen is not None and seen % step:
+                raise RawCaptureError(
+                    f"{symbol}: its {what} are not all on --instrument {key}={step:f}: they "
+                    f"move in steps of {seen:f}; nothing written"
+                )
+            steps[key] = step if step is not None else seen
+        tick, lot = steps["tick"], steps["lot"]
+        if tick is None or lot is None:
+            return None
+        minimum = given.get("min_notional")
+        extra = {} if minimum is None else {"min_notional": float(minimum)}
+        try:
+            instrument = Instrument(symbol, float(tick), float(lot), **extra)
+        except ValueError as error:
+            raise RawCaptureError(
+                f"{symbol}: its contract (tick {tick:f}, lot {lot:f}) cannot be stored: {error}; "
+                f"give it with --instrument {symbol}:tick=..,lot=.."
+            ) from None
+        self.result.instrument = instrument
+        self.result.given = tuple(given)
+        return instrument
 
     def frames(self) -> Iterator[tuple[int, bytes]]:
         result = self.result
@@ -526,8 +640,13 @@ class _SymbolStream:
             return None
 
     def _set(self, side: _BookSide, levels: list[tuple[str, float, str, float]]) -> None:
+        prices, sizes = self._prices, self._sizes
         for price_text, price, quantity_text, quantity in levels:
-            side.set(price_text, price, quantity, self._size_text(price, quantity_text, quantity))
+            size_text = self._size_text(price, quantity_text, quantity)
+            prices.add(price_text)
+            if quantity:
+                sizes.add(size_text)
+            side.set(price_text, price, quantity, size_text)
 
     def _size_text(self, price: float, quantity_text: str, quantity: float) -> str:
         if not self._coin_margined:
@@ -596,14 +715,17 @@ class _SymbolStream:
         seller_aggressor = data["m"]
         if not isinstance(seller_aggressor, bool) or not quantity:
             raise ValueError("not a trade")
+        size_text = self._size_text(price, quantity_text, quantity)
         trade = {
             "ts": str(int(data["T"])),
             "price": _trim(price_text),
-            "size": self._size_text(price, quantity_text, quantity),
+            "size": size_text,
             "side": "sell" if seller_aggressor else "buy",
             "tradeId": str(int(data["t"])),
         }
         frame = {"action": "update", "arg": self._trade_arg, "data": [trade], "ts": int(data["E"])}
+        self._prices.add(price_text)
+        self._sizes.add(size_text)
         self.result.trades += 1
         self._seen(recv_ns)
         return recv_ns, orjson.dumps(frame)

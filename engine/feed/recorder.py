@@ -2,7 +2,8 @@
 
 `FrameRecorder.write` only appends to a bounded in-memory queue; a writer thread drains it,
 writes complete lines and flushes every `flush_interval_s` (a gzip `Z_SYNC_FLUSH`), so a crash
-loses at most that much and the file stays readable by `gzip -dc` while it grows.
+loses at most that much and the file stays readable by `gzip -dc` while it grows. The
+contracts of what is recorded are the file's first line.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from collections import deque
 from dataclasses import dataclass
 from typing import BinaryIO
 
-from engine.feed.recording import LINE_END, encode_line, is_gzip_path
+from engine.feed.recording import LINE_END, contracts_line, encode_line, is_gzip_path
+from engine.market.instruments import Instrument
 
 DEFAULT_MAX_PENDING_FRAMES = 100_000
 """About a minute of a busy multi-symbol feed; beyond it new frames are dropped and counted."""
@@ -45,7 +47,8 @@ class RecorderStats:
 
 
 class FrameRecorder:
-    """Writes `<recv_ns> <raw frame>` lines to `path` (gzip when it ends in `.gz`).
+    """Writes `<recv_ns> <raw frame>` lines to `path` (gzip when it ends in `.gz`), after a
+    contracts line holding `instruments` (none when there are none).
 
     Refuses to replace an existing file unless `overwrite` is set. Every disk error becomes
     `fault` and stops recording; nothing here raises into the caller after construction.
@@ -59,6 +62,7 @@ class FrameRecorder:
         max_pending_frames: int = DEFAULT_MAX_PENDING_FRAMES,
         compress_level: int = 6,
         overwrite: bool = False,
+        instruments: tuple[Instrument, ...] = (),
     ) -> None:
         if not flush_interval_s > 0:
             raise ValueError(f"flush_interval_s must be > 0, got {flush_interval_s}")
@@ -71,6 +75,8 @@ class FrameRecorder:
         self._max_pending = max_pending_frames
         self._compress_level = compress_level
         self._overwrite = overwrite
+        self._instruments = instruments
+        self._header = b""
         # deque.append / popleft are atomic under the GIL: the event loop appends, the writer
         # thread pops, and no lock is taken on the hot path.
         self._pending: deque[tuple[int, bytes]] = deque()
@@ -126,6 +132,8 @@ class FrameRecorder:
             self._fail(f"cannot open {self.path}: {error}")
             self._close_quietly()
             return
+        if self._instruments:  # stamped like the frames, with the wall clock at receipt
+            self._header = contracts_line(time.time_ns(), self._instruments)
         self._writer = threading.Thread(
             target=self._write_until_stopped, name=f"frame-recorder:{self.path}", daemon=True
         )
@@ -157,6 +165,8 @@ class FrameRecorder:
             self._writer.join()
 
     def _write_until_stopped(self) -> None:
+        if self._header and not self._write(self._header):
+            return
         last_flush = time.monotonic()
         written_at_last_flush = 0
         while not self._stop_requested.wait(self.flush_interval_s):
@@ -180,6 +190,13 @@ class FrameRecorder:
         if not lines:
             return True
         block = b"".join(lines)
+        if not self._write(block):
+            return False
+        self._frames_written += len(lines)
+        return True
+
+    def _write(self, block: bytes) -> bool:
+        """Write and flush `block`; False after a disk error (now `fault`)."""
         try:
             if self._gzip is not None:
                 self._gzip.write(block)
@@ -194,7 +211,6 @@ class FrameRecorder:
             self._fail(f"write to {self.path} failed: {error}")
             self._close_quietly()
             return False
-        self._frames_written += len(lines)
         self._bytes_written += len(block)
         return True
 

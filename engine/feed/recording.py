@@ -1,5 +1,13 @@
 """The recording format: one `<receive time ns> <raw frame>` line per websocket frame.
 
+A line whose JSON starts `{"hft":` is the recording's own, not a frame; every reader passes
+over it. The one kind so far is the contracts line, `{"hft":"contracts","data":[{"symbol":
+"NEXOUSDT","tick":"0.001","lot":"0.1","min_notional":"5","maker_fee_rate":null,
+"taker_fee_rate":null}]}` (numbers as decimal text, fee rates text or null), written before
+the first frame by whoever writes a recording; `recording_instruments` reads those before the
+first frame. One after it would be a contract changed while recording (no writer writes one
+yet). A recording without one (older ones) reads as before.
+
 Data that starts with gzip's magic bytes is read as gzip streams (possibly several members,
 possibly cut short by a crash), whatever the file is called; a file whose name ends in `.gz`
 must be gzip. Anything else is plain bytes. The reader never raises for bad content: it skips
@@ -11,16 +19,20 @@ read (`check_recording` judges a recording's start before a run).
 from __future__ import annotations
 
 import errno
+import itertools
+import math
 import os
 import zlib
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import BinaryIO
 
 import orjson
 
+from engine.market.instruments import Instrument
 from engine.user_files import content_digest
 
 GZIP_SUFFIX = ".gz"
@@ -34,8 +46,19 @@ _READ_CHUNK_BYTES = 1 << 18
 _GZIP_WBITS = 16 + zlib.MAX_WBITS
 
 
+METADATA_PREFIX = b'{"hft":'
+"""How a line of the recording's own (not a frame) starts."""
+CONTRACTS_KIND = "contracts"
+_CONTRACT_FIELDS = ("symbol", "tick", "lot", "min_notional", "maker_fee_rate", "taker_fee_rate")
+
+
 class RecordingUnreadable(ValueError):
     """A recording holds no frame that can be read; the message is the one-line reason."""
+
+
+class RecordingContractsError(ValueError):
+    """A contracts line that does not read, or frames off its tick; the message is one line
+    naming the file and the line."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +87,8 @@ class RecordingReadStats:
 
     lines: int = 0
     frames: int = 0
+    metadata_lines: int = 0
+    """The recording's own lines (its contracts), passed over."""
     malformed_lines: int = 0
     """Lines skipped, the unterminated tail included."""
     first_malformed_line: int = 0
@@ -117,6 +142,8 @@ class RecordingReadStats:
             return f"the gzip data stops at byte {self.bytes_read:,}, before the end of a line"
         if not self.lines:
             return "it holds no lines"
+        if self.lines == self.metadata_lines:
+            return "it holds its contracts and no frame"
         return f"none of its {self.lines:,} lines is {LINE_FORMAT!r}"
 
     def _cut_short(self) -> str | None:
@@ -146,10 +173,56 @@ def encode_line(recv_ns: int, raw: bytes) -> bytes:
     return b"%d %b\n" % (recv_ns, raw)
 
 
+def contracts_line(recv_ns: int, instruments: Iterable[Instrument]) -> bytes:
+    """The recording line that stores `instruments`' contracts."""
+    data = [
+        {
+            "symbol": instrument.symbol,
+            "tick": _decimal_text(instrument.tick_size),
+            "lot": _decimal_text(instrument.size_step),
+            "min_notional": _decimal_text(instrument.min_notional),
+            "maker_fee_rate": _optional_decimal_text(instrument.maker_fee_rate),
+            "taker_fee_rate": _optional_decimal_text(instrument.taker_fee_rate),
+        }
+        for instrument in instruments
+    ]
+    return encode_line(recv_ns, orjson.dumps({"hft": CONTRACTS_KIND, "data": data}))
+
+
+def contracts_text(instruments: Iterable[Instrument]) -> str:
+    """Contracts as a person reads them: `NEXOUSDT tick 0.001 lot 0.1 min 5 USDT; ...`."""
+    return "; ".join(
+        f"{instrument.symbol} tick {_decimal_text(instrument.tick_size)} lot "
+        f"{_decimal_text(instrument.size_step)} min {_decimal_text(instrument.min_notional)} USDT"
+        for instrument in instruments
+    )
+
+
+def recording_instruments(path: str | os.PathLike[str]) -> dict[str, Instrument]:
+    """The contracts `path` starts with, by symbol: those of its contracts lines before its
+    first frame (a later line for a symbol replaces an earlier one); empty for a recording
+    without one. Raises `RecordingContractsError` for a contracts line that does not read, or
+    a price within its first `CHECK_LINES` lines that is not on its symbol's stored tick."""
+    name = os.fspath(path)
+    stats = RecordingReadStats()
+    header: list[tuple[int, bytes]] = []
+    frames = _frames(existing_recording(path), stats, CHECK_LINES, header)
+    first = next(frames, None)
+    instruments = _header_instruments(name, header)
+    if first is None or not instruments:
+        return instruments
+    for _, raw in itertools.chain((first,), frames):  # stats.lines: this frame's line
+        if stats.lines > CHECK_LINES:
+            break
+        _require_on_tick(name, stats.lines, raw, instruments)
+    return instruments
+
+
 def iter_recording(
     path: str | os.PathLike[str], stats: RecordingReadStats | None = None
 ) -> Iterator[tuple[int, bytes]]:
-    """(recv_ns, raw frame) pairs of a recording, in file order.
+    """(recv_ns, raw frame) pairs of a recording, in file order; its own lines (contracts)
+    are passed over.
 
     Raises FileNotFoundError (IsADirectoryError for a folder) right away when `path` is not a
     file; pass `stats` to learn what was skipped.
@@ -160,10 +233,13 @@ def iter_recording(
 def check_recording(path: str | os.PathLike[str], max_lines: int = CHECK_LINES) -> None:
     """Before a run: raises FileNotFoundError (IsADirectoryError for a folder), or
     RecordingUnreadable when the recording yields no frame within its first `max_lines` lines
-    (not gzip, empty, corrupt, not recording lines) or is a raw capture to import first. Reads
-    only that far, so truncation further on is found by the run."""
+    (not gzip, empty, corrupt, not recording lines) or is a raw capture to import first, and
+    RecordingContractsError for a contracts line before its first frame that does not read.
+    Reads only that far, so truncation further on is found by the run."""
     stats = RecordingReadStats()
-    first = next(_frames(existing_recording(path), stats, max_lines), None)
+    header: list[tuple[int, bytes]] = []
+    first = next(_frames(existing_recording(path), stats, max_lines, header), None)
+    _header_instruments(os.fspath(path), header)
     if first is not None:
         if _is_raw_capture_line(first[1]):
             name = os.fspath(path)
@@ -223,8 +299,13 @@ def _is_raw_capture_line(raw: bytes) -> bool:
 
 
 def _frames(
-    path: Path, stats: RecordingReadStats, max_lines: int | None = None
+    path: Path,
+    stats: RecordingReadStats,
+    max_lines: int | None = None,
+    metadata: list[tuple[int, bytes]] | None = None,
 ) -> Iterator[tuple[int, bytes]]:
+    """The frames of `path`; the recording's own lines are counted, and added to `metadata`
+    (with their line numbers) when it is given."""
     with path.open("rb") as file:
         magic = file.peek(len(GZIP_MAGIC))[: len(GZIP_MAGIC)]
         if magic == GZIP_MAGIC:
@@ -243,6 +324,11 @@ def _frames(
                 stats.lines += 1
                 recv_text, separator, raw = line.partition(FIELD_SEPARATOR)
                 if separator and recv_text.isdigit():
+                    if raw.startswith(METADATA_PREFIX):
+                        stats.metadata_lines += 1
+                        if metadata is not None:
+                            metadata.append((stats.lines, raw))
+                        continue
                     stats.frames += 1
                     yield int(recv_text), raw
                 else:
@@ -254,6 +340,117 @@ def _frames(
             _skipped(stats)
             stats.unterminated_tail = True
         stats.complete = True
+
+
+def _header_instruments(name: str, lines: list[tuple[int, bytes]]) -> dict[str, Instrument]:
+    """The contracts of the recording's own `lines` (numbered), the last per symbol; other
+    kinds of line are passed over."""
+    instruments: dict[str, Instrument] = {}
+    for number, raw in lines:
+        where = f"{name}: line {number:,}: contracts line"
+        try:
+            document = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            raise RecordingContractsError(f"{where}: not JSON") from None
+        if not isinstance(document, dict) or document.get("hft") != CONTRACTS_KIND:
+            continue
+        entries = document.get("data")
+        if not isinstance(entries, list):
+            raise RecordingContractsError(f"{where}: its data is not a list")
+        for index, entry in enumerate(entries):
+            instrument = _stored_instrument(entry, f"{where}: entry {index}")
+            instruments[instrument.symbol] = instrument
+    return instruments
+
+
+def _stored_instrument(entry: object, where: str) -> Instrument:
+    if not isinstance(entry, dict):
+        raise RecordingContractsError(f"{where}: not an object")
+    missing = [key for key in _CONTRACT_FIELDS if key not in entry]
+    if missing:
+        raise RecordingContractsError(f"{where}: lacks {', '.join(missing)}")
+    symbol = entry["symbol"]
+    if not isinstance(symbol, str):
+        raise RecordingContractsError(f"{where}: symbol is not text")
+    values: list[float | None] = []
+    for key in _CONTRACT_FIELDS[1:]:
+        value = entry[key]
+        optional = key.endswith("fee_rate")
+        if value is None and optional:
+            values.append(None)
+            continue
+        number = _decimal_or_nan(value)
+        if not number.is_finite():
+            kind = "decimal text or null" if optional else "decimal text"
+            raise RecordingContractsError(
+                f"{where}: {symbol} {key}: expected {kind}, got {value!r}"
+            )
+        values.append(float(number))
+    tick, lot, min_notional, maker, taker = values
+    assert tick is not None and lot is not None and min_notional is not None
+    try:
+        return Instrument(symbol, tick, lot, min_notional, maker, taker)
+    except ValueError as error:
+        raise RecordingContractsError(f"{where}: {symbol}: {error}") from None
+
+
+def _decimal_or_nan(value: object) -> Decimal:
+    if not isinstance(value, str):
+        return Decimal("NaN")
+    try:
+        return Decimal(value)
+    except InvalidOperation:
+        return Decimal("NaN")
+
+
+def _decimal_text(value: float) -> str:
+    """`value` as the decimal it stands for, without an exponent (1e-05: 0.00001, 5.0: 5)."""
+    return format(Decimal(repr(value)).normalize(), "f")
+
+
+def _optional_decimal_text(value: float | None) -> str | None:
+    return None if value is None else _decimal_text(value)
+
+
+def _require_on_tick(name: str, line: int, raw: bytes, instruments: dict[str, Instrument]) -> None:
+    """Raises `RecordingContractsError` when a book or trade frame of a symbol with a stored
+    contract has a price off its tick; passes over what it cannot read (the readers count it)."""
+    try:
+        frame = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return
+    if not isinstance(frame, dict) or not isinstance(frame.get("arg"), dict):
+        return
+    instrument = instruments.get(frame["arg"].get("instId"))
+    entries = frame.get("data")
+    if instrument is None or not isinstance(entries, list):
+        return
+    for price in _frame_prices(entries):
+        if not instrument.is_on_tick(price):
+            raise RecordingContractsError(
+                f"{name}: line {line:,}: {instrument.symbol} price {price!r} is not on the "
+                f"recording's stored tick {_decimal_text(instrument.tick_size)} (its contracts "
+                f"line does not fit its frames)"
+            )
+
+
+def _frame_prices(entries: list[object]) -> Iterator[float]:
+    """The prices of a book frame's levels and a trade frame's trades that read as numbers."""
+    for entry in entries:
+        if not isinstance(entry, dict):
+            continue
+        texts = [entry.get("price")]
+        for side in ("bids", "asks"):
+            levels = entry.get(side)
+            if isinstance(levels, list):
+                texts.extend(level[0] for level in levels if isinstance(level, list) and level)
+        for text in texts:
+            try:
+                price = float(text)  # type: ignore[arg-type]
+            except (TypeError, ValueError):
+                continue
+            if math.isfinite(price) and price > 0:
+                yield price
 
 
 def _skipped(stats: RecordingReadStats) -> None:

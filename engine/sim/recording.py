@@ -13,7 +13,7 @@ from typing import BinaryIO
 
 import numpy as np
 
-from engine.feed.recording import encode_line, is_gzip_path
+from engine.feed.recording import contracts_line, encode_line, is_gzip_path
 from engine.sim.frames import depth_frame, format_levels, trade_frame
 from engine.sim.market import InformedBurst, MarketGenerator, MarketGeneratorConfig, SimTrade
 
@@ -53,7 +53,8 @@ def simulate_recording(
 
     Every `book_interval_ms` of simulated time: one `trade` frame per symbol that traded
     (newest print first, as Bitget sends), then a books15 snapshot per symbol, like the real
-    recording's 100 ms cadence. `seed` replaces `market.seed`. Refuses to overwrite a file.
+    recording's 100 ms cadence, after a contracts line of the simulated symbols. `seed`
+    replaces `market.seed`. Refuses to overwrite a file.
     """
     if not (np.isfinite(minutes) and minutes > 0):
         raise ValueError(f"minutes must be > 0, got {minutes}")
@@ -70,6 +71,8 @@ def simulate_recording(
     out = Path(path)
     frames = 0
     with _open_for_writing(out) as file:
+        instruments = (generator.instrument(symbol) for symbol in generator.symbols)
+        file.write(contracts_line(start_ms * 1_000_000 + SIMULATED_LATENCY_NS, instruments))
         for push_ms in range(start_ms + book_interval_ms, end_ms + 1, book_interval_ms):
             trades = generator.advance_to(push_ms)
             for offset, raw in enumerate(_tick_frames(generator, trades, push_ms)):

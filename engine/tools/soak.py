@@ -32,7 +32,13 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from engine.feed.recording import RecordingReadStats, encode_line, iter_recording
+from engine.feed.recording import (
+    RecordingReadStats,
+    contracts_line,
+    encode_line,
+    iter_recording,
+    recording_instruments,
+)
 from engine.feed.replay import ReplayFeed
 from engine.kev.client import KevClientConfig
 from engine.latency import LatencyHistogram, timer_cost_ns
@@ -161,12 +167,19 @@ def write_looped_recording(
 ) -> LoopedRecording:
     """Write `frames` frames of `sources` played in order and looped to `out` (gzip): each
     recording follows the one before it, each pass the one before it, in receive time and
-    exchange time (whole milliseconds), its trade ids moved past those of the one before."""
+    exchange time (whole milliseconds), its trade ids moved past those of the one before.
+    The sources' contracts come first (a later source's replace an earlier one's)."""
     plan, span_ns, id_stride, problems = _plan(tuple(sources))
     source_frames = sum(source.frames for source in plan)
     span_ms = span_ns // _NS_PER_MS
     written = 0
+    contracts = {}
+    for source in plan:
+        contracts.update(recording_instruments(source.path))
     with gzip.GzipFile(out, "xb", compresslevel=compress_level) as file:
+        if contracts:  # stamped with the first frame's time
+            first_ns, _ = next(iter_recording(plan[0].path))
+            file.write(contracts_line(first_ns, contracts.values()))
         loop = segment = 0
         while written < frames:
             for source in plan:

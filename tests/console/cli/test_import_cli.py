@@ -8,7 +8,8 @@ import gzip
 import pytest
 
 from console.cli.main import main
-from engine.feed.recording import check_recording, iter_recording
+from engine.feed.recording import check_recording, iter_recording, recording_instruments
+from engine.market.instruments import Instrument
 
 SNAPSHOT = (
     b'1680652700000000 {"lastUpdateId": 10, "bids": [["100.0", "1"]], "asks": [["100.1", "2"]]}'
@@ -46,6 +47,62 @@ def test_a_capture_becomes_a_recording_with_a_summary(tmp_path, capsys):
     assert len(list(iter_recording(out))) == 2
     assert printed.startswith(f"wrote {out}: 2 frames over 0.0 min of market")
     assert "BTCUSDT (USD-M, 1 file(s)): 1 books15, 1 trades" in printed
+
+
+def test_the_stored_contract_is_said_with_where_each_key_came_from(tmp_path, capsys):
+    raw = capture(tmp_path / "raw.gz", SNAPSHOT, *UPDATES)
+    out = tmp_path / "derived.bitget.gz"
+    code, printed, _ = run(capsys, raw, "--out", str(out))
+    assert code == 0
+    # Prices 99.9, 100, 100.1; sizes 0.5 (the trade), 1, 2, 3.
+    assert printed.splitlines()[-1] == (
+        "contract stored: BTCUSDT tick 0.1 lot 0.5 min 5 USDT (tick and lot from the data)"
+    )
+    assert recording_instruments(out) == {"BTCUSDT": Instrument("BTCUSDT", 0.1, 0.5)}
+    given = tmp_path / "given.bitget.gz"
+    option = "btcusdt:lot=0.1,min_notional=2"
+    code, printed, _ = run(capsys, raw, "--out", str(given), "--instrument", option)
+    assert code == 0
+    assert printed.splitlines()[-1] == (
+        "contract stored: BTCUSDT tick 0.1 lot 0.1 min 2 USDT (--instrument gave lot, "
+        "min_notional; tick from the data)"
+    )
+    assert recording_instruments(given) == {"BTCUSDT": Instrument("BTCUSDT", 0.1, 0.1, 2.0)}
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (
+            ("--instrument", "BTCUSDT:tick=0.2"),
+            "BTCUSDT: its prices are not all on --instrument tick=0.2: they move in steps of "
+            "0.1; nothing written",
+        ),
+        (
+            ("--instrument", "ETHUSDT:tick=0.01"),
+            "--instrument ETHUSDT: the captures have no ETHUSDT: they have BTCUSDT",
+        ),
+        (
+            ("--instrument", "BTCUSDT:tick=0.1", "--instrument", "BTCUSDT:lot=1"),
+            "--instrument BTCUSDT is given twice: give its keys in one",
+        ),
+        (
+            ("--instrument", "BTCUSDT:tick=0.1,tick=0.01"),
+            "--instrument BTCUSDT:tick=0.1,tick=0.01: tick is given twice",
+        ),
+        (
+            ("--instrument", "BTCUSDT:step=0.1"),
+            "--instrument BTCUSDT:step=0.1: 'step=0.1' is not one of tick, lot, min_notional=VALUE",
+        ),
+    ],
+)
+def test_an_instrument_that_contradicts_the_data_or_itself_is_refused(
+    tmp_path, capsys, options, message
+):
+    raw = capture(tmp_path / "raw.gz", SNAPSHOT, *UPDATES)
+    code, printed, err = run(capsys, raw, "--out", str(tmp_path / "out.gz"), *options)
+    assert (code, printed, err) == (2, "", f"hft-console import: {message}\n")
+    assert list(tmp_path.iterdir()) == [tmp_path / "raw.gz"]
 
 
 def test_a_gap_is_said_on_stderr_and_the_recording_still_written(tmp_path, capsys):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gzip
 import re
+from decimal import Decimal
 from pathlib import Path
 
 import orjson
@@ -18,8 +19,10 @@ from engine.feed.binance_raw import (
     identify_capture,
     import_captures,
 )
+from engine.feed.increments import InstrumentOption
 from engine.feed.parse import FrameParser
-from engine.feed.recording import iter_recording
+from engine.feed.recording import contracts_line, iter_recording, recording_instruments
+from engine.market.instruments import Instrument
 from engine.user_files import OutputRefused
 
 SHARED = Path(__file__).resolve().parents[3] / ".." / "shared" / "data"
@@ -318,6 +321,94 @@ def test_a_sessions_files_continue_and_symbols_interleave_by_receive_time(tmp_pa
     assert out.read_bytes()[:1] != b"\x1f"  # no .gz: plain text
 
 
+def test_the_contract_stored_first_is_the_finest_price_and_size_steps_written(
+    futures_session, tmp_path
+):
+    out = tmp_path / "session.bitget.gz"
+    result = import_captures([futures_session], out)
+    # Prices 100, 100.1 .. 100.3: 0.1; sizes 0.02 (a trade), 0.4, 0.5, 1.5, 2, 3.1: 0.02.
+    stored = Instrument("BTCUSDT", 0.1, 0.02)
+    assert recording_instruments(out) == {"BTCUSDT": stored}
+    assert result.symbols[0].instrument == stored and result.symbols[0].given == ()
+    first = gzip.decompress(out.read_bytes()).split(b"\n", 1)[0]
+    assert first == contracts_line((T0_US + 1) * 1000, [stored]).rstrip(b"\n")
+    assert len(frames(out)) == result.frames == 4  # the frames are as before, after it
+
+
+def test_given_keys_replace_the_datas_and_must_fit_it(futures_session, tmp_path):
+    out = tmp_path / "session.bitget.gz"
+    given = [InstrumentOption("BTCUSDT", tick=Decimal("0.05"), min_notional=Decimal("1"))]
+    result = import_captures([futures_session], out, instruments=given)
+    stored = Instrument("BTCUSDT", 0.05, 0.02, 1.0)
+    assert recording_instruments(out) == {"BTCUSDT": stored}
+    assert result.symbols[0].given == ("tick", "min_notional")
+
+
+@pytest.mark.parametrize(
+    ("option", "match"),
+    [
+        (
+            InstrumentOption("BTCUSDT", tick=Decimal("0.2")),
+            "BTCUSDT: its prices are not all on --instrument tick=0.2: they move in steps of "
+            "0.1; nothing written",
+        ),
+        (
+            InstrumentOption("BTCUSDT", lot=Decimal("0.1")),
+            "BTCUSDT: its sizes are not all on --instrument lot=0.1: they move in steps of "
+            "0.02; nothing written",
+        ),
+        (
+            InstrumentOption("ETHUSDT", tick=Decimal("0.01")),
+            "--instrument ETHUSDT: the captures have no ETHUSDT: they have BTCUSDT",
+        ),
+    ],
+)
+def test_a_given_key_the_data_is_off_or_a_symbol_it_lacks_is_refused(
+    futures_session, tmp_path, option, match
+):
+    refused([futures_session], tmp_path / "out.gz", re.escape(match), instruments=[option])
+    assert not (tmp_path / "out.gz").exists()
+
+
+def test_a_symbol_given_twice_is_refused(futures_session, tmp_path):
+    twice = [InstrumentOption("BTCUSDT", tick=Decimal("0.1"))] * 2
+    refused(
+        [futures_session],
+        tmp_path / "out.gz",
+        "--instrument BTCUSDT is given twice: give its keys in one",
+        instruments=twice,
+    )
+
+
+def test_a_step_with_more_decimals_than_a_contract_holds_names_the_option(tmp_path):
+    session = capture(
+        tmp_path / "tiny.gz",
+        [
+            (T0_US, depth("btcusdt", 2, 2, 1, [("0.00000000001", "2")])),
+            (T0_US + 1, snapshot(1, [["0.00000000001", "1"]], [["0.00000000002", "1"]])),
+        ],
+    )
+    refused(
+        [session],
+        tmp_path / "out.gz",
+        re.escape(
+            "BTCUSDT: its contract (tick 0.00000000001, lot 1) cannot be stored: tick_size "
+            "must have "
+            "at most 10 decimals, got 1e-11; give it with --instrument BTCUSDT:tick=..,lot=.."
+        ),
+    )
+
+
+def test_the_shared_nexo_day_stores_its_large_tick(tmp_path):
+    captures = [SHARED / "raw" / f"binance_spot_nexousdt_2024072{day}.dat.gz" for day in (3, 4)]
+    if not all(path.is_file() for path in captures):
+        pytest.skip("needs ../shared/data/raw/binance_spot_nexousdt_2024072{3,4}.dat.gz")
+    out = tmp_path / "nexo.bitget.gz"
+    result = import_captures(captures, out)
+    assert recording_instruments(out) == {"NEXOUSDT": Instrument("NEXOUSDT", 0.001, 0.01)}
+    assert result.frames == 80_640 == sum(1 for _ in iter_recording(out))
+
+
 def test_progress_reaches_the_end(futures_session, tmp_path):
     seen = []
     import_captures([futures_session], tmp_path / "out.gz", on_progress=seen.append)
@@ -327,9 +418,9 @@ def test_progress_reaches_the_end(futures_session, tmp_path):
 # Bad input: one reason, nothing written
 
 
-def refused(paths, out: Path, match: str) -> None:
+def refused(paths, out: Path, match: str, **options) -> None:
     with pytest.raises((RawCaptureError, OutputRefused), match=match):
-        import_captures(paths, out)
+        import_captures(paths, out, **options)
     assert not list(out.parent.glob(f".{out.name}.*"))  # no scratch left beside it
 
 
@@ -421,6 +512,15 @@ SESSIONS = {
 }
 
 
+SESSION_GRIDS = {
+    "usdm_btc_20230405.bitget.gz": {"BTCUSDT": (0.1, 0.001)},
+    "spot_btc_eth_20240808.bitget.gz": {"BTCUSDT": (0.01, 0.000001), "ETHUSDT": (0.01, 0.00002)},
+    "cm_btc_eth_20240808.bitget.gz": {"BTCUSD": (0.1, 0.000001), "ETHUSD": (0.01, 0.000001)},
+}
+"""The finest price and size steps of each session's data: the spot BTC tick is Binance's
+0.01; the lots are the finest sizes the data shows (coin-margined: converted to 6 decimals)."""
+
+
 @pytest.mark.parametrize("replay", sorted(SESSIONS))
 def test_the_raw_captures_reproduce_the_shipped_replay_file_frame_for_frame(tmp_path, replay):
     shipped = SHARED / "replay" / replay
@@ -429,8 +529,13 @@ def test_the_raw_captures_reproduce_the_shipped_replay_file_frame_for_frame(tmp_
         pytest.skip(f"needs ../shared/data/replay/{replay} and its raw captures")
     out = tmp_path / replay
     result = import_captures(captures, out)
-    ours = gzip.decompress(out.read_bytes()).splitlines()
+    contracts, *ours = gzip.decompress(out.read_bytes()).splitlines()
     theirs = gzip.decompress(shipped.read_bytes()).splitlines()
+    assert contracts.partition(b" ")[2].startswith(b'{"hft":"contracts"')
+    assert {
+        symbol: (instrument.tick_size, instrument.size_step)
+        for symbol, instrument in recording_instruments(out).items()
+    } == SESSION_GRIDS[replay]
     assert len(ours) == len(theirs) == result.frames
     mismatched = next(
         (n for n, (a, b) in enumerate(zip(ours, theirs, strict=True)) if a != b), None

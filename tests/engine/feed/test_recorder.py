@@ -14,7 +14,13 @@ import pytest
 from support.waiting import eventually_blocking
 
 from engine.feed.recorder import FrameRecorder
-from engine.feed.recording import RecordingReadStats, encode_line, iter_recording
+from engine.feed.recording import (
+    RecordingReadStats,
+    encode_line,
+    iter_recording,
+    recording_instruments,
+)
+from engine.market.instruments import Instrument
 
 # Frames the format must carry byte for byte: spaces, non-UTF-8, carriage returns, empty.
 AWKWARD_FRAMES = [
@@ -50,6 +56,31 @@ def test_round_trip_gives_back_identical_frames_and_receive_times(tmp_path, name
     expected_bytes = sum(len(encode_line(recv_ns, raw)) for recv_ns, raw in AWKWARD_FRAMES)
     assert recorded.bytes_written == expected_bytes
     assert recorded.file_bytes == path.stat().st_size
+
+
+@pytest.mark.parametrize("name", ["frames.gz", "frames.txt"])
+def test_the_contracts_are_the_first_line_and_read_back(tmp_path, name):
+    path = tmp_path / name
+    instruments = (
+        Instrument("XRPUSDT", 0.0001, 1.0, 5.0, maker_fee_rate=0.0002, taker_fee_rate=0.0006),
+        Instrument("BTCUSDT", 0.1, 0.001),
+    )
+    recorder = FrameRecorder(path, instruments=instruments)
+    recorder.start()
+    for recv_ns, raw in AWKWARD_FRAMES:
+        recorder.write(recv_ns, raw)
+    recorder.stop()
+
+    assert recorder.fault is None
+    content = gzip.decompress(path.read_bytes()) if name.endswith(".gz") else path.read_bytes()
+    first = content.split(b"\n", 1)[0]
+    assert first.partition(b" ")[2].startswith(b'{"hft":"contracts","data":[{"symbol":"XRPUSDT"')
+    assert recording_instruments(path) == {i.symbol: i for i in instruments}
+    stats = RecordingReadStats()
+    assert list(iter_recording(path, stats)) == AWKWARD_FRAMES
+    assert (stats.metadata_lines, stats.malformed_lines) == (1, 0)
+    assert recorder.stats.frames_written == len(AWKWARD_FRAMES)
+    assert recorder.stats.bytes_written == len(content)
 
 
 def test_gzip_output_is_a_complete_gzip_stream_after_stop(tmp_path):

@@ -1,5 +1,5 @@
 """Judging what was read from a recording: unreadable, truncated, malformed lines, or clean;
-and the cheap check before a run."""
+the cheap check before a run; and the contracts a recording carries."""
 
 from __future__ import annotations
 
@@ -10,14 +10,18 @@ from pathlib import Path
 import pytest
 
 from engine.feed.recording import (
+    RecordingContractsError,
     RecordingReadStats,
     RecordingUnreadable,
     check_recording,
+    contracts_line,
     encode_line,
     iter_recording,
+    recording_instruments,
     recording_symbols,
     require_distinct_recordings,
 )
+from engine.market.instruments import Instrument
 from engine.user_files import content_digest
 
 T0 = 1_726_000_000_000_000_000
@@ -284,3 +288,142 @@ def test_a_recording_is_given_once_by_its_bytes_whatever_its_name(tmp_path):
         require_distinct_recordings([first, other, copy])
     with pytest.raises(ValueError, match=f"{first} is given twice"):
         require_distinct_recordings([first, first])
+
+
+# The contracts line
+
+NEXO = Instrument("NEXOUSDT", 0.001, 0.1, 5.0)
+DOGE = Instrument("DOGEUSDT", 0.00001, 1.0, 5.0, maker_fee_rate=0.0002, taker_fee_rate=-0.0001)
+SHARED = Path(__file__).resolve().parents[3] / ".." / "shared" / "data"
+
+
+def nexo_book(n: int, price: str = "1.215") -> bytes:
+    return (
+        b'{"action":"snapshot","arg":{"instType":"SPOT","channel":"books15","instId":"NEXOUSDT"},'
+        b'"data":[{"asks":[["%b","10.5"]],"bids":[["1.2","3"]],"seq":%d,"ts":"1"}],"ts":1}'
+        % (price.encode(), n)
+    )
+
+
+def with_contracts(path: Path, frames: list[bytes], contracts: bytes) -> Path:
+    body = b"".join(encode_line(T0 + n, frame) for n, frame in enumerate(frames, 1))
+    path.write_bytes(gzip.compress(contracts + body))
+    return path
+
+
+def test_the_contracts_line_stores_each_contract_as_decimal_text():
+    line = contracts_line(T0, [NEXO, DOGE])
+    assert line == (
+        b"%d " % T0 + b'{"hft":"contracts","data":['
+        b'{"symbol":"NEXOUSDT","tick":"0.001","lot":"0.1","min_notional":"5",'
+        b'"maker_fee_rate":null,"taker_fee_rate":null},'
+        b'{"symbol":"DOGEUSDT","tick":"0.00001","lot":"1","min_notional":"5",'
+        b'"maker_fee_rate":"0.0002","taker_fee_rate":"-0.0001"}]}\n'
+    )
+
+
+def test_readers_pass_over_the_contracts_and_read_them_back(tmp_path):
+    frames = [nexo_book(n) for n in range(3)]
+    path = with_contracts(tmp_path / "nexo.gz", frames, contracts_line(T0, [NEXO, DOGE]))
+    read_frames, stats = read(path)
+    assert [raw for _, raw in read_frames] == frames
+    assert (stats.frames, stats.metadata_lines, stats.malformed_lines) == (3, 1, 0)
+    assert stats.problem(path) is None
+    check_recording(path)
+    assert recording_instruments(path) == {"NEXOUSDT": NEXO, "DOGEUSDT": DOGE}
+    assert recording_symbols(path) == ("NEXOUSDT",)
+
+
+def test_a_later_contracts_line_before_the_first_frame_replaces_a_symbols_contract(tmp_path):
+    finer = Instrument("NEXOUSDT", 0.0005, 0.1, 5.0)
+    after_frame = Instrument("NEXOUSDT", 0.005, 0.1, 5.0)
+    header = contracts_line(T0, [NEXO, DOGE]) + contracts_line(T0, [finer])
+    path = with_contracts(tmp_path / "nexo.gz", [nexo_book(0)], header)
+    path.write_bytes(
+        gzip.compress(gzip.decompress(path.read_bytes()) + contracts_line(T0 + 9, [after_frame]))
+    )
+    assert recording_instruments(path) == {"NEXOUSDT": finer, "DOGEUSDT": DOGE}
+    assert read(path)[1].metadata_lines == 3
+
+
+def test_a_recording_without_contracts_reads_as_before(tmp_path):
+    path = tmp_path / "old.gz"
+    path.write_bytes(gzip.compress(lines(5)))
+    frames, stats = read(path)
+    assert len(frames) == 5 and stats.metadata_lines == 0
+    assert recording_instruments(path) == {}
+
+
+@pytest.mark.parametrize(
+    "replay",
+    [
+        "spot_btc_eth_20240808.bitget.gz",
+        "cm_btc_eth_20240808.bitget.gz",
+        "usdm_btc_20230405.bitget.gz",
+    ],
+)
+def test_the_shared_recordings_carry_no_contracts_and_read_whole(replay):
+    path = SHARED / "replay" / replay
+    if not path.is_file():
+        pytest.skip(f"needs ../shared/data/replay/{replay}")
+    frames, stats = read(path)
+    raw_lines = gzip.decompress(path.read_bytes()).count(b"\n")
+    assert len(frames) == stats.frames == stats.lines == raw_lines
+    assert stats.metadata_lines == stats.malformed_lines == 0
+    assert recording_instruments(path) == {}
+
+
+def test_a_recording_of_contracts_and_no_frame_is_unreadable_and_says_so(tmp_path):
+    path = with_contracts(tmp_path / "empty.gz", [], contracts_line(T0, [NEXO]))
+    with pytest.raises(RecordingUnreadable, match=r"it holds its contracts and no frame$"):
+        check_recording(path)
+
+
+@pytest.mark.parametrize(
+    ("document", "problem"),
+    [
+        (b'{"hft":"contracts","data":[', "not JSON"),
+        (b'{"hft":"contracts","data":{}}', "its data is not a list"),
+        (b'{"hft":"contracts","data":[7]}', "entry 0: not an object"),
+        (
+            b'{"hft":"contracts","data":[{"symbol":"NEXOUSDT","tick":"0.001"}]}',
+            "entry 0: lacks lot, min_notional, maker_fee_rate, taker_fee_rate",
+        ),
+        (
+            b'{"hft":"contracts","data":[{"symbol":"NEXOUSDT","tick":0.001,"lot":"0.1",'
+            b'"min_notional":"5","maker_fee_rate":null,"taker_fee_rate":null}]}',
+            "entry 0: NEXOUSDT tick: expected decimal text, got 0.001",
+        ),
+        (
+            b'{"hft":"contracts","data":[{"symbol":"NEXOUSDT","tick":"0.001","lot":"0.1",'
+            b'"min_notional":"5","maker_fee_rate":"cheap","taker_fee_rate":null}]}',
+            "entry 0: NEXOUSDT maker_fee_rate: expected decimal text or null, got 'cheap'",
+        ),
+        (
+            b'{"hft":"contracts","data":[{"symbol":"NEXOUSDT","tick":"-1","lot":"0.1",'
+            b'"min_notional":"5","maker_fee_rate":null,"taker_fee_rate":null}]}',
+            "entry 0: NEXOUSDT: tick_size must be a positive number, got -1.0",
+        ),
+    ],
+)
+def test_a_malformed_contracts_line_is_one_line_naming_the_file_and_the_line(
+    tmp_path, document, problem
+):
+    path = with_contracts(tmp_path / "bad.gz", [nexo_book(0)], encode_line(T0, document))
+    expected = f"{path}: line 1: contracts line: {problem}"
+    for reader in (check_recording, recording_instruments):
+        with pytest.raises(RecordingContractsError) as raised:
+            reader(path)
+        assert str(raised.value) == expected
+    assert len(read(path)[0]) == 1  # the frames still read
+
+
+def test_a_price_off_the_stored_tick_is_refused_naming_the_line(tmp_path):
+    frames = [nexo_book(0), nexo_book(1), nexo_book(2, price="1.2155")]
+    path = with_contracts(tmp_path / "off.gz", frames, contracts_line(T0, [NEXO]))
+    with pytest.raises(RecordingContractsError) as raised:
+        recording_instruments(path)
+    assert str(raised.value) == (
+        f"{path}: line 4: NEXOUSDT price 1.2155 is not on the recording's stored tick 0.001 "
+        f"(its contracts line does not fit its frames)"
+    )

@@ -13,9 +13,10 @@ from support.recordings import write_lines
 from engine.clock import MarketClock
 from engine.feed.events import BookSnapshot, ChannelError, FeedState, FeedStateChanged
 from engine.feed.parse import FrameParser
-from engine.feed.recording import RecordingReadStats, iter_recording
+from engine.feed.recording import RecordingReadStats, contracts_line, iter_recording
 from engine.feed.replay import ReplayFeed, replay_clock
 from engine.feed.tape import Trades
+from engine.market.instruments import ETHUSDT, Instrument
 from engine.market_loop import MarketTimeLoop
 
 SHARED_RECORDING = (
@@ -287,7 +288,8 @@ def test_a_recording_without_frames_has_no_clock_to_start(tmp_path):
 @pytest.mark.skipif(
     not SHARED_RECORDING.exists(), reason="shared recording not present beside the project"
 )
-def test_the_shared_recording_replays_with_its_documented_counts():
+@pytest.mark.parametrize("contracts", [False, True], ids=["as shipped", "with contracts"])
+def test_the_shared_recording_replays_with_its_documented_counts(tmp_path, contracts):
     class CountingSink:
         def __init__(self) -> None:
             self.books = 0
@@ -305,9 +307,15 @@ def test_the_shared_recording_replays_with_its_documented_counts():
         def on_feed_event(self, event) -> None:
             self.states.append((event.symbol, event.state))
 
+    path = SHARED_RECORDING
+    if contracts:  # its contracts line first, in a gzip member of its own, as `import` writes
+        path = tmp_path / SHARED_RECORDING.name
+        line = contracts_line(T0, [Instrument("BTCUSDT", 0.01, 0.00001), ETHUSDT])
+        path.write_bytes(gzip.compress(line) + SHARED_RECORDING.read_bytes())
     sink = CountingSink()
-    stats, _ = replay(SHARED_RECORDING, sink)
+    stats, _ = replay(path, sink)
     assert stats.frames == 47_380
+    assert stats.recording.metadata_lines == contracts
     assert (sink.books, sink.trade_frames, sink.trades) == (12_961, 34_419, 34_419)
     assert stats.recording.malformed_lines == 0
     assert not stats.recording.unterminated_tail

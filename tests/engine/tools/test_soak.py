@@ -11,8 +11,9 @@ import socket
 import pytest
 
 from engine.feed.parse import FrameParser
-from engine.feed.recording import RecordingUnreadable, iter_recording
+from engine.feed.recording import RecordingUnreadable, iter_recording, recording_instruments
 from engine.laya.classifier import LayaClassifierConfig
+from engine.sim.market import MarketGenerator, MarketGeneratorConfig
 from engine.sim.recording import simulate_recording
 from engine.tools.soak import (
     QueueFigures,
@@ -51,6 +52,13 @@ def test_the_looped_recording_is_one_continuous_market(market, tmp_path):
     assert stats.trades > 0
     span_ns = last_recv - next(iter(iter_recording(market.path)))[0]
     assert span_ns / 1e9 == pytest.approx(looped.passes * looped.pass_span_s, rel=0.01)
+    # The simulated market's contracts, its first line, are the looped recording's too.
+    simulated = MarketGenerator(MarketGeneratorConfig(seed=3))
+    assert (
+        recording_instruments(looped.path)
+        == recording_instruments(market.path)
+        == {symbol: simulated.instrument(symbol) for symbol in simulated.symbols}
+    )
 
 
 def test_recordings_follow_one_another_then_loop(market, tmp_path):
