@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+import pytest
 
 from engine.feed.recording import encode_line
 
@@ -73,3 +74,16 @@ def write_recording(path: Path, books: int = 300) -> Path:
             trade = trade_frame("BTCUSDT", ts, trade_id, f"{btc_mid:.1f}", "0.01")
             lines.append((ts * MS_NS + 1, trade))
     return write_lines(path, lines)
+
+
+SHARED_SPOT = (
+    Path(__file__).resolve().parents[3] / "shared/data/replay/spot_btc_eth_20240808.bitget.gz"
+)
+"""The shared 10.8-minute spot recording (BTCUSDT, ETHUSDT), beside the checkout."""
+
+
+def shared_spot() -> Path:
+    """`SHARED_SPOT`, or the test is skipped saying why."""
+    if not SHARED_SPOT.is_file():
+        pytest.skip(f"the shared recording is not here: {SHARED_SPOT}")
+    return SHARED_SPOT

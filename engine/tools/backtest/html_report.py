@@ -158,31 +158,36 @@ def report_html(
     ]
     for number, (group, figure) in enumerate(zip(groups, overviews, strict=True), 1):
         body += [f'<section id="group-{number}">', f"<h2>{_e(group.title)}</h2>"]
-        body.append(_image(figure, pngs[figure.name]))
+        body.append(figure_html(figure, pngs[figure.name]))
         if group.compared:
-            body.append(_parts_html(compare_parts(group.runs)))
+            body.append(parts_html(compare_parts(group.runs)))
         body.append("</section>")
     if len(runs) > 1:
         body += [
             '<section id="ranking"><h2>Ranking by net PnL</h2>',
-            _parts_html(ranking_parts(runs)),
+            parts_html(ranking_parts(runs)),
             "</section>",
         ]
     for number, (run, figure) in enumerate(zip(runs, run_figures, strict=True), 1):
         body += [
             f'<section id="run-{number}">',
             f"<h2>{_e(figure.title)}</h2>",
-            _parts_html(session_parts(run)),
-            _image(figure, pngs[figure.name]),
+            parts_html(session_parts(run)),
+            figure_html(figure, pngs[figure.name]),
             "</section>",
         ]
+    return page_html(f"Backtest: {', '.join(recordings)}", body)
+
+
+def page_html(title: str, body: Sequence[str]) -> str:
+    """A self-contained page titled `title` around the HTML of `body`."""
     return "\n".join(
         [
             "<!DOCTYPE html>",
             '<html lang="en">',
             '<head><meta charset="utf-8">',
             '<meta name="viewport" content="width=device-width, initial-scale=1">',
-            f"<title>Backtest: {_e(', '.join(recordings))}</title>",
+            f"<title>{_e(title)}</title>",
             f"<style>{_STYLE}</style></head>",
             "<body><main>",
             *body,
@@ -192,13 +197,13 @@ def report_html(
     )
 
 
-def _image(figure: Figure, png: bytes) -> str:
+def figure_html(figure: Figure, png: bytes) -> str:
     alt = f"{figure.title}: " + "; ".join(chart.title for chart in figure.charts)
     data = base64.b64encode(png).decode("ascii")
     return f'<figure><img src="data:image/png;base64,{data}" alt="{_e(alt)}"></figure>'
 
 
-def _parts_html(parts: Sequence[Part]) -> str:
+def parts_html(parts: Sequence[Part]) -> str:
     """Lines of text between blank ones as a paragraph each; tables as tables."""
     out: list[str] = []
     lines: list[str] = []

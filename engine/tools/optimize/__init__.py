@@ -1,0 +1,1 @@
+"""`hft-console optimize`: settings searched with Optuna, walk-forward over recordings."""
