@@ -20,7 +20,7 @@ import concurrent.futures
 import contextlib
 import logging
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -29,11 +29,12 @@ import numpy as np
 from engine.bitget.credentials import Credentials, mask_api_key
 from engine.bitget.endpoints import PRIVATE_WS_PATH
 from engine.bitget.public_ws import BitgetPublicFeed, BitgetPublicFeedConfig
-from engine.bitget.record import RecordProgress, record
+from engine.bitget.record import RecordProgress, record, recorded_contracts, rest_url_of
 from engine.bitget.rest import BitgetRestConfig
 from engine.clock import EngineClock, MarketClock, WallClock
 from engine.feed.events import BookSnapshot, FeedState
 from engine.feed.parse import FrameParser
+from engine.feed.recording import contracts_text
 from engine.feed.replay import ReplayFeed, replay_clock
 from engine.instance_lock import (
     InstanceLock,
@@ -51,16 +52,17 @@ from engine.kev.hub import KevHub, KevHubConfig
 from engine.laya.classifier import LayaClassifier, LayaClassifierConfig
 from engine.laya.decide import QuoteGate
 from engine.laya.features import FEATURE_COUNT
-from engine.market.instruments import Instrument
+from engine.market.instruments import Instrument, price_text
 from engine.pipeline import (
     EventLog,
     MarketPipeline,
     MarketPipelineConfig,
 )
-from engine.sim.market import MarketGeneratorConfig
+from engine.sim.market import sim_market
 from engine.sim.server import SimExchange, SimExchangeConfig
 from engine.trading.commands import Command, CommandResult
 from engine.trading.config import TradingConfig, TradingMode
+from engine.trading.contract_watch import ContractWatcher
 from engine.trading.desk import TradingDesk, TradingStatus
 from engine.trading.paper_venue import PaperVenue
 from engine.trading.rest_venue import RestVenue
@@ -77,8 +79,9 @@ MAX_SYMBOLS = 2
 and the trading desk use no more, so a third would only ever be watched half-way."""
 
 
-def _sim_config(seed: int) -> SimExchangeConfig:
-    return SimExchangeConfig(market=MarketGeneratorConfig(seed=seed))
+def _sim_config(symbols: tuple[str, ...], seed: int) -> SimExchangeConfig:
+    """The in-process simulator of the engine's symbols (any of its table's contracts)."""
+    return SimExchangeConfig(market=sim_market(symbols, seed))
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,6 +225,11 @@ def engine_clock(config: EngineConfig) -> EngineClock:
     return replay_clock(config.replay_path, config.replay_speed)
 
 
+def _change_contract(desk: TradingDesk, venue: RestVenue, instrument: Instrument) -> None:
+    venue.change_instrument(instrument)
+    desk.change_contract(instrument)
+
+
 class EngineNode:
     """Assembles source -> parser -> pipeline -> trading desk and starts and stops them in
     order. `credentials` are needed for demo and live trading (never for sim or paper).
@@ -269,6 +277,7 @@ class EngineNode:
         self.sim: SimExchange | None = None
         self.feed: BitgetPublicFeed | ReplayFeed | None = None
         self.desk: TradingDesk | None = None
+        self.contract_watch: ContractWatcher | None = None
         self.latest_status: EngineStatus | None = None
         self.fast_path_compile_s: float | None = None
         self.warmer: InferenceWarmer | None = None
@@ -302,7 +311,7 @@ class EngineNode:
             raise
         try:
             if config.replay_path is None and config.live_url is None:
-                self.sim = SimExchange(_sim_config(config.sim_seed))
+                self.sim = SimExchange(_sim_config(config.symbols, config.sim_seed))
                 await self.sim.start()
             if config.trading is not None:
                 await self._start_trading(config.trading)
@@ -378,6 +387,16 @@ class EngineNode:
         )
         self.desk = desk
         await desk.start()
+        if isinstance(venue, RestVenue):
+            self.contract_watch = ContractWatcher(
+                trading.contract_check_interval_s,
+                venue.client,
+                trading.instruments,
+                apply=lambda instrument: _change_contract(desk, venue, instrument),
+                on_event=self.events.append,
+                clock=self.clock.time_ns,
+            )
+            await self.contract_watch.start()
         self.pipeline.on_decided = desk.on_book
         self.pipeline.on_notice = desk.on_feed_event
         if desk.paper is not None:
@@ -504,6 +523,8 @@ class EngineNode:
             await self._kev_client.stop()
         if self._kev_answers is not None:
             self._kev_answers.close()
+        if self.contract_watch is not None:
+            await self.contract_watch.stop()
         if self.desk is not None:
             await self.desk.stop()
         if self.sim is not None:
@@ -619,12 +640,17 @@ class EngineNode:
         )
 
 
-def format_status(status: EngineStatus) -> str:
-    """One status line for the headless runner."""
+def format_status(status: EngineStatus, instruments: Iterable[Instrument] = ()) -> str:
+    """One status line for the headless runner; prices at their contract's decimals."""
     parts = [f"{status.market_source.upper()} frames {status.frames:,}"]
+    contracts = {instrument.symbol: instrument for instrument in instruments}
     for item in status.symbols:
         if item.books:
-            quote = f"{item.best_bid:,.2f}/{item.best_ask:,.2f} ({item.spread_bps:.2f} bps)"
+            spec = contracts.get(item.symbol)
+            bid, ask = (
+                price_text(spec, price, grouped=True) for price in (item.best_bid, item.best_ask)
+            )
+            quote = f"{bid}/{ask} ({item.spread_bps:.2f} bps)"
         else:
             quote = "no book yet"
         age = "" if item.book_age_ms is None else f" age {item.book_age_ms:,.0f} ms"
@@ -676,10 +702,12 @@ async def record_command(
     sim_seed: int,
     report: Callable[[str], None] = print,
 ) -> int:
-    """`hft-console record`: from `url`, or from an in-process simulator when url is None."""
+    """`hft-console record`: from `url`, or from an in-process simulator when url is None,
+    with the contracts of `symbols` from the venue's table first (ValueError naming a symbol
+    the table lacks)."""
     sim = None
     if url is None:
-        sim = SimExchange(_sim_config(sim_seed))
+        sim = SimExchange(_sim_config(symbols, sim_seed))
         await sim.start()
         url = sim.ws_url
     source = BitgetPublicFeedConfig(url=url, symbols=symbols)
@@ -695,7 +723,10 @@ async def record_command(
         report(line)
 
     try:
-        final = await record(source, out_path, duration_s, progress)
+        rest_url = sim.rest_url if sim is not None else rest_url_of(url)
+        instruments = await recorded_contracts(rest_url, symbols, report)
+        report(f"contracts of {rest_url}: {contracts_text(instruments)}")
+        final = await record(source, out_path, duration_s, progress, instruments=instruments)
     finally:
         if sim is not None:
             await sim.stop()

@@ -25,6 +25,7 @@ from console.cli.errors import error_line
 from console.cli.importer import add_import_parser, run_import
 from console.cli.instruments import add_instruments_parser, run_instruments
 from console.cli.kev import add_kev_parser, run_kev
+from console.cli.optimize import add_optimize_parser, run_optimize_command
 from console.cli.soak import add_soak_parser, run_soak
 from engine.bitget.endpoints import BITGET_DEMO_PUBLIC_URL, BITGET_PUBLIC_URL
 
@@ -161,6 +162,13 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1)")
     sim.add_argument("--port", type=int, default=8700, help="port (default 8700; 0 = any)")
     sim.add_argument("--seed", type=int, default=7, help="market seed (default 7)")
+    sim.add_argument(
+        "--symbols",
+        type=traded_symbols,
+        default=traded_symbols(DEFAULT_SYMBOLS),
+        help="the traded symbol, then its hedge: any of the contracts the simulator lists "
+        f"(default {DEFAULT_SYMBOLS})",
+    )
     sim.add_argument(
         "--book-interval-ms", type=int, default=150, help="books15 push interval (default 150)"
     )
@@ -305,6 +313,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_backtest_parser(commands)
     add_import_parser(commands)
     add_instruments_parser(commands)
+    add_optimize_parser(commands)
     return parser
 
 
@@ -393,6 +402,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run_import(args)
         if command == "instruments":
             return run_instruments(args)
+        if command == "optimize":
+            return run_optimize_command(args)
         return _run(args)
     except KeyboardInterrupt:
         return 130
@@ -545,7 +556,7 @@ def _eval(args: argparse.Namespace) -> int:
 
 
 def _sim(args: argparse.Namespace) -> int:
-    from engine.sim.market import MarketGeneratorConfig
+    from engine.sim.market import sim_market
     from engine.sim.server import SimExchangeConfig
     from engine.sim.standalone import run_standalone
 
@@ -553,22 +564,27 @@ def _sim(args: argparse.Namespace) -> int:
         host=args.host,
         port=args.port,
         book_interval_ms=args.book_interval_ms,
-        market=MarketGeneratorConfig(seed=args.seed),
+        market=sim_market(args.symbols, args.seed),
     )
     run_standalone(config, args.fault)
     return 0
 
 
 def _record(args: argparse.Namespace) -> int:
+    from engine.bitget.rest import BitgetRestError
     from engine.node import record_command
     from engine.user_files import check_output_file
 
     check_output_file(args.out, f"--out {args.out}", can_force=False)
-    return asyncio.run(
-        record_command(
-            args.out, args.symbols, args.duration, None if args.sim else args.url, args.seed
+    try:
+        return asyncio.run(
+            record_command(
+                args.out, args.symbols, args.duration, None if args.sim else args.url, args.seed
+            )
         )
-    )
+    except BitgetRestError as error:  # no contract table to record the symbols' contracts from
+        print(f"hft-console record: no contract table: {error}", file=sys.stderr)
+        return 1
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -579,14 +595,21 @@ def _run(args: argparse.Namespace) -> int:
         # Regenerated figures, replaced each run: a --force on `run` would read as forcing a trade.
         check_output_file(args.stats_out, f"--stats-out {args.stats_out}", force=True)
     settings = settings_for_run(args)  # defaults < config file < environment < flags
-    try:
-        trading, credentials = _trading(args, settings)
-    except _LiveNotConfirmed:
-        return 1  # confirm_live has said why; nothing was started
-    mode = trading.mode.value if trading is not None else None
+    mode = settings.trading.mode.value if _trades(args, settings) else None
     url = args.url
     if url is None and args.replay is None and mode in ("demo", "live"):
         url = BITGET_DEMO_PUBLIC_URL if mode == "demo" else BITGET_PUBLIC_URL
+    from engine.bitget.rest import BitgetRestError
+
+    try:
+        contracts = _run_contracts(args, settings, url)
+    except BitgetRestError as error:  # the venue's table cannot be read, and none is cached
+        print(f"hft-console run: no contract table: {error}", file=sys.stderr)
+        return 1
+    try:
+        trading, credentials = _trading(args, settings, contracts) if mode else (None, None)
+    except _LiveNotConfirmed:
+        return 1  # confirm_live has said why; nothing was started
     refresh_hz = settings.console.refresh_hz
     config = settings.engine_config(
         replay_path=args.replay,
@@ -594,6 +617,7 @@ def _run(args: argparse.Namespace) -> int:
         live_url=url,
         trading=trading,
         status_interval_s=min(settings.engine.status_interval_s, 1 / refresh_hz),
+        contracts=contracts,
     )
     from pathlib import Path
 
@@ -618,14 +642,38 @@ class _LiveNotConfirmed(Exception):
     """The operator did not type the live confirmation."""
 
 
-def _trading(args: argparse.Namespace, settings):
-    """The trading configuration and credentials `run` asked for (None: watch only); a
-    recording is only watched unless --mode (or [trading] mode) says paper."""
+def _trades(args: argparse.Namespace, settings) -> bool:
+    """Whether `run` trades: a recording is only watched unless --mode (or [trading] mode)
+    says paper."""
+    return not (args.replay and args.mode is None and settings.trading.mode.value != "paper")
+
+
+def _run_contracts(args: argparse.Namespace, settings, url: str | None):
+    """The contracts of the run's symbols from its market: the recording, the venue behind
+    `url` (Bitget's table, or a simulator's started apart), or the in-process simulator."""
+    from engine import contract_sources
+
+    if args.replay:
+        return contract_sources.recording_contracts(settings, args.replay)
+    if url is None:
+        return contract_sources.simulator_contracts(settings)
+    from engine.bitget.record import rest_url_of
+
+    contracts, _ = asyncio.run(
+        contract_sources.venue_contracts(
+            settings,
+            args.rest_url or rest_url_of(url),
+            notice=lambda line: print(f"hft-console: {line}", file=sys.stderr),
+        )
+    )
+    return contracts
+
+
+def _trading(args: argparse.Namespace, settings, contracts):
+    """The trading configuration and credentials `run` asked for, on `contracts`."""
     from pathlib import Path
 
     mode = settings.trading.mode.value
-    if args.replay and args.mode is None and mode != "paper":
-        return None, None
     if mode == "live" and not args.live:
         source = settings.source_of("trading.mode")
         origin = "--mode live" if args.mode else f"[trading] mode live ({source})"
@@ -646,13 +694,15 @@ def _trading(args: argparse.Namespace, settings):
                 account=f"Bitget USDT-M, API key {mask_api_key(credentials.api_key)}",
                 symbols=settings.engine.symbols,
                 api_key=credentials.api_key,
-                limits=settings.risk_config().limits,
+                limits=settings.risk_config(contracts).limits,
             )
             if not confirmed:
                 raise _LiveNotConfirmed
     elif args.credentials:
         raise ValueError("--credentials is for --mode demo or live")
-    trading = settings.trading_config(rest_url=args.rest_url, live_confirmed=confirmed)
+    trading = settings.trading_config(
+        contracts=contracts, rest_url=args.rest_url, live_confirmed=confirmed
+    )
     return trading, credentials
 
 

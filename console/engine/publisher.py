@@ -57,6 +57,7 @@ from engine.kev.hub import KevDecision, KevHub
 from engine.latency import LatencyHistogram, timer_cost_ns
 from engine.laya.classifier import CPU_PROVIDER
 from engine.laya.decide import VerdictStreamView
+from engine.market.instruments import Instrument
 from engine.node import (
     EngineNode,
     EngineStatus,
@@ -64,6 +65,7 @@ from engine.node import (
 )
 from engine.pipeline import TIMED_STAGES
 from engine.trading.config import TradingMode, default_risk_config
+from engine.trading.contract_watch import ContractChanged
 from engine.trading.desk import TradingStatus
 from engine.trading.events import OrderFilled
 from engine.trading.tracked_order import OrderView
@@ -172,12 +174,8 @@ class SnapshotPublisher:
         self._symbols = symbols
         trading = node.config.trading
         self._contracts = {instrument.symbol: instrument for instrument in node.config.instruments}
-        quoted = trading.strategy.symbol if trading is not None else symbols[0]
-        self._contracts_shown = tuple(
-            self._contracts[symbol]
-            for symbol in (quoted, *(symbol for symbol in symbols if symbol != quoted))
-            if symbol in self._contracts
-        )
+        self._quoted = trading.strategy.symbol if trading is not None else symbols[0]
+        self._contracts_shown = self._shown_contracts()
         """The status bar's: the quoted symbol's contract first."""
         self._mode = (
             trading.mode
@@ -214,6 +212,10 @@ class SnapshotPublisher:
         self.engine_status: EngineStatus | None = None
         self.finished = False
         self.stopping = False
+
+    def _shown_contracts(self) -> tuple[Instrument, ...]:
+        symbols = (self._quoted, *(s for s in self._symbols if s != self._quoted))
+        return tuple(self._contracts[symbol] for symbol in symbols if symbol in self._contracts)
 
     @property
     def kev(self) -> KevHub | None:
@@ -451,6 +453,9 @@ class SnapshotPublisher:
             if isinstance(event, OrderFilled):
                 self._fills.append(fill_update(event))
                 new_fills = True
+            elif isinstance(event, ContractChanged):
+                self._contracts[event.new.symbol] = event.new
+                self._contracts_shown = self._shown_contracts()
             shown = console_event(event, engine_now_ns, self._contracts)
             if shown is not None:
                 self._add_event(*shown, engine_clock)

@@ -175,7 +175,11 @@ class EngineServer:
         if final or now - self._status_line_at >= STATUS_LINE_INTERVAL_S:
             self._status_line_at = now
             status = publisher.engine_status
-            status_line = format_status(status) if status is not None else None
+            status_line = (
+                format_status(status, publisher.node.config.instruments)
+                if status is not None
+                else None
+            )
         picture = Picture(snapshot.at_ns, changed, status_line, publisher.finished)
         if final:  # in order with what follows (the start, a shutdown's answer)
             self._outbox.put(picture)

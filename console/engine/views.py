@@ -63,6 +63,7 @@ from engine.risk.events import (
 from engine.risk.intents import CancelIntent, OrderIntent, RiskRequest
 from engine.risk.limits import OverrideBounds, RiskGatewayConfig
 from engine.risk.overrides import RiskOverrides
+from engine.trading.contract_watch import ContractChanged
 from engine.trading.desk import TradingStatus
 from engine.trading.events import (
     CommandExecuted,
@@ -462,7 +463,7 @@ def _describe(
         return EventKind.FEED, error if problem.unreadable else warning, problem.text, event.at_ns
     if isinstance(event, TradingFault):
         return EventKind.FAULT, error, event.reason, event.at_ns
-    if isinstance(event, LockTakenOver):
+    if isinstance(event, LockTakenOver | ContractChanged):
         return EventKind.SYSTEM, warning, event.text, event.at_ns
     if isinstance(event, KevWarmUpEnded):
         return EventKind.KEV, info if event.ok else warning, f"Kev: {event.text}", event.at_ns

@@ -20,7 +20,7 @@ from typing import NoReturn
 
 import orjson
 
-from engine.bitget.endpoints import CONTRACTS, PRODUCT_TYPE
+from engine.bitget.endpoints import BITGET_REST_URL, CONTRACTS, PRODUCT_TYPE
 from engine.bitget.models import MalformedAnswer
 from engine.bitget.rest import BitgetRestClient, BitgetRestError
 from engine.market.instruments import Instrument, decimals
@@ -327,6 +327,23 @@ async def load_contracts(
         return LoadedTable(cached.table, TableSource.CACHE, url, cached.fetched_ms, now)
     write_cache(path, table, url, now)
     return LoadedTable(table, TableSource.VENUE, url, now, now)
+
+
+async def venue_table(
+    client: BitgetRestClient,
+    *,
+    notice: Callable[[str], None],
+    refresh: bool = False,
+    now_ms: Callable[[], int] = lambda: time.time_ns() // 1_000_000,
+) -> LoadedTable:
+    """The table of `client`'s venue as a run uses it: Bitget's through the per-user cache
+    (`load_contracts`), another venue's (a simulator's) as it answers now, never cached over
+    Bitget's."""
+    url = client.config.base_url
+    if url == BITGET_REST_URL:
+        return await load_contracts(client, refresh=refresh, notice=notice, now_ms=now_ms)
+    now = now_ms()
+    return LoadedTable(await fetch_contracts(client), TableSource.VENUE, url, now, now)
 
 
 def age_text(age_ms: int) -> str:

@@ -29,6 +29,7 @@ ORDER_FILLS = f"{_ORDER_PATH}/fills"
 ALL_POSITION = "/api/v2/mix/position/all-position"
 SERVER_TIME = "/api/v2/public/time"
 CONTRACTS = "/api/v2/mix/market/contracts"
+TICKERS = "/api/v2/mix/market/tickers"
 
 RATE_WINDOW_S = 1.0
 RATE_LIMITS_PER_S: Mapping[str, int] = MappingProxyType(
@@ -44,10 +45,11 @@ RATE_LIMITS_PER_S: Mapping[str, int] = MappingProxyType(
         ORDER_FILLS: 10,
         SERVER_TIME: 20,
         CONTRACTS: 20,
+        TICKERS: 20,
     }
 )
-"""Bitget's per-UID (per-IP for server time and the contract table) request limits, each over
-a 1 s window (§6)."""
+"""Bitget's per-UID (per-IP for server time, the contract table and the tickers) request
+limits, each over a 1 s window (§6)."""
 
 SIGNING_WINDOW_MS = 30_000
 """Bitget refuses a signed request or login whose timestamp is further than this from its clock."""

@@ -8,12 +8,48 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
+from engine.bitget.contracts import venue_table
+from engine.bitget.endpoints import BITGET_REST_URL
 from engine.bitget.public_ws import BitgetPublicFeed, BitgetPublicFeedConfig
+from engine.bitget.rest import BitgetRestClient, BitgetRestConfig
 from engine.feed.events import ChannelError, FeedState, FeedStateChanged
 from engine.feed.parse import FrameParser
 from engine.feed.recorder import FrameRecorder
 from engine.feed.sink import FeedNotice, MarketFrame
+from engine.market.instruments import Instrument
+
+_BITGET_WS_HOSTS = ("ws.bitget.com", "wspap.bitget.com")
+"""Bitget's public websocket hosts, live and demo; both list their contracts at
+`BITGET_REST_URL`."""
+
+
+def rest_url_of(public_ws_url: str) -> str:
+    """The REST base of the venue behind a public websocket: Bitget's for Bitget's hosts,
+    else the same host and port over http(s) (a simulator serves both)."""
+    parts = urlsplit(public_ws_url)
+    if parts.hostname in _BITGET_WS_HOSTS:
+        return BITGET_REST_URL
+    scheme = "https" if parts.scheme == "wss" else "http"
+    return f"{scheme}://{parts.netloc}"
+
+
+async def recorded_contracts(
+    rest_url: str, symbols: tuple[str, ...], notice: Callable[[str], None]
+) -> tuple[Instrument, ...]:
+    """The contracts of `symbols` from the venue at `rest_url` (`venue_table`: Bitget's through
+    the per-user cache, a simulator's as it answers). Raises ValueError naming the symbols the
+    table lacks, and BitgetRestError when there is no table."""
+    async with BitgetRestClient(BitgetRestConfig(base_url=rest_url), None) as client:
+        table = (await venue_table(client, notice=notice)).table
+    missing = [symbol for symbol in symbols if symbol not in table.specs]
+    if missing:
+        raise ValueError(
+            f"no contract for {', '.join(missing)} in the contract table of {rest_url}: "
+            f"record the symbols it lists (hft-console instruments --url {rest_url})"
+        )
+    return tuple(table.specs[symbol].instrument for symbol in symbols)
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,8 +101,10 @@ async def record(
     duration_s: float | None,
     progress: Callable[[RecordProgress], None],
     progress_interval_s: float = 1.0,
+    instruments: tuple[Instrument, ...] = (),
 ) -> RecordProgress:
-    """Record `source` into `out_path` for `duration_s` seconds (None: until cancelled).
+    """Record `source` into `out_path` for `duration_s` seconds (None: until cancelled), the
+    contracts `instruments` first.
 
     Calls `progress` every `progress_interval_s` and once more at the end. The file is always
     flushed and closed, also on cancellation (after which CancelledError propagates). A file
@@ -77,7 +115,7 @@ async def record(
         raise ValueError(f"duration_s must be None (until cancelled) or > 0, got {duration_s}")
     if not (math.isfinite(progress_interval_s) and progress_interval_s > 0):
         raise ValueError(f"progress_interval_s must be > 0, got {progress_interval_s}")
-    recorder = FrameRecorder(out_path)
+    recorder = FrameRecorder(out_path, instruments=instruments)
     sink = _CountingSink(source.symbols)
     feed = BitgetPublicFeed(source, FrameParser(source.symbols), sink, recorder)
     started = time.monotonic()

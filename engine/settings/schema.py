@@ -29,6 +29,14 @@ from engine.kev.server import LlamaServerConfig
 from engine.laya.classifier import LayaClassifierConfig
 from engine.laya.decide import QuoteGate
 from engine.laya.model import DEFAULT_MODEL_PATH
+from engine.market.contracts import (
+    ContractMissing,
+    ContractOrigin,
+    FeeRates,
+    MarketContract,
+    MarketContracts,
+    resolve_contracts,
+)
 from engine.market.instruments import BTCUSDT, ETHUSDT, Instrument, built_in_twin, instrument_for
 from engine.node import EngineConfig
 from engine.pipeline import MarketPipelineConfig
@@ -62,6 +70,7 @@ from engine.trading.config import (
     TradingMode,
     default_risk_config,
 )
+from engine.validation import require_number, require_positive
 
 SHUTDOWN_POLICIES = ("flatten", "keep")
 """The console's `ShutdownPolicy` values (the console checks they stay the same)."""
@@ -100,6 +109,23 @@ def _bytes(gib: float, name: str) -> int:
 
 
 @dataclass(frozen=True, slots=True)
+class InstrumentSettings:
+    """One contract's grid, where neither the recording nor the venue's table gives it (or to
+    correct them)."""
+
+    tick_size: float = setting(doc="price tick, USDT")
+    size_step: float = setting(doc="lot: the size step, base coin")
+    min_notional_usdt: float = setting(doc="smallest order notional, USDT (Bitget: 5)")
+
+    def __post_init__(self) -> None:
+        whole_numbers_as_floats(self)
+        self.instrument("SYMBOL")
+
+    def instrument(self, symbol: str) -> Instrument:
+        return Instrument(symbol, self.tick_size, self.size_step, self.min_notional_usdt)
+
+
+@dataclass(frozen=True, slots=True)
 class EngineSettings:
     """What the engine watches."""
 
@@ -111,9 +137,13 @@ class EngineSettings:
     status_interval_s: float = setting(
         _ENGINE.status_interval_s, "seconds between the engine's status snapshots"
     )
+    instruments: Mapping[str, InstrumentSettings] = section(
+        dict, "contracts by symbol (tick, lot), where no recording or venue table gives them"
+    )
 
     def __post_init__(self) -> None:
         whole_numbers_as_floats(self)
+        object.__setattr__(self, "instruments", types.MappingProxyType(dict(self.instruments)))
         EngineConfig(
             symbols=self.symbols, sim_seed=self.sim_seed, status_interval_s=self.status_interval_s
         )
@@ -195,8 +225,15 @@ class LayaSettings:
 class StrategySettings:
     """The quoting strategy: passive quotes on the traded symbol, a delta hedge on the hedge."""
 
-    quote_size: float = setting(
-        _STRATEGY.quote_size, "size of each quote, base coin (times the risk scale, whole lots)"
+    quote_size: float | None = setting(
+        None,
+        "size of each quote, base coin (times the risk scale, whole lots); unset: quote_size_usdt",
+        example=_STRATEGY.quote_size,
+    )
+    quote_size_usdt: float = setting(
+        120.0,
+        "size of each quote in USDT when quote_size is unset: the nearest whole lots at the "
+        "price at start (one lot at least)",
     )
     half_spread_bps: float = setting(
         _STRATEGY.half_spread_bps, "bid and ask sit this far either side of the microprice, bps"
@@ -226,15 +263,32 @@ class StrategySettings:
 
     def __post_init__(self) -> None:
         whole_numbers_as_floats(self)
+        require_positive("trading.strategy", "quote_size_usdt", self.quote_size_usdt)
         self.config()
 
     def config(
         self,
         symbol: str = _STRATEGY.symbol,
         hedge_symbol: str | None = _STRATEGY.hedge_symbol,
+        contract: MarketContract | None = None,
     ) -> QuotingStrategyConfig:
+        """The strategy on `symbol`; without `quote_size`, `contract` turns quote_size_usdt
+        into lots (none given: the engine's default size, for checking the other values)."""
         values = engine_values(self, QuotingStrategyConfig)
+        if self.quote_size is None:
+            values["quote_size"] = self._quote_size_of(symbol, contract)
         return QuotingStrategyConfig(symbol=symbol, hedge_symbol=hedge_symbol, **values)
+
+    def _quote_size_of(self, symbol: str, contract: MarketContract | None) -> float:
+        if contract is None:
+            return _STRATEGY.quote_size
+        lots = contract.lots_of(self.quote_size_usdt)
+        if lots is None:
+            raise ValueError(
+                f"no price for {symbol} at start to turn quote_size_usdt into lots: set "
+                "trading.strategy.quote_size (base coin)"
+            )
+        return contract.instrument.size_of(max(lots, 1))
 
 
 @dataclass(frozen=True, slots=True)
@@ -321,6 +375,29 @@ class PaperSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class FeeSettings:
+    """Fee rates for every symbol, for a VIP tier or a rebate; unset: each contract's listed
+    rates (the venue's table), else [trading.paper]'s."""
+
+    maker_fee_rate: float | None = setting(
+        None, "maker fee, a fraction of the notional (negative: a rebate)", example=0.0002
+    )
+    taker_fee_rate: float | None = setting(
+        None, "taker fee, a fraction of the notional", example=0.0006
+    )
+
+    def __post_init__(self) -> None:
+        whole_numbers_as_floats(self)
+        for name in ("maker_fee_rate", "taker_fee_rate"):
+            rate = getattr(self, name)
+            if rate is not None:
+                require_number("trading.fees", name, rate, low=-0.01, high=0.01)
+
+    def rates(self) -> FeeRates:
+        return FeeRates(self.maker_fee_rate, self.taker_fee_rate)
+
+
+@dataclass(frozen=True, slots=True)
 class TradingSettings:
     """Where orders go and how the desk trades."""
 
@@ -339,9 +416,14 @@ class TradingSettings:
     cancel_lane: bool = setting(
         _TRADING.cancel_lane, "cancel-all through a pre-connected keep-alive connection"
     )
+    contract_check_interval_s: float = setting(
+        _TRADING.contract_check_interval_s,
+        "the venue's contract table is read again this often while trading (tick, lot), s",
+    )
     strategy: StrategySettings = section(StrategySettings)
     executor: ExecutorSettings = section(ExecutorSettings)
     paper: PaperSettings = section(PaperSettings)
+    fees: FeeSettings = section(FeeSettings)
 
     def __post_init__(self) -> None:
         whole_numbers_as_floats(self)
@@ -372,6 +454,7 @@ class TradingSettings:
             private_ws_url=private_ws_url,
             cancel_lane=self.cancel_lane,
             rest_timeout_s=self.rest_timeout_s,
+            contract_check_interval_s=self.contract_check_interval_s,
             live_confirmed=live_confirmed,
         )
 
@@ -473,6 +556,18 @@ class RiskSettings:
     daily_reset_hour_utc: int = setting(
         _RISK.daily_reset_hour_utc, "hour (UTC) at which the daily loss restarts from zero"
     )
+    max_position_usdt: float = setting(
+        1_200.0,
+        "a symbol without a [risk.symbols] table: largest position either way, USDT (whole "
+        "lots at the price at start)",
+    )
+    max_notional_usdt: float = setting(
+        2_000.0, "... its largest position's notional at the mid, USDT"
+    )
+    max_order_usdt: float = setting(600.0, "... its largest single order, USDT")
+    max_position_ceiling_usdt: float = setting(
+        3_000.0, "... the operator may raise its max_position up to this at run time, USDT"
+    )
     bounds: RiskBoundsSettings = section(RiskBoundsSettings)
     symbols: Mapping[str, SymbolRiskSettings] = section(
         _default_symbol_risk, "per-symbol caps, one table per symbol"
@@ -481,18 +576,26 @@ class RiskSettings:
     def __post_init__(self) -> None:
         whole_numbers_as_floats(self)
         object.__setattr__(self, "symbols", types.MappingProxyType(dict(self.symbols)))
+        for name in _NOTIONAL_CAPS:
+            require_positive("risk", name, getattr(self, name))
         self.gateway_config(None)
 
     def gateway_config(
-        self, hedge_symbol: str | None, traded: tuple[str, ...] = ()
+        self,
+        hedge_symbol: str | None,
+        traded: tuple[str, ...] = (),
+        contracts: MarketContracts | None = None,
     ) -> RiskGatewayConfig:
         """The gateway's config; a `traded` symbol without a table of its own takes the caps of
-        the built-in one with its base coin (BTCUSD those of BTCUSDT), which hold in coin."""
+        the built-in one with its base coin (BTCUSD those of BTCUSDT), which hold in coin, else
+        the USDT caps above in whole lots at its contract's price at start."""
         entries = dict(self.symbols)
         for symbol in traded:
             twin = built_in_twin(symbol)
             if symbol not in entries and twin in entries:
                 entries[symbol] = entries[twin]
+            elif symbol not in entries:
+                entries[symbol] = self._caps_in_lots(symbol, contracts)
         limits = RiskLimits(
             symbols=tuple(entry.limits(symbol) for symbol, entry in entries.items()),
             **engine_values(self, RiskLimits),
@@ -508,6 +611,41 @@ class RiskSettings:
             hedge_symbol=hedge_symbol,
             **engine_values(self, RiskGatewayConfig),
         )
+
+    def _caps_in_lots(self, symbol: str, contracts: MarketContracts | None) -> SymbolRiskSettings:
+        """The USDT caps as whole lots of `symbol` at its price at start."""
+        table = f"[risk.symbols.{symbol}] (base coin)"
+        contract = contracts.get(symbol) if contracts is not None else None
+        if contract is None or contract.reference_price is None:
+            raise ValueError(
+                f"{symbol} has no risk limits: no price at start turns the USDT caps into lots; "
+                f"give {table}"
+            )
+        sizes = {}
+        for name in ("max_position_usdt", "max_order_usdt", "max_position_ceiling_usdt"):
+            usdt = getattr(self, name)
+            lots = math.floor(usdt / contract.reference_price / contract.instrument.size_step)
+            if lots < 1:
+                one_lot = contract.instrument.size_step * contract.reference_price
+                raise ValueError(
+                    f"risk.{name} {usdt:g} is below one lot of {symbol} ({one_lot:g} USDT at "
+                    f"{contract.reference_price:g}): raise it or give {table}"
+                )
+            sizes[name] = contract.instrument.size_of(lots)
+        return SymbolRiskSettings(
+            max_position=sizes["max_position_usdt"],
+            max_notional_usdt=self.max_notional_usdt,
+            max_order_size=sizes["max_order_usdt"],
+            max_position_ceiling=sizes["max_position_ceiling_usdt"],
+        )
+
+
+_NOTIONAL_CAPS = (
+    "max_position_usdt",
+    "max_notional_usdt",
+    "max_order_usdt",
+    "max_position_ceiling_usdt",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -739,38 +877,96 @@ class Settings:
     def laya_config(self) -> LayaClassifierConfig:
         return self.laya.classifier_config()
 
-    def strategy_config(self) -> QuotingStrategyConfig:
+    def contracts(
+        self,
+        *,
+        recorded: Mapping[str, Instrument] = types.MappingProxyType({}),
+        listed: Mapping[str, Instrument] = types.MappingProxyType({}),
+        listed_origin: ContractOrigin = ContractOrigin.VENUE,
+        prices: Mapping[str, float] = types.MappingProxyType({}),
+        missing_hint: str = "[engine.instruments.SYMBOL] tick_size, size_step, min_notional_usdt",
+    ) -> MarketContracts:
+        """The contracts of [engine] symbols: [instruments] first, then `recorded`, `listed`,
+        the built-in ones (engine/market/contracts.py), at the fees that apply."""
+        configured = {
+            symbol: entry.instrument(symbol) for symbol, entry in self.engine.instruments.items()
+        }
+        return resolve_contracts(
+            self.engine.symbols,
+            configured=configured,
+            recorded=recorded,
+            listed=listed,
+            listed_origin=listed_origin,
+            fees=self.trading.fees.rates(),
+            default_fees=FeeRates(
+                self.trading.paper.maker_fee_rate, self.trading.paper.taker_fee_rate
+            ),
+            prices=prices,
+            missing_hint=missing_hint,
+        )
+
+    def strategy_config(self, contracts: MarketContracts | None = None) -> QuotingStrategyConfig:
         engine = self.engine
+        traded = engine.symbols[0]
         return self._built(
-            lambda: self.trading.strategy.config(engine.symbols[0], engine.hedge_symbol),
+            lambda: self.trading.strategy.config(
+                traded,
+                engine.hedge_symbol,
+                self._contract_for_sizes(traded, contracts),
+            ),
             "engine",
             "trading",
         )
 
-    def risk_config(self) -> RiskGatewayConfig:
+    def risk_config(self, contracts: MarketContracts | None = None) -> RiskGatewayConfig:
         engine = self.engine
         return self._built(
-            lambda: self.risk.gateway_config(engine.hedge_symbol, engine.symbols), "engine", "risk"
+            lambda: self.risk.gateway_config(engine.hedge_symbol, engine.symbols, contracts),
+            "engine",
+            "risk",
         )
+
+    def _contract_for_sizes(
+        self, symbol: str, contracts: MarketContracts | None
+    ) -> MarketContract | None:
+        """The contract whose price turns USDT sizes into lots; without one (a check of the
+        settings alone) the built-in default sizes stand in."""
+        if contracts is None:
+            return None
+        contract = contracts.get(symbol)
+        if contract is None:
+            raise ContractMissing(f"no contract for {symbol}")
+        return contract
 
     def trading_config(
         self,
         *,
+        contracts: MarketContracts | None = None,
         rest_url: str | None = None,
         private_ws_url: str | None = None,
         live_confirmed: bool = False,
     ) -> TradingConfig:
-        """The desk's config; `rest_url`/`private_ws_url` point at a simulator started apart,
+        """The desk's config on `contracts` (None: the built-in ones, for a check of the
+        settings); `rest_url`/`private_ws_url` point at a simulator started apart,
         `live_confirmed` only after --live and the typed confirmation."""
-        strategy, risk = self.strategy_config(), self.risk_config()
+        strategy, risk = self.strategy_config(contracts), self.risk_config(contracts)
+        known = (
+            contracts.instruments
+            if contracts is not None
+            else tuple(
+                spec
+                for limits in risk.limits.symbols
+                if (spec := instrument_for(limits.symbol)) is not None
+            )
+        )
         return self._built(
             lambda: self.trading.config(
                 strategy,
                 risk,
                 instruments=tuple(
                     spec
-                    for limits in risk.limits.symbols
-                    if (spec := instrument_for(limits.symbol)) is not None
+                    for spec in known
+                    if spec.symbol in {limits.symbol for limits in risk.limits.symbols}
                 ),
                 rest_url=rest_url,
                 private_ws_url=private_ws_url,
@@ -789,6 +985,7 @@ class Settings:
         live_url: str | None = None,
         trading: TradingConfig | None = None,
         status_interval_s: float | None = None,
+        contracts: MarketContracts | None = None,
     ) -> EngineConfig:
         """The node's config: the market from these arguments (a recording, a live feed, or
         the simulator), trading as given (None: watch only); `status_interval_s` replaces
@@ -809,6 +1006,7 @@ class Settings:
                 status_interval_s=status_interval_s or engine.status_interval_s,
                 kev_client=self.kev_client_config(),
                 kev_hub=self.kev_hub_config(),
+                instruments=contracts.instruments if contracts is not None else (),
             ),
             "engine",
             "trading",

@@ -138,6 +138,7 @@ class SimRestApi:
         routes += [
             web.get(endpoints.SERVER_TIME, self._server_time),
             web.get(endpoints.CONTRACTS, self._contract_table),
+            web.get(endpoints.TICKERS, self._tickers),
             web.post(FAULTS, self._post_faults),
             web.get(FAULTS, self._get_faults),
         ]
@@ -282,6 +283,35 @@ class SimRestApi:
         return self._success(
             [entry for entry in self._contracts if not symbol or entry["symbol"] == symbol]
         )
+
+    def relist(self, symbol: str, fields: Mapping[str, str]) -> None:
+        """`symbol`'s table entry with `fields` changed (SimExchange.relist)."""
+        if not any(entry["symbol"] == symbol for entry in self._contracts):
+            raise ValueError(f"the contract table has no {symbol}")
+        self._contracts = tuple(
+            {**entry, **fields} if entry["symbol"] == symbol else entry
+            for entry in self._contracts
+        )
+
+    async def _tickers(self, request: web.Request) -> web.Response:
+        """Bitget's tickers of the product type: each traded symbol's last (mark) price, in
+        Bitget's field names (the ones a client reads; the volume fields are left out)."""
+        await self._delay()
+        self.requests_served += 1
+        if not self._public_allowed(request, endpoints.TICKERS):
+            return self._failure("429", "Too Many Requests", status=429)
+        try:
+            _product_type(request.query)
+        except _RequestError as error:
+            return self._failure(error.code, error.message)
+        now = str(self._skewed_now_ms())
+        tickers = []
+        for symbol in self._state.engines:
+            price = self._state.account.position(symbol).mark_price
+            if price > 0:
+                text = number_text(price)
+                tickers.append({"symbol": symbol, "lastPr": text, "markPrice": text, "ts": now})
+        return self._success(tickers)
 
     def _public_allowed(self, request: web.Request, path: str) -> bool:
         """Within the per-IP rate limit of a public endpoint."""

@@ -271,6 +271,13 @@ class SimExchange:
     def positions(self) -> list[Position]:
         return self.account.positions()
 
+    def relist(self, symbol: str, **fields: str) -> None:
+        """Change `symbol`'s entry of the contract table the REST API serves (Bitget's field
+        names and text values: `relist("ADAUSDT", pricePlace="3")`), as the venue does now
+        and then; the matching engine keeps the grid it was started with."""
+        assert self._rest is not None, "the exchange is not started"
+        self._rest.relist(symbol, fields)
+
     def engine(self, symbol: str) -> MatchingEngine:
         return self._engines[symbol]
 

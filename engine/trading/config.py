@@ -182,6 +182,15 @@ class PaperVenueConfig:
         require_positive(owner, "initial_balance", self.initial_balance)
         require_integer(owner, "leverage", self.leverage, 1, 125)
 
+    def fee_rates(self, instrument: Instrument) -> tuple[float, float]:
+        """The maker and taker rates `instrument` is charged: the ones it carries (its
+        contract's, or [trading.fees]'), else these defaults."""
+        maker, taker = instrument.maker_fee_rate, instrument.taker_fee_rate
+        return (
+            maker if maker is not None else self.maker_fee_rate,
+            taker if taker is not None else self.taker_fee_rate,
+        )
+
 
 def default_risk_config(symbol: str = "BTCUSDT", hedge_symbol: str | None = "ETHUSDT"):
     """Small, conservative limits for the default pair (a few hundred USDT per symbol)."""
@@ -235,6 +244,9 @@ class TradingConfig:
     cancel_lane: bool = True
     rest_timeout_s: float = 3.0
     """How long a REST answer may take before its outcome counts as unknown."""
+    contract_check_interval_s: float = 300.0
+    """How often a venue's contract table is read again while trading (a tick or lot that
+    changes is followed); demo, live and a simulator started apart."""
     journal_durable: bool = True
     """False for backtests (JournalConfig.durable)."""
     live_confirmed: bool = False
@@ -242,6 +254,13 @@ class TradingConfig:
     def __post_init__(self) -> None:
         object.__setattr__(self, "mode", TradingMode(self.mode))
         require_number("TradingConfig", "rest_timeout_s", self.rest_timeout_s, low=0.05, high=60.0)
+        require_number(
+            "TradingConfig",
+            "contract_check_interval_s",
+            self.contract_check_interval_s,
+            low=1.0,
+            high=86_400.0,
+        )
         if self.journal_path is not None:
             object.__setattr__(self, "journal_path", Path(self.journal_path))
         risk_symbols = [limits.symbol for limits in self.risk.limits.symbols]
@@ -257,7 +276,7 @@ class TradingConfig:
                 f"{self.risk.hedge_symbol} as the hedge: they must be the same symbol"
             )
         specs = {instrument.symbol for instrument in self.instruments}
-        missing = [symbol for symbol in risk_symbols if symbol not in specs]
+        missing = [symbol for symbol in self.symbols if symbol not in specs]
         if missing:
             raise ValueError(f"no instrument spec (tick, lot) for {missing}")
         self._require_a_lot_to_quote()

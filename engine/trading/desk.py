@@ -37,6 +37,7 @@ from engine.feed.tape import Trades
 from engine.journal import EntryKind, Journal, JournalEntry, JournalError, read_journal
 from engine.latency import LatencyHistogram
 from engine.laya.decide import QuoteGate, QuoteIntent
+from engine.market.instruments import Instrument
 from engine.pipeline import EventLog
 from engine.risk.commands import CommandOutcome
 from engine.risk.events import RiskEvent, TradingState, TradingStateChanged
@@ -491,6 +492,10 @@ class TradingDesk:
             self.events.append(TradingFault(f"hedge: {error}", self._clock()))
 
     # Gateway state changes
+
+    def change_contract(self, instrument: Instrument) -> None:
+        """The venue changed a traded contract's grid: new quotes and hedges follow it."""
+        self.strategy.change_grid(instrument)
 
     def on_journal_fault(self, reason: str) -> None:
         """The journal cannot write: trading must not go on unjournaled, so HALT."""

@@ -85,7 +85,7 @@ class PaperVenue:
         order_ids, fill_ids = IdSequence(FIRST_ORDER_ID), IdSequence(FIRST_FILL_ID)
         self.engines = {
             instrument.symbol: MatchingEngine(
-                MatchingEngineConfig(instrument, config.maker_fee_rate, config.taker_fee_rate),
+                MatchingEngineConfig(instrument, *config.fee_rates(instrument)),
                 self.account,
                 order_ids,
                 fill_ids,

@@ -286,6 +286,10 @@ class RestVenue:
 
     # Internals
 
+    def change_instrument(self, instrument: Instrument) -> None:
+        """Orders on `instrument`'s symbol are checked against and written at its new grid."""
+        self._instruments[instrument.symbol] = instrument
+
     def _instrument(self, symbol: str) -> Instrument:
         instrument = self._instruments.get(symbol)
         if instrument is None:

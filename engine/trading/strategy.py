@@ -158,6 +158,16 @@ class QuotingStrategy:
         self._last_inputs: tuple | None = None
         self._last_plan = NO_QUOTES
 
+    def change_grid(self, instrument: Instrument) -> None:
+        """Quote (or hedge) `instrument`'s symbol on its new grid from the next plan on."""
+        if instrument.symbol == self.config.symbol:
+            self.grid = Grid(instrument)
+        elif instrument.symbol == self.config.hedge_symbol:
+            self.hedge_grid = Grid(instrument)
+        else:
+            raise ValueError(f"{instrument.symbol} is neither quoted nor the hedge")
+        self._last_inputs = None
+
     # Time-based memory
 
     def on_emergency(self, now_ns: int) -> None:

@@ -99,9 +99,19 @@ def hold_model(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def sim_urls(tmp_path_factory) -> Iterator[tuple[str, str]]:
     """`hft-console sim` on a free port: its public websocket and REST urls."""
+    yield from started_sim(tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def large_tick_sim_urls(tmp_path_factory) -> Iterator[tuple[str, str]]:
+    """The simulator on ADAUSDT (a tick of 4 bps) hedged with DOGEUSDT."""
+    yield from started_sim(tmp_path_factory, "--symbols", "ADAUSDT,DOGEUSDT")
+
+
+def started_sim(tmp_path_factory, *options: str) -> Iterator[tuple[str, str]]:
     log = tmp_path_factory.mktemp("sim") / "sim.log"
     with log.open("w") as out:
-        command = [*CLI, "sim", "--port", "0"]
+        command = [*CLI, "sim", "--port", "0", *options]
         process = subprocess.Popen(
             [*command, "--book-interval-ms", "50", "--seed", "5"],
             cwd=REPO,
@@ -147,8 +157,9 @@ async def exchange(sim_urls) -> AsyncIterator[BitgetRestClient]:
 class Venue:
     """What the simulator holds, polled from the test's loop."""
 
-    def __init__(self, client: BitgetRestClient) -> None:
+    def __init__(self, client: BitgetRestClient, quoted: str = "BTCUSDT") -> None:
         self.client = client
+        self.quoted = quoted
         self.quote_sides: set[str] = set()
         self.orders = -1
         self.open_positions = -1
@@ -156,7 +167,7 @@ class Venue:
     async def refresh(self) -> None:
         orders = await self.client.pending_orders()
         self.orders = len(orders)
-        self.quote_sides = {o.side.value for o in orders if o.symbol == "BTCUSDT"}
+        self.quote_sides = {o.side.value for o in orders if o.symbol == self.quoted}
         self.open_positions = sum(1 for p in await self.client.positions() if p.total != 0)
 
 
@@ -179,6 +190,7 @@ def start_console(
     model: Path,
     tmp: Path,
     exit_status: Path | None = None,
+    options: tuple[str, ...] = (),
 ) -> None:
     """The console in a new tmux session; `exit_status`: a file its exit status is written to
     when it ends (the session then ends with it)."""
@@ -193,7 +205,7 @@ def start_console(
     }
     arguments = [*CLI, "run", "--url", ws_url]
     arguments += ["--rest-url", rest_url, "--journal", str(tmp / "journal.sqlite")]
-    arguments += ["--model", str(model), "--cpu", "--refresh-hz", "10"]
+    arguments += ["--model", str(model), "--cpu", "--refresh-hz", "10", *options]
     command = (
         f"cd {shlex.quote(str(REPO))} && {'' if exit_status else 'exec '}env -u COLUMNS -u LINES "
         + " ".join(f"{name}={shlex.quote(value)}" for name, value in environment.items())
@@ -477,5 +489,42 @@ async def test_k_to_halted_on_screen_over_20_presses_is_printed(
             f"p99 {p99:.1f} ms (min {ordered[0]:.1f}, max {ordered[-1]:.1f}; targets 40 / 100)"
             f"\n  in order: {' '.join(f'{latency:.0f}' for latency in latencies_ms)}"
         )
+    tmux("send-keys", "-t", session, "q")
+    await on_screen(lambda: not alive(session), 20, "the console to exit")
+
+
+async def test_a_large_tick_contract_quotes_fills_and_the_kill_leaves_it_flat(
+    large_tick_sim_urls, hold_model, tmp_path
+):
+    """ADAUSDT on the simulator: its contract from the simulator's table, the default quote
+    of 120 USDT in whole lots, the ladder a row per tick, then `k` closes what it holds."""
+    session = "large-tick"
+    options = ("--symbols", "ADAUSDT,DOGEUSDT")
+    start_console(session, (160, 48), large_tick_sim_urls, hold_model, tmp_path, options=options)
+    client = BitgetRestClient(
+        BitgetRestConfig(base_url=large_tick_sim_urls[1]), SimExchangeConfig().credentials()
+    )
+    await client.start()
+    try:
+        venue = Venue(client, quoted="ADAUSDT")
+        await until(venue, lambda: venue.quote_sides == {"buy", "sell"}, 40, "quotes", session)
+        quotes = [o for o in await client.pending_orders() if o.symbol == "ADAUSDT"]
+        # 120 USDT at ADA's last price (about 0.25) in whole ADA, on the 0.0001 grid.
+        assert all(o.size == round(o.size) and 440 <= o.size <= 520 for o in quotes)
+        assert all(round(o.price * 10_000) == pytest.approx(o.price * 10_000) for o in quotes)
+        await on_screen(
+            lambda: "ADAUSDT tick 0.0001" in screen(session) and "1 tick" in screen(session),
+            30,
+            "the contract on the status bar and the spread in ticks",
+            session,
+        )
+        await until(venue, lambda: venue.open_positions > 0, 90, "a fill", session)
+        tmux("send-keys", "-t", session, "k")
+        await until(
+            venue, lambda: venue.orders == 0 and venue.open_positions == 0, 15, "flat", session
+        )
+        await on_screen(lambda: "HALTED" in screen(session), 10, "HALTED", session)
+    finally:
+        await client.stop()
     tmux("send-keys", "-t", session, "q")
     await on_screen(lambda: not alive(session), 20, "the console to exit")

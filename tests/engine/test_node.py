@@ -14,11 +14,20 @@ from support.risk import BTC, T0, make_gateway, mark, open_position
 from support.waiting import eventually
 
 from engine.bitget.credentials import Credentials
+from engine.feed.events import FeedState
 from engine.feed.replay import START_LEAD_NS
 from engine.instance_lock import EngineLocked, InstanceLock, account_lock_path, journal_lock_path
 from engine.journal import read_journal
 from engine.laya.classifier import LayaClassifierConfig
-from engine.node import EngineConfig, EngineNode, format_status, format_trading
+from engine.market.instruments import BTCUSDT, Instrument
+from engine.node import (
+    EngineConfig,
+    EngineNode,
+    EngineStatus,
+    SymbolStatus,
+    format_status,
+    format_trading,
+)
 from engine.tools.bench.trading import NEVER_EMERGENCY
 from engine.trading.commands import Command, Kill, Pause, Resume
 from engine.trading.config import TradingConfig, TradingMode
@@ -198,3 +207,16 @@ async def test_a_second_engine_on_an_account_is_refused_before_it_connects(
     released = InstanceLock(journal_lock_path(journal), "the journal")
     assert released.acquire() is None  # the journal's lock, taken first, was let go
     released.release()
+
+
+def test_the_status_line_writes_each_book_at_its_contracts_decimals():
+    ada = Instrument("ADAUSDT", 0.0001, 1.0)
+    books = (
+        SymbolStatus("ADAUSDT", FeedState.LIVE, 3, 0.25, 0.2501, 4.0, 10.0),
+        SymbolStatus("BTCUSDT", FeedState.LIVE, 3, 64_010.6, 64_010.7, 0.02, 10.0),
+    )
+    status = EngineStatus("sim", books, 6, {}, False, "CPU", {})
+    line = format_status(status, (ada, BTCUSDT))
+    # Was ",.2f": ADA's one-tick book read 0.25/0.25.
+    assert "ADAUSDT live 0.2500/0.2501 (4.00 bps)" in line
+    assert "BTCUSDT live 64,010.6/64,010.7" in line

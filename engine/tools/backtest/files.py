@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from engine.market.instruments import instrument_for, price_text, size_text
+from engine.market.instruments import price_text, size_text
 from engine.tools.backtest.charts import report_figures
 from engine.tools.backtest.html_report import figure_png, report_html, require_matplotlib
 from engine.tools.backtest.metrics import HORIZONS_MS, SessionMetrics
@@ -76,6 +76,7 @@ def _write_fills(path: Path, runs: Sequence[SessionMetrics]) -> None:
             ]
         )
         for run in runs:
+            instruments = {result.symbol: result.instrument for result in run.symbols}
             for fill in run.fills:
                 writer.writerow(
                     [
@@ -85,8 +86,8 @@ def _write_fills(path: Path, runs: Sequence[SessionMetrics]) -> None:
                         _utc(fill.at_ns),
                         fill.symbol,
                         fill.side,
-                        price_text(instrument_for(fill.symbol), fill.price),
-                        size_text(instrument_for(fill.symbol), fill.size),
+                        price_text(instruments.get(fill.symbol), fill.price),
+                        size_text(instruments.get(fill.symbol), fill.size),
                         int(fill.maker),
                         plain(fill.fee),
                         fill.role,

@@ -26,7 +26,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from engine.journal import JournalEntry
-from engine.market.instruments import Instrument, base_coin, instrument_for
+from engine.market.contracts import MarketContract
+from engine.market.instruments import Instrument, base_coin
 from engine.pipeline import LayaStillWarmingUp
 from engine.tools.backtest.session import MidSeries, SessionRecord
 
@@ -94,6 +95,10 @@ class SymbolResult:
     mean_position: float
     """Time-weighted over the session."""
     mean_abs_position: float
+    instrument: Instrument | None = None
+    """The contract it traded on (None: a symbol of the recording it did not trade)."""
+    contract: MarketContract | None = None
+    """Where that contract and its fees came from, where the run said."""
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -203,7 +208,11 @@ def session_metrics(record: SessionRecord) -> SessionMetrics:
     entries = record.entries
     orders = _orders(entries)
     fills = _fill_rows(entries, orders, record.mids)
-    paths = {symbol: _PositionPath.of(symbol, fills) for symbol in record.symbols}
+    instruments = {instrument.symbol: instrument for instrument in record.instruments}
+    paths = {
+        symbol: _PositionPath.of(symbol, fills, instruments.get(symbol))
+        for symbol in record.symbols
+    }
     symbols = tuple(
         _symbol_result(symbol, fills, paths[symbol], record) for symbol in record.symbols
     )
@@ -385,9 +394,8 @@ class _PositionPath:
     fees: np.ndarray
 
     @classmethod
-    def of(cls, symbol: str, fills: Sequence[FillRow]) -> _PositionPath:
+    def of(cls, symbol: str, fills: Sequence[FillRow], spec: Instrument | None) -> _PositionPath:
         position = average = realized = fees = 0.0
-        spec = instrument_for(symbol)
         at_ns = [np.iinfo(np.int64).min]
         rows = [(position, average, realized, fees)]
         for fill in fills:
@@ -459,6 +467,8 @@ def _symbol_result(
         float(np.abs(path.position).max()),
         mean,
         mean_abs,
+        next((i for i in record.instruments if i.symbol == symbol), None),
+        record.contracts.get(symbol) if record.contracts is not None else None,
     )
 
 

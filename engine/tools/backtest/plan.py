@@ -14,11 +14,17 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from engine.contract_sources import recording_contracts
 from engine.feed.recording import require_recording_symbols
 from engine.laya.decide import QuoteGate
 from engine.settings.schema import Settings
 from engine.tools.backtest.metrics import SessionMetrics, session_metrics
-from engine.tools.backtest.session import BacktestProgress, BacktestSpec, run_backtest
+from engine.tools.backtest.session import (
+    BacktestProgress,
+    BacktestSpec,
+    MarketWindow,
+    run_backtest,
+)
 
 COMPARED_GATES = (QuoteGate.LAYA, QuoteGate.NONE, QuoteGate.IMBALANCE)
 
@@ -85,8 +91,10 @@ def backtest_specs(
     kev_record: Path | None = None,
     kev_answers: Path | None = None,
     sources: Mapping[str, str] | None = None,
+    window: MarketWindow | None = None,
 ) -> list[BacktestSpec]:
-    """One spec a run; a gate of None is the one the settings (and `--set`) name. Kev runs only
+    """One spec a run (over `window` of each recording when given); a gate of None is the one
+    the settings (and `--set`) name. Kev runs only
     when asked: against the [kev] server with its answers recorded to `kev_record`, or from
     the answers in `kev_answers` (one run: one server). Raises ValueError naming a symbol a
     recording does not have, or a setting that is not valid (SettingsError)."""
@@ -110,11 +118,13 @@ def backtest_specs(
                 if gate is not None:
                     values["laya.gate"] = gate.value
                 configured = settings.with_overrides(values, sources)
+                contracts = recording_contracts(configured, recording)
                 engine = configured.engine_config(
                     replay_path=str(recording),
                     replay_speed=None,
-                    trading=configured.trading_config(),
+                    trading=configured.trading_config(contracts=contracts),
                     status_interval_s=10.0,  # nobody watches: a status every 10 market seconds
+                    contracts=contracts,
                 )
                 engine = dataclasses.replace(
                     engine,
@@ -126,7 +136,7 @@ def backtest_specs(
                     label = gate.value if not point.values else f"{gate.value} {point.label}"
                 else:
                     label = point.label or configured.laya.gate
-                specs.append(BacktestSpec(recording, engine, label))
+                specs.append(BacktestSpec(recording, engine, label, window, contracts))
     return specs
 
 

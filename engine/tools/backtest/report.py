@@ -17,8 +17,9 @@ from pathlib import Path
 import numpy as np
 
 from engine.laya.decide import QuoteGate
-from engine.market.instruments import instrument_for, size_text
-from engine.tools.backtest.metrics import HORIZONS_MS, MarkoutStats, SessionMetrics
+from engine.market.instruments import size_text
+from engine.tools.backtest.metrics import HORIZONS_MS, MarkoutStats, SessionMetrics, SymbolResult
+from engine.units import plain
 
 
 def horizon_label(horizon_ms: int) -> str:
@@ -139,7 +140,7 @@ def session_parts(metrics: SessionMetrics) -> list[Part]:
         ]
     ]
     for result in metrics.symbols:
-        instrument = instrument_for(result.symbol)
+        instrument = result.instrument
         rows.append(
             [
                 result.symbol,
@@ -168,6 +169,7 @@ def session_parts(metrics: SessionMetrics) -> list[Part]:
     lines += ["", _table(rows)]
     per_hour = metrics.net / metrics.hours if metrics.hours else math.nan
     lines.append(f"net per hour: {_signed(per_hour)} {quote}")
+    lines += [_contract_line(result) for result in metrics.symbols if result.instrument]
     states = ", ".join(
         f"{state} {seconds / metrics.span_s:.0%}"
         for state, seconds in metrics.state_seconds.items()
@@ -364,6 +366,7 @@ def metrics_json(metrics: SessionMetrics) -> dict[str, object]:
                 "max_abs_position": result.max_abs_position,
                 "mean_position": result.mean_position,
                 "mean_abs_position": result.mean_abs_position,
+                "contract": _contract_json(result),
             }
             for result in metrics.symbols
         ],
@@ -400,3 +403,37 @@ def _finite(value: float) -> float | None:
 
 def _finite_list(values: np.ndarray) -> list[float | None]:
     return [_finite(value) for value in values.tolist()]
+
+
+def _contract_line(result: SymbolResult) -> str:
+    """'NEXOUSDT: tick 0.001, lot 0.1 (recording); fees maker 2, taker 6 bps (contract)'."""
+    instrument, contract = result.instrument, result.contract
+    assert instrument is not None
+    grid = f"{result.symbol}: tick {plain(instrument.tick_size)}, lot {plain(instrument.size_step)}"
+    fees = ", ".join(
+        f"{side} {plain(round(rate * 10_000, 4))}"
+        for side, rate in (
+            ("maker", instrument.maker_fee_rate),
+            ("taker", instrument.taker_fee_rate),
+        )
+        if rate is not None
+    )
+    if contract is None:
+        return f"{grid}; fees {fees} bps" if fees else grid
+    return f"{grid} ({contract.origin.value}); fees {fees} bps ({contract.fee_origin.value})"
+
+
+def _contract_json(result: SymbolResult) -> dict[str, object] | None:
+    """The contract a symbol traded on, where it came from and the fee rates charged."""
+    instrument, contract = result.instrument, result.contract
+    if instrument is None:
+        return None
+    return {
+        "tick": instrument.tick_size,
+        "lot": instrument.size_step,
+        "min_notional": instrument.min_notional,
+        "origin": contract.origin.value if contract is not None else None,
+        "maker_fee_rate": instrument.maker_fee_rate,
+        "taker_fee_rate": instrument.taker_fee_rate,
+        "fee_origin": contract.fee_origin.value if contract is not None else None,
+    }

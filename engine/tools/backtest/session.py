@@ -21,12 +21,21 @@ from pathlib import Path
 import numpy as np
 
 from engine.feed.events import BookSnapshot
-from engine.feed.recording import check_recording
+from engine.feed.recording import (
+    RecordingProblem,
+    RecordingReadStats,
+    check_recording,
+    encode_line,
+    iter_recording,
+)
 from engine.feed.replay import ReplayFeed
+from engine.feed.tape import Trades
 from engine.journal import JournalEntry, read_journal
 from engine.laya.decide import QuoteIntent
+from engine.market.contracts import MarketContracts
+from engine.market.instruments import Instrument
 from engine.node import EngineConfig, EngineNode
-from engine.pipeline import LayaStillWarmingUp
+from engine.pipeline import LayaStillWarmingUp, MarketPipeline
 from engine.tools.soak import rss_kb
 from engine.trading.config import TradingMode
 
@@ -37,13 +46,31 @@ RSS_MARK_FRAMES = 100_000
 
 
 @dataclass(frozen=True, slots=True)
+class MarketWindow:
+    """The market time `[start_ns, end_ns)` a backtest trades in. The recording plays from its
+    first frame, so the books, the features and Laya are warm at `start_ns`; the desk (and its
+    paper venue) sees no book nor trade before it, and the run ends before the first frame at
+    or after `end_ns`, as if the recording ended there."""
+
+    start_ns: int
+    end_ns: int
+
+    def __post_init__(self) -> None:
+        if not self.start_ns < self.end_ns:
+            raise ValueError(f"a market window ends after it starts, got {self}")
+
+
+@dataclass(frozen=True, slots=True)
 class BacktestSpec:
     """One run: `engine` (a replay of `recording` with paper trading) under the name `label`
-    (the variant or grid point it stands for)."""
+    (the variant or grid point it stands for), over the whole recording or over `window`."""
 
     recording: Path
     engine: EngineConfig
     label: str = "laya"
+    window: MarketWindow | None = None
+    contracts: MarketContracts | None = None
+    """Where each symbol's contract and fees came from, for the report (None: not said)."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "recording", Path(self.recording))
@@ -54,6 +81,8 @@ class BacktestSpec:
             raise ValueError("a backtest trades on paper: engine.trading.mode must be PAPER")
         if engine.replay_speed is not None:
             raise ValueError("a backtest runs at full speed (replay_speed None)")
+        if self.window is not None and engine.kev_client is not None:
+            raise ValueError("a backtest over a market window runs without Kev")
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,7 +122,7 @@ class SessionRecord:
     symbols: tuple[str, ...]
     quoted: str
     start_ns: int
-    """The first frame's market time."""
+    """The first frame's market time (a window's start)."""
     end_ns: int
     """The last frame's market time."""
     entries: tuple[JournalEntry, ...]
@@ -114,6 +143,10 @@ class SessionRecord:
     laya_warming: tuple[LayaStillWarmingUp, ...] = ()
     """The symbols Laya was still warming up on when the recording ended: no verdicts since
     (a recording shorter than `[laya] warmup_s` gets none at all)."""
+    instruments: tuple[Instrument, ...] = ()
+    """The contracts the run traded on (EngineConfig.instruments)."""
+    contracts: MarketContracts | None = None
+    """... and where each came from, with the fees that applied, where the plan said."""
     kev_offered: int = 0
     """Non-HOLD verdicts offered to Kev (0 without Kev): what a run whose Kev never answered
     left unanswered."""
@@ -166,6 +199,58 @@ class _MidRecorder:
         }
 
 
+class _WindowOpener:
+    """Before a window's start: the books warm the pipeline alone (no mid noted, nothing to
+    the desk, no trade to the paper venue, no progress counted). The first book or trade at
+    or after the start hands the market over: the pipeline's hooks are the recorder's and the
+    desk's again, so the rest of the run pays nothing for the window."""
+
+    def __init__(
+        self,
+        pipeline: MarketPipeline,
+        recorder: _MidRecorder,
+        start_ns: int,
+        now_ns: Callable[[], int],
+    ) -> None:
+        self._pipeline = pipeline
+        self._recorder = recorder
+        self._start_ns = start_ns
+        self._now_ns = now_ns
+        self._on_trades = pipeline.on_trades
+        pipeline.on_decided = self.on_decided
+        pipeline.on_trades = self.on_trades
+
+    def on_decided(self, snapshot: BookSnapshot, intent: QuoteIntent) -> None:
+        if snapshot.recv_ns < self._start_ns:
+            return
+        self._open()
+        self._recorder.on_decided(snapshot, intent)
+
+    def on_trades(self, trades: Trades) -> None:
+        # The replay moves the clock to each frame's receive time before playing it.
+        if self._now_ns() < self._start_ns:
+            return
+        self._open()
+        if self._on_trades is not None:
+            self._on_trades(trades)
+
+    def _open(self) -> None:
+        self._pipeline.on_decided = self._recorder.on_decided
+        self._pipeline.on_trades = self._on_trades
+
+
+def recording_before(path: Path, end_ns: int, out: Path) -> RecordingProblem | None:
+    """The frames of the recording at `path` received before `end_ns`, written to `out` (plain
+    text: read once); returns what was wrong with the part read, as the replay would say."""
+    stats = RecordingReadStats()
+    with out.open("wb") as file:
+        for recv_ns, raw in iter_recording(path, stats):
+            if recv_ns >= end_ns:
+                break
+            file.write(encode_line(recv_ns, raw))
+    return stats.problem(path)
+
+
 def journal_config_for(engine: EngineConfig, folder: Path) -> EngineConfig:
     """`engine` with its journal in `folder`, not durable (a backtest's)."""
     assert engine.trading is not None
@@ -188,10 +273,17 @@ def run_backtest(
     check_recording(spec.recording)
     with tempfile.TemporaryDirectory(prefix="hft-backtest-", dir=scratch_in) as scratch:
         engine = journal_config_for(spec.engine, Path(scratch))
+        cut_problem = None
+        if spec.window is not None:  # the engine replays the part before the window's end
+            cut = Path(scratch) / "window.bitget"
+            cut_problem = recording_before(spec.recording, spec.window.end_ns, cut)
+            engine = dataclasses.replace(engine, replay_path=str(cut))
         node = EngineNode(engine)
         record = node.clock.run(_play(spec, node, progress, progress_interval_s))
         assert engine.trading is not None and engine.trading.journal_path is not None
         entries = tuple(read_journal(engine.trading.journal_path))
+    if cut_problem is not None:  # said of the recording, not of the scratch copy
+        record = dataclasses.replace(record, recording_problem=cut_problem.text)
     return dataclasses.replace(record, entries=entries)
 
 
@@ -234,6 +326,8 @@ async def _play(
         node.config.symbols, pipeline.on_decided, report, lambda: parser_stats.frames
     )
     pipeline.on_decided = recorder.on_decided
+    if spec.window is not None:
+        _WindowOpener(pipeline, recorder, spec.window.start_ns, node.clock.time_ns)
     try:
         stats = await feed.wait()
         wall_s = time.perf_counter() - started
@@ -247,7 +341,7 @@ async def _play(
         recording=str(spec.recording),
         symbols=node.config.symbols,
         quoted=node.desk.config.strategy.symbol,
-        start_ns=stats.first_recv_ns,
+        start_ns=stats.first_recv_ns if spec.window is None else spec.window.start_ns,
         end_ns=stats.last_recv_ns,
         entries=(),
         mids=recorder.series(),
@@ -262,4 +356,6 @@ async def _play(
         venue=node.desk.venue.stats(),
         laya_warming=tuple(event for _, event in events if isinstance(event, LayaStillWarmingUp)),
         kev_offered=node.kev.status().offered if node.kev is not None else 0,
+        instruments=node.config.instruments,
+        contracts=spec.contracts,
     )

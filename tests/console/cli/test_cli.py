@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import shutil
+import signal
 import subprocess
 from pathlib import Path
 
 import pytest
-from support.cli import run_cli
+from support.cli import CLI, REPO, checkout_env, run_cli
 from support.recordings import write_books, write_recording
+from support.sim import running_sim, sim_config
 
 from console.cli.main import build_parser, main
 from engine.feed.parse import FrameParser
-from engine.feed.recording import iter_recording
+from engine.feed.recording import iter_recording, recording_instruments
 
 
 def hft_console(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
@@ -193,8 +196,11 @@ def test_a_replay_without_the_hedge_is_refused_before_anything_runs(recording, m
 
 
 @pytest.mark.parametrize("command", ["run", "backtest"])
-def test_a_quote_size_below_the_symbols_lot_is_refused_at_start(capsys, tmp_path, command):
-    """ETHUSDT's lot is 0.01: the default quote size 0.002 would send no order at all."""
+def test_a_quote_size_below_the_symbols_lot_is_refused_at_start(
+    capsys, tmp_path, monkeypatch, command
+):
+    """ETHUSDT's lot is 0.01: a quote size of 0.002 (BTC's) would send no order at all."""
+    monkeypatch.setenv("HFT_CONSOLE_TRADING__STRATEGY__QUOTE_SIZE", "0.002")
     recording = write_recording(tmp_path / "two.bitget.gz", books=20)
     replay = (
         ["--replay", str(recording)] if command == "backtest" else ["--headless", "--duration", "3"]
@@ -208,15 +214,29 @@ def test_a_quote_size_below_the_symbols_lot_is_refused_at_start(capsys, tmp_path
     )
 
 
-def test_record_of_a_symbol_the_venue_refuses_fails_saying_why(tmp_path):
+async def test_record_of_a_symbol_the_venue_refuses_fails_saying_why(tmp_path):
     out = tmp_path / "xrp.bitget.gz"
-    arguments = ("--sim", "--symbols", "XRPUSDT", "--out", str(out), "--duration", "30")
-    result = hft_console("record", *arguments)
+    # A simulator of BTCUSDT and ETHUSDT lists XRPUSDT in its table but has no XRPUSDT market.
+    async with running_sim(sim_config(7)) as sim:
+        arguments = ("--url", sim.ws_url, "--symbols", "XRPUSDT", "--out", str(out))
+        result = await asyncio.to_thread(hft_console, "record", *arguments, "--duration", "30")
     assert result.returncode == 1
     (last,) = result.stdout.splitlines()[-1:]
     assert last.endswith(
         "FAULT: the venue refused XRPUSDT books15: 30001 "
         "instType:USDT-FUTURES,channel:books15,instId:XRPUSDT doesn't exist"
+    )
+
+
+async def test_record_of_a_symbol_without_a_contract_is_one_line_and_nothing_written(tmp_path):
+    out = tmp_path / "nexo.bitget.gz"
+    async with running_sim(sim_config(7)) as sim:
+        arguments = ("--url", sim.ws_url, "--symbols", "NEXOUSDT", "--out", str(out))
+        result = await asyncio.to_thread(hft_console, "record", *arguments, "--duration", "30")
+    assert result.returncode == 2 and not out.exists()
+    assert result.stderr == (
+        f"hft-console record: no contract for NEXOUSDT in the contract table of {sim.rest_url}: "
+        f"record the symbols it lists (hft-console instruments --url {sim.rest_url})\n"
     )
 
 
@@ -229,11 +249,64 @@ def test_headless_run_on_the_simulator(laya_model):
     assert "SIM HALTED pos flat" in status_lines[-1]  # the end flattens (--exit-policy)
 
 
+def test_record_from_the_simulator_of_a_large_tick_contract(tmp_path):
+    out = tmp_path / "ada.bitget.gz"
+    arguments = ("--sim", "--symbols", "ADAUSDT", "--out", str(out), "--duration", "2.5")
+    result = hft_console("record", *arguments)
+    assert result.returncode == 0, result.stdout + result.stderr
+    frames = [json.loads(raw) for _, raw in iter_recording(out)]
+    books = [
+        frame["data"][0]
+        for frame in frames
+        if "data" in frame and frame["arg"]["channel"] == "books15"
+    ]
+    prices = [price for book in books for price, _ in book["bids"] + book["asks"]]
+    assert prices and all(len(price.split(".")[1]) == 4 for price in prices)  # ADA's 0.0001
+
+
+def test_record_of_a_symbol_the_simulator_has_not_is_one_line(tmp_path, capsys):
+    out = tmp_path / "nexo.bitget.gz"
+    code = main(["record", "--sim", "--symbols", "NEXOUSDT", "--out", str(out), "--duration", "1"])
+    assert code == 2 and not out.exists()
+    assert capsys.readouterr().err == (
+        "hft-console record: the simulator has no NEXOUSDT: it runs BTCUSDT, ETHUSDT, SOLUSDT, "
+        "XRPUSDT, DOGEUSDT, ADAUSDT\n"
+    )
+
+
+def test_the_standalone_simulator_runs_the_symbols_it_is_given():
+    sim = subprocess.Popen(
+        [*CLI, "sim", "--port", "0", "--symbols", "adausdt,DOGEUSDT"],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+        env=checkout_env(),
+    )
+    assert sim.stdout is not None
+    banner: list[str] = []
+    try:
+        while (line := sim.stdout.readline()) not in ("", "Ctrl+C to stop\n"):  # "": it died
+            banner.append(line.strip())
+    finally:
+        sim.send_signal(signal.SIGTERM)
+        sim.wait(timeout=30)
+    assert "symbols            ADAUSDT (traded), DOGEUSDT (hedge), seed 7" in banner
+
+
+def test_the_standalone_simulator_refuses_a_symbol_it_has_not(capsys):
+    assert main(["sim", "--port", "0", "--symbols", "BTCUSDT,NEXOUSDT"]) == 2
+    assert capsys.readouterr().err == (
+        "hft-console sim: the simulator has no NEXOUSDT: it runs BTCUSDT, ETHUSDT, SOLUSDT, "
+        "XRPUSDT, DOGEUSDT, ADAUSDT\n"
+    )
+
+
 def test_record_from_the_simulator_then_replay(tmp_path):
     out = tmp_path / "sim.bitget.gz"
     result = hft_console("record", "--sim", "--out", str(out), "--duration", "2.5")
     assert result.returncode == 0, result.stderr
     assert "frames/s" in result.stdout
+    assert set(recording_instruments(out)) == {"BTCUSDT", "ETHUSDT"}  # its first line
     frames = list(iter_recording(out))
     assert len(frames) > 10
     parser = FrameParser()

@@ -14,6 +14,7 @@ from engine.kev.hub import KevDecision, KevStatus, KevWarmUpEnded
 from engine.kev.hub import KevOutcome as HubOutcome
 from engine.market.instruments import BTCUSDT, Instrument
 from engine.risk.commands import KevAction
+from engine.trading.contract_watch import ContractChanged
 from engine.trading.events import OrderFilled
 
 # Kev: the hub's figures as the panes show them
@@ -119,3 +120,14 @@ def test_a_fill_line_writes_its_price_at_its_own_contracts_decimals():
     assert text == "NEXOUSDT sell 40 NEXO @ 1.210 maker, fee -0.0097 USDT (c2)"
     _, _, text, _ = console_event(fill, 0, {})  # a symbol whose contract is not known
     assert text == "NEXOUSDT sell 40 NEXO @ 1.21 maker, fee -0.0097 USDT (c2)"
+
+
+def test_a_contract_changed_at_the_venue_is_a_warning_in_the_events():
+    new = Instrument("BTCUSDT", 0.5, 0.001)
+    shown = console_event(ContractChanged(BTCUSDT, new, 9), 0, {"BTCUSDT": BTCUSDT})
+    assert shown == (
+        EventKind.SYSTEM,
+        Severity.WARNING,
+        "BTCUSDT contract changed at the venue: tick 0.1 -> 0.5; new orders follow it",
+        9,
+    )

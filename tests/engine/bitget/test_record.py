@@ -1,4 +1,5 @@
-"""record(): live feed -> FrameRecorder -> file, and the file replayed byte for byte."""
+"""record(): live feed -> FrameRecorder -> file, and the file replayed byte for byte; the
+contracts of what is recorded, from the venue's table, first."""
 
 from __future__ import annotations
 
@@ -6,13 +7,17 @@ import asyncio
 import gzip
 
 import pytest
+from support.sim import running_sim, sim_config
 
-from engine.bitget.record import RecordProgress, record
+from engine.bitget.contracts import parse_contracts
+from engine.bitget.public_ws import BitgetPublicFeedConfig
+from engine.bitget.record import RecordProgress, record, recorded_contracts, rest_url_of
 from engine.feed.events import ChannelError, FeedState
 from engine.feed.parse import FrameParser
 from engine.feed.recorder import FrameRecorder
-from engine.feed.recording import RecordingReadStats, iter_recording
+from engine.feed.recording import RecordingReadStats, iter_recording, recording_instruments
 from engine.feed.replay import ReplayFeed, replay_clock
+from engine.sim.contracts import SIM_CONTRACTS
 
 
 async def test_live_recording_replays_to_byte_identical_frames_and_identical_events(
@@ -122,3 +127,42 @@ async def test_bad_durations_are_rejected(tmp_path, make_config, duration_s, int
             lambda _: None,
             interval_s,
         )
+
+
+@pytest.mark.parametrize(
+    ("ws_url", "rest_url"),
+    [
+        ("wss://ws.bitget.com/v2/ws/public", "https://api.bitget.com"),
+        ("wss://wspap.bitget.com/v2/ws/public", "https://api.bitget.com"),
+        ("ws://127.0.0.1:8765/v2/ws/public", "http://127.0.0.1:8765"),
+        ("wss://venue.example:443/v2/ws/public", "https://venue.example:443"),
+    ],
+)
+def test_the_contracts_come_from_the_rest_base_behind_the_websocket(ws_url, rest_url):
+    assert rest_url_of(ws_url) == rest_url
+
+
+async def test_a_recording_from_the_simulator_starts_with_its_tables_contracts(tmp_path):
+    path = tmp_path / "sim.bitget.gz"
+    table = parse_contracts(list(SIM_CONTRACTS)).specs
+    async with running_sim(sim_config(29)) as sim:
+        instruments = await recorded_contracts(sim.rest_url, ("XRPUSDT", "BTCUSDT"), print)
+        assert instruments == (table["XRPUSDT"].instrument, table["BTCUSDT"].instrument)
+        source = BitgetPublicFeedConfig(url=sim.ws_url, symbols=("BTCUSDT",))
+        final = await record(source, str(path), 0.5, lambda _: None, instruments=instruments)
+    assert final.fault is None
+    assert recording_instruments(path) == {i.symbol: i for i in instruments}
+    assert gzip.decompress(path.read_bytes()).partition(b" ")[2].startswith(b'{"hft":"contracts"')
+    stats = RecordingReadStats()
+    assert sum(1 for _ in iter_recording(path, stats)) == final.frames
+    assert (stats.metadata_lines, stats.malformed_lines) == (1, 0)
+
+
+async def test_a_symbol_the_table_lacks_is_one_line_naming_it():
+    async with running_sim(sim_config(29)) as sim:
+        with pytest.raises(ValueError) as raised:
+            await recorded_contracts(sim.rest_url, ("BTCUSDT", "NEXOUSDT"), print)
+    assert str(raised.value) == (
+        f"no contract for NEXOUSDT in the contract table of {sim.rest_url}: record the symbols "
+        f"it lists (hft-console instruments --url {sim.rest_url})"
+    )

@@ -64,10 +64,21 @@ def test_defaults_build_exactly_the_engine_defaults():
 @pytest.mark.parametrize(
     ("section", "configs", "built_apart"),
     [
-        (StrategySettings, (QuotingStrategyConfig,), ()),
+        (StrategySettings, (QuotingStrategyConfig,), ("quote_size_usdt",)),
         (ExecutorSettings, (OrderExecutorConfig,), ()),
         (PaperSettings, (PaperVenueConfig,), ()),
-        (RiskSettings, (RiskLimits, RiskGatewayConfig), ("bounds", "symbols")),
+        (
+            RiskSettings,
+            (RiskLimits, RiskGatewayConfig),
+            (
+                "bounds",
+                "symbols",
+                "max_position_usdt",
+                "max_notional_usdt",
+                "max_order_usdt",
+                "max_position_ceiling_usdt",
+            ),
+        ),
         (RiskBoundsSettings, (OverrideBounds,), ()),
         (
             KevSettings,

@@ -23,6 +23,9 @@ def every_section_changed() -> Settings:
             "engine.symbols": ["ETHUSDT", "BTCUSDT"],
             "engine.sim_seed": 11,
             "engine.status_interval_s": 0.25,
+            "engine.instruments.NEXOUSDT.tick_size": 0.001,
+            "engine.instruments.NEXOUSDT.size_step": 0.1,
+            "engine.instruments.NEXOUSDT.min_notional_usdt": 5,
             "laya.model_path": '/models/la"ya\\x.onnx',
             "laya.prefer_gpu": False,
             "laya.gpu_mem_limit_gib": 1.5,
@@ -35,6 +38,8 @@ def every_section_changed() -> Settings:
             "trading.executor.kill_timeout_s": 4.0,
             "trading.executor.client_oid_prefix": "hx",
             "trading.paper.round_trip_ms": 1.0,
+            "trading.fees.maker_fee_rate": -0.0001,
+            "risk.max_order_usdt": 400.0,
             "risk.max_net_delta_usdt": 1200.0,
             "risk.hedge_ratio_band": [0.6, 1.0],
             "risk.bounds.max_slippage_bps": 15.0,
@@ -71,7 +76,7 @@ def test_the_changed_settings_differ_from_the_defaults_in_every_section():
     changed, default = every_section_changed(), Settings()
     for name in ("engine", "laya", "trading", "risk", "kev", "gpu", "console"):
         assert getattr(changed, name) != getattr(default, name), name
-    for name in ("strategy", "executor", "paper"):
+    for name in ("strategy", "executor", "paper", "fees"):
         assert getattr(changed.trading, name) != getattr(default.trading, name), name
     assert changed.risk.bounds != default.risk.bounds
 
@@ -85,8 +90,8 @@ def test_the_written_file_has_every_key_with_a_comment_above_it():
         if re.match(r'^(# )?("[^"]+"|[a-z_]+) = ', line) and not line.startswith("# e.g"):
             keys += 1
             assert lines[index - 1].startswith("# "), f"no comment above {line!r}"
-    # The 102 keys (the 7 optional ones commented out) and the keymap's commented example.
-    assert keys == 103
+    # The 109 keys (the 10 optional ones commented out) and the keymap's commented example.
+    assert keys == 110
     assert set(document) == {"engine", "laya", "trading", "risk", "kev", "gpu", "console"}
     assert set(document["trading"]) >= {"strategy", "executor", "paper"}
     assert set(document["risk"]["symbols"]) == {"BTCUSDT", "ETHUSDT"}

@@ -3,12 +3,15 @@ the series the charts draw."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
 import pytest
 
 from engine.journal import JournalEntry
+from engine.market.contracts import FeeRates, resolve_contracts
+from engine.market.instruments import BTCUSDT
 from engine.tools.backtest.metrics import HORIZONS_MS, SERIES_MAX_POINTS, session_metrics
 from engine.tools.backtest.report import compare_parts, metrics_json, ranking_parts, session_text
 from engine.tools.backtest.session import MidSeries, SessionRecord
@@ -72,6 +75,7 @@ def record(entries, mids=None, end_s=100.0) -> SessionRecord:
         rss_kb_at_100k=None,
         rss_kb_end=0,
         venue={},
+        instruments=(BTCUSDT,),
     )
 
 
@@ -220,3 +224,28 @@ def test_fills_are_every_fill_and_quote_fills_the_quoted_symbols_maker_fills():
     assert (row[header.index("fills")], row[header.index("quote fills")]) == ("2", "1")
     header = compare_parts([metrics])[1].rows[0]
     assert "fills" not in header and "quote fills" in header
+
+
+def test_the_report_says_which_contract_and_fees_each_symbol_ran_on():
+    contracts = resolve_contracts(
+        ["BTCUSDT"],
+        recorded={"BTCUSDT": BTCUSDT},
+        fees=FeeRates(maker=-0.0001),
+        default_fees=FeeRates(0.0002, 0.0006),
+    )
+    base = record([*order(1, "b1", "buy", 100.0, 0.1), fill(2, "b1", "buy", 100.0, 0.1, 0.0)])
+    metrics = session_metrics(
+        dataclasses.replace(base, instruments=contracts.instruments, contracts=contracts)
+    )
+    assert "BTCUSDT: tick 0.1, lot 0.001 (recording); fees maker -1, taker 6 bps (config)" in (
+        session_text(metrics)
+    )
+    assert metrics_json(metrics)["symbols"][0]["contract"] == {
+        "tick": 0.1,
+        "lot": 0.001,
+        "min_notional": 5.0,
+        "origin": "recording",
+        "maker_fee_rate": -0.0001,
+        "taker_fee_rate": 0.0006,
+        "fee_origin": "config",
+    }

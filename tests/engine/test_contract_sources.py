@@ -1,0 +1,110 @@
+"""A run's contracts from its market: the recording's stored ones and first prices, the
+simulator's table and start prices, the venue's table and last prices (a real simulator on
+loopback stands for the venue)."""
+
+from __future__ import annotations
+
+import gzip
+
+import pytest
+from support.recordings import book_frame, shared_spot
+from support.sim import running_sim, sim_config
+
+from engine.bitget.rest import BitgetRestError
+from engine.contract_sources import (
+    ContractNotTrading,
+    first_mids,
+    recording_contracts,
+    simulator_contracts,
+    venue_contracts,
+)
+from engine.feed.recording import contracts_line, encode_line
+from engine.market.contracts import ContractMissing, ContractOrigin, FeeOrigin
+from engine.market.instruments import Instrument
+from engine.settings.schema import Settings
+
+NEXO = Instrument("NEXOUSDT", 0.001, 0.1, 5.0)
+
+
+def nexo_recording(path, *, stored: bool):
+    book = book_frame("NEXOUSDT", 1_000, [["1.211", "900"]], [["1.210", "1200"]], 1)
+    lines = [encode_line(1_000_000_000, book)]
+    if stored:
+        lines.insert(0, contracts_line(999_000_000, [NEXO]))
+    path.write_bytes(gzip.compress(b"".join(lines)))
+    return path
+
+
+def test_a_recording_gives_its_stored_contracts_priced_at_its_first_books(tmp_path):
+    settings = Settings().with_overrides({"engine.symbols": ["NEXOUSDT"]})
+    contract = recording_contracts(settings, nexo_recording(tmp_path / "n.gz", stored=True)).get(
+        "NEXOUSDT"
+    )
+    assert contract is not None
+    assert contract.origin is ContractOrigin.RECORDING
+    assert contract.instrument.tick_size == 0.001
+    assert contract.reference_price == pytest.approx(1.2105)
+    # Nothing stored, nothing built in: one line naming the flag and the key that give it.
+    with pytest.raises(ContractMissing, match=r"NEXOUSDT: give it with --instrument SYMBOL"):
+        recording_contracts(settings, nexo_recording(tmp_path / "old.gz", stored=False))
+
+
+def test_an_old_recording_of_btc_and_eth_runs_on_the_built_in_contracts():
+    spot = shared_spot()
+    contracts = recording_contracts(Settings(), spot)
+    assert [c.origin for c in contracts.by_symbol.values()] == [ContractOrigin.BUILT_IN] * 2
+    mids = first_mids(spot, ["BTCUSDT", "ETHUSDT"])
+    assert 60_000 < mids["BTCUSDT"] < 63_000 and 2_600 < mids["ETHUSDT"] < 2_800
+
+
+def test_the_simulator_gives_its_tables_contracts_at_its_start_prices():
+    settings = Settings().with_overrides({"engine.symbols": ["ADAUSDT", "DOGEUSDT"]})
+    contracts = simulator_contracts(settings)
+    ada = contracts.get("ADAUSDT")
+    assert ada is not None and ada.origin is ContractOrigin.SIMULATOR
+    assert ada.fee_origin is FeeOrigin.CONTRACT and ada.reference_price == pytest.approx(0.25)
+    trading = settings.trading_config(contracts=contracts)
+    assert trading.strategy.quote_size == 480  # 120 USDT at 0.25, lots of 1
+
+
+async def test_the_venue_gives_its_table_and_last_prices(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    async with running_sim(sim_config(3)) as sim:
+        settings = Settings()
+        contracts, loaded = await venue_contracts(settings, sim.rest_url)
+        btc = contracts.get("BTCUSDT")
+        assert btc is not None and btc.origin is ContractOrigin.VENUE
+        assert btc.reference_price == pytest.approx(sim.market.book("BTCUSDT", 1).mid, rel=1e-3)
+        assert loaded.url == sim.rest_url
+
+
+@pytest.mark.parametrize(
+    ("symbols", "relisted", "message"),
+    [
+        (["XYZUSDT"], {}, r"XYZUSDT is not a USDT-M contract of this venue"),
+        (
+            ["BTCUSDT", "ETHUSDT"],
+            {"symbolStatus": "maintain"},
+            r"BTCUSDT is not trading: its status is 'maintain'",
+        ),
+        (["BTCUSDT", "ETHUSDT"], {"symbolType": "delivery"}, r"not a perpetual"),
+    ],
+)
+async def test_a_symbol_the_venue_does_not_trade_is_refused_with_its_status(
+    tmp_path, monkeypatch, symbols, relisted, message
+):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    async with running_sim(sim_config(3)) as sim:
+        if relisted:
+            sim.relist("BTCUSDT", **relisted)
+        settings = Settings().with_overrides({"engine.symbols": symbols})
+        with pytest.raises(ContractNotTrading, match=message):
+            await venue_contracts(settings, sim.rest_url)
+
+
+async def test_a_venue_that_does_not_answer_and_no_cache_is_a_rest_error(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    async with running_sim(sim_config(3)) as sim:
+        url = sim.rest_url
+    with pytest.raises(BitgetRestError):
+        await venue_contracts(Settings(), url)
