@@ -118,11 +118,6 @@ def launch(
     defaults at `options.refresh_hz`."""
     if options.exit_at_end and engine.replay_path is None:
         raise ValueError("--exit-at-end needs --replay FILE")
-    if engine.replay_path is not None:
-        refused = _refused_recording(engine.replay_path, engine.symbols)
-        if refused is not None:
-            _say(err, f"hft-console: {refused}")
-            return 2
     # Headless too: a failed start's traceback belongs in the log, not on the operator's screen.
     log_path = _log_to_file()
     handle = EngineNodeHandle(
@@ -227,9 +222,10 @@ class RunEnding:
         self._lines.clear()
 
 
-def _refused_recording(path: str, symbols: tuple[str, ...]) -> str | None:
-    """Why the recording cannot be replayed, found before the engine starts as the backtest
-    finds it (None: it can): unreadable, or without `symbols` (the hedge included)."""
+def refused_recording(path: str, symbols: tuple[str, ...]) -> str | None:
+    """Why the recording cannot be replayed, found before anything is read from it for the
+    run (its contracts) as the backtest finds it (None: it can): unreadable, or without
+    `symbols` (the hedge included)."""
     try:
         check_recording(path)
     except FileNotFoundError:

@@ -599,8 +599,12 @@ def _run(args: argparse.Namespace) -> int:
     url = args.url
     if url is None and args.replay is None and mode in ("demo", "live"):
         url = BITGET_DEMO_PUBLIC_URL if mode == "demo" else BITGET_PUBLIC_URL
+    from console.cli.launch import refused_recording
     from engine.bitget.rest import BitgetRestError
 
+    if args.replay and (refused := refused_recording(args.replay, settings.engine.symbols)):
+        print(f"hft-console: {refused}", file=sys.stderr)
+        return 2
     try:
         contracts = _run_contracts(args, settings, url)
     except BitgetRestError as error:  # the venue's table cannot be read, and none is cached

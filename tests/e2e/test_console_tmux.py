@@ -528,3 +528,71 @@ async def test_a_large_tick_contract_quotes_fills_and_the_kill_leaves_it_flat(
         await client.stop()
     tmux("send-keys", "-t", session, "q")
     await on_screen(lambda: not alive(session), 20, "the console to exit")
+
+
+NEXO_CAPTURES = [
+    Path(__file__).resolve().parents[3]
+    / f"shared/data/raw/binance_spot_nexousdt_2024072{day}.dat.gz"
+    for day in (3, 4)
+]
+
+
+async def test_a_large_tick_day_imported_then_paper_traded_in_the_console(hold_model, tmp_path):
+    """The shared NEXOUSDT day (a tick of 8 bps), imported by the project's own command, replays
+    on paper in the console with no setting of its own: its stored contract on the status bar,
+    the ladder a row per tick with our quotes marked, fills in the events."""
+    if not all(path.is_file() for path in NEXO_CAPTURES):
+        pytest.skip(f"the shared NEXOUSDT captures are not here: {NEXO_CAPTURES[0].parent}")
+    recording = tmp_path / "nexo.bitget.gz"
+    imported = subprocess.run(
+        [
+            *CLI,
+            "import",
+            "--from",
+            "binance-raw",
+            *map(str, NEXO_CAPTURES),
+            "--out",
+            str(recording),
+        ],
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert imported.returncode == 0, imported.stderr
+    assert "contract stored: NEXOUSDT tick 0.001" in imported.stdout
+    session = "nexo"
+    arguments = [*CLI, "run", "--replay", str(recording), "--symbols", "NEXOUSDT"]
+    arguments += ["--mode", "paper", "--speed", "100", "--model", str(hold_model), "--cpu"]
+    arguments += ["--journal", str(tmp_path / "journal.sqlite"), "--refresh-hz", "10"]
+    environment = {"PYTHONPATH": str(REPO), "XDG_DATA_HOME": str(tmp_path / "data")}
+    environment.update(XDG_STATE_HOME=str(tmp_path / "state"), XDG_CACHE_HOME=str(tmp_path))
+    command = (
+        f"cd {shlex.quote(str(REPO))} && exec env -u COLUMNS -u LINES "
+        + " ".join(f"{name}={shlex.quote(value)}" for name, value in environment.items())
+        + " "
+        + shlex.join(arguments)
+    )
+    tmux("new-session", "-d", "-s", session, "-x", "160", "-y", "48", command)
+    await on_screen(
+        lambda: "NEXOUSDT tick 0.001 · maker 2 taker 6 bps" in screen(session),
+        40,
+        "the stored contract and the fees on the status bar",
+        session,
+    )
+    await on_screen(
+        lambda: (
+            re.search(r"fill +NEXOUSDT (buy|sell) [\d.]+ NEXO @ 1\.\d{3} maker", screen(session))
+            is not None
+        ),
+        90,
+        "a maker fill at the contract's decimals",
+        session,
+    )
+    assert re.search(r"◆ *[\d.]+ +1\.\d{3} ", screen(session)), screen(session)  # ours, on a tick
+    tmux("send-keys", "-t", session, "k")
+    await on_screen(lambda: "HALTED" in screen(session), 10, "HALTED", session)
+    tmux("send-keys", "-t", session, "q")
+    await on_screen(lambda: not alive(session), 20, "the console to exit")

@@ -181,7 +181,7 @@ def test_headless_replay_runs_to_the_end(recording, laya_model):
     assert result.returncode == 0, result.stderr
     assert "BTCUSDT live (replay reached the symbol)" in result.stdout
     assert "BTCUSDT stopped (end of recording)" in result.stdout
-    assert "REPLAY frames 50 | BTCUSDT stopped 100.00/100.50" in result.stdout
+    assert "REPLAY frames 50 | BTCUSDT stopped 100.0/100.5" in result.stdout
     assert "Laya (CPU native kernel)" in result.stdout
 
 
