@@ -15,7 +15,11 @@ from engine.bitget.endpoints import PRODUCT_TYPE, TICKERS
 from engine.bitget.rest import BitgetRestClient, BitgetRestConfig, BitgetRestError
 from engine.feed.events import BookSnapshot
 from engine.feed.parse import FrameParser
-from engine.feed.recording import iter_recording, recording_instruments
+from engine.feed.recording import (
+    iter_recording,
+    recording_instruments,
+    require_prices_on_ticks,
+)
 from engine.market.contracts import ContractOrigin, MarketContracts
 from engine.settings.schema import Settings
 from engine.sim.contracts import sim_instruments
@@ -31,13 +35,22 @@ class ContractNotTrading(ValueError):
 
 def recording_contracts(settings: Settings, path: str | os.PathLike[str]) -> MarketContracts:
     """The contracts a replay of `path` runs on: [engine.instruments], the recording's stored
-    ones, the built-in ones; priced at each symbol's first book."""
+    ones, the built-in ones; priced at each symbol's first book. A configured tick its prices
+    are not on is refused (`RecordingContractsError`)."""
     symbols = settings.engine.symbols
-    return settings.contracts(
+    contracts = settings.contracts(
         recorded=recording_instruments(path),
         prices=first_mids(path, symbols),
         missing_hint=f"--instrument SYMBOL:tick=..,lot=..,min_notional=.. or {_CONFIG_HINT}",
     )
+    configured = {
+        symbol: contract.instrument
+        for symbol, contract in contracts.by_symbol.items()
+        if contract.origin is ContractOrigin.CONFIG
+    }
+    if configured:  # a tick the recording's prices do not sit on contradicts it
+        require_prices_on_ticks(path, configured, "[engine.instruments.{symbol}] tick_size {tick}")
+    return contracts
 
 
 def simulator_contracts(settings: Settings) -> MarketContracts:

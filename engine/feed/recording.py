@@ -24,7 +24,7 @@ import math
 import os
 import zlib
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
@@ -214,8 +214,20 @@ def recording_instruments(path: str | os.PathLike[str]) -> dict[str, Instrument]
     for _, raw in itertools.chain((first,), frames):  # stats.lines: this frame's line
         if stats.lines > CHECK_LINES:
             break
-        _require_on_tick(name, stats.lines, raw, instruments)
+        _require_on_tick(name, stats.lines, raw, instruments, _STORED_TICK)
     return instruments
+
+
+def require_prices_on_ticks(
+    path: str | os.PathLike[str], instruments: Mapping[str, Instrument], source: str
+) -> None:
+    """Raises `RecordingContractsError` when a price within the first `CHECK_LINES` lines of
+    `path` is off its symbol's tick in `instruments`; `source` says whose tick it is, with
+    `{symbol}` and `{tick}` in it ("[engine.instruments.{symbol}] tick_size {tick}")."""
+    name = os.fspath(path)
+    stats = RecordingReadStats()
+    for _, raw in _frames(existing_recording(path), stats, CHECK_LINES):
+        _require_on_tick(name, stats.lines, raw, instruments, source)
 
 
 def iter_recording(
@@ -412,9 +424,15 @@ def _optional_decimal_text(value: float | None) -> str | None:
     return None if value is None else _decimal_text(value)
 
 
-def _require_on_tick(name: str, line: int, raw: bytes, instruments: dict[str, Instrument]) -> None:
-    """Raises `RecordingContractsError` when a book or trade frame of a symbol with a stored
-    contract has a price off its tick; passes over what it cannot read (the readers count it)."""
+_STORED_TICK = "the recording's stored tick {tick} (its contracts line does not fit its frames)"
+
+
+def _require_on_tick(
+    name: str, line: int, raw: bytes, instruments: Mapping[str, Instrument], source: str
+) -> None:
+    """Raises `RecordingContractsError` when a book or trade frame of a symbol in `instruments`
+    has a price off its tick (`source`, see `require_prices_on_ticks`); passes over what it
+    cannot read (the readers count it)."""
     try:
         frame = orjson.loads(raw)
     except orjson.JSONDecodeError:
@@ -428,9 +446,8 @@ def _require_on_tick(name: str, line: int, raw: bytes, instruments: dict[str, In
     for price in _frame_prices(entries):
         if not instrument.is_on_tick(price):
             raise RecordingContractsError(
-                f"{name}: line {line:,}: {instrument.symbol} price {price!r} is not on the "
-                f"recording's stored tick {_decimal_text(instrument.tick_size)} (its contracts "
-                f"line does not fit its frames)"
+                f"{name}: line {line:,}: {instrument.symbol} price {price!r} is not on "
+                + source.format(symbol=instrument.symbol, tick=_decimal_text(instrument.tick_size))
             )
 
 

@@ -18,7 +18,7 @@ from engine.contract_sources import (
     simulator_contracts,
     venue_contracts,
 )
-from engine.feed.recording import contracts_line, encode_line
+from engine.feed.recording import RecordingContractsError, contracts_line, encode_line
 from engine.market.contracts import ContractMissing, ContractOrigin, FeeOrigin
 from engine.market.instruments import Instrument
 from engine.settings.schema import Settings
@@ -108,3 +108,24 @@ async def test_a_venue_that_does_not_answer_and_no_cache_is_a_rest_error(tmp_pat
         url = sim.rest_url
     with pytest.raises(BitgetRestError):
         await venue_contracts(Settings(), url)
+
+
+def test_a_configured_tick_the_recordings_prices_are_not_on_is_refused(tmp_path):
+    recording = nexo_recording(tmp_path / "n.gz", stored=True)
+    settings = Settings().with_overrides(
+        {
+            "engine.symbols": ["NEXOUSDT"],
+            "engine.instruments.NEXOUSDT.tick_size": 0.005,
+            "engine.instruments.NEXOUSDT.size_step": 0.1,
+            "engine.instruments.NEXOUSDT.min_notional_usdt": 5,
+        }
+    )
+    with pytest.raises(
+        RecordingContractsError,
+        match=r"n.gz: line 2: NEXOUSDT price 1.211 is not on \[engine.instruments.NEXOUSDT\] "
+        r"tick_size 0.005$",
+    ):
+        recording_contracts(settings, recording)
+    finer = settings.with_overrides({"engine.instruments.NEXOUSDT.tick_size": 0.0005})
+    contract = recording_contracts(finer, recording).get("NEXOUSDT")
+    assert contract is not None and contract.origin is ContractOrigin.CONFIG
