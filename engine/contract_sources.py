@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable, Mapping
 
-from engine.bitget.contracts import ContractTable, LoadedTable, venue_table
+from engine.bitget.contracts import ContractTable, LoadedTable, load_contracts
 from engine.bitget.endpoints import PRODUCT_TYPE, TICKERS
 from engine.bitget.rest import BitgetRestClient, BitgetRestConfig, BitgetRestError
 from engine.feed.events import BookSnapshot
@@ -71,11 +71,11 @@ async def venue_contracts(
     refresh: bool = False,
 ) -> tuple[MarketContracts, LoadedTable]:
     """The contracts of a venue's market (Bitget's, or a simulator started apart): its table
-    (`venue_table`: Bitget's cached) and last prices. A symbol the table does not trade is
+    (cached per venue, see `load_contracts`) and last prices. A symbol the table does not trade is
     refused (`ContractNotTrading`) unless [engine.instruments] gives it."""
     symbols = settings.engine.symbols
     async with BitgetRestClient(BitgetRestConfig(base_url=rest_url), None) as client:
-        loaded = await venue_table(client, refresh=refresh, notice=notice)
+        loaded = await load_contracts(client, refresh=refresh, notice=notice)
         _refuse_not_trading(loaded.table, symbols, settings.engine.instruments)
         try:
             prices = await last_prices(client, symbols)

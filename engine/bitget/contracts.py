@@ -9,6 +9,7 @@ so the one parser reads both, and a cache from another venue is never taken for 
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -17,6 +18,7 @@ from enum import StrEnum
 from pathlib import Path
 from types import MappingProxyType
 from typing import NoReturn
+from urllib.parse import urlsplit
 
 import orjson
 
@@ -209,8 +211,13 @@ def _shown(value: object) -> str:
 # The cache
 
 
-def contracts_cache_path() -> Path:
-    return user_cache_dir() / "bitget-contracts.json"
+def contracts_cache_path(url: str) -> Path:
+    """The cache of the venue at `url`: Bitget's `bitget-contracts.json`, another venue's (a
+    simulator's) a file of its own, so that one never replaces the other."""
+    if url == BITGET_REST_URL:
+        return user_cache_dir() / "bitget-contracts.json"
+    place = re.sub(r"[^A-Za-z0-9.-]+", "_", urlsplit(url).netloc) or "venue"
+    return user_cache_dir() / f"contracts-{place}.json"
 
 
 @dataclass(frozen=True, slots=True)
@@ -302,7 +309,7 @@ async def load_contracts(
     cannot be reached or answers no, this venue's cache of any age is used and its age said
     through `notice`; a cache from another URL is never used (said)."""
     url = client.config.base_url
-    path = contracts_cache_path() if cache_path is None else cache_path
+    path = contracts_cache_path(url) if cache_path is None else cache_path
     cached: CachedTable | None
     try:
         cached = read_cache(path)
@@ -327,23 +334,6 @@ async def load_contracts(
         return LoadedTable(cached.table, TableSource.CACHE, url, cached.fetched_ms, now)
     write_cache(path, table, url, now)
     return LoadedTable(table, TableSource.VENUE, url, now, now)
-
-
-async def venue_table(
-    client: BitgetRestClient,
-    *,
-    notice: Callable[[str], None],
-    refresh: bool = False,
-    now_ms: Callable[[], int] = lambda: time.time_ns() // 1_000_000,
-) -> LoadedTable:
-    """The table of `client`'s venue as a run uses it: Bitget's through the per-user cache
-    (`load_contracts`), another venue's (a simulator's) as it answers now, never cached over
-    Bitget's."""
-    url = client.config.base_url
-    if url == BITGET_REST_URL:
-        return await load_contracts(client, refresh=refresh, notice=notice, now_ms=now_ms)
-    now = now_ms()
-    return LoadedTable(await fetch_contracts(client), TableSource.VENUE, url, now, now)
 
 
 def age_text(age_ms: int) -> str:

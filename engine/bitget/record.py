@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from engine.bitget.contracts import venue_table
+from engine.bitget.contracts import load_contracts
 from engine.bitget.endpoints import BITGET_REST_URL
 from engine.bitget.public_ws import BitgetPublicFeed, BitgetPublicFeedConfig
 from engine.bitget.rest import BitgetRestClient, BitgetRestConfig
@@ -38,11 +38,11 @@ def rest_url_of(public_ws_url: str) -> str:
 async def recorded_contracts(
     rest_url: str, symbols: tuple[str, ...], notice: Callable[[str], None]
 ) -> tuple[Instrument, ...]:
-    """The contracts of `symbols` from the venue at `rest_url` (`venue_table`: Bitget's through
-    the per-user cache, a simulator's as it answers). Raises ValueError naming the symbols the
+    """The contracts of `symbols` from the venue at `rest_url` (through its per-user cache,
+    `load_contracts`). Raises ValueError naming the symbols the
     table lacks, and BitgetRestError when there is no table."""
     async with BitgetRestClient(BitgetRestConfig(base_url=rest_url), None) as client:
-        table = (await venue_table(client, notice=notice)).table
+        table = (await load_contracts(client, notice=notice)).table
     missing = [symbol for symbol in symbols if symbol not in table.specs]
     if missing:
         raise ValueError(

@@ -17,7 +17,7 @@ from support.cli import checkout_env, run_cli
 from support.loopback import catch_all, serving
 from support.sim import running_sim, sim_config
 
-from engine.bitget.contracts import parse_contracts, write_cache
+from engine.bitget.contracts import contracts_cache_path, parse_contracts, write_cache
 from engine.sim.contracts import SIM_CONTRACTS
 from engine.sim.server import SimExchange
 
@@ -135,11 +135,12 @@ def closed_port_url() -> str:
         return f"http://127.0.0.1:{taken.getsockname()[1]}"
 
 
-def test_offline_the_cache_is_used_and_its_age_said(tmp_path: Path) -> None:
+def test_offline_the_cache_is_used_and_its_age_said(tmp_path: Path, monkeypatch) -> None:
     url = closed_port_url()
     table = parse_contracts(list(SIM_CONTRACTS))
     three_hours_ago_ms = time.time_ns() // 1_000_000 - 3 * 3_600_000
-    write_cache(tmp_path / "hft-console" / "bitget-contracts.json", table, url, three_hours_ago_ms)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    write_cache(contracts_cache_path(url), table, url, three_hours_ago_ms)
     done = run_cli(
         "instruments", "--url", url, "SOLUSDT", env=checkout_env(XDG_CACHE_HOME=str(tmp_path))
     )

@@ -18,13 +18,14 @@ from engine.bitget.contracts import (
     ContractTable,
     ContractTableError,
     LoadedTable,
+    contracts_cache_path,
     fetch_contracts,
     load_contracts,
     parse_contracts,
     read_cache,
     write_cache,
 )
-from engine.bitget.endpoints import CONTRACTS
+from engine.bitget.endpoints import BITGET_REST_URL, CONTRACTS
 from engine.bitget.rest import BitgetRestClient, BitgetRestConfig, BitgetTransportError
 from engine.sim.contracts import SIM_CONTRACTS
 from engine.sim.server import SimExchange
@@ -336,3 +337,18 @@ async def test_an_unreadable_cache_is_said_and_the_venue_asked(
     assert notices == [f"contract cache not used: {path}: {problem}"]
     cached = read_cache(path)
     assert cached is not None and cached.url == config.base_url
+
+
+async def test_each_venue_keeps_a_cache_of_its_own(
+    sim: SimExchange, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A simulator's table never replaces Bitget's cached one (a later offline start on Bitget
+    would have found only the simulator's, from another URL, and no table)."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    bitget = contracts_cache_path(BITGET_REST_URL)
+    assert bitget.name == "bitget-contracts.json"
+    async with BitgetRestClient(BitgetRestConfig(base_url=sim.rest_url), None) as client:
+        await load_contracts(client)
+    own = contracts_cache_path(sim.rest_url)
+    assert own != bitget and own.is_file() and not bitget.exists()
+    assert read_cache(own) is not None
