@@ -29,10 +29,13 @@ RUNTIME_FILES_WITH_EXTRAS = {
     "engine/lab/train.py": {"train"},
     "engine/kev/server.py": {"kev-local"},
     "engine/tools/backtest/html_report.py": {"report"},
+    "engine/tools/optimize/space.py": {"research"},
+    "engine/tools/optimize/walk_forward.py": {"research"},
+    "engine/tools/optimize/report.py": {"research", "report"},
 }
 """Runtime files that import an optional extra lazily, behind a one-line error naming it."""
 
-TOOL_EXTRAS = {"dev", "train", "kev-local", "report"}
+TOOL_EXTRAS = {"dev", "train", "kev-local", "report", "research"}
 """`scripts/test` installs these for the tests and the scripts."""
 
 

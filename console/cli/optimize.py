@@ -155,15 +155,9 @@ def _optimize(args: argparse.Namespace) -> int:
             from engine.tools.backtest.files import check_report_dir
 
             check_report_dir(report_dir)
-        if args.study:
-            if Path(args.study).resolve() in {path.resolve() for path in recordings}:
-                raise ValueError(f"--study {args.study}: is one of the recordings (--replay)")
-            storage = open_storage(Path(args.study), search)
-        else:
-            import optuna
-
-            optuna.logging.set_verbosity(optuna.logging.WARNING)
-            storage = optuna.storages.InMemoryStorage()
+        if args.study and Path(args.study).resolve() in {path.resolve() for path in recordings}:
+            raise ValueError(f"--study {args.study}: is one of the recordings (--replay)")
+        storage = open_storage(Path(args.study) if args.study else None, search)
     except SettingsError as error:
         print(f"{NAME}: {error}", file=sys.stderr)
         return 2

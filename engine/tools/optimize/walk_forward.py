@@ -152,14 +152,17 @@ def evaluate(
     return figures
 
 
-def open_storage(path: Path, search: Search) -> optuna.storages.BaseStorage:
-    """The journal file at `path` (made if new); raises StudyMismatch when it holds a study
-    of another search, naming the first thing that differs."""
+def open_storage(path: Path | None, search: Search) -> optuna.storages.BaseStorage:
+    """The journal file at `path` (made if new; None: in memory, for a run not kept); raises
+    StudyMismatch when it holds a study of another search, naming the first thing that
+    differs."""
     import optuna
     from optuna.storages.journal import JournalFileBackend, JournalStorage
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
+    if path is None:
+        return optuna.storages.InMemoryStorage()
     _require_journal(path)
     storage = JournalStorage(JournalFileBackend(str(path)))
     ours = search.identity()
