@@ -1,5 +1,5 @@
-"""`python -m engine.lab`: reproduce the shipped model from the three shared sessions, or train
-on other recordings."""
+"""`python -m engine.lab`: train the shipped model's way on the three shared sessions (today's
+labels and choice), or on other recordings."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ SHIPPED_RECORDINGS = tuple(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """`python -m engine.lab`: reproduce the shipped model (or train on other data)."""
+    """`python -m engine.lab`: retrain the shipped model (or train on other data)."""
     parser = argparse.ArgumentParser(prog="python -m engine.lab", description="Train a Laya model.")
     parser.add_argument(
         "--replay", nargs="+", default=[os.fspath(path) for path in SHIPPED_RECORDINGS]
@@ -48,7 +48,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{parser.prog}: {error}", file=sys.stderr)
         return 2
     if args.json:
-        print(json.dumps(report.folds.as_dict() if report.folds else None))
+        print(json.dumps(report.folds.as_dict()))
     else:
         print(format_report(report))
     return 0

@@ -94,6 +94,10 @@ CANDIDATES: tuple[CandidateSpec, ...] = (
     CandidateSpec("linear", MODEL_FEATURES, LINEAR),
     CandidateSpec("mlp", MODEL_FEATURES, MlpConfig()),
 )
+IMBALANCE_RULE = CandidateSpec("imbalance", ("obi_5",), LINEAR)
+"""The imbalance rule as a model (the top-5 imbalance alone): what ships when no candidate
+out-ranks the rule on every fold. Its fold scores are the imbalance baseline's, which it ranks
+as (its side scores rise with the imbalance)."""
 GATE_SUFFIX = " @gate"
 """A candidate at its gate thresholds (quotes pulled at most `gate_pull_rate` of the time)."""
 

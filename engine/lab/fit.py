@@ -20,7 +20,7 @@ from engine.laya.features import FEATURE_NAMES
 
 
 @dataclass(frozen=True, slots=True, eq=False)
-class _Training:
+class Training:
     """The sessions a fit learns from: recorded ones weigh 1 each, simulated ones `share`."""
 
     recorded: tuple[Dataset, ...]
@@ -35,9 +35,9 @@ class _Training:
         return labelled_rows(sessions), weights
 
 
-def _fit_network(
+def fit_network(
     spec: CandidateSpec,
-    training: _Training,
+    training: Training,
     validation: Dataset | None,
     epochs: int,
     config: TrainConfig,
@@ -96,9 +96,9 @@ def fit_candidate(
         probabilities, labels, weights, held, epochs = [], [], [], [], []
         for index, session in enumerate(recorded):
             others = tuple(s for k, s in enumerate(recorded) if k != index)
-            inner, predicted = _fit_network(
+            inner, predicted = fit_network(
                 spec,
-                _Training(others, tuple(simulated), share),
+                Training(others, tuple(simulated), share),
                 session,
                 spec.network.epochs,
                 config,
@@ -114,9 +114,9 @@ def fit_candidate(
     else:
         final_epochs = spec.network.epochs
         thresholds_from = "in-sample predictions (one recorded session)"
-    fitted, _ = _fit_network(
+    fitted, _ = fit_network(
         spec,
-        _Training(tuple(recorded), tuple(simulated), share),
+        Training(tuple(recorded), tuple(simulated), share),
         None,
         final_epochs,
         config,

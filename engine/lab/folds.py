@@ -20,6 +20,7 @@ on the training sessions, each session weighing the same however many frames it 
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 from collections.abc import Callable, Sequence
@@ -42,6 +43,7 @@ from engine.lab.evaluate import (
     ranking_auc,
     side_scores,
 )
+from engine.lab.labels import UNLABELLED
 from engine.laya.features import CROSS_FEATURES, FEATURE_NAMES
 from engine.laya.verdict import CLASS_NAMES, Verdict
 
@@ -162,6 +164,48 @@ class FoldReport:
 
 def session_name(dataset: Dataset) -> str:
     return Path(dataset.recordings[0]).name
+
+
+_HOUR_MS = 3_600_000
+
+
+def market_time_blocks(session: Dataset, block_ms: int, purge_ms: int) -> list[Dataset]:
+    """One long session cut into blocks of `block_ms` of market time (the remainder joins the
+    last), each a session of its own for leave-one-block-out. Frames within `purge_ms` (the
+    label horizon) of a cut, on either side, lose their label: a label looks ahead, so neither
+    a left-out block nor its neighbours learn from the other's moves. Raises ValueError for a
+    session shorter than two blocks."""
+    ts = session.exchange_ts_ms
+    name = session_name(session)
+    start = int(ts.min()) if len(session) else 0
+    span = int(ts.max()) - start if len(session) else 0
+    count = span // block_ms
+    if count < 2:
+        raise ValueError(
+            f"{name} spans {span / _HOUR_MS:.2f} h of market time: too short to split into two "
+            f"validation blocks of {block_ms / _HOUR_MS:g} h; give a longer recording or two or "
+            "more recordings"
+        )
+    cuts = start + block_ms * np.arange(1, count, dtype=np.int64)
+    block = np.searchsorted(cuts, ts, side="right")
+    nearest = np.minimum(
+        np.abs(ts - cuts[np.maximum(block - 1, 0)]), np.abs(cuts[np.minimum(block, count - 2)] - ts)
+    )
+    purged = nearest <= purge_ms
+    whole = dataclasses.replace(
+        session,
+        labels=np.where(purged, UNLABELLED, session.labels).astype(session.labels.dtype),
+        ask_run=session.ask_run & ~purged,
+        bid_run=session.bid_run & ~purged,
+    )
+    bounds = [0.0, *((cuts - start) / _HOUR_MS), span / _HOUR_MS]
+    return [
+        dataclasses.replace(
+            whole.subset(block == k),
+            recordings=(f"{name} [{bounds[k]:.4g}-{bounds[k + 1]:.4g} h]",),
+        )
+        for k in range(count)
+    ]
 
 
 def session_weights(sessions: Sequence[Dataset]) -> np.ndarray:

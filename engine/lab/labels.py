@@ -16,15 +16,25 @@ The labels (scheme "excursion", the default) are per side, from the excursion:
 Here sigma is robust: the mean absolute `end` return over the window as a standard deviation
 (x sqrt(pi / 2)), never below the same over the trailing `sigma_floor_window_ms`, so a quiet
 spell does not make an ordinary move "big", and one jump does not inflate it as a variance
-would. The scheme "end" keeps the labels of the models before it, for comparison: sigma the
-population standard deviation over W, then EMERGENCY when `down <= -emergency_sigma * sigma`
-or `up >= emergency_sigma * sigma`, LEAN_BUY when `end >= lean_sigma * sigma`, LEAN_SELL when
-`end <= -lean_sigma * sigma`, HOLD otherwise.
+would.
 
-A frame is left unlabelled (-1) when its horizon is not fully observed (the symbol's last frame
-is earlier than T + H), when no frame falls inside the horizon (a feed gap: there is no return
-to judge), when fewer than `min_sigma_samples` returns are in the sigma window, or when sigma is
-zero (no scale to measure a move in). Only the labelled frames of one symbol are inputs here;
+The scheme "clock" (the default, label version 3) is "excursion" on market time, so it works at
+any book cadence: sigma is measured on the mid's H-returns over a clock of step H (the mid as
+of each tick, carried forward), every window holding W / H returns however many books the feed
+sent, and `min_sigma_samples` counts those clock returns (30: 30 s of market time at H = 1 s).
+A horizon with no frame in it is a held mid (every move 0) when the symbol's next frame comes
+within `max_quiet_ms`: a quiet book sends nothing because nothing changed; a longer silence is a
+feed gap, as is a clock return across one. The scheme "excursion" keeps the per-frame sigma of the
+models before it (`LabelConfig.per_frame_labels()`), and "end" keeps the labels of the models
+before per-side labels, for comparison: sigma the population standard deviation over W, then
+EMERGENCY when `down <= -emergency_sigma * sigma` or `up >= emergency_sigma * sigma`, LEAN_BUY when
+`end >= lean_sigma * sigma`, LEAN_SELL when `end <= -lean_sigma * sigma`, HOLD otherwise.
+
+A frame is left unlabelled (-1) when its horizon is not fully observed (the symbol's last frame is
+earlier than T + H), when no frame falls inside the horizon (a feed gap: there is no return to
+judge; "clock": only when the next frame is more than `max_quiet_ms` away), when fewer than
+`min_sigma_samples` returns are in the sigma window, or when sigma is zero (no scale to measure a
+move in). Only the labelled frames of one symbol are inputs here;
 the caller splits a recording by symbol.
 """
 
@@ -45,9 +55,10 @@ _RELATIVE_VARIANCE_FLOOR = 1e-9
 signal: such a window held (numerically) identical returns, so sigma is zero."""
 
 
-SCHEMES = ("end", "excursion")
-"""Label schemes by their metadata code (1 + index): "end" is that of the models before
-per-side labels; a model's metadata without a scheme was trained on it."""
+SCHEMES = ("end", "excursion", "clock")
+"""Label schemes by their metadata code (1 + index), the label version: "end" is that of the
+models before per-side labels (a model's metadata without a scheme was trained on it),
+"excursion" that of the models before the clock's sigma."""
 _ROBUST_SIGMA = math.sqrt(math.pi / 2.0)
 """sigma / mean |x| of a normal variable: a mean absolute move as a standard deviation."""
 
@@ -57,14 +68,17 @@ class LabelConfig:
     """How labels are made; the defaults are Laya's shipped definition (see the module
     docstring). `sigma_floor_window_ms` is the excursion scheme's floor window (0: none)."""
 
-    scheme: str = "excursion"
+    scheme: str = "clock"
     horizon_ms: int = 1_000
     sigma_window_ms: int = 300_000
     sigma_floor_window_ms: int = 3_600_000
     lean_sigma: float = 1.5
     emergency_sigma: float = 4.0
-    min_sigma_samples: int = 300
-    """About 30 s of 100 ms books: fewer returns give too noisy a scale to label against."""
+    min_sigma_samples: int = 30
+    """30 s of market time on the clock (H = 1 s): fewer returns give too noisy a scale to
+    label against. Per frame ("end", "excursion"), 300 returns were about 30 s of 100 ms books."""
+    max_quiet_ms: int = 30_000
+    """The "clock" scheme's longest silence of a live feed (Laya's warm-up after a gap)."""
 
     def __post_init__(self) -> None:
         if self.scheme not in SCHEMES:
@@ -83,6 +97,11 @@ class LabelConfig:
             )
         if self.scheme == "end" and self.sigma_floor_window_ms:
             raise ValueError("LabelConfig.sigma_floor_window_ms belongs to the excursion scheme")
+        if self.max_quiet_ms < self.horizon_ms:
+            raise ValueError(
+                f"LabelConfig.max_quiet_ms ({self.max_quiet_ms}) must be at least horizon_ms "
+                f"({self.horizon_ms})"
+            )
         if not (np.isfinite(self.lean_sigma) and self.lean_sigma > 0):
             raise ValueError(f"LabelConfig.lean_sigma must be > 0, got {self.lean_sigma}")
         if not (np.isfinite(self.emergency_sigma) and self.emergency_sigma > self.lean_sigma):
@@ -98,12 +117,23 @@ class LabelConfig:
     @classmethod
     def end_labels(cls, **overrides: float) -> LabelConfig:
         """The labels of the models before per-side labels (scheme "end"), for comparison."""
-        defaults = {"lean_sigma": 1.0, "emergency_sigma": 3.0, "sigma_floor_window_ms": 0}
+        defaults = {
+            "lean_sigma": 1.0,
+            "emergency_sigma": 3.0,
+            "sigma_floor_window_ms": 0,
+            "min_sigma_samples": 300,
+        }
         return cls(scheme="end", **{**defaults, **overrides})
+
+    @classmethod
+    def per_frame_labels(cls, **overrides: float) -> LabelConfig:
+        """The per-side labels with a per-frame sigma (scheme "excursion"), those of the
+        models before the clock's sigma."""
+        return cls(scheme="excursion", **{"min_sigma_samples": 300, **overrides})
 
     def as_metadata(self) -> dict[str, float | int]:
         """The parameters as stored in model metadata (the scheme as its code)."""
-        return {
+        parameters = {
             "scheme": 1 + SCHEMES.index(self.scheme),
             "horizon_ms": self.horizon_ms,
             "sigma_window_ms": self.sigma_window_ms,
@@ -112,12 +142,21 @@ class LabelConfig:
             "emergency_sigma": self.emergency_sigma,
             "min_sigma_samples": self.min_sigma_samples,
         }
+        if self.scheme == "clock":
+            parameters["max_quiet_ms"] = self.max_quiet_ms
+        return parameters
 
     @classmethod
     def from_metadata(cls, parameters: dict[str, float]) -> LabelConfig:
         """The config stored by `as_metadata`; parameters it does not hold keep the defaults
         of its scheme (no scheme: "end", what models before it were trained on)."""
-        integers = ("horizon_ms", "sigma_window_ms", "sigma_floor_window_ms", "min_sigma_samples")
+        integers = (
+            "horizon_ms",
+            "sigma_window_ms",
+            "sigma_floor_window_ms",
+            "min_sigma_samples",
+            "max_quiet_ms",
+        )
         known = cls().as_metadata()
         values = {
             name: int(value) if name in integers else float(value)
@@ -129,6 +168,8 @@ class LabelConfig:
             raise ValueError(f"unknown label scheme code {code} (known: 1..{len(SCHEMES)})")
         if SCHEMES[code - 1] == "end":
             return cls.end_labels(**values)
+        if SCHEMES[code - 1] == "excursion":
+            return cls.per_frame_labels(**values)
         return cls(**values)
 
 
@@ -184,6 +225,11 @@ def label_frames(
     end_bps = np.full(count, np.nan)
     up_bps = np.full(count, np.nan)
     down_bps = np.full(count, np.nan)
+    if config.scheme == "clock":
+        # Nothing in the horizon and the next frame within max_quiet_ms: the mid held.
+        following = ts[np.minimum(first, count - 1)] if count else ts
+        held = complete & (end == first) & (following - ts <= config.max_quiet_ms)
+        end_bps[held] = up_bps[held] = down_bps[held] = 0.0
     rows = np.flatnonzero(has_return)
     if rows.size:
         base = mid[rows]
@@ -192,7 +238,10 @@ def label_frames(
         up_bps[rows] = (highest / base - 1.0) * BPS
         down_bps[rows] = (lowest / base - 1.0) * BPS
 
-    sigma_bps, samples = _trailing_sigma(ts, end_bps, config)
+    if config.scheme == "clock":
+        sigma_bps, samples = _clock_sigma(ts, mid, config)
+    else:
+        sigma_bps, samples = _trailing_sigma(ts, end_bps, config)
     labels, ask_run, bid_run = _classify(end_bps, up_bps, down_bps, sigma_bps, config)
     return LabelResult(labels, end_bps, up_bps, down_bps, sigma_bps, samples, ask_run, bid_run)
 
@@ -234,6 +283,43 @@ def _trailing_sigma(
             floor, _ = window(config.sigma_floor_window_ms, magnitudes)
             mean_move = np.fmax(mean_move, floor)
         sigma = _ROBUST_SIGMA * mean_move
+    sigma[samples < config.min_sigma_samples] = np.nan
+    return sigma, samples
+
+
+def _clock_sigma(
+    ts: np.ndarray, mid: np.ndarray, config: LabelConfig
+) -> tuple[np.ndarray, np.ndarray]:
+    """The "clock" scheme's sigma per frame i: sqrt(pi / 2) x the mean |H-return| of the mid on
+    a clock of step H from the symbol's first frame, over the returns (t - H, t] with
+    t - H >= T_i - W and t <= T_i, never below the same over the floor window; and how many
+    returns the window holds. A return across a feed gap (no frame for more than
+    `max_quiet_ms`) is not counted."""
+    count = ts.size
+    if not count:
+        return np.full(0, np.nan), np.zeros(0, np.int64)
+    step = config.horizon_ms
+    clock = ts[0] + step * np.arange(int((ts[-1] - ts[0]) // step) + 1)
+    latest = np.searchsorted(ts, clock, side="right") - 1
+    following = ts[np.minimum(latest + 1, count - 1)]
+    alive = (following - ts[latest] <= config.max_quiet_ms) | (latest == count - 1)
+    moves = np.abs(mid[latest[1:]] / mid[latest[:-1]] - 1.0) * BPS
+    valid = alive[1:] & alive[:-1]
+    prefix_count = np.concatenate(([0], np.cumsum(valid, dtype=np.int64)))
+    prefix_moves = np.concatenate(([0.0], np.cumsum(np.where(valid, moves, 0.0))))
+    # Return k spans (clock[k], clock[k + 1]]: observed by T when clock[k + 1] <= T.
+    stop = np.searchsorted(clock[1:], ts, side="right")
+
+    def window(width_ms: int) -> tuple[np.ndarray, np.ndarray]:
+        start = np.minimum(np.searchsorted(clock[:-1], ts - width_ms, side="left"), stop)
+        samples = prefix_count[stop] - prefix_count[start]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return (prefix_moves[stop] - prefix_moves[start]) / samples, samples
+
+    mean_move, samples = window(config.sigma_window_ms)
+    if config.sigma_floor_window_ms:
+        mean_move = np.fmax(mean_move, window(config.sigma_floor_window_ms)[0])
+    sigma = _ROBUST_SIGMA * mean_move
     sigma[samples < config.min_sigma_samples] = np.nan
     return sigma, samples
 

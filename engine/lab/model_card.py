@@ -9,6 +9,7 @@ from pathlib import Path
 from engine.lab.candidates import GATE_SUFFIX, FittedCandidate
 from engine.lab.evaluate import BurstWarningReport
 from engine.lab.folds import FoldReport, fold_table
+from engine.lab.learning_curve import LearningPoint, learning_curve_table
 from engine.lab.train_config import TrainConfig
 from engine.laya.features import FEATURE_COUNT, VENUE_SCALED_FEATURES
 from engine.laya.model import LayaModelMetadata
@@ -54,7 +55,9 @@ class TrainReport:
     model_sha256: str
     sessions: tuple[SessionSummary, ...]
     config: TrainConfig
-    folds: FoldReport | None
+    folds: FoldReport
+    """Left out: each session, or each block of market time of one recording."""
+    learning_curve: tuple[LearningPoint, ...]
     savings: tuple | None
     """Per left-out session, the backtest of each fold's candidates (`engine.lab.savings`)."""
     choice: str
@@ -68,12 +71,27 @@ class TrainReport:
 def _targets(report: TrainReport) -> list[str]:
     """The issue's targets for the shipped candidate, each met or missed by how much."""
     folds = report.folds
-    if folds is None:
-        return ["- One recorded session: no left-out session to measure the targets on."]
     name = report.choice
     lines = []
     for fold in folds.folds:
         row = fold.row(name)
+        imbalance = fold.row("imbalance")
+        margins = [
+            (side, ours.value - theirs.value)
+            for side, ours, theirs in (
+                ("ask", row.ask_auc, imbalance.ask_auc),
+                ("bid", row.bid_auc, imbalance.bid_auc),
+            )
+        ]
+        lines.append(
+            f"- {fold.left_out}: per-side AUC against the imbalance rule's: "
+            + ", ".join(
+                f"{side} {margin:+.3f} (target +0.10: "
+                f"{'met' if margin >= 0.1 else f'short by {0.1 - margin:.3f}'})"
+                for side, margin in margins
+            )
+            + "."
+        )
         rule = fold.row("imbalance + jump")
         margin = row.macro_f1.value - rule.macro_f1.value
         lines.append(
@@ -99,6 +117,10 @@ def model_card(report: TrainReport) -> str:
     config = report.config
     labels = config.dataset.labels
     fitted = report.fitted
+    recorded = [item for item in report.sessions if not item.simulated]
+    labelled = sum(item.labelled for item in recorded)
+    frames = sum(item.frames for item in recorded)
+    blocks = len(recorded) == 1
     lines = [
         f"# Laya model card: {report.model_path.name}",
         "",
@@ -140,9 +162,21 @@ def model_card(report: TrainReport) -> str:
         f"ms; the ask is run over when the mid rises {labels.lean_sigma:g} sigma within it, "
         f"the bid when it falls as far; EMERGENCY when both are or a move reaches "
         f"{labels.emergency_sigma:g} sigma, else LEAN_BUY (ask) or LEAN_SELL (bid). sigma: the "
-        f"mean absolute 1 s return over the trailing {labels.sigma_window_ms / 1000:g} s x "
-        f"sqrt(pi/2), never below the same over {labels.sigma_floor_window_ms / 1000:g} s. "
-        f"No label in a symbol's first {config.dataset.warmup_ms / 1000:g} s (Laya's warm-up).",
+        f"mean absolute {labels.horizon_ms / 1000:g} s return "
+        + (
+            f"of the mid on a clock of that step (any book cadence; a horizon without a book "
+            f"is a held mid when the next comes within {labels.max_quiet_ms / 1000:g} s) "
+            if labels.scheme == "clock"
+            else "of every frame "
+        )
+        + f"over the trailing {labels.sigma_window_ms / 1000:g} s x sqrt(pi/2), never below "
+        f"the same over {labels.sigma_floor_window_ms / 1000:g} s, from "
+        f"{labels.min_sigma_samples} returns. No label in a symbol's first "
+        f"{config.dataset.warmup_ms / 1000:g} s (Laya's warm-up).",
+        "",
+        f"Labelled: {labelled:,} of {frames:,} recorded books15 frames "
+        f"({labelled / max(1, frames):.1%}), label version {labels.as_metadata()['scheme']} "
+        f"(scheme {labels.scheme}).",
         "",
         "## Training",
         "",
@@ -170,34 +204,49 @@ def model_card(report: TrainReport) -> str:
         + " |"
         for spec in config.candidates
     ]
-    lines += ["", "## Leave-one-session-out", ""]
-    if report.folds is None:
-        lines += ["One recorded session: no fold to leave out.", ""]
-    else:
-        bootstrap = report.folds.bootstrap
+    lines += ["", "## Leave-one-block-out" if blocks else "## Leave-one-session-out", ""]
+    if blocks:
         lines += [
-            "Each candidate fitted on the other sessions, scored on the left-out one, against "
-            "the baselines fitted on the same sessions: majority, the top-5 imbalance rule, and "
-            "imbalance + jump (EMERGENCY when `jump_sigmas_5s` reaches j). Per-side AUC: how "
-            "P(LEAN_BUY) + P(EMERGENCY) ranks the frames whose ask was run over, and the same "
-            "for the bid (for the rules: the imbalance, +2 where the jump rule says EMERGENCY). "
-            f"Intervals: {bootstrap.level:.0%} block bootstrap ({bootstrap.resamples} draws of "
-            f"{bootstrap.block_ms / 1000:g} s blocks). Pulls: the share of frames whose verdict "
-            "pulls a side.",
-            "",
-            *fold_table(report.folds),
+            f"One recording: cut into blocks of {config.block_ms / 3_600_000:g} h of market time "
+            "(the remainder joins the last), each left out as a session is; frames within the "
+            f"label horizon ({labels.horizon_ms} ms) of a cut, on either side, are purged.",
             "",
         ]
-        for fold in report.folds.folds:
-            parameters = fold.baseline_parameters
-            lines.append(
-                f"- {fold.left_out}: {fold.frames} labelled frames "
-                f"({', '.join(f'{k} {v}' for k, v in fold.class_counts.items())}); baselines: "
-                f"majority {CLASS_NAMES[int(parameters['majority'])]}, imbalance tau "
-                f"{parameters['imbalance_tau']:.3f}, rule tau {parameters['rule_tau']:.3f} and "
-                f"j {parameters['rule_jump_sigmas']:.2f} sigmas."
-            )
-        lines.append("")
+    bootstrap = report.folds.bootstrap
+    lines += [
+        "Each candidate fitted on the other sessions, scored on the left-out one, against "
+        "the baselines fitted on the same sessions: majority, the top-5 imbalance rule, and "
+        "imbalance + jump (EMERGENCY when `jump_sigmas_5s` reaches j). Per-side AUC: how "
+        "P(LEAN_BUY) + P(EMERGENCY) ranks the frames whose ask was run over, and the same "
+        "for the bid (for the rules: the imbalance, +2 where the jump rule says EMERGENCY). "
+        f"Intervals: {bootstrap.level:.0%} block bootstrap ({bootstrap.resamples} draws of "
+        f"{bootstrap.block_ms / 1000:g} s blocks). Pulls: the share of frames whose verdict "
+        "pulls a side.",
+        "",
+        *fold_table(report.folds),
+        "",
+    ]
+    for fold in report.folds.folds:
+        parameters = fold.baseline_parameters
+        lines.append(
+            f"- {fold.left_out}: {fold.frames} labelled frames "
+            f"({', '.join(f'{k} {v}' for k, v in fold.class_counts.items())}); baselines: "
+            f"majority {CLASS_NAMES[int(parameters['majority'])]}, imbalance tau "
+            f"{parameters['imbalance_tau']:.3f}, rule tau {parameters['rule_tau']:.3f} and "
+            f"j {parameters['rule_jump_sigmas']:.2f} sigmas."
+        )
+    lines.append("")
+    lines += [
+        "## Learning curve",
+        "",
+        f"`{report.choice}` ({report.fitted.epochs} epochs) fitted on the first hours of each "
+        "fold's training market time, per-side AUC on the left-out data (mean over the folds "
+        "with that much training time) beside the imbalance rule's (raw top-5 imbalance) on "
+        "the same frames; 'all' is the fold table's.",
+        "",
+        *learning_curve_table(report.learning_curve),
+        "",
+    ]
     if report.savings:
         from engine.lab.savings import savings_section
 
@@ -227,7 +276,6 @@ def model_card(report: TrainReport) -> str:
             "a minute.",
             "",
         ]
-    recorded = [item for item in report.sessions if not item.simulated]
     lines += [
         "## Limits",
         "",
@@ -248,13 +296,14 @@ def format_report(report: TrainReport) -> str:
         f"shipped: {report.choice} ({report.choice_reason})",
         f"inference p50 {report.latency.p50_us:.1f} us ({report.latency.runs_on})",
     ]
-    if report.folds is not None:
-        for fold in report.folds.folds:
-            row, rule = fold.row(report.choice), fold.row("imbalance + jump")
-            lines.append(
-                f"left out {fold.left_out}: macro-F1 {row.macro_f1.value:.3f} (imbalance + jump "
-                f"{rule.macro_f1.value:.3f}), ask AUC {row.ask_auc.value:.3f}, bid AUC "
-                f"{row.bid_auc.value:.3f}"
-            )
+    for fold in report.folds.folds:
+        row, rule = fold.row(report.choice), fold.row("imbalance + jump")
+        imbalance = fold.row("imbalance")
+        lines.append(
+            f"left out {fold.left_out}: macro-F1 {row.macro_f1.value:.3f} (imbalance + jump "
+            f"{rule.macro_f1.value:.3f}), ask AUC {row.ask_auc.value:.3f} (imbalance "
+            f"{imbalance.ask_auc.value:.3f}), bid AUC {row.bid_auc.value:.3f} (imbalance "
+            f"{imbalance.bid_auc.value:.3f})"
+        )
     lines += [f"recording: {item.problem}" for item in report.sessions if item.problem]
     return "\n".join(lines)

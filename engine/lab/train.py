@@ -21,11 +21,15 @@ every session the same however many frames its feed sent.
 Nothing is chosen on a slice of one session. With several sessions, each candidate's epochs
 and thresholds come from its predictions on sessions it was not fitted on (an inner leave-one-
 session-out, `engine.lab.fit`), and the candidates are compared leave-one-session-out
-(`engine.lab.folds`) and, with `backtest`, by what their gate saves in the backtest on each
-left-out session (`engine.lab.savings`). Two operating points per candidate: thresholds for
-macro-F1, and thresholds for the gate (macro-F1 with our quotes pulled at most `gate_pull_rate`
-of the market time, an EMERGENCY's cooldown included; `engine.lab.thresholds`). The model card
-is `engine.lab.model_card`'s.
+(`engine.lab.folds`); one recording is cut into blocks of market time that stand for sessions
+(`TrainConfig.block_ms`, purged around the cuts). A candidate ranking either side below the
+imbalance rule on a fold is never chosen (none left: the rule ships); of the rest, with
+`backtest`, the one whose gate saves the most in the backtest on each left-out session
+(`engine.lab.savings`), else the best per-side AUC at the gate thresholds. The card has the
+chosen one's learning curve (`engine.lab.learning_curve`). Two operating points per candidate:
+thresholds for macro-F1, and thresholds for the gate (macro-F1 with our quotes pulled at most
+`gate_pull_rate` of the market time, an EMERGENCY's cooldown included;
+`engine.lab.thresholds`). The model card is `engine.lab.model_card`'s.
 
 tqdm is the `train` extra and is imported inside the function that uses it.
 """
@@ -43,11 +47,18 @@ from pathlib import Path
 import numpy as np
 
 from engine.feed.recording import require_distinct_recordings
-from engine.lab.candidates import GATE_SUFFIX, FittedCandidate
+from engine.lab.candidates import GATE_SUFFIX, IMBALANCE_RULE, FittedCandidate
 from engine.lab.dataset import Dataset, DatasetConfig, build_dataset
 from engine.lab.evaluate import burst_warnings, started_classifier
 from engine.lab.fit import fit_candidate
-from engine.lab.folds import FoldReport, labelled_rows, leave_one_session_out, session_name
+from engine.lab.folds import (
+    FoldReport,
+    labelled_rows,
+    leave_one_session_out,
+    market_time_blocks,
+    session_name,
+)
+from engine.lab.learning_curve import learning_curve
 from engine.lab.model_card import (
     LatencySummary,
     SessionSummary,
@@ -151,32 +162,54 @@ def _measure_latency(model_path: Path, features: np.ndarray, frames: int) -> Lat
     )
 
 
+def _ranks_as_well_as_the_rule(folds: FoldReport, name: str) -> bool:
+    """Whether the candidate's per-side AUC reaches the imbalance rule's on both sides of every
+    left-out fold (a candidate never ships worse than the rule)."""
+    return all(
+        fold.row(name).ask_auc.value >= fold.row("imbalance").ask_auc.value
+        and fold.row(name).bid_auc.value >= fold.row("imbalance").bid_auc.value
+        for fold in folds.folds
+    )
+
+
 def choose_candidate(
-    config: TrainConfig, folds: FoldReport | None, savings: tuple | None
+    config: TrainConfig, folds: FoldReport, savings: tuple | None
 ) -> tuple[str, str]:
     """The candidate to ship and why (see `TrainConfig`)."""
     if config.candidate is not None:
         return config.candidate, "chosen by the configuration (TrainConfig.candidate)"
-    names = [name for spec in config.candidates for name in (spec.name, spec.name + GATE_SUFFIX)]
+    names = [
+        name
+        for spec in config.candidates
+        for name in (spec.name, spec.name + GATE_SUFFIX)
+        if _ranks_as_well_as_the_rule(folds, name)
+    ]
+    if not names:
+        return IMBALANCE_RULE.name, (
+            "no candidate's per-side AUC reached the imbalance rule's on both sides of every "
+            "left-out fold, so the rule ships: the top-5 imbalance alone, as a linear softmax"
+        )
     if savings:
         from engine.lab.savings import rank_by_savings
 
         return rank_by_savings(savings, names, config.max_fills_lost)
-    if folds is None:
-        first = config.candidates[0].name
-        return first, (
-            f"one recorded session: nothing to compare out of session, so the first candidate "
-            f"({first}) ships at its macro-F1 thresholds"
-        )
+    # No backtest: by ranking, at the pull budget (an operating point does not change it).
     means = {
-        name: float(np.mean([fold.row(name).macro_f1.value for fold in folds.folds]))
-        for spec in config.candidates
-        for name in (spec.name,)
+        name: float(
+            np.mean(
+                [
+                    (fold.row(name).ask_auc.value + fold.row(name).bid_auc.value) / 2
+                    for fold in folds.folds
+                ]
+            )
+        )
+        for name in names
+        if name.endswith(GATE_SUFFIX)
     }
     best = max(means, key=means.get)
     return best, (
-        f"the highest macro-F1 over the left-out sessions, {means[best]:.3f} on average "
-        "(no backtest asked for)"
+        f"the highest per-side AUC over the left-out folds, {means[best]:.3f} on average, at "
+        "least the imbalance rule's on both sides of every fold (no backtest asked for)"
     )
 
 
@@ -228,6 +261,19 @@ def train(
         sessions = [build_dataset([path], config.dataset, bar.update) for path in paths]
     finally:
         bar.close()
+    for session in sessions:
+        if not session.labelled.any():
+            raise ValueError(
+                f"{session_name(session)} has no labelled frames: shorter than the label "
+                f"warm-up ({config.dataset.labels.min_sigma_samples} returns in the sigma "
+                f"window) and Laya's ({config.dataset.warmup_ms / 1000:g} s)"
+            )
+    # One recording is validated out of block: blocks of its market time stand for sessions.
+    validation = sessions
+    if len(sessions) == 1:
+        validation = market_time_blocks(
+            sessions[0], config.block_ms, config.dataset.labels.horizon_ms
+        )
     simulated: list[Dataset] = []
     if simulation.minutes > 0:
         with tempfile.TemporaryDirectory(prefix="laya-train-") as folder:
@@ -237,48 +283,44 @@ def train(
                 Path(folder) / name, simulation.minutes, simulation.seed, market=market
             )
             simulated.append(build_dataset([recording.path], config.dataset))
-    for session in sessions:
-        if not session.labelled.any():
-            raise ValueError(
-                f"{session_name(session)} has no labelled frames: shorter than the label "
-                f"warm-up ({config.dataset.labels.min_sigma_samples} returns) and Laya's "
-                f"({config.dataset.warmup_ms / 1000:g} s)"
-            )
-    folds = savings = None
-    if len(sessions) >= 2:
-        bar = _progress_bar(config.progress, desc="folds", unit=" epochs")
-        try:
-            folds = leave_one_session_out(
-                sessions,
-                _candidate_fitter(config, bar),
-                config.bootstrap,
-                extra_training=simulated,
-                on_fold=lambda name: bar.set_postfix_str(f"leaving out {name}"),
-            )
-        finally:
-            bar.close()
-        if config.backtest:
-            from engine.lab.savings import fold_savings
+    savings = None
+    bar = _progress_bar(config.progress, desc="folds", unit=" epochs")
+    try:
+        folds = leave_one_session_out(
+            validation,
+            _candidate_fitter(config, bar),
+            config.bootstrap,
+            extra_training=simulated,
+            on_fold=lambda name: bar.set_postfix_str(f"leaving out {name}"),
+        )
+    finally:
+        bar.close()
+    if config.backtest:
+        from engine.lab.savings import fold_savings
 
-            savings = fold_savings(
-                folds,
-                {
-                    session_name(session): path
-                    for session, path in zip(sessions, paths, strict=True)
-                },
-                jobs=config.backtest_jobs,
-                progress=config.progress,
-            )
+        savings = fold_savings(
+            folds,
+            {session_name(session): path for session, path in zip(sessions, paths, strict=True)},
+            jobs=config.backtest_jobs,
+            progress=config.progress,
+        )
     choice, reason = choose_candidate(config, folds, savings)
     bar = _progress_bar(config.progress, desc=f"training {choice}", unit=" epochs")
     try:
         fitted = fit_candidate(
-            config.spec(choice), sessions, config, simulated, lambda *_: bar.update()
+            config.spec(choice), validation, config, simulated, lambda *_: bar.update()
         )
     finally:
         bar.close()
     if choice.endswith(GATE_SUFFIX):
         fitted = fitted.at_gate()
+    bar = _progress_bar(config.progress, desc="learning curve", unit=" fits")
+    try:
+        curve = learning_curve(
+            validation, folds, choice, fitted.spec, fitted.epochs, config, simulated, bar.update
+        )
+    finally:
+        bar.close()
     summaries = (
         *(_summary(session, digest) for session, digest in zip(sessions, digests, strict=True)),
         *(_summary(session, None) for session in simulated),
@@ -305,6 +347,7 @@ def train(
         sessions=summaries,
         config=config,
         folds=folds,
+        learning_curve=curve,
         savings=savings,
         choice=choice,
         choice_reason=reason,
@@ -323,7 +366,7 @@ def _training_summary(
     summaries: tuple[SessionSummary, ...],
     fitted: FittedCandidate,
     choice: str,
-    folds: FoldReport | None,
+    folds: FoldReport,
 ) -> dict[str, object]:
     """The model metadata's free-form training summary."""
     return {
@@ -350,9 +393,7 @@ def _training_summary(
         "class_weight_power": config.class_weight_power,
         "mirror_augmented": True,
         "warmup_ms": config.dataset.warmup_ms,
-        "folds": None
-        if folds is None
-        else {
+        "folds": {
             fold.left_out: {
                 row.name: {
                     "macro_f1": row.macro_f1.value,

@@ -6,7 +6,7 @@ import math
 import os
 from dataclasses import dataclass, field
 
-from engine.lab.candidates import CANDIDATES, GATE_SUFFIX, CandidateSpec
+from engine.lab.candidates import CANDIDATES, GATE_SUFFIX, IMBALANCE_RULE, CandidateSpec
 from engine.lab.dataset import DatasetConfig
 from engine.lab.folds import BootstrapConfig
 
@@ -43,8 +43,10 @@ class TrainConfig:
     """Everything `train` does, with the defaults the shipped model was trained with.
 
     `candidate` forces the one to ship (a name of `candidates`, with GATE_SUFFIX for its gate
-    thresholds); None chooses it: by what the gate saves in the backtest across the folds
-    with `backtest`, else by the folds' mean macro-F1. `max_fills_lost`: a gate may lose at
+    thresholds); None chooses it among those whose per-side AUC reaches the imbalance rule's on
+    every fold (none: the rule ships, `IMBALANCE_RULE`): by what the gate saves in the backtest
+    across the folds with `backtest`, else by the folds' mean per-side AUC, at the gate
+    thresholds. `max_fills_lost`: a gate may lose at
     most this share of the no-gate run's fills on every left-out session to be chosen on
     savings.
     """
@@ -61,6 +63,13 @@ class TrainConfig:
     bootstrap: BootstrapConfig = field(default_factory=BootstrapConfig)
     backtest: bool = False
     max_fills_lost: float = 0.2
+    block_ms: int = 8 * 3_600_000
+    """One recording is validated leave-one-block-out, in blocks of this much market time: a
+    day makes three, each a different third of the trading day. Every candidate's fit in a fold
+    is itself validated leave-one-block-out, so the cost grows with the square of the blocks
+    (4 h blocks: about four times as long)."""
+    learning_hours: tuple[float, ...] = (1, 2, 4, 8, 16)
+    """The learning curve's training market time, besides all of it."""
     backtest_jobs: int = field(default_factory=lambda: os.cpu_count() or 1)
     burst_check_minutes: float = 0.0
     """Minutes of a fresh default simulated market to measure burst warnings on (0: skip)."""
@@ -72,6 +81,11 @@ class TrainConfig:
         names = [spec.name for spec in self.candidates]
         if not names or len(set(names)) != len(names):
             raise ValueError(f"TrainConfig.candidates must have distinct names, got {names}")
+        if IMBALANCE_RULE.name in names:
+            raise ValueError(
+                f"TrainConfig.candidates: {IMBALANCE_RULE.name!r} is the rule's name (what "
+                "ships when no candidate out-ranks it); name the candidate otherwise"
+            )
         if self.candidate is not None and self.candidate.removesuffix(GATE_SUFFIX) not in names:
             raise ValueError(
                 f"TrainConfig.candidate {self.candidate!r} is none of {', '.join(names)} "
@@ -88,8 +102,18 @@ class TrainConfig:
             raise ValueError(
                 f"TrainConfig.burst_check_minutes must be >= 0, got {self.burst_check_minutes}"
             )
+        if self.block_ms <= self.dataset.labels.horizon_ms:
+            raise ValueError(
+                f"TrainConfig.block_ms ({self.block_ms}) must exceed the label horizon "
+                f"({self.dataset.labels.horizon_ms} ms)"
+            )
         if self.latency_frames < 1 or self.backtest_jobs < 1:
             raise ValueError("TrainConfig.latency_frames and backtest_jobs must be >= 1")
 
     def spec(self, name: str) -> CandidateSpec:
-        return next(spec for spec in self.candidates if spec.name == name.removesuffix(GATE_SUFFIX))
+        """The candidate of that name (GATE_SUFFIX or not), or the imbalance rule."""
+        return next(
+            spec
+            for spec in (*self.candidates, IMBALANCE_RULE)
+            if spec.name == name.removesuffix(GATE_SUFFIX)
+        )

@@ -62,6 +62,20 @@ def test_train_backtest_with_one_recording_is_refused_not_ignored(recording, tmp
     assert not out.exists()
 
 
+def test_train_refuses_one_recording_too_short_for_two_validation_blocks(
+    recording, tmp_path, capsys
+):
+    out = tmp_path / "model.onnx"
+    code, printed, err = run(capsys, "train", "--replay", str(recording), "--out", str(out))
+    assert (code, printed) == (2, "") and "Traceback" not in err
+    # After the replay's progress bar: its span is known once it is read.
+    assert err.splitlines()[-1] == (
+        f"hft-console train: {recording.name} spans 0.02 h of market time: too short to split "
+        "into two validation blocks of 8 h; give a longer recording or two or more recordings"
+    )
+    assert not out.exists() and not out.with_suffix(".md").exists()
+
+
 def test_train_never_replaces_a_model_or_its_card_without_force(recording, tmp_path, capsys):
     notes = tmp_path / "notes.md"
     notes.write_text("my notes")

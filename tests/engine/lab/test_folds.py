@@ -19,6 +19,7 @@ from engine.lab.folds import (
     fold_table,
     ks_statistic,
     leave_one_session_out,
+    market_time_blocks,
     score_fold,
     session_weights,
 )
@@ -147,3 +148,32 @@ def test_feature_shift_compares_cross_features_only_between_hedged_sessions():
     moved = FEATURE_NAMES.index("spread_z")  # standard normal, shifted by half a sigma
     assert shift[moved, 0] == pytest.approx(0.197, abs=0.04)
     assert shift[moved, 1] < 0.06
+
+
+def test_one_long_session_is_cut_into_blocks_of_market_time_purged_around_the_cuts():
+    """2,500 frames 100 ms apart (250 s) in blocks of 60 s: four blocks, the last holding the
+    10 s remainder; no labelled frame within the 1 s horizon of a cut, on either side."""
+    day = session("day.bitget.gz", 2_500, seed=4)
+    blocks = market_time_blocks(day, 60_000, 1_000)
+    assert [block.recordings[0] for block in blocks] == [
+        "day.bitget.gz [0-0.01667 h]",
+        "day.bitget.gz [0.01667-0.03333 h]",
+        "day.bitget.gz [0.03333-0.05 h]",
+        "day.bitget.gz [0.05-0.06942 h]",
+    ]
+    assert sum(len(block) for block in blocks) == len(day)
+    cuts = np.array([60_000, 120_000, 180_000])
+    for block in blocks:
+        ts = block.exchange_ts_ms
+        near = (np.abs(ts[:, None] - cuts[None, :]) <= 1_000).any(axis=1)
+        assert near.any() and not block.labelled[near].any()
+        assert not (block.ask_run | block.bid_run)[near].any()
+        kept = ~near & (day.labels[np.isin(day.exchange_ts_ms, ts)] >= 0)
+        assert block.labelled[kept].all()
+    assert [int(block.exchange_ts_ms.max()) for block in blocks[:3]] == [59_900, 119_900, 179_900]
+    with pytest.raises(
+        ValueError,
+        match=r"day.bitget.gz spans 0.07 h of market time: too short "
+        r"to split into two validation blocks of 0.05 h",
+    ):
+        market_time_blocks(day, 180_000, 1_000)

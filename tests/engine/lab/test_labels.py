@@ -194,7 +194,7 @@ def test_inputs_are_validated():
         label_frames(np.array([0, 1, 2]), np.array([1.0, 0.0, 1.0]))
 
 
-EXCURSION = LabelConfig(
+EXCURSION = LabelConfig.per_frame_labels(
     horizon_ms=1_000,
     sigma_window_ms=20_000,
     sigma_floor_window_ms=20_000,
@@ -229,7 +229,7 @@ def test_hand_computed_per_side_labels(offsets, expected, ask, bid):
 def test_a_quiet_spell_does_not_shrink_the_robust_sigma_below_its_floor():
     """A lively first minute (1 s returns of 10 bps), then a quiet one (1 bp): over the short
     window sigma would fall tenfold; the long window keeps the floor at their mean."""
-    config = LabelConfig(
+    config = LabelConfig.per_frame_labels(
         horizon_ms=1_000,
         sigma_window_ms=20_000,
         sigma_floor_window_ms=120_000,
@@ -287,7 +287,7 @@ def _excursion_reference(ts, mid, config):
 
 @pytest.mark.parametrize("seed", range(3))
 def test_per_side_labels_match_the_definition_on_irregular_paths(seed):
-    config = LabelConfig(
+    config = LabelConfig.per_frame_labels(
         horizon_ms=1_000,
         sigma_window_ms=8_000,
         sigma_floor_window_ms=30_000,
@@ -326,3 +326,107 @@ def test_the_scheme_travels_in_the_metadata():
 def test_scheme_settings_are_validated(factory, message):
     with pytest.raises(ValueError, match=message):
         factory()
+
+
+def _clock_reference(ts, mid, config):
+    """The "clock" definition read literally: the mid as of each clock tick, one frame at a
+    time."""
+    step, n = config.horizon_ms, ts.size
+    clock = np.arange(ts[0], ts[-1] + 1, step)
+
+    def mid_at(t):
+        return mid[np.flatnonzero(ts <= t)[-1]]
+
+    def quiet(t):
+        later = ts[ts > t]
+        return later.size == 0 or later[0] - ts[ts <= t][-1] <= config.max_quiet_ms
+
+    moves = [
+        (end, abs(mid_at(end) / mid_at(end - step) - 1.0) * 1e4)
+        for end in clock[1:]
+        if quiet(end) and quiet(end - step)
+    ]
+    labels = np.full(n, UNLABELLED)
+    for i in range(n):
+        inside = (ts > ts[i]) & (ts <= ts[i] + config.horizon_ms)
+        later = ts[ts > ts[i]]
+        if ts[i] + config.horizon_ms > ts[-1]:
+            continue
+        if not inside.any() and later[0] - ts[i] > config.max_quiet_ms:
+            continue
+        returns = (mid[inside] / mid[i] - 1.0) * 1e4 if inside.any() else np.zeros(1)
+
+        window, floor = (
+            [move for end, move in moves if end - step >= ts[i] - width and end <= ts[i]]
+            for width in (config.sigma_window_ms, config.sigma_floor_window_ms)
+        )
+        if len(window) < config.min_sigma_samples:
+            continue
+        sigma = ROBUST * max(np.mean(window), np.mean(floor))
+        if sigma <= 0:
+            continue
+        up, down = returns.max(), returns.min()
+        ask = up >= config.lean_sigma * sigma
+        bid = down <= -config.lean_sigma * sigma
+        big = max(up, -down) >= config.emergency_sigma * sigma
+        labels[i] = (
+            Verdict.EMERGENCY
+            if big or (ask and bid)
+            else Verdict.LEAN_BUY
+            if ask
+            else Verdict.LEAN_SELL
+            if bid
+            else Verdict.HOLD
+        )
+    return labels
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_clock_labels_match_the_definition_on_irregular_paths(seed):
+    """Books from 40 ms to 12 s apart (gaps past max_quiet_ms among them)."""
+    config = LabelConfig(
+        sigma_window_ms=8_000, sigma_floor_window_ms=30_000, min_sigma_samples=5, max_quiet_ms=5_000
+    )
+    rng = np.random.default_rng(seed)
+    gaps = rng.choice(
+        [0, 40, 300, 1_500, 4_000, 12_000], size=300, p=[0.1, 0.3, 0.3, 0.2, 0.08, 0.02]
+    )
+    ts = np.cumsum(gaps)
+    mid = 50.0 * np.exp(np.cumsum(rng.standard_t(3, ts.size) * 1e-4))
+    result = label_frames(ts, mid, config)
+    np.testing.assert_array_equal(result.labels, _clock_reference(ts, mid, config))
+    assert set(np.unique(result.labels)) >= {UNLABELLED, *Verdict}
+
+
+def test_a_quiet_book_is_labelled_at_any_cadence():
+    """One large-tick market seen through a feed that sends a book every 100 ms and through
+    one that sends a book only when the mid moves (about one every 2 s, the NEXOUSDT day's
+    kind): both label every frame past the clock's 30 s warm-up, and the same frames alike."""
+    rng = np.random.default_rng(11)
+    ts = np.arange(0, 900_000, 100)
+    ticks = np.where(rng.random(ts.size) < 0.05, rng.choice([-1, 1], ts.size), 0)
+    ticks[0] = 0
+    mid = 1.215 + 0.0005 * np.cumsum(ticks)
+    moved = np.concatenate(([True], np.diff(mid) != 0))
+    every = label_frames(ts, mid)
+    quiet = label_frames(ts[moved], mid[moved])
+    middle = (ts[moved] > 40_000) & (ts[moved] < 890_000)
+    assert quiet.labelled[middle].all()
+    np.testing.assert_array_equal(quiet.labels[middle], every.labels[moved][middle])
+    np.testing.assert_allclose(quiet.sigma_bps[middle], every.sigma_bps[moved][middle])
+    assert set(np.unique(quiet.labels[middle])) >= {Verdict.HOLD, Verdict.EMERGENCY}
+
+
+def test_the_shipped_per_frame_labels_read_back_from_their_metadata():
+    shipped = {
+        "emergency_sigma": 4.0,
+        "horizon_ms": 1000,
+        "lean_sigma": 1.5,
+        "min_sigma_samples": 300,
+        "scheme": 2,
+        "sigma_floor_window_ms": 3600000,
+        "sigma_window_ms": 300000,
+    }
+    assert LabelConfig.from_metadata(shipped) == LabelConfig.per_frame_labels()
+    assert LabelConfig.from_metadata(LabelConfig().as_metadata()) == LabelConfig()
+    assert LabelConfig().as_metadata()["scheme"] == 3

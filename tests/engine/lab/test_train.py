@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import numpy as np
 from laya_training import QUICK_CANDIDATES, QUICK_LABELS, onnx_probabilities
+from test_folds import OBI, session
 
-from engine.lab.candidates import GATE_SUFFIX
+from engine.lab.candidates import GATE_SUFFIX, IMBALANCE_RULE
 from engine.lab.dataset import DatasetConfig
-from engine.lab.train import train
+from engine.lab.folds import BootstrapConfig, leave_one_session_out
+from engine.lab.train import choose_candidate, train
 from engine.lab.train_config import TrainConfig
 from engine.laya.features import FEATURE_COUNT, FEATURE_SET_VERSION
 from engine.laya.model import read_metadata
@@ -60,3 +62,85 @@ def test_train_validates_leave_one_session_out_then_ships_by_the_backtest(sessio
     assert "compare on session-6.gz" in card
     assert f"{report.model_bytes:,} bytes" in card
     assert f"| session-5.gz | `{digests[0][:16]}...` | recorded |" in card
+
+
+def test_one_recording_is_validated_leave_one_block_out_with_a_learning_curve(sessions, tmp_path):
+    config = TrainConfig(
+        dataset=DatasetConfig(labels=QUICK_LABELS),
+        candidates=QUICK_CANDIDATES,
+        block_ms=60_000,
+        learning_hours=(0.01, 0.02),
+        latency_frames=50,
+        progress=False,
+    )
+    report = train(sessions[:1], tmp_path / "one-day.onnx", config)
+
+    name = sessions[0].name
+    left_out = [fold.left_out for fold in report.folds.folds]
+    assert left_out == [f"{name} [0-0.01667 h]", f"{name} [0.01667-0.04164 h]"]
+    # 36 s of the second block trains the first's fold; the first block's 36 s and 72 s are
+    # label warm-up (50 s) or more than the second's fold has: those are left out.
+    assert [point.hours for point in report.learning_curve] == [0.01, 0.02, None]
+    assert [point.folds for point in report.learning_curve] == [1, 1, 2]
+    imbalance = [fold.row("imbalance").ask_auc.value for fold in report.folds.folds]
+    assert report.learning_curve[-1].rule_ask_auc == np.mean(imbalance)
+    summary = read_metadata(report.model_path).training_summary
+    assert set(summary["folds"]) == set(left_out)
+    card = report.card_path.read_text()
+    assert "## Leave-one-block-out" in card and "## Learning curve" in card
+    assert "| 0.01 | 1 |" in card and "| all | 2 |" in card
+    labelled = report.sessions[0].labelled
+    assert f"Labelled: {labelled:,} of {report.sessions[0].frames:,}" in card
+    assert "label version 3 (scheme clock)" in card
+
+
+class _Noise:
+    """A candidate that ranks nothing: random probabilities."""
+
+    thresholds = (0.0, 0.5, 0.5, 0.9)
+
+    def __init__(self, seed: int) -> None:
+        self.rng = np.random.default_rng(seed)
+
+    def probabilities(self, features):
+        return self.rng.dirichlet(np.ones(4), len(features))
+
+    def verdicts(self, features):
+        return np.argmax(self.probabilities(features), axis=1)
+
+
+class _Imbalance:
+    """A candidate that ranks each side exactly as the top-5 imbalance does."""
+
+    thresholds = (0.0, 0.3, 0.3, 0.9)
+
+    def probabilities(self, features):
+        buy = (1.0 + np.asarray(features[:, OBI], np.float64)) / 4.0
+        return np.column_stack([np.full(len(buy), 0.5), buy, 0.5 - buy, np.zeros(len(buy))])
+
+    def verdicts(self, features):
+        return np.argmax(self.probabilities(features), axis=1)
+
+
+def _folds(fit):
+    sessions = [session(f"s{seed}.gz", 1_500, seed) for seed in (1, 2)]
+    return leave_one_session_out(sessions, fit, BootstrapConfig(resamples=20))
+
+
+def test_a_candidate_ranking_below_the_imbalance_rule_is_never_chosen():
+    config = TrainConfig(candidates=QUICK_CANDIDATES)
+    names = ("rule", "rule" + GATE_SUFFIX, "mlp", "mlp" + GATE_SUFFIX)
+    noise = _folds(lambda train: {name: _Noise(k) for k, name in enumerate(names)})
+    choice, reason = choose_candidate(config, noise, None)
+    assert choice == IMBALANCE_RULE.name and config.spec(choice) == IMBALANCE_RULE
+    assert reason.startswith("no candidate's per-side AUC reached the imbalance rule's")
+    # The rule's own ranking qualifies; noise beside it does not.
+    mixed = _folds(
+        lambda train: {
+            "rule": _Imbalance(),
+            "rule" + GATE_SUFFIX: _Imbalance(),
+            "mlp": _Noise(1),
+            "mlp" + GATE_SUFFIX: _Noise(2),
+        }
+    )
+    assert choose_candidate(config, mixed, None)[0] == "rule" + GATE_SUFFIX

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from engine.lab.candidates import IMBALANCE_RULE
 from engine.lab.train_config import SimulationConfig, TrainConfig
 
 
@@ -14,6 +15,8 @@ from engine.lab.train_config import SimulationConfig, TrainConfig
         (lambda: TrainConfig(gate_pull_rate=0.0), "gate_pull_rate"),
         (lambda: TrainConfig(candidate="forest"), "none of rule"),
         (lambda: TrainConfig(candidates=()), "distinct names"),
+        (lambda: TrainConfig(candidates=(IMBALANCE_RULE,)), "'imbalance' is the rule's name"),
+        (lambda: TrainConfig(block_ms=1_000), "block_ms"),
         (lambda: SimulationConfig(share=0), "share"),
     ],
 )
