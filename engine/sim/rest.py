@@ -289,8 +289,7 @@ class SimRestApi:
         if not any(entry["symbol"] == symbol for entry in self._contracts):
             raise ValueError(f"the contract table has no {symbol}")
         self._contracts = tuple(
-            {**entry, **fields} if entry["symbol"] == symbol else entry
-            for entry in self._contracts
+            {**entry, **fields} if entry["symbol"] == symbol else entry for entry in self._contracts
         )
 
     async def _tickers(self, request: web.Request) -> web.Response:
