@@ -110,6 +110,7 @@ def _show(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """The settings; exit 1 when they load but cannot build what `run` needs (the console's
     own checks included)."""
     from engine.settings.reader import ENV_PREFIX
+    from engine.settings.schema import MarketNeeded
     from engine.settings.sources import SettingsError
     from engine.settings.writer import dump_settings
 
@@ -125,6 +126,8 @@ def _show(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     for label, build in [*settings.configurations(), console]:
         try:
             build()
+        except MarketNeeded as error:  # not a problem: said, as what is checked at start
+            print(f"# {label}: {error}", file=out)
         except SettingsError as error:
             problems.append(f"{label}: {error}")
     for problem in problems:

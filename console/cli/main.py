@@ -605,13 +605,14 @@ def _run(args: argparse.Namespace) -> int:
     if args.replay and (refused := refused_recording(args.replay, settings.engine.symbols)):
         print(f"hft-console: {refused}", file=sys.stderr)
         return 2
+    credentials = _credentials(args, settings) if mode else None
     try:
         contracts = _run_contracts(args, settings, url)
     except BitgetRestError as error:  # the venue's table cannot be read, and none is cached
         print(f"hft-console run: no contract table: {error}", file=sys.stderr)
         return 1
     try:
-        trading, credentials = _trading(args, settings, contracts) if mode else (None, None)
+        trading = _trading(args, settings, contracts, credentials) if mode else None
     except _LiveNotConfirmed:
         return 1  # confirm_live has said why; nothing was started
     refresh_hz = settings.console.refresh_hz
@@ -673,8 +674,9 @@ def _run_contracts(args: argparse.Namespace, settings, url: str | None):
     return contracts
 
 
-def _trading(args: argparse.Namespace, settings, contracts):
-    """The trading configuration and credentials `run` asked for, on `contracts`."""
+def _credentials(args: argparse.Namespace, settings):
+    """The credentials `run`'s mode needs (None for sim and paper), after the mode's flags are
+    checked: all before anything is asked of a venue."""
     from pathlib import Path
 
     mode = settings.trading.mode.value
@@ -684,30 +686,34 @@ def _trading(args: argparse.Namespace, settings, contracts):
         raise ValueError(f"{origin} trades real money: add --live to mean it")
     if args.live and mode != "live":
         raise ValueError("--live goes with --mode live only")
-    credentials = None
-    confirmed = False
     if mode in ("demo", "live"):
-        from engine.bitget.credentials import load_credentials, mask_api_key
+        from engine.bitget.credentials import load_credentials
 
         path = Path(args.credentials) if args.credentials else None
-        credentials = load_credentials(path=path, mode=mode)
-        if mode == "live":
-            from console.cli.live_guard import confirm_live
-
-            confirmed = confirm_live(
-                account=f"Bitget USDT-M, API key {mask_api_key(credentials.api_key)}",
-                symbols=settings.engine.symbols,
-                api_key=credentials.api_key,
-                limits=settings.risk_config(contracts).limits,
-            )
-            if not confirmed:
-                raise _LiveNotConfirmed
-    elif args.credentials:
+        return load_credentials(path=path, mode=mode)
+    if args.credentials:
         raise ValueError("--credentials is for --mode demo or live")
-    trading = settings.trading_config(
+    return None
+
+
+def _trading(args: argparse.Namespace, settings, contracts, credentials):
+    """The trading configuration `run` asked for, on `contracts`; live only once confirmed."""
+    confirmed = False
+    if settings.trading.mode.value == "live":
+        from console.cli.live_guard import confirm_live
+        from engine.bitget.credentials import mask_api_key
+
+        confirmed = confirm_live(
+            account=f"Bitget USDT-M, API key {mask_api_key(credentials.api_key)}",
+            symbols=settings.engine.symbols,
+            api_key=credentials.api_key,
+            limits=settings.risk_config(contracts).limits,
+        )
+        if not confirmed:
+            raise _LiveNotConfirmed
+    return settings.trading_config(
         contracts=contracts, rest_url=args.rest_url, live_confirmed=confirmed
     )
-    return trading, credentials
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ import math
 import types
 import typing
 import urllib.parse
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -612,6 +612,10 @@ class RiskSettings:
             **engine_values(self, RiskGatewayConfig),
         )
 
+    def has_caps_in_coin(self, symbol: str) -> bool:
+        """Whether `symbol` has caps in base coin: its own table, or its built-in twin's."""
+        return symbol in self.symbols or built_in_twin(symbol) in self.symbols
+
     def _caps_in_lots(self, symbol: str, contracts: MarketContracts | None) -> SymbolRiskSettings:
         """The USDT caps as whole lots of `symbol` at its price at start."""
         table = f"[risk.symbols.{symbol}] (base coin)"
@@ -638,6 +642,11 @@ class RiskSettings:
             max_order_size=sizes["max_order_usdt"],
             max_position_ceiling=sizes["max_position_ceiling_usdt"],
         )
+
+
+class MarketNeeded(ValueError):
+    """The settings alone cannot build a config: a symbol's contract or price comes from its
+    market at start. A check of the settings (config show, doctor) says so and goes on."""
 
 
 _NOTIONAL_CAPS = (
@@ -919,7 +928,13 @@ class Settings:
         )
 
     def risk_config(self, contracts: MarketContracts | None = None) -> RiskGatewayConfig:
+        """The gateway's config on `contracts` (None: a check of the settings alone, which
+        raises `MarketNeeded` for a symbol whose caps are USDT in lots of its market)."""
         engine = self.engine
+        if contracts is None:
+            self._require_sized_without_a_market(
+                s for s in engine.symbols if not self.risk.has_caps_in_coin(s)
+            )
         return self._built(
             lambda: self.risk.gateway_config(engine.hedge_symbol, engine.symbols, contracts),
             "engine",
@@ -946,19 +961,18 @@ class Settings:
         private_ws_url: str | None = None,
         live_confirmed: bool = False,
     ) -> TradingConfig:
-        """The desk's config on `contracts` (None: the built-in ones, for a check of the
-        settings); `rest_url`/`private_ws_url` point at a simulator started apart,
-        `live_confirmed` only after --live and the typed confirmation."""
-        strategy, risk = self.strategy_config(contracts), self.risk_config(contracts)
-        known = (
-            contracts.instruments
-            if contracts is not None
-            else tuple(
-                spec
-                for limits in risk.limits.symbols
-                if (spec := instrument_for(limits.symbol)) is not None
+        """The desk's config on `contracts` (None: a check of the settings alone, on the
+        built-in and configured contracts; `MarketNeeded` for a symbol only its market gives);
+        `rest_url`/`private_ws_url` point at a simulator started apart, `live_confirmed` only
+        after --live and the typed confirmation."""
+        if contracts is None:
+            self._require_sized_without_a_market(
+                symbol
+                for symbol in self.engine.symbols
+                if instrument_for(symbol) is None and symbol not in self.engine.instruments
             )
-        )
+        strategy, risk = self.strategy_config(contracts), self.risk_config(contracts)
+        known = (contracts if contracts is not None else self.contracts()).instruments
         return self._built(
             lambda: self.trading.config(
                 strategy,
@@ -1057,6 +1071,15 @@ class Settings:
             ("kev commands", self.kev_command_spec),
             ("gpu", self.gpu_monitor_config),
         ]
+
+    @staticmethod
+    def _require_sized_without_a_market(symbols: Iterable[str]) -> None:
+        needed = list(dict.fromkeys(symbols))
+        if needed:
+            raise MarketNeeded(
+                f"{', '.join(needed)}: its contract, or its price for the caps in USDT, comes "
+                "from its market at start (a recording, the simulator, the venue): checked then"
+            )
 
     def _built(self, build: Callable[[], _T], *sections: str) -> _T:
         try:

@@ -31,6 +31,7 @@ def check_configuration(
     replaces what the settings build (tests)."""
     from engine.journal import default_journal_path
     from engine.settings.reader import load_settings, settings_path
+    from engine.settings.schema import MarketNeeded
     from engine.settings.sources import SettingsError
 
     env = os.environ if environ is None else environ
@@ -47,10 +48,12 @@ def check_configuration(
                 f"correct the keys named above in {path} or the environment "
                 "(hft-console config show)",
             )
-    built, failures = [], []
+    built, failures, at_start = [], [], {}
     for label, build in configurations:
         try:
             build()
+        except MarketNeeded as error:
+            at_start.setdefault(str(error), []).append(label)
         except (ValueError, TypeError) as error:
             failures.append(f"{label}: {error}")
         else:
@@ -74,5 +77,6 @@ def check_configuration(
     return CheckResult(
         "configuration",
         CheckStatus.OK,
-        f"valid: {source} ({', '.join(built)}); journal {journal}",
+        f"valid: {source} ({', '.join(built)}); journal {journal}"
+        + "".join(f"; {', '.join(labels)} at start: {why}" for why, labels in at_start.items()),
     )

@@ -168,14 +168,28 @@ def test_run_refuses_a_kill_key_the_rearm_phrase_needs_in_one_line(config_dir, c
 def test_show_says_when_the_settings_cannot_trade(config_dir, capsys):
     config_file(
         config_dir,
-        '[engine]\nsymbols = ["SOLUSDT"]\n\n[risk.symbols.SOLUSDT]\nmax_position = 10\n'
-        "max_notional_usdt = 2000\nmax_order_size = 5\nmax_position_ceiling = 20\n",
+        '[engine]\nsymbols = ["SOLUSDT"]\n\n[engine.instruments.SOLUSDT]\ntick_size = 0.001\n'
+        "size_step = 0.1\nmin_notional_usdt = 5\n\n[trading.strategy]\nquote_size = 0.01\n\n"
+        "[risk.symbols.SOLUSDT]\nmax_position = 10\nmax_notional_usdt = 2000\n"
+        "max_order_size = 5\nmax_position_ceiling = 20\n",
     )
     assert main(["config", "show"]) == 1
     out, err = capsys.readouterr()
     assert "[risk.symbols.SOLUSDT]" in out  # the settings are still shown
     assert "hft-console config show: trading: " in err
-    assert "no instrument spec (tick, lot) for ['SOLUSDT']" in err
+    assert "quote_size 0.01 is below one lot of SOLUSDT (0.1)" in err
+
+
+def test_show_leaves_what_a_symbols_market_gives_to_the_start(config_dir, capsys):
+    """NEXOUSDT's contract and price come from its market (a recording, the venue): the
+    settings alone are valid, and say which configs are checked at start."""
+    config_file(config_dir, '[engine]\nsymbols = ["NEXOUSDT"]\n')
+    assert main(["config", "show"]) == 0
+    out, err = capsys.readouterr()
+    assert err == ""
+    assert (
+        "# trading: NEXOUSDT: its contract, or its price for the caps in USDT, comes from " in out
+    )
 
 
 def test_another_file_by_option_or_environment(config_dir, tmp_path, capsys, monkeypatch):

@@ -3,6 +3,7 @@ its engine config, and flags on top."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from engine.kev.hub import KevHubConfig
 from engine.kev.queue import KevQueueOverflow
 from engine.kev.server import LlamaServerConfig
 from engine.laya.classifier import LayaClassifierConfig
+from engine.market.instruments import Instrument
 from engine.node import EngineConfig
 from engine.risk.limits import OverrideBounds, RiskGatewayConfig, RiskLimits
 from engine.settings.keys import engine_values, fields_of
@@ -23,6 +25,7 @@ from engine.settings.reader import load_settings
 from engine.settings.schema import (
     ExecutorSettings,
     KevSettings,
+    MarketNeeded,
     PaperSettings,
     RiskBoundsSettings,
     RiskSettings,
@@ -45,12 +48,17 @@ def test_defaults_build_exactly_the_engine_defaults():
     assert settings.laya_config() == LayaClassifierConfig()
     assert settings.strategy_config() == QuotingStrategyConfig()
     assert settings.risk_config() == default_risk_config()
-    assert settings.trading_config() == TradingConfig()
+    # The one addition: the fee rates that apply, the paper venue's defaults, on each contract.
+    charged = tuple(
+        dataclasses.replace(instrument, maker_fee_rate=0.0002, taker_fee_rate=0.0006)
+        for instrument in TradingConfig().instruments
+    )
+    assert settings.trading_config() == TradingConfig(instruments=charged)
     # The one deliberate difference: EngineConfig acts on the first book (tests, short
     # recordings); the product waits for Laya's feature windows.
     assert settings.laya.warmup_s == 30.0
     assert settings.engine_config() == EngineConfig(laya_warmup_s=30.0)
-    trading = TradingConfig()
+    trading = TradingConfig(instruments=charged)
     expected = EngineConfig(trading=trading, laya_warmup_s=30.0)
     assert settings.engine_config(trading=trading) == expected
     assert settings.kev_client_config() == KevClientConfig()
@@ -153,7 +161,7 @@ def test_each_section_is_checked_by_its_engine_config(environ, engine_message):
     assert engine_message in problem
 
 
-def test_settings_that_cannot_trade_say_so_when_trading_is_built(tmp_path):
+def test_a_symbol_only_its_market_gives_is_left_to_the_start(tmp_path):
     path = write(
         tmp_path,
         '[engine]\nsymbols = ["SOLUSDT", "ETHUSDT"]\n\n[risk.symbols.SOLUSDT]\n'
@@ -162,11 +170,13 @@ def test_settings_that_cannot_trade_say_so_when_trading_is_built(tmp_path):
     )
     settings = load_settings(path=path, environ=NO_ENV)  # watching SOLUSDT is fine
     assert settings.engine_config().symbols == ("SOLUSDT", "ETHUSDT")
-    with pytest.raises(SettingsError) as excinfo:
+    # SOLUSDT's contract comes from its market (a recording, the venue) when a run starts.
+    with pytest.raises(MarketNeeded, match=r"^SOLUSDT: its contract, .* checked then$"):
         settings.trading_config()
-    (problem,) = problems_of(excinfo)
-    assert f'[engine] symbols = ["SOLUSDT", "ETHUSDT"] ({path} line 2)' in problem
-    assert "no instrument spec (tick, lot) for ['SOLUSDT']" in problem
+    priced = settings.contracts(
+        listed={"SOLUSDT": Instrument("SOLUSDT", 0.001, 0.1)}, prices={"SOLUSDT": 150.0}
+    )
+    assert settings.trading_config(contracts=priced).instrument("SOLUSDT").size_step == 0.1
 
 
 def test_a_single_symbol_trades_without_a_hedge():
