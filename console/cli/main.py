@@ -606,6 +606,8 @@ def _run(args: argparse.Namespace) -> int:
         print(f"hft-console: {refused}", file=sys.stderr)
         return 2
     credentials = _credentials(args, settings) if mode else None
+    if mode == "live" and not sys.stdin.isatty() and not _confirmed_live(settings, credentials):
+        return 1  # nobody at a terminal to confirm: said before any venue is asked
     try:
         contracts = _run_contracts(args, settings, url)
     except BitgetRestError as error:  # the venue's table cannot be read, and none is cached
@@ -700,19 +702,24 @@ def _trading(args: argparse.Namespace, settings, contracts, credentials):
     """The trading configuration `run` asked for, on `contracts`; live only once confirmed."""
     confirmed = False
     if settings.trading.mode.value == "live":
-        from console.cli.live_guard import confirm_live
-        from engine.bitget.credentials import mask_api_key
-
-        confirmed = confirm_live(
-            account=f"Bitget USDT-M, API key {mask_api_key(credentials.api_key)}",
-            symbols=settings.engine.symbols,
-            api_key=credentials.api_key,
-            limits=settings.risk_config(contracts).limits,
-        )
+        confirmed = _confirmed_live(settings, credentials, settings.risk_config(contracts).limits)
         if not confirmed:
             raise _LiveNotConfirmed
     return settings.trading_config(
         contracts=contracts, rest_url=args.rest_url, live_confirmed=confirmed
+    )
+
+
+def _confirmed_live(settings, credentials, limits=None) -> bool:
+    """The operator's typed confirmation (live_guard), with the limits once they are known."""
+    from console.cli.live_guard import confirm_live
+    from engine.bitget.credentials import mask_api_key
+
+    return confirm_live(
+        account=f"Bitget USDT-M, API key {mask_api_key(credentials.api_key)}",
+        symbols=settings.engine.symbols,
+        api_key=credentials.api_key,
+        limits=limits,
     )
 
 

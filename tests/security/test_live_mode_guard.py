@@ -18,7 +18,8 @@ import pytest
 from support.cli import checkout_env, run_cli
 
 from console.cli.config import settings_for_run
-from console.cli.main import _trading, build_parser
+from console.cli.main import _credentials, _trading, build_parser
+from engine.contract_sources import simulator_contracts
 from engine.trading.config import TradingConfig, TradingMode
 
 KEYS = {
@@ -48,9 +49,11 @@ def test_live_credentials_without_a_mode_do_not_trade_live(
     for name, value in _environment(tmp_path).items():
         monkeypatch.setenv(name, value)
     args = build_parser().parse_args(["run", "--headless"])
-    trading, credentials = _trading(args, settings_for_run(args))
-    assert trading.mode is TradingMode.SIM and not trading.live_confirmed
+    settings = settings_for_run(args)
+    credentials = _credentials(args, settings)
     assert credentials is None  # the live keys were not even loaded
+    trading = _trading(args, settings, simulator_contracts(settings), credentials)
+    assert trading.mode is TradingMode.SIM and not trading.live_confirmed
 
 
 @pytest.mark.parametrize(
