@@ -269,16 +269,23 @@ class SimRestApi:
             return self._failure("429", "Too Many Requests", status=429)
         return self._success({"serverTime": str(self._skewed_now_ms())})
 
-    async def _contract_table(self, request: web.Request) -> web.Response:
-        """Bitget's contract table: every contract, or the one `symbol` names (none: [])."""
+    async def _market_refusal(self, request: web.Request, path: str) -> web.Response | None:
+        """What a public market endpoint answers before its data: Bitget's 429 past its per-IP
+        limit, its error for a missing or other product type; None when it may answer."""
         await self._delay()
         self.requests_served += 1
-        if not self._public_allowed(request, endpoints.CONTRACTS):
+        if not self._public_allowed(request, path):
             return self._failure("429", "Too Many Requests", status=429)
         try:
             _product_type(request.query)
         except _RequestError as error:
             return self._failure(error.code, error.message)
+        return None
+
+    async def _contract_table(self, request: web.Request) -> web.Response:
+        """Bitget's contract table: every contract, or the one `symbol` names (none: [])."""
+        if (refusal := await self._market_refusal(request, endpoints.CONTRACTS)) is not None:
+            return refusal
         symbol = request.query.get("symbol", "").upper()
         return self._success(
             [entry for entry in self._contracts if not symbol or entry["symbol"] == symbol]
@@ -295,14 +302,8 @@ class SimRestApi:
     async def _tickers(self, request: web.Request) -> web.Response:
         """Bitget's tickers of the product type: each traded symbol's last (mark) price, in
         Bitget's field names (the ones a client reads; the volume fields are left out)."""
-        await self._delay()
-        self.requests_served += 1
-        if not self._public_allowed(request, endpoints.TICKERS):
-            return self._failure("429", "Too Many Requests", status=429)
-        try:
-            _product_type(request.query)
-        except _RequestError as error:
-            return self._failure(error.code, error.message)
+        if (refusal := await self._market_refusal(request, endpoints.TICKERS)) is not None:
+            return refusal
         now = str(self._skewed_now_ms())
         tickers = []
         for symbol in self._state.engines:

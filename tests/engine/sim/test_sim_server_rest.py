@@ -21,6 +21,7 @@ CANCEL_ALL = "/api/v2/mix/order/cancel-all-orders"
 CLOSE = "/api/v2/mix/order/close-positions"
 POSITIONS = "/api/v2/mix/position/all-position"
 CONTRACTS = "/api/v2/mix/market/contracts"
+TICKERS = "/api/v2/mix/market/tickers"
 PRODUCT = {"productType": "USDT-FUTURES"}
 
 
@@ -68,6 +69,18 @@ async def test_contract_table_is_public_in_bitgets_shape(rest: BitgetRest) -> No
     assert_failure(
         await rest.client.get(CONTRACTS, params={"productType": "COIN-FUTURES"}), "40020"
     )
+
+
+async def test_tickers_are_public_with_each_markets_last_price(
+    rest: BitgetRest, sim: SimExchange
+) -> None:
+    tickers = data_of(await rest.client.get(TICKERS, params=PRODUCT))
+    assert isinstance(tickers, list)
+    assert [ticker["symbol"] for ticker in tickers] == ["BTCUSDT", "ETHUSDT"]
+    btc = sim.market.book("BTCUSDT", 1)
+    assert abs(float(tickers[0]["lastPr"]) - btc.mid) <= btc.best_ask - btc.best_bid
+    assert tickers[0]["markPrice"] == tickers[0]["lastPr"] and tickers[0]["ts"].isdigit()
+    assert_failure(await rest.client.get(TICKERS), "40019")
 
 
 async def test_signed_order_is_accepted_and_listed_as_pending(

@@ -5,21 +5,9 @@ refused)."""
 from __future__ import annotations
 
 import pytest
-from sim_engine import engine_config
 from support.waiting import eventually
 
-from engine.node import EngineNode
 from engine.trading.contract_watch import ContractChanged
-
-
-@pytest.fixture
-async def node(sim, laya_model, tmp_path):
-    engine = EngineNode(engine_config(sim, laya_model, tmp_path / "journal.sqlite"))
-    await engine.start()
-    try:
-        yield engine
-    finally:
-        await engine.stop()
 
 
 def ours(sim, node, symbol):

@@ -8,24 +8,14 @@ import asyncio
 import time
 
 import pytest
-from sim_engine import ALWAYS_EMERGENCY, NEVER_EMERGENCY, engine_config, sim_rest
+from sim_engine import ALWAYS_EMERGENCY, NEVER_EMERGENCY, sim_rest
 from support.waiting import eventually
 
 from engine.journal import EntryKind, read_journal
-from engine.node import EngineNode, format_status
+from engine.node import format_status
 from engine.risk.events import TradingState
 from engine.trading.commands import Command, Kill
 from engine.trading.events import ReconciliationDone
-
-
-@pytest.fixture
-async def node(sim, laya_model, tmp_path):
-    engine = EngineNode(engine_config(sim, laya_model, tmp_path / "journal.sqlite"))
-    await engine.start()
-    try:
-        yield engine
-    finally:
-        await engine.stop()
 
 
 def ours(sim, node):
