@@ -269,20 +269,18 @@ def _excursion_reference(ts, mid, config):
             continue
         inside = (ts > ts[i]) & (ts <= ts[i] + config.horizon_ms)
         returns = (mid[inside] / mid[i] - 1.0) * 1e4
-        up, down = returns.max(), returns.min()
-        ask = up >= config.lean_sigma * sigma
-        bid = down <= -config.lean_sigma * sigma
-        big = max(up, -down) >= config.emergency_sigma * sigma
-        labels[i] = (
-            Verdict.EMERGENCY
-            if big or (ask and bid)
-            else Verdict.LEAN_BUY
-            if ask
-            else Verdict.LEAN_SELL
-            if bid
-            else Verdict.HOLD
-        )
+        labels[i] = _verdict_of(returns, sigma, config)
     return labels
+
+
+def _verdict_of(returns, sigma, config) -> Verdict:
+    """The definition's verdict of a horizon's returns (bps) against sigma."""
+    up, down = returns.max(), returns.min()
+    ask = up >= config.lean_sigma * sigma
+    bid = down <= -config.lean_sigma * sigma
+    if max(up, -down) >= config.emergency_sigma * sigma or (ask and bid):
+        return Verdict.EMERGENCY
+    return Verdict.LEAN_BUY if ask else Verdict.LEAN_SELL if bid else Verdict.HOLD
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -365,19 +363,7 @@ def _clock_reference(ts, mid, config):
         sigma = ROBUST * max(np.mean(window), np.mean(floor))
         if sigma <= 0:
             continue
-        up, down = returns.max(), returns.min()
-        ask = up >= config.lean_sigma * sigma
-        bid = down <= -config.lean_sigma * sigma
-        big = max(up, -down) >= config.emergency_sigma * sigma
-        labels[i] = (
-            Verdict.EMERGENCY
-            if big or (ask and bid)
-            else Verdict.LEAN_BUY
-            if ask
-            else Verdict.LEAN_SELL
-            if bid
-            else Verdict.HOLD
-        )
+        labels[i] = _verdict_of(returns, sigma, config)
     return labels
 
 
