@@ -52,6 +52,7 @@ from console.widgets.imbalance import ImbalancePane
 from console.widgets.kev import KevPane
 from console.widgets.latency import LatencyPane
 from console.widgets.orders import OrdersPane
+from console.widgets.scorecard import ScorecardPane
 from console.widgets.status import CommandNote, StatusPane
 from console.widgets.verdicts import VerdictsPane
 from console.widgets.vram import VramPane
@@ -172,6 +173,7 @@ class HftConsoleApp(App[None]):
         self._events = EventsPane(
             "events", self.config.event_log_lines, id="events", classes=secondary
         )
+        self._scorecard = ScorecardPane("Laya's scorecard", id="scorecard", classes=secondary)
         # The panes the compact layout shows one at a time beside the ladder, in `v` order.
         self._secondary = {
             "verdicts": self._verdicts,
@@ -181,6 +183,7 @@ class HftConsoleApp(App[None]):
             "imbalance": self._imbalance,
             "orders": self._orders,
             "events": self._events,
+            "scorecard": self._scorecard,
         }
         budget = self._budget
         for pane, interval_s in (
@@ -191,6 +194,7 @@ class HftConsoleApp(App[None]):
             (self._vram, budget.vram_s),
             (self._verdicts, budget.lists_s),
             (self._orders, budget.lists_s),
+            (self._scorecard, budget.lists_s),
         ):
             pane.interval_s = interval_s
         self._events.interval_s = budget.lists_s
@@ -206,6 +210,7 @@ class HftConsoleApp(App[None]):
             yield self._kev
             yield self._orders
             yield self._events
+            yield self._scorecard
         yield self._footer
 
     def get_driver_class(self) -> type[Driver]:
@@ -306,6 +311,7 @@ class HftConsoleApp(App[None]):
         self._vram.offer(snapshot.vram, now)
         self._kev.offer(snapshot.kev_decisions, now)
         self._orders.offer((snapshot.orders, snapshot.fills, snapshot.status.contracts), now)
+        self._scorecard.offer(snapshot.scorecard, now)
 
     def _output_rate(self) -> str:
         """What the terminal is sent a second, for the status bar ("" before any output)."""

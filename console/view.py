@@ -26,6 +26,7 @@ from engine.bitget.private_events import FillUpdate, OrderUpdate
 from engine.feed.events import FeedState
 from engine.gpu import GpuSample, VramBudget
 from engine.laya.decide import VerdictStreamView
+from engine.laya.scorecard import ScorecardView
 from engine.market.instruments import Instrument
 from engine.risk.events import TradingState
 from engine.risk.limits import OverrideBounds
@@ -355,3 +356,5 @@ class ConsoleSnapshot:
     kev_decisions: tuple[KevDecisionView, ...]
     orders: tuple[OrderUpdate, ...]
     fills: tuple[FillUpdate, ...]
+    scorecard: ScorecardView | None = None
+    """Laya's scorecard (engine/laya/scorecard.py), as of its last score pass."""

@@ -74,6 +74,7 @@ class EntryKind(enum.StrEnum):
     STATE_CHANGE = "state_change"
     OPERATOR_COMMAND = "operator_command"
     FAULT = "fault"
+    LAYA_SCORECARD = "laya_scorecard"
 
 
 class JournalError(Exception):

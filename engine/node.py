@@ -52,6 +52,13 @@ from engine.kev.hub import KevHub, KevHubConfig
 from engine.laya.classifier import LayaClassifier, LayaClassifierConfig
 from engine.laya.decide import QuoteGate
 from engine.laya.features import FEATURE_COUNT
+from engine.laya.scorecard import (
+    LayaScorecard,
+    LayaScorecardConfig,
+    ScorecardView,
+    require_shadow_model,
+    shadow_classifier_config,
+)
 from engine.market.instruments import Instrument, price_text
 from engine.pipeline import (
     EventLog,
@@ -104,6 +111,9 @@ class EngineConfig:
     book from the incremental channel (seq gaps and checksums lead to a resync)."""
     sim_seed: int = 7
     laya: LayaClassifierConfig = field(default_factory=LayaClassifierConfig)
+    laya_shadow_model: str | None = None
+    """A second Laya model scored beside the live one on every book, never acting (the
+    scorecard, engine/laya/scorecard.py); None: none."""
     trading: TradingConfig | None = None
     status_interval_s: float = 0.1
     kev_client: KevClientConfig | None = field(default_factory=KevClientConfig)
@@ -149,6 +159,7 @@ class EngineConfig:
             raise ValueError(f"laya_keep_warm_ms must be within [0.5, 1000] or None, got {warm_ms}")
         if not 0 <= self.laya_warmup_s <= 3_600:
             raise ValueError(f"laya_warmup_s must be within [0, 3600] s, got {self.laya_warmup_s}")
+        require_shadow_model(self.laya_shadow_model, self.laya.model_path)
         if (self.kev_answers_in or self.kev_answers_out) and self.replay_path is None:
             raise ValueError("Kev's answers are recorded and replayed only with a recording")
         if self.kev_answers_in and self.kev_answers_out:
@@ -216,6 +227,8 @@ class EngineStatus:
     trading: TradingStatus | None = None
     laya_warming: dict[str, float] = field(default_factory=dict)
     """Market seconds each symbol Laya still stands aside on has to wait."""
+    laya_scorecard: ScorecardView | None = None
+    """Laya's scorecard as of its last score pass."""
 
 
 def engine_clock(config: EngineConfig) -> EngineClock:
@@ -248,6 +261,26 @@ class EngineNode:
         self.events = EventLog(MarketPipelineConfig().event_log_size)
         self.parser = FrameParser(config.symbols)
         self.classifier = LayaClassifier(config.laya)
+        trading = config.trading
+        self.journal = (
+            Journal(
+                JournalConfig(trading.resolved_journal_path(), durable=trading.journal_durable),
+                on_fault=self._journal_fault,
+                clock=self.clock,
+            )
+            if trading is not None
+            else None
+        )
+        shadow = config.laya_shadow_model
+        self.scorecard = LayaScorecard(
+            LayaScorecardConfig(symbols=config.symbols, imbalance_gate=config.imbalance_gate),
+            self.classifier,
+            self.clock,
+            shadow=LayaClassifier(shadow_classifier_config(config.laya, shadow))
+            if shadow is not None
+            else None,
+            journal=self.journal,
+        )
         self.pipeline = MarketPipeline(
             MarketPipelineConfig(
                 symbols=config.symbols,
@@ -259,21 +292,12 @@ class EngineNode:
             self.classifier,
             on_resync=self._resync,
             events=self.events,
+            scores=self.scorecard.queue,
         )
-        trading = config.trading
         needs_keys = trading is not None and trading.mode in (TradingMode.DEMO, TradingMode.LIVE)
         if needs_keys and credentials is None:
             raise ValueError(f"{trading.mode.value} trading needs Bitget API credentials")
         self._credentials = credentials
-        self.journal = (
-            Journal(
-                JournalConfig(trading.resolved_journal_path(), durable=trading.journal_durable),
-                on_fault=self._journal_fault,
-                clock=self.clock,
-            )
-            if trading is not None
-            else None
-        )
         self.sim: SimExchange | None = None
         self.feed: BitgetPublicFeed | ReplayFeed | None = None
         self.desk: TradingDesk | None = None
@@ -301,6 +325,7 @@ class EngineNode:
         self._take_locks()
         try:
             self.classifier.start()
+            self.scorecard.start()
             # Off the loop: after an install numba needs ~a minute to compile the kernels once;
             # in a replay market time waits for it.
             self.fast_path_compile_s = await clock.real_wait(
@@ -515,6 +540,7 @@ class EngineNode:
             await self.feed.stop()
         if self.warmer is not None:
             await self.warmer.stop()
+        await self.scorecard.stop()
         self.pipeline.on_decided = self.pipeline.on_trades = self.pipeline.on_notice = None
         self.pipeline.on_verdict = None
         if self.kev is not None:
@@ -637,6 +663,7 @@ class EngineNode:
             self.pipeline.decisions.counts(),
             self.desk.status() if self.desk is not None else None,
             self.pipeline.warm_up_left_s(),
+            self.scorecard.view(),
         )
 
 

@@ -13,7 +13,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
@@ -32,12 +32,22 @@ from engine.laya.decide import DecisionStage, QuoteGate, QuoteIntent
 from engine.laya.features import FEATURE_NAMES, FeatureExtractor, FeatureExtractorConfig
 from engine.validation import require_count, require_integer
 
+if TYPE_CHECKING:  # the scorecard labels with the lab, whose dataset builds pipelines
+    from engine.laya.scorecard import ScorecardQueue
+
 STAGES = ("book", "features", "infer", "decide")
 TIMED_STAGES = ("parse", *STAGES, "total", "trade")
 """Every stage the bench and the console time: the parser, the pipeline's stages, their total
 from receipt to decision, and a trade frame's parse."""
 _STAND_ASIDE = QuoteIntent.STAND_ASIDE
 _OBI5 = FEATURE_NAMES.index("obi_5")
+
+
+def _unscored(book: OrderBook, snapshot: BookSnapshot) -> tuple:
+    """A book without a verdict for the scorecard's queue: its mid still counts for labels."""
+    levels = snapshot.levels
+    mid = 0.5 * (levels.item(0, 0) + levels.item(2, 0))
+    return (book.updates, snapshot.symbol, snapshot.exchange_ts_ms, mid, 0.0, None, None, 0)
 
 
 class LayaFault(NamedTuple):
@@ -145,6 +155,8 @@ class MarketPipeline:
     Without a classifier the pipeline stops after the features (market data tools, tests).
     `intents` holds the latest quote intent per symbol for the strategy.
 
+    `scores`, when given, gets each book Laya saw, with its verdict where it gave one (the
+    scorecard's queue, engine/laya/scorecard.py).
     Trading hooks (attributes the node may set), all called synchronously on the engine loop:
     `on_decided(snapshot, intent)` after each decision (and with CANCEL_ALL when Laya failed
     on that book), `on_trades` for each trade frame, `on_notice` for each feed event, and
@@ -161,6 +173,7 @@ class MarketPipeline:
         clock: Callable[[], int] = time.perf_counter_ns,
         *,
         events: EventLog | None = None,
+        scores: ScorecardQueue | None = None,
     ) -> None:
         self.config = config
         self.books = {symbol: OrderBook(symbol) for symbol in config.symbols}
@@ -184,6 +197,8 @@ class MarketPipeline:
         self.events = events if events is not None else EventLog(config.event_log_size)
         self._on_resync = on_resync
         self._clock = clock
+        self._scores = scores
+        self._score_features = scores is not None and scores.with_features
         self.on_decided: Callable[[BookSnapshot, QuoteIntent], None] | None = None
         self.on_trades: Callable[[Trades], None] | None = None
         self.on_notice: Callable[[FeedNotice], None] | None = None
@@ -221,7 +236,10 @@ class MarketPipeline:
         classifier = self.classifier
         if classifier is None or features is None:
             return
+        scores = self._scores
         if self._warmup_ms and self._warming_up(snapshot):
+            if scores is not None:
+                scores.append(_unscored(book, snapshot))
             self.intents[snapshot.symbol] = _STAND_ASIDE
             if self.on_decided is not None:
                 self.on_decided(snapshot, _STAND_ASIDE)
@@ -230,6 +248,8 @@ class MarketPipeline:
             probabilities = classifier.infer(features)
         except Exception as error:  # a runtime failure (e.g. CUDA lost) must not stop the engine
             self._laya_failed(snapshot, error)
+            if scores is not None:
+                scores.append(_unscored(book, snapshot))
             return
         inferred = clock()
         row = probabilities.tolist()[0]
@@ -247,6 +267,20 @@ class MarketPipeline:
             on_decided(snapshot, intent)
         if verdict and self.on_verdict is not None:
             self.on_verdict(snapshot, verdict, row, features)
+        if scores is not None:  # scored off the fast path (engine/laya/scorecard.py)
+            levels = snapshot.levels  # the parser reuses them: the scorer gets the mid
+            scores.append(
+                (
+                    book.updates,
+                    snapshot.symbol,
+                    snapshot.exchange_ts_ms,
+                    0.5 * (levels.item(0, 0) + levels.item(2, 0)),
+                    features.item(0, _OBI5),
+                    features.copy() if self._score_features else None,
+                    row,
+                    verdict,
+                )
+            )
         latency["infer"].record(inferred - extracted)
         latency["decide"].record(decided - inferred)
 

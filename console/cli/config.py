@@ -29,6 +29,7 @@ RUN_FLAGS = {
     "--symbols": ("symbols", "engine.symbols"),
     "--seed": ("seed", "engine.sim_seed"),
     "--model": ("model", "laya.model_path"),
+    "--shadow-model": ("shadow_model", "laya.shadow_model"),
     "--mode": ("mode", "trading.mode"),
     "--journal": ("journal", "trading.journal_path"),
     "--refresh-hz": ("refresh_hz", "console.refresh_hz"),

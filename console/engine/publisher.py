@@ -305,6 +305,7 @@ class SnapshotPublisher:
             kev_decisions=self._kev_decision_views(kev_decisions),
             orders=self._order_updates(trading),
             fills=self._fill_view,
+            scorecard=status.laya_scorecard,
         )
         if node.finished and not self.finished:
             self._finished_at = now

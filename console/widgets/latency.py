@@ -20,7 +20,8 @@ _LAYOUTS = (
     (("p50", "p99", "p99.9", "max", "budget"), 8 + 5 * 9),
     (("p50", "p99", "max"), 8 + 3 * 9),
 )
-_LEVELS = "▁▂▃▄▅▆▇█"
+SPARK_LEVELS = "▁▂▃▄▅▆▇█"
+"""Eighth-blocks, lowest first: the cells of a sparkline."""
 
 
 def sparkline(bins: tuple[HistogramBin, ...], width: int) -> str:
@@ -34,7 +35,7 @@ def sparkline(bins: tuple[HistogramBin, ...], width: int) -> str:
         merged[index * cells // len(bins)] += item.count
     top = math.log1p(max(merged)) or 1.0
     return "".join(
-        " " if value == 0 else _LEVELS[min(7, int(math.log1p(value) / top * 7.999))]
+        " " if value == 0 else SPARK_LEVELS[min(7, int(math.log1p(value) / top * 7.999))]
         for value in merged
     )
 

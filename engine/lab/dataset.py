@@ -32,8 +32,8 @@ from engine.feed.recording import (
     iter_recording,
 )
 from engine.feed.tape import Trades
-from engine.lab.labels import UNLABELLED, LabelConfig, label_frames
 from engine.laya.features import FEATURE_COUNT, FEATURE_SET_VERSION
+from engine.laya.labels import UNLABELLED, LabelConfig, label_frames
 from engine.laya.verdict import Verdict
 from engine.pipeline import MarketPipeline, MarketPipelineConfig
 
@@ -72,7 +72,7 @@ class Dataset:
     `features` are exactly what the live extractor produced for the frame (read from a file
     the build spooled them to); `obi5` is the 5-level order-book imbalance (for the
     imbalance baseline); `labels` are Verdict values or -1, `ask_run` / `bid_run` the labelled
-    frames whose ask / bid was run over (see `engine.lab.labels`). `symbols` are every
+    frames whose ask / bid was run over (see `engine.laya.labels`). `symbols` are every
     recording's symbols in order of appearance, `symbol_index` points into them;
     `recording_symbols` are each recording's own.
     """

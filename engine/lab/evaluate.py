@@ -40,10 +40,11 @@ from engine.lab.dataset import (
     build_dataset,
     split_by_time,
 )
-from engine.lab.labels import LabelConfig
 from engine.laya.classifier import LayaClassifier, LayaClassifierConfig, choose_verdict
 from engine.laya.features import FEATURE_NAMES
+from engine.laya.labels import LabelConfig
 from engine.laya.model import DEFAULT_MODEL_PATH, LayaModelMetadata
+from engine.laya.ranking import ranking_auc, side_scores
 from engine.laya.verdict import CLASS_NAMES, Verdict
 from engine.sim.recording import simulate_recording
 from engine.user_files import check_output_file, replacing
@@ -147,26 +148,6 @@ def classification_metrics(
     return ClassificationMetrics(confusion)
 
 
-def ranking_auc(scores: np.ndarray, positives: np.ndarray) -> float:
-    """ROC AUC of `scores` for the `positives` mask (ties count half); NaN without both kinds.
-
-    Threshold-free, so it tells whether a class probability ranks that class's frames above
-    the others at all, which F1 at one threshold cannot on a handful of frames.
-    """
-    scores = np.asarray(scores, dtype=np.float64)
-    positives = np.asarray(positives, dtype=bool)
-    positive_count = int(positives.sum())
-    negative_count = positives.size - positive_count
-    if not positive_count or not negative_count:
-        return math.nan
-    _, inverse, counts = np.unique(scores, return_inverse=True, return_counts=True)
-    average_rank = np.cumsum(counts) - (counts - 1) / 2.0  # 1-based, ties share the mean rank
-    rank_sum = average_rank[inverse][positives].sum()
-    return float(
-        (rank_sum - positive_count * (positive_count + 1) / 2.0) / (positive_count * negative_count)
-    )
-
-
 def majority_class(train_labels: np.ndarray) -> Verdict:
     """The most frequent training label (ties: the lower Verdict value)."""
     counts = np.bincount(np.asarray(train_labels, dtype=np.int64), minlength=CLASS_COUNT)
@@ -232,15 +213,6 @@ def fit_imbalance_jump(
             if score > best[0]:
                 best = (score, float(tau), float(jump_at))
     return best[1], best[2]
-
-
-def side_scores(probabilities: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The probability that a verdict pulls the ask (LEAN_BUY or EMERGENCY), and the bid."""
-    emergency = probabilities[:, Verdict.EMERGENCY]
-    return (
-        probabilities[:, Verdict.LEAN_BUY] + emergency,
-        probabilities[:, Verdict.LEAN_SELL] + emergency,
-    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -43,8 +43,8 @@ from engine.lab.evaluate import (
     ranking_auc,
     side_scores,
 )
-from engine.lab.labels import UNLABELLED
 from engine.laya.features import CROSS_FEATURES, FEATURE_NAMES
+from engine.laya.labels import UNLABELLED
 from engine.laya.verdict import CLASS_NAMES, Verdict
 
 

@@ -158,7 +158,7 @@ def model_card(report: TrainReport) -> str:
         "",
         "## Labels",
         "",
-        f"Labels (`engine/lab/labels.py`, scheme {labels.scheme}): horizon {labels.horizon_ms} "
+        f"Labels (`engine/laya/labels.py`, scheme {labels.scheme}): horizon {labels.horizon_ms} "
         f"ms; the ask is run over when the mid rises {labels.lean_sigma:g} sigma within it, "
         f"the bid when it falls as far; EMERGENCY when both are or a move reaches "
         f"{labels.emergency_sigma:g} sigma, else LEAN_BUY (ask) or LEAN_SELL (bid). sigma: the "

@@ -144,8 +144,8 @@ def fold_savings(
 
 
 def _fold_metadata(predictor, left_out: str, name: str) -> LayaModelMetadata:
-    from engine.lab.labels import LabelConfig
     from engine.laya.features import FEATURE_COUNT, FEATURE_SET_VERSION
+    from engine.laya.labels import LabelConfig
 
     return LayaModelMetadata(
         feature_set_version=FEATURE_SET_VERSION,

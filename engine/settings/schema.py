@@ -29,6 +29,7 @@ from engine.kev.server import LlamaServerConfig
 from engine.laya.classifier import LayaClassifierConfig
 from engine.laya.decide import QuoteGate
 from engine.laya.model import DEFAULT_MODEL_PATH
+from engine.laya.scorecard import require_shadow_model
 from engine.market.contracts import (
     ContractMissing,
     ContractOrigin,
@@ -201,10 +202,16 @@ class LayaSettings:
         "with gate imbalance: |top-5 imbalance| (0..1) beyond which the side it points "
         "against is pulled",
     )
+    shadow_model: PathText | None = setting(
+        None,
+        "a second ONNX model scored beside the live one on every book, never acting (Laya's "
+        "scorecard); unset: none",
+        example="laya-candidate.onnx",
+    )
 
     def __post_init__(self) -> None:
         whole_numbers_as_floats(self)
-        self.classifier_config()
+        require_shadow_model(self.shadow_model, self.classifier_config().model_path)
         if not 0 <= self.warmup_s <= 3_600:
             raise ValueError(f"warmup_s must be within [0, 3600] s, got {self.warmup_s}")
         MarketPipelineConfig(gate=QuoteGate(self.gate), imbalance_gate=self.imbalance_gate)
@@ -1014,6 +1021,7 @@ class Settings:
                 sim_seed=engine.sim_seed,
                 laya=self.laya_config(),
                 laya_warmup_s=self.laya.warmup_s,
+                laya_shadow_model=self.laya.shadow_model,
                 quote_gate=QuoteGate(self.laya.gate),
                 imbalance_gate=self.laya.imbalance_gate,
                 trading=trading,

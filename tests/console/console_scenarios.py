@@ -48,6 +48,7 @@ from engine.bitget.private_events import FillUpdate, OrderUpdate
 from engine.feed.events import FeedState
 from engine.gpu import GIB, GpuSample, ProcessMemory, VramBudget
 from engine.laya.decide import QuoteIntent, VerdictRecord, VerdictStreamView
+from engine.laya.scorecard import ModelScore, ScorecardView, SymbolScore
 from engine.laya.verdict import Verdict
 from engine.market.instruments import BTCUSDT, ETHUSDT, Instrument
 from engine.risk.events import TradingState
@@ -194,6 +195,39 @@ def verdicts_view() -> VerdictStreamView:
     )
     counts = {"HOLD": 48_211, "LEAN_BUY": 1_904, "LEAN_SELL": 1_877, "EMERGENCY": 12}
     return VerdictStreamView(recent, counts, sum(counts.values()))
+
+
+def scorecard_view() -> ScorecardView:
+    """The shared spot recording's scorecard (the shipped model, a shadow MLP), rounded."""
+
+    def model(ask: float, bid: float, pulls: int, precision: float, kept: float, pulled: float):
+        return ModelScore(ask, bid, ask, bid, pulls, precision, kept, pulled)
+
+    trend = tuple((0.70 + 0.002 * step, 0.69 + 0.001 * (step % 9)) for step in range(60))
+    return ScorecardView(
+        symbols=(
+            SymbolScore(
+                "BTCUSDT",
+                6_174,
+                model(0.79, 0.70, 329, 0.40, 0.02, -0.73),
+                model(0.75, 0.70, 3_998, 0.23, 0.20, -0.41),
+                model(0.52, 0.49, 2_210, 0.12, 0.07, 0.01),
+                trend,
+            ),
+            SymbolScore(
+                "ETHUSDT",
+                6_149,
+                model(0.72, 0.74, 593, 0.32, 0.03, -0.69),
+                model(0.70, 0.71, 3_716, 0.24, 0.22, -0.52),
+                model(0.50, 0.51, 2_187, 0.13, 0.06, 0.02),
+                tuple(reversed(trend)),
+            ),
+        ),
+        window_s=900.0,
+        shadow_model="/home/trader/models/laya-candidate.onnx",
+        shadow_fault=None,
+        dropped=0,
+    )
 
 
 def latency_view() -> LatencyView:
@@ -415,6 +449,7 @@ def fixed_snapshot(
         kev_decisions=kev_decisions() if exposed else (),
         orders=orders() if exposed else (),
         fills=fills(),
+        scorecard=scorecard_view(),
     )
 
 

@@ -18,6 +18,7 @@ from console_scenarios import (
     kev_decisions,
     latency_view,
     nexo_depth_view,
+    scorecard_view,
     status_view,
     verdicts_view,
     vram_view,
@@ -32,6 +33,7 @@ from console.widgets.imbalance import ImbalancePane
 from console.widgets.kev import KevPane
 from console.widgets.latency import LatencyPane
 from console.widgets.orders import OrdersPane
+from console.widgets.scorecard import ScorecardPane
 from console.widgets.status import StatusPane
 from console.widgets.verdicts import VerdictsPane
 from console.widgets.vram import VramPane
@@ -84,6 +86,11 @@ PANES = {
         (46, 8),
     ),
     "events": (lambda: EventsPane("events", 100, classes="pane"), fixed_events, (114, 10)),
+    "scorecard": (
+        lambda: ScorecardPane("Laya's scorecard", classes="pane"),
+        scorecard_view,
+        (114, 6),
+    ),
 }
 
 

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from engine.journal import JournalEntry
+from engine.laya.scorecard import ScorecardView
 from engine.market.contracts import MarketContract
 from engine.market.instruments import Instrument, base_coin
 from engine.pipeline import LayaStillWarmingUp
@@ -151,6 +152,8 @@ class SessionMetrics:
     """The symbols Laya was still warming up on at the end (SessionRecord's)."""
     kev_offered: int = 0
     """Non-HOLD verdicts offered to Kev; `kev` counts the decisions it made of them."""
+    scorecard: ScorecardView | None = None
+    """Laya's scorecard at the end (SessionRecord's)."""
 
     @property
     def hours(self) -> float:
@@ -265,6 +268,7 @@ def session_metrics(record: SessionRecord) -> SessionMetrics:
         rss_kb_end=record.rss_kb_end,
         laya_warming=record.laya_warming,
         kev_offered=record.kev_offered,
+        scorecard=record.scorecard,
     )
 
 

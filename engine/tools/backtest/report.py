@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from engine.laya.decide import QuoteGate
+from engine.laya.scorecard import score_lines
 from engine.market.instruments import size_text
 from engine.tools.backtest.metrics import HORIZONS_MS, MarkoutStats, SessionMetrics, SymbolResult
 from engine.units import plain
@@ -189,6 +190,15 @@ def session_parts(metrics: SessionMetrics) -> list[Part]:
     ]
     if metrics.kev:
         lines.append("Kev: " + ", ".join(f"{k} {v:,}" for k, v in sorted(metrics.kev.items())))
+    scorecard = metrics.scorecard
+    if scorecard is not None:
+        lines += ["", "Laya's scorecard (each book's label once its horizon passed):"]
+        for score in scorecard.symbols:
+            lines += score_lines(score, scorecard.window_s)
+        if scorecard.shadow_fault:
+            lines.append(f"shadow model {scorecard.shadow_model} stopped: {scorecard.shadow_fault}")
+        if scorecard.fault:
+            lines.append(f"the scoring stopped: {scorecard.fault}")
     return lines
 
 
@@ -387,6 +397,7 @@ def metrics_json(metrics: SessionMetrics) -> dict[str, object]:
         "verdicts": metrics.verdicts,
         "actions": metrics.actions,
         "kev": metrics.kev,
+        "laya_scorecard": metrics.scorecard.as_dict() if metrics.scorecard is not None else None,
         "series": {
             "step_s": metrics.series.step_s,
             "at_ns": metrics.series.at_ns.tolist(),

@@ -32,6 +32,7 @@ from engine.feed.replay import ReplayFeed
 from engine.feed.tape import Trades
 from engine.journal import JournalEntry, read_journal
 from engine.laya.decide import QuoteIntent
+from engine.laya.scorecard import ScorecardView
 from engine.market.contracts import MarketContracts
 from engine.market.instruments import Instrument
 from engine.node import EngineConfig, EngineNode
@@ -150,6 +151,8 @@ class SessionRecord:
     kev_offered: int = 0
     """Non-HOLD verdicts offered to Kev (0 without Kev): what a run whose Kev never answered
     left unanswered."""
+    scorecard: ScorecardView | None = None
+    """Laya's scorecard at the end (engine/laya/scorecard.py)."""
 
     @property
     def span_s(self) -> float:
@@ -358,4 +361,5 @@ async def _play(
         kev_offered=node.kev.status().offered if node.kev is not None else 0,
         instruments=node.config.instruments,
         contracts=spec.contracts,
+        scorecard=node.scorecard.view(),
     )

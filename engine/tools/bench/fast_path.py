@@ -26,10 +26,14 @@ from engine.feed.parse import FrameParser, ParseStats
 from engine.feed.recording import RecordingReadStats, iter_recording
 from engine.latency import LatencyHistogram, timer_cost_ns
 from engine.laya.classifier import LayaClassifier, LayaClassifierConfig, laya_runs_on
+from engine.laya.scorecard import ScorecardQueue
 from engine.pipeline import TIMED_STAGES, MarketPipeline, MarketPipelineConfig
 from engine.tools.bench.risk import benchmark_check
 
 WARMUP_PASSES = 2
+DRAINED_BOOKS = 64
+"""Books the scorecard's queue holds in the bench: the engine drains it each market second
+(`LayaScorecardConfig.drain_every_s`), some 20 books of two symbols at 100 ms."""
 RISK_CHECK_TARGET_P50_US = 3.0
 
 Frames = list[tuple[int, bytes]]
@@ -67,12 +71,16 @@ class _Bench:
         self.clock = clock
 
     def fresh(self) -> tuple[FrameParser, MarketPipeline]:
+        """A pipeline as the engine's: its books go to a scorecard's queue too, as small as
+        what the engine's scorer finds at a drain (its work is off the path), so the queue's
+        overflow stands for the drain."""
         parser = FrameParser(self.symbols)
         pipeline = MarketPipeline(
             MarketPipelineConfig(symbols=self.symbols),
             parser.tape,
             self.classifier,
             clock=self.clock,
+            scores=ScorecardQueue(DRAINED_BOOKS),
         )
         return parser, pipeline
 

@@ -23,9 +23,9 @@ from engine.lab.folds import (
     score_fold,
     session_weights,
 )
-from engine.lab.labels import LabelConfig
 from engine.lab.thresholds import choose_verdicts
 from engine.laya.features import CROSS_FEATURES, FEATURE_COUNT, FEATURE_NAMES
+from engine.laya.labels import LabelConfig
 from engine.laya.verdict import Verdict
 
 OBI = FEATURE_NAMES.index("obi_5")

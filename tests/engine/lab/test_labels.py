@@ -8,7 +8,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from engine.lab.labels import UNLABELLED, LabelConfig, label_frames
+from engine.laya.labels import UNLABELLED, LabelConfig, label_frames
 from engine.laya.verdict import Verdict
 
 SMALL = LabelConfig.end_labels(horizon_ms=1_000, sigma_window_ms=20_000, min_sigma_samples=10)

@@ -90,8 +90,8 @@ def test_the_written_file_has_every_key_with_a_comment_above_it():
         if re.match(r'^(# )?("[^"]+"|[a-z_]+) = ', line) and not line.startswith("# e.g"):
             keys += 1
             assert lines[index - 1].startswith("# "), f"no comment above {line!r}"
-    # The 110 keys (the 10 optional ones commented out) and the keymap's commented example.
-    assert keys == 111
+    # The 111 keys (the 11 optional ones commented out) and the keymap's commented example.
+    assert keys == 112
     assert set(document) == {"engine", "laya", "trading", "risk", "kev", "gpu", "console"}
     assert set(document["trading"]) >= {"strategy", "executor", "paper"}
     assert set(document["risk"]["symbols"]) == {"BTCUSDT", "ETHUSDT"}

@@ -1,0 +1,215 @@
+"""Laya's scorecard: on a backtest of the shared spot recording, with a shadow model, its
+per-side AUCs and pull precisions are the lab's on the same books; it reaches the journal each
+market minute and the backtest's report and JSON; a shadow model that is the live one, or
+that does not fit the engine, is refused."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from itertools import pairwise
+from pathlib import Path
+
+import numpy as np
+import pytest
+from support.cli import run_cli
+from support.laya_models import write_mlp_model
+from support.recordings import shared_spot
+
+from engine.clock import MarketClock
+from engine.lab.dataset import DatasetConfig, build_dataset
+from engine.lab.evaluate import (
+    classify,
+    label_config_of,
+    ranking_auc,
+    side_scores,
+    started_classifier,
+)
+from engine.laya.classifier import LayaClassifier, LayaClassifierConfig
+from engine.laya.decide import QuoteGate
+from engine.laya.labels import LabelConfig
+from engine.laya.model import DEFAULT_MODEL_PATH, ModelMismatchError
+from engine.laya.scorecard import (
+    LayaScorecard,
+    LayaScorecardConfig,
+    _SessionAuc,
+    _SymbolScorer,
+)
+from engine.laya.verdict import Verdict
+from engine.node import EngineConfig, EngineNode
+from engine.settings.reader import load_settings
+from engine.tools.backtest.metrics import session_metrics
+from engine.tools.backtest.plan import backtest_specs, grid
+from engine.tools.backtest.report import metrics_json, session_text
+from engine.tools.backtest.session import run_backtest
+
+MINUTE_NS = 60_000_000_000
+
+
+@pytest.fixture(scope="module")
+def shadow_path(tmp_path_factory) -> Path:
+    return write_mlp_model(tmp_path_factory.mktemp("shadow") / "shadow.onnx")
+
+
+@pytest.fixture(scope="module")
+def backtest(shadow_path):
+    """The shared spot recording (10.8 min) backtested with Laya gating and a shadow model."""
+    settings = load_settings(
+        environ={
+            "HFT_CONSOLE_LAYA__PREFER_GPU": "false",
+            "HFT_CONSOLE_LAYA__SHADOW_MODEL": str(shadow_path),
+        }
+    )
+    (spec,) = backtest_specs(settings, [shared_spot()], None, grid([]), [QuoteGate.LAYA])
+    return spec, run_backtest(spec)
+
+
+def lab_figures(model_path, dataset, symbol: int) -> dict[str, float]:
+    """The lab's per-side AUCs and pull precision of a model on one symbol's labelled books."""
+    frames = dataset.subset((dataset.symbol_index == symbol) & dataset.labelled)
+    classifier = started_classifier(model_path)
+    try:
+        probabilities, verdicts = classify(classifier, frames.features)
+    finally:
+        classifier.stop()
+    ask, bid = side_scores(probabilities)
+    pull_ask = (verdicts == Verdict.LEAN_BUY) | (verdicts == Verdict.EMERGENCY)
+    pull_bid = (verdicts == Verdict.LEAN_SELL) | (verdicts == Verdict.EMERGENCY)
+    run_over = (pull_ask & frames.ask_run).sum() + (pull_bid & frames.bid_run).sum()
+    return {
+        "labelled": len(frames),
+        "ask_auc": ranking_auc(ask, frames.ask_run),
+        "bid_auc": ranking_auc(bid, frames.bid_run),
+        "rule_ask_auc": ranking_auc(frames.obi5, frames.ask_run),
+        "rule_bid_auc": ranking_auc(-frames.obi5, frames.bid_run),
+        "precision": run_over / (pull_ask.sum() + pull_bid.sum()),
+    }
+
+
+def test_the_scorecard_is_the_labs_on_the_same_books(backtest, shadow_path):
+    spec, record = backtest
+    view = record.scorecard
+    assert view is not None and view.shadow_fault is None and view.dropped == 0
+    live = started_classifier(DEFAULT_MODEL_PATH)
+    labels = label_config_of(live)
+    live.stop()
+    warmup_ms = round(spec.engine.laya_warmup_s * 1000)
+    dataset = build_dataset([shared_spot()], DatasetConfig(labels=labels, warmup_ms=warmup_ms))
+    assert [score.symbol for score in view.symbols] == list(dataset.symbols)
+    for index, score in enumerate(view.symbols):
+        laya = lab_figures(DEFAULT_MODEL_PATH, dataset, index)
+        shadow = lab_figures(shadow_path, dataset, index)
+        assert score.labelled == laya["labelled"] > 1_000
+        # 10.8 minutes: the 15-minute window is the session, and it is ranked exactly.
+        assert score.laya.ask_auc == pytest.approx(laya["ask_auc"], abs=1e-9)
+        assert score.laya.bid_auc == pytest.approx(laya["bid_auc"], abs=1e-9)
+        assert score.rule.ask_auc == pytest.approx(laya["rule_ask_auc"], abs=1e-9)
+        assert score.rule.bid_auc == pytest.approx(laya["rule_bid_auc"], abs=1e-9)
+        assert score.shadow.ask_auc == pytest.approx(shadow["ask_auc"], abs=1e-6)
+        assert score.shadow.bid_auc == pytest.approx(shadow["bid_auc"], abs=1e-6)
+        assert score.laya.pull_precision == pytest.approx(laya["precision"], abs=1e-12)
+        assert score.shadow.pull_precision == pytest.approx(shadow["precision"], abs=1e-12)
+        # The session's AUC comes from binned counts: within a bin's ties of the exact one.
+        for model in (score.laya, score.rule, score.shadow):
+            assert model.session_ask_auc == pytest.approx(model.ask_auc, abs=1e-3)
+            assert model.session_bid_auc == pytest.approx(model.bid_auc, abs=1e-3)
+        assert score.shadow.ask_auc != score.laya.ask_auc
+        # Laya pulls the sides that are then run over: they mark out worse than those kept.
+        assert score.laya.pulled_markout_bps < score.laya.kept_markout_bps
+        assert score.trend
+
+
+def test_the_journal_has_the_scorecard_each_market_minute(backtest):
+    _, record = backtest
+    entries = [entry for entry in record.entries if entry.kind == "laya_scorecard"]
+    assert len(entries) == int((record.end_ns - record.start_ns) // MINUTE_NS) == 10
+    assert {later.at_ns - earlier.at_ns for earlier, later in pairwise(entries)} == {MINUTE_NS}
+    last = entries[-1].payload
+    assert last["shadow_model"].endswith("shadow.onnx")
+    assert [item["symbol"] for item in last["symbols"]] == ["BTCUSDT", "ETHUSDT"]
+    assert last["symbols"][0]["labelled"] <= record.scorecard.symbols[0].labelled
+
+
+def test_the_backtest_report_and_json_carry_the_scorecard(backtest):
+    _, record = backtest
+    metrics = session_metrics(record)
+    text = session_text(metrics)
+    assert "Laya's scorecard" in text
+    first = record.scorecard.symbols[0]
+    assert f"{first.symbol}: {first.labelled:,} labelled books" in text
+    assert f"Laya   {first.laya.ask_auc:.2f}/{first.laya.bid_auc:.2f}" in text
+    assert "shadow " in text
+    section = metrics_json(metrics)["laya_scorecard"]
+    assert section["symbols"][0]["laya"]["ask_auc"] == first.laya.ask_auc
+    assert section["symbols"][1]["shadow"]["pulls"] == record.scorecard.symbols[1].shadow.pulls
+
+
+def test_the_session_auc_from_bins_matches_the_ranks():
+    rng = np.random.default_rng(5)
+    scores = np.round(rng.beta(2, 5, 20_000), 3)  # ties, as probabilities have
+    positives = rng.random(20_000) < 0.2 + 0.5 * scores
+    auc = _SessionAuc(4_096)
+    for part in np.array_split(np.arange(scores.size), 7):
+        auc.add(scores[part], positives[part])
+    assert auc.auc() == pytest.approx(ranking_auc(scores, positives), abs=1e-3)
+    assert math.isnan(_SessionAuc(16).auc())
+
+
+def test_a_long_session_keeps_only_the_mids_its_labels_need():
+    """4 hours of books a second: the mids kept stop growing at twice `history_s` (1.5 h; they
+    are cut when half of them can go), and scoring goes on after they are cut."""
+    labels = LabelConfig()
+    scorer = _SymbolScorer("BTCUSDT", LayaScorecardConfig(symbols=("BTCUSDT",)))
+    rng = np.random.default_rng(2)
+    mids = 60_000.0 * np.exp(np.cumsum(rng.normal(0.0, 2e-4, 14_400)))
+    kept = []
+    for second, mid in enumerate(mids):
+        score = float(rng.random())
+        scorer.add(second * 1_000, float(mid), (score, 1 - score, 0.0, 0.0, 0.0), (False,) * 6)
+        if second % 600 == 599:
+            scorer.score(labels, with_shadow=False)
+            kept.append(len(scorer.ts_ms))
+    assert max(kept) <= 2 * 5_400 < len(mids)
+    assert min(kept[18:]) < max(kept[:18])  # cut, then grown again
+    assert scorer.labelled > 14_000
+
+
+def test_the_queue_drops_the_oldest_book_and_the_scorecard_counts_it():
+    classifier = LayaClassifier(LayaClassifierConfig(prefer_gpu=False))
+    config = LayaScorecardConfig(symbols=("BTCUSDT",), queue_size=3)
+    scorecard = LayaScorecard(config, classifier, MarketClock(0))
+    for number in range(1, 6):  # what the pipeline appends for a book Laya stood aside on
+        scorecard.queue.append((number, "BTCUSDT", number * 100, 60_000.0, 0.0, None, None, 0))
+    assert [book[0] for book in scorecard.queue] == [3, 4, 5]
+    scorecard.take()
+    assert scorecard.dropped == 2 and not scorecard.queue
+
+
+def test_a_shadow_model_that_is_the_live_one_is_refused():
+    with pytest.raises(ValueError, match=r"shadow model .*default\.onnx is the live model"):
+        EngineConfig(laya_shadow_model=str(DEFAULT_MODEL_PATH))
+    result = run_cli("run", "--headless", "--shadow-model", str(DEFAULT_MODEL_PATH))
+    assert result.returncode == 2
+    [line] = result.stderr.strip().splitlines()
+    assert "laya-default.onnx is the live model" in line
+
+
+def test_a_shadow_model_of_another_feature_set_is_refused_at_start(tmp_path):
+    shadow = write_mlp_model(tmp_path / "old.onnx", feature_set="f-old")
+    config = EngineConfig(
+        replay_path=str(shared_spot()),
+        replay_speed=None,
+        kev_client=None,
+        laya=dataclasses.replace(EngineConfig().laya, prefer_gpu=False),
+        laya_shadow_model=str(shadow),
+    )
+    node = EngineNode(config)
+
+    async def start() -> None:
+        try:
+            await node.start()
+        finally:
+            await node.stop()
+
+    with pytest.raises(ModelMismatchError, match=r"old\.onnx was trained on feature set 'f-old'"):
+        node.clock.run(start())
