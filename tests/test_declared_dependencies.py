@@ -32,10 +32,11 @@ RUNTIME_FILES_WITH_EXTRAS = {
     "engine/tools/optimize/space.py": {"research"},
     "engine/tools/optimize/walk_forward.py": {"research"},
     "engine/tools/optimize/report.py": {"research", "report"},
+    "engine/tools/cluster/ray_workers.py": {"cluster"},
 }
 """Runtime files that import an optional extra lazily, behind a one-line error naming it."""
 
-TOOL_EXTRAS = {"dev", "train", "kev-local", "report", "research"}
+TOOL_EXTRAS = {"dev", "train", "kev-local", "report", "research", "cluster"}
 """`scripts/test` installs these for the tests and the scripts."""
 
 

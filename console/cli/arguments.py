@@ -77,3 +77,14 @@ def traded_symbols(text: str) -> tuple[str, ...]:
             f"at most {MAX_SYMBOLS} symbols (the traded one, then its hedge), got {text!r}"
         )
     return symbols
+
+
+def add_ray_argument(parser: argparse.ArgumentParser, runs: str) -> None:
+    """`--ray ADDRESS`: `runs` as tasks on a Ray cluster (engine/tools/cluster/)."""
+    parser.add_argument(
+        "--ray",
+        metavar="ADDRESS",
+        help=f"run {runs} as tasks on the Ray cluster at ADDRESS (HOST:PORT as `ray start "
+        "--head` prints it, ray://HOST:PORT, or auto: the one this machine is part of), the "
+        "same results as here; needs pip install 'hft-console[cluster]' (docs/cluster.md)",
+    )

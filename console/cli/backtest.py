@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from console.cli.arguments import count, traded_symbols
+from console.cli.arguments import add_ray_argument, count, traded_symbols
 from console.cli.errors import error_line
 from console.cli.progress import progress_bar
 
@@ -68,6 +68,7 @@ def add_backtest_parser(commands: argparse._SubParsersAction) -> None:
         default=os.cpu_count() or 1,
         help="worker processes for several runs (default: one per core)",
     )
+    add_ray_argument(parser, "each run")
     parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
     kev = parser.add_mutually_exclusive_group()
     kev.add_argument(
@@ -100,6 +101,13 @@ def run_backtest_command(args: argparse.Namespace, arguments: Sequence[str] = ()
     """`arguments`: the command line as given, which `--compiled` runs again in a child."""
     from engine.tools.backtest.compiled import TREE_ENV
 
+    if args.compiled and args.ray:
+        print(
+            "hft-console backtest: --compiled runs on this machine only (Ray's workers run the "
+            "engine as installed on their nodes): leave out one of --compiled and --ray",
+            file=sys.stderr,
+        )
+        return 2
     if args.compiled and TREE_ENV not in os.environ:  # the child runs it, never again
         child = [
             argument
@@ -173,6 +181,7 @@ def _backtest(args: argparse.Namespace, scratch: Path) -> int:
         run_groups,
         session_text,
     )
+    from engine.tools.cluster.ray_workers import ClusterError
     from engine.user_files import check_output_file
 
     name = "hft-console backtest"
@@ -215,10 +224,18 @@ def _backtest(args: argparse.Namespace, scratch: Path) -> int:
             from engine.tools.backtest.files import check_report_dir
 
             check_report_dir(report_dir)
+        if args.ray:
+            if args.kev or args.kev_answers:
+                raise ValueError("--ray: Kev takes part on this machine only, leave out --ray")
+            from engine.tools.cluster.ray_workers import RayWorkers
+
+            ray = RayWorkers(args.ray)
+        else:
+            ray = None
     except SettingsError as error:
         print(f"{name}: {error}", file=sys.stderr)
         return 2
-    except (OSError, ValueError) as error:
+    except (OSError, ValueError, ImportError) as error:
         print(f"{name}: {error_line(error)}", file=sys.stderr)
         return 2
     progress = None if args.quiet else _ProgressLine(len(specs))
@@ -228,7 +245,11 @@ def _backtest(args: argparse.Namespace, scratch: Path) -> int:
             args.jobs,
             progress=progress.show if progress is not None else None,
             done=progress.done if progress is not None else None,
+            ray=ray,
         )
+    except ClusterError as error:  # the cluster failed mid-run (a node lost too often)
+        print(f"{name}: {error}", file=sys.stderr)
+        return 1
     finally:
         if progress is not None:
             progress.close()

@@ -11,6 +11,7 @@ import sys
 from collections.abc import Sequence
 
 from console.cli.arguments import (
+    add_ray_argument,
     count,
     non_negative_number,
     positive_number,
@@ -84,6 +85,12 @@ def _add_trading_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _add_launch_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--shadow-model",
+        metavar="ONNX",
+        help="a second Laya model scored beside the live one, never acting (the scorecard; "
+        "[laya] shadow_model)",
+    )
     parser.add_argument(
         "--headless",
         action="store_true",
@@ -218,6 +225,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="choose the model by what its gate saves in the backtest of each left-out "
         "recording (needs two or more)",
     )
+    add_ray_argument(train, "each recording's dataset build")
 
     evaluate = commands.add_parser("eval", help="evaluate a Laya model against baselines")
     evaluate.add_argument("--replay", nargs="+", required=True, metavar="FILE", help="recordings")
@@ -523,6 +531,15 @@ def _journal(args: argparse.Namespace) -> int:
 def _train(args: argparse.Namespace) -> int:
     from engine.lab.train import train_command
 
+    ray = None
+    if args.ray:
+        from engine.tools.cluster.ray_workers import RayWorkers
+
+        try:
+            ray = RayWorkers(args.ray)
+        except ImportError as error:  # not the train extra's: the main handler would say so
+            print(f"hft-console train: {error}", file=sys.stderr)
+            return 2
     print(
         train_command(
             args.replay,
@@ -532,6 +549,7 @@ def _train(args: argparse.Namespace) -> int:
             seed=args.seed,
             backtest=args.backtest,
             force=args.force,
+            ray=ray,
         )
     )
     return 0

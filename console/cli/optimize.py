@@ -10,7 +10,13 @@ import sys
 import time
 from pathlib import Path
 
-from console.cli.arguments import count, finite_number, non_negative_number, traded_symbols
+from console.cli.arguments import (
+    add_ray_argument,
+    count,
+    finite_number,
+    non_negative_number,
+    traded_symbols,
+)
 from console.cli.errors import error_line
 
 NAME = "hft-console optimize"
@@ -94,6 +100,7 @@ def add_optimize_parser(commands: argparse._SubParsersAction) -> None:
         help="trials run at once, each in a worker process (default: one per core); a run "
         "repeats for the same --seed and --jobs",
     )
+    add_ray_argument(parser, "each trial's backtests")
     parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
 
 
@@ -126,6 +133,7 @@ def _optimize(args: argparse.Namespace) -> int:
     )
     from engine.settings.sources import SettingsError
     from engine.tools.backtest.plan import parse_set
+    from engine.tools.cluster.ray_workers import ClusterError, RayWorkers
     from engine.tools.optimize.figures import Goal
     from engine.tools.optimize.folds import recording_span, walk_forward_folds
     from engine.tools.optimize.space import check_space, parse_space
@@ -158,19 +166,24 @@ def _optimize(args: argparse.Namespace) -> int:
         if args.study and Path(args.study).resolve() in {path.resolve() for path in recordings}:
             raise ValueError(f"--study {args.study}: is one of the recordings (--replay)")
         storage = open_storage(Path(args.study) if args.study else None, search)
+        ray = RayWorkers(args.ray) if args.ray else None
     except SettingsError as error:
         print(f"{NAME}: {error}", file=sys.stderr)
         return 2
-    except (OSError, ValueError) as error:
+    except (OSError, ValueError, ImportError) as error:
         print(f"{NAME}: {error_line(error)}", file=sys.stderr)
         return 2
     for span in spans:
         if span.problem is not None:
             print(f"{NAME}: {span.problem}", file=sys.stderr)
-    return _walk(args, settings, search, storage, report_dir)
+    try:
+        return _walk(args, settings, search, storage, report_dir, ray)
+    except ClusterError as error:  # the cluster failed mid-run (a node lost too often)
+        print(f"{NAME}: {error}", file=sys.stderr)
+        return 1
 
 
-def _walk(args, settings, search, storage, report_dir: Path | None) -> int:
+def _walk(args, settings, search, storage, report_dir: Path | None, ray) -> int:
     from engine.tools.backtest.report import parts_text
     from engine.tools.optimize.report import walk_forward_json, walk_forward_parts
     from engine.tools.optimize.walk_forward import run_walk_forward
@@ -185,7 +198,7 @@ def _walk(args, settings, search, storage, report_dir: Path | None) -> int:
             print(f"step {step}/{steps_total}: {done}/{trials} trials", file=sys.stderr)
 
     started = time.perf_counter()
-    steps = run_walk_forward(search, settings, storage, args.trials, args.jobs, heard)
+    steps = run_walk_forward(search, settings, storage, args.trials, args.jobs, heard, ray)
     wall_s = time.perf_counter() - started
     # The out-of-sample runs count in the time: trials a minute is the walk's own pace.
     pace = {"trials_run": ran, "wall_s": wall_s, "trials_per_minute": ran / wall_s * 60}
@@ -208,7 +221,7 @@ def _walk(args, settings, search, storage, report_dir: Path | None) -> int:
         )
     if report_dir is not None:
         try:
-            _write_report(report_dir, settings, search, steps, args.jobs)
+            _write_report(report_dir, settings, search, steps, args.jobs, ray)
         except OSError as error:
             print(
                 f"{NAME}: --report {report_dir}: not written: {error_line(error)}", file=sys.stderr
@@ -221,7 +234,7 @@ def _walk(args, settings, search, storage, report_dir: Path | None) -> int:
     return 1 if unchosen else 0
 
 
-def _write_report(report_dir: Path, settings, search, steps, jobs: int) -> None:
+def _write_report(report_dir: Path, settings, search, steps, jobs: int, ray) -> None:
     """The last step that chose a point: its backtest on the fold it was scored on, beside the
     optimisation's charts."""
     from engine.tools.backtest.plan import run_specs
@@ -238,5 +251,5 @@ def _write_report(report_dir: Path, settings, search, steps, jobs: int) -> None:
         specs = point_specs(
             search.base_settings(settings), last.chosen.point, windows, search.symbols
         )
-        groups = run_groups(run_specs(specs, jobs), 1)
+        groups = run_groups(run_specs(specs, jobs, ray=ray), 1)
     write_optimize_report(report_dir, search, steps, groups)

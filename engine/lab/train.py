@@ -36,6 +36,7 @@ tqdm is the `train` extra and is imported inside the function that uses it.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import sys
@@ -71,6 +72,7 @@ from engine.laya.features import FEATURE_COUNT, FEATURE_SET_VERSION
 from engine.laya.model import DEFAULT_MODEL_PATH, LayaModelMetadata
 from engine.sim.market import MarketGeneratorConfig
 from engine.sim.recording import simulate_recording
+from engine.tools.cluster.workers import Place, Workers
 from engine.user_files import check_output_file, replacing
 
 
@@ -219,10 +221,12 @@ def train(
     config: TrainConfig | None = None,
     *,
     force: bool = False,
+    ray: Workers | None = None,
 ) -> TrainReport:
     """Train a Laya model on recordings (a session each, plus simulator data), validate the
     candidates leave-one-session-out, ship one, write its card next to it (suffix `.md`).
-    An existing model or card is replaced only with `force`; everything is checked first."""
+    An existing model or card is replaced only with `force`; everything is checked first.
+    Each recording's dataset is built as a task on the Ray cluster `ray` when given."""
     config = config or TrainConfig()
     simulation = config.simulation
     if not recordings:
@@ -258,7 +262,7 @@ def train(
         total=sum(path.stat().st_size for path in paths),
     )
     try:
-        sessions = [build_dataset([path], config.dataset, bar.update) for path in paths]
+        sessions = recording_datasets(paths, config.dataset, bar.update, ray)
     finally:
         bar.close()
     for session in sessions:
@@ -361,6 +365,31 @@ def train(
     return report
 
 
+def recording_datasets(
+    paths: Sequence[Path],
+    config: DatasetConfig,
+    on_bytes: Callable[[int], None] | None = None,
+    ray: Workers | None = None,
+) -> list[Dataset]:
+    """A dataset of each recording, built here, or as tasks on the Ray cluster `ray` (the
+    same datasets); `on_bytes` hears the recordings' bytes read."""
+    if ray is None:
+        return [build_dataset([path], config, on_bytes) for path in paths]
+    built: dict[int, Dataset] = {}
+    for index, dataset in ray.map(_recording_dataset, [(path, config) for path in paths], paths):
+        built[index] = dataset
+        if on_bytes is not None:
+            on_bytes(paths[index].stat().st_size)
+    return [built[index] for index in range(len(paths))]
+
+
+def _recording_dataset(job: tuple[Path, DatasetConfig], place: Place) -> Dataset:
+    """On a worker: the dataset of one recording, which it names as the driver does."""
+    path, config = job
+    dataset = build_dataset([place.local(path)], config)
+    return dataclasses.replace(dataset, recordings=(os.fspath(path),))
+
+
 def _training_summary(
     config: TrainConfig,
     summaries: tuple[SessionSummary, ...],
@@ -416,6 +445,7 @@ def train_command(
     seed: int = DEFAULT_SIM_SEED,
     backtest: bool = False,
     force: bool = False,
+    ray: Workers | None = None,
 ) -> str:
     """What `hft-console train` runs: train with the defaults, return the summary to print."""
     config = TrainConfig(
@@ -423,4 +453,4 @@ def train_command(
         simulation=SimulationConfig(minutes=sim_minutes, seed=seed),
         backtest=backtest,
     )
-    return format_report(train(recordings, out_path, config, force=force))
+    return format_report(train(recordings, out_path, config, force=force, ray=ray))

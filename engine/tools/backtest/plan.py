@@ -6,9 +6,6 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-import multiprocessing
-import signal
-import tempfile
 import tomllib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -25,6 +22,7 @@ from engine.tools.backtest.session import (
     MarketWindow,
     run_backtest,
 )
+from engine.tools.cluster.workers import LocalWorkers, Place, Workers
 
 COMPARED_GATES = (QuoteGate.LAYA, QuoteGate.NONE, QuoteGate.IMBALANCE)
 
@@ -145,13 +143,13 @@ def run_specs(
     jobs: int,
     progress: Callable[[BacktestProgress], None] | None = None,
     done: Callable[[int, SessionMetrics], None] | None = None,
+    *,
+    ray: Workers | None = None,
 ) -> list[SessionMetrics]:
-    """The metrics of each spec, in order: in this process when there is one run or one job
-    (with `progress`), else in up to `jobs` worker processes (`done` hears each as it ends).
-
-    The workers ignore SIGINT: Ctrl-C (sent to the whole foreground group) interrupts this
-    process alone, whose KeyboardInterrupt terminates them, so none prints a traceback."""
-    if len(specs) == 1 or jobs == 1:
+    """The metrics of each spec, in order: as tasks on the Ray cluster `ray` when given, else
+    in this process when there is one run or one job (with `progress`), else in up to `jobs`
+    worker processes; `done` hears each as it ends."""
+    if ray is None and (len(specs) == 1 or jobs == 1):
         results = []
         for index, spec in enumerate(specs):
             metrics = session_metrics(run_backtest(spec, progress))
@@ -159,27 +157,29 @@ def run_specs(
             if done is not None:
                 done(index, metrics)
         return results
+    workers = ray if ray is not None else LocalWorkers(jobs)
     found: dict[int, SessionMetrics] = {}
-    # The runs' scratch folders are made in this one, which outlives the workers: a worker
-    # terminated mid-run leaves nothing behind.
-    with tempfile.TemporaryDirectory(prefix="hft-backtest-runs-") as scratch:
-        interrupt = signal.signal(signal.SIGINT, signal.SIG_IGN)  # the workers are born ignoring
-        try:
-            pool = multiprocessing.Pool(min(jobs, len(specs)))
-        finally:
-            signal.signal(signal.SIGINT, interrupt)
-        with pool:  # its end terminates the workers (and waits for them), whatever ended it
-            runs = [(index, spec, scratch) for index, spec in enumerate(specs)]
-            for index, metrics in pool.imap_unordered(_metrics_of, runs):
-                found[index] = metrics
-                if done is not None:
-                    done(index, metrics)
+    for index, metrics in workers.map(_metrics_of, specs, [spec.recording for spec in specs]):
+        found[index] = metrics
+        if done is not None:
+            done(index, metrics)
     return [found[index] for index in range(len(specs))]
 
 
-def _metrics_of(run: tuple[int, BacktestSpec, str]) -> tuple[int, SessionMetrics]:
-    index, spec, scratch = run
-    return index, session_metrics(run_backtest(spec, scratch_in=Path(scratch)))
+def _metrics_of(spec: BacktestSpec, place: Place) -> SessionMetrics:
+    """`spec`'s metrics, its recording read where `place` has it; they name the recording
+    as `spec` does."""
+    local = place.local(spec.recording)
+    if local != spec.recording:
+        engine = dataclasses.replace(spec.engine, replay_path=str(local))
+        metrics = session_metrics(
+            run_backtest(
+                dataclasses.replace(spec, recording=local, engine=engine),
+                scratch_in=place.scratch,
+            )
+        )
+        return dataclasses.replace(metrics, recording=str(spec.recording))
+    return session_metrics(run_backtest(spec, scratch_in=place.scratch))
 
 
 def _split_top_level(text: str) -> list[str]:

@@ -28,6 +28,7 @@ import numpy as np
 from engine.settings.schema import Settings
 from engine.tools.backtest.plan import GridPoint, backtest_specs, run_specs
 from engine.tools.backtest.session import BacktestSpec, MarketWindow
+from engine.tools.cluster.workers import Workers
 from engine.tools.optimize.figures import Goal, WindowFigures, window_figures
 from engine.tools.optimize.folds import Fold, RecordingSpan, fold_windows
 from engine.tools.optimize.space import Dimension
@@ -139,12 +140,13 @@ def evaluate(
     end_ns: int,
     symbols: tuple[str, ...] | None,
     jobs: int,
+    ray: Workers | None = None,
 ) -> list[WindowFigures]:
     """Each point's figures over `[start_ns, end_ns)` of the recordings, its runs in up to
-    `jobs` worker processes."""
+    `jobs` worker processes, or as tasks on the Ray cluster `ray`."""
     windows = fold_windows(spans, start_ns, end_ns)
     specs = [point_specs(settings, point, windows, symbols) for point in points]
-    runs = run_specs([spec for point in specs for spec in point], jobs)
+    runs = run_specs([spec for point in specs for spec in point], jobs, ray=ray)
     figures, at = [], 0
     for point in specs:
         figures.append(window_figures(runs[at : at + len(point)]))
@@ -207,11 +209,14 @@ def run_walk_forward(
     trials: int,
     jobs: int,
     on_trials: Callable[[int, int, int, int], None] | None = None,
+    ray: Workers | None = None,
 ) -> list[StepResult]:
-    """Every step in order; `on_trials(step, done, trials, batch)` hears each batch's end."""
+    """Every step in order; `on_trials(step, done, trials, batch)` hears each batch's end. The
+    trials' backtests run as tasks on the Ray cluster `ray` when given (`jobs` trials a batch
+    all the same, so a run repeats wherever it runs)."""
     base = search.base_settings(settings)
     return [
-        _run_step(search, base, storage, number, trials, jobs, on_trials)
+        _run_step(search, base, storage, number, trials, jobs, on_trials, ray)
         for number in range(1, len(search.folds))
     ]
 
@@ -224,6 +229,7 @@ def _run_step(
     trials: int,
     jobs: int,
     on_trials: Callable[[int, int, int, int], None] | None,
+    ray: Workers | None,
 ) -> StepResult:
     import optuna
     from optuna.trial import TrialState
@@ -254,6 +260,7 @@ def _run_step(
             end_ns,
             search.symbols,
             jobs,
+            ray,
         )
         for (trial, _), found in zip(batch, figures, strict=True):
             trial.set_user_attr("figures", found.as_json())
@@ -281,6 +288,7 @@ def _run_step(
                 fold.end_ns,
                 search.symbols,
                 jobs,
+                ray,
             )
             study.set_user_attr(
                 _OUT_OF_SAMPLE_ATTR, {"trial": chosen.number, "figures": scored.as_json()}

@@ -1,0 +1,214 @@
+"""Runs on a real Ray head started here on loopback, as a user starts one (`ray start --head`),
+give the metrics the local pool gives, to the last digit (timings aside); what Ray cannot do
+is refused in one line. The head is started once for the module (it takes seconds)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from engine.lab.dataset import DatasetConfig
+from engine.lab.train import recording_datasets
+from engine.settings.reader import load_settings
+from engine.tools.backtest.plan import GridPoint, backtest_specs, run_specs
+from engine.tools.backtest.report import metrics_json
+from engine.tools.cluster.ray_workers import (
+    COPIES_FOLDER,
+    RayWorkers,
+    node_versions,
+    version_difference,
+)
+from engine.tools.cluster.workers import Place
+from tests.support.cli import checkout_env, run_cli
+from tests.support.ray_head import local_ray_head
+from tests.support.recordings import SHARED_SPOT, shared_spot
+
+ray = pytest.importorskip("ray")  # the cluster extra
+pytestmark = pytest.mark.timeout(600)
+
+TIMINGS = {"wall_s", "frames_per_s", "cpu_s", "frames_per_cpu_s", "rss_kb"}
+SETTINGS = load_settings(environ={"HFT_CONSOLE_LAYA__PREFER_GPU": "false"})
+SHARED_USDM = SHARED_SPOT.with_name("usdm_btc_20230405.bitget.gz")
+
+
+@pytest.fixture(scope="module")
+def head():
+    """A Ray head on loopback with 2 CPUs for the module: its address."""
+    with local_ray_head(2, checkout_env()) as address:
+        yield address
+        if ray.is_initialized():  # this process's connection, before the head goes
+            ray.shutdown()
+
+
+def without_timings(runs):
+    return [{k: v for k, v in run.items() if k not in TIMINGS} for run in runs]
+
+
+def backtest_json(*arguments):
+    result = run_cli("backtest", "--json", "--quiet", *arguments, timeout=300)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)["runs"]
+
+
+def test_a_grid_on_ray_gives_the_local_pools_metrics(head):
+    grid = ("--replay", str(shared_spot()), "--set", "trading.strategy.half_spread_bps=1,3")
+    local = backtest_json(*grid, "--jobs", "2")
+    on_ray = backtest_json(*grid, "--jobs", "2", "--ray", head)
+    assert [run["label"] for run in on_ray] == [run["label"] for run in local]
+    assert without_timings(on_ray) == without_timings(local)
+    assert local[0]["fills"] != local[1]["fills"]  # two points that differ, in their order
+
+
+def test_an_optimisation_on_ray_gives_the_local_walk(head):
+    search = (
+        *("--replay", str(shared_spot()), "--space", "trading.strategy.half_spread_bps=0.5:6"),
+        *("--folds", "2", "--trials", "2", "--jobs", "2", "--json", "--quiet"),
+    )
+    walks = []
+    for extra in ((), ("--ray", head)):
+        result = run_cli("optimize", *search, *extra, timeout=300)
+        assert result.returncode == 0, result.stderr
+        walk = json.loads(result.stdout)
+        del walk["pace"]  # its timings
+        walks.append(walk)
+    assert walks[0] == walks[1]
+
+
+def test_a_recording_the_nodes_cannot_read_travels_through_the_object_store(head):
+    recording = shared_spot()
+    points = [GridPoint((("trading.strategy.half_spread_bps", 2.0),))]
+    (spec,) = backtest_specs(SETTINGS, [recording], None, points, [None])
+    (local,) = run_specs([spec], 1)
+    (shipped,) = run_specs([spec], 2, ray=RayWorkers(head, ship_files=True))
+    assert shipped.recording == str(recording)  # named as given, not as the node's copy
+    assert without_timings([metrics_json(shipped)]) == without_timings([metrics_json(local)])
+    copies = Path(tempfile.gettempdir()) / COPIES_FOLDER
+    assert any(path.name == recording.name for path in copies.rglob("*"))
+
+
+def _crash_the_first_attempt(item: tuple[Path, int], place: Place) -> int:
+    """Kills its worker the first time (a marker file says it ran), as a node lost mid-run."""
+    marker, value = item
+    if value == 0 and not marker.exists():
+        marker.touch()
+        os._exit(1)
+    return value * 10
+
+
+def test_a_lost_worker_is_retried_and_its_result_taken_once(head, tmp_path):
+    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])  # workers import no tests
+    workers = RayWorkers(head)
+    marker = tmp_path / "attempted"
+    results = list(workers.map(_crash_the_first_attempt, [(marker, 0), (marker, 1), (marker, 2)]))
+    assert marker.exists()  # the first attempt did die
+    assert sorted(results) == [(0, 0), (1, 10), (2, 20)]
+
+
+def test_each_recordings_training_dataset_built_on_ray_is_the_local_one(head):
+    if not SHARED_USDM.is_file():
+        pytest.skip(f"the shared recording is not here: {SHARED_USDM}")
+    paths = [shared_spot(), SHARED_USDM]
+    config = DatasetConfig()
+    local = recording_datasets(paths, config)
+    read = []
+    on_ray = recording_datasets(paths, config, read.append, RayWorkers(head))
+    assert sorted(read) == sorted(path.stat().st_size for path in paths)
+    for ours, theirs in zip(local, on_ray, strict=True):
+        for field in dataclasses.fields(ours):
+            mine, yours = getattr(ours, field.name), getattr(theirs, field.name)
+            if isinstance(mine, np.ndarray):
+                assert np.array_equal(mine, yours, equal_nan=mine.dtype.kind == "f"), field.name
+            else:
+                assert mine == yours, field.name
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("backtest",),
+        ("optimize", "--space", "trading.strategy.half_spread_bps=0.5:6"),
+        ("train", "--out", "never-written.onnx"),
+    ],
+)
+def test_an_address_where_nothing_answers_is_one_line(command, tmp_path):
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]  # closed again: nothing listens there
+    result = run_cli(
+        *command, "--replay", str(shared_spot()), "--ray", f"127.0.0.1:{port}", cwd=tmp_path
+    )
+    assert not (tmp_path / "never-written.onnx").exists()
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1
+    assert f"--ray 127.0.0.1:{port}: nothing answers there" in result.stderr
+
+
+def test_an_address_that_answers_but_is_no_ray_head_is_one_line_soon():
+    with socket.socket() as silent:  # accepts connections (its backlog) and never says a word
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        address = f"127.0.0.1:{silent.getsockname()[1]}"
+        result = run_cli("backtest", "--replay", str(shared_spot()), "--ray", address, timeout=60)
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1
+    assert f"--ray {address}: nothing answers there (timed out)" in result.stderr
+
+
+def test_without_ray_installed_the_flag_names_the_extra():
+    blocked = (  # as where Ray is not installed: its import fails
+        "import sys; sys.modules['ray'] = None; from console.cli.main import main; "
+        "sys.exit(main(sys.argv[1:]))"
+    )
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            blocked,
+            "backtest",
+            "--replay",
+            str(shared_spot()),
+            "--ray",
+            "auto",
+        ],
+        capture_output=True,
+        text=True,
+        env=checkout_env(),
+        timeout=120,
+    )
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1
+    assert "pip install 'hft-console[cluster]'" in result.stderr
+
+
+def test_without_the_flag_ray_is_never_imported():
+    code = (
+        "import sys; from console.cli.main import main; "
+        "code = main(sys.argv[1:]); assert 'ray' not in sys.modules, 'ray imported'; "
+        "sys.exit(code)"
+    )
+    grid = ("--replay", str(shared_spot()), "--set", "trading.strategy.half_spread_bps=1,3")
+    result = subprocess.run(
+        [sys.executable, "-c", code, "backtest", *grid, "--jobs", "2", "--json", "--quiet"],
+        capture_output=True,
+        text=True,
+        env=checkout_env(),
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+
+
+def test_a_node_with_other_versions_is_named_by_what_differs():
+    ours = node_versions()
+    assert version_difference(ours, dict(ours)) == ""
+    theirs = {**ours, "numpy": "1.0.0"}
+    assert version_difference(ours, theirs) == f"numpy 1.0.0 (this machine: {ours['numpy']})"
+    assert version_difference(ours, {**ours, "ray": None}).startswith("ray missing")
