@@ -15,6 +15,8 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import secrets
+import shutil
 import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -58,6 +60,26 @@ def replacing(target: Path, *, mode: int | None = None) -> Iterator[Path]:
         os.replace(scratch, target)
     finally:
         scratch.unlink(missing_ok=True)
+
+
+@contextlib.contextmanager
+def folder_made_whole(folder: Path) -> Iterator[Path]:
+    """A new folder beside `folder` to fill (with the user's umask, as `folder` would get;
+    mkdtemp's is 0700). When the block ends without an error it takes `folder`'s place (an
+    empty `folder` is replaced); after an error it is removed: a reader finds no half-written
+    report."""
+    folder = folder.absolute()
+    scratch = folder.parent / f".{folder.name}-{secrets.token_hex(6)}"
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    scratch.mkdir()
+    try:
+        yield scratch
+        if folder.exists():
+            folder.rmdir()  # checked empty before the work
+        scratch.rename(folder)
+    except BaseException:
+        shutil.rmtree(scratch, ignore_errors=True)
+        raise
 
 
 class OutputRefused(ValueError):

@@ -79,6 +79,15 @@ def traded_symbols(text: str) -> tuple[str, ...]:
     return symbols
 
 
+def add_recording_symbols(parser: argparse.ArgumentParser) -> None:
+    """`--symbols` of the commands that read recordings (backtest, optimize, train, eval)."""
+    parser.add_argument(
+        "--symbols",
+        type=traded_symbols,
+        help="traded symbol first, then the hedge (default: each recording's own two busiest)",
+    )
+
+
 def add_ray_argument(parser: argparse.ArgumentParser, runs: str) -> None:
     """`--ray ADDRESS`: `runs` as tasks on a Ray cluster (engine/tools/cluster/)."""
     parser.add_argument(

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from console.cli.arguments import add_ray_argument, count, traded_symbols
+from console.cli.arguments import add_ray_argument, add_recording_symbols, count
 from console.cli.errors import error_line
 from console.cli.progress import progress_bar
 
@@ -31,11 +31,7 @@ def add_backtest_parser(commands: argparse._SubParsersAction) -> None:
         "deterministically, and reports PnL, activity, markouts and what Laya did.",
     )
     parser.add_argument("--replay", metavar="FILE", nargs="+", required=True, help="recordings")
-    parser.add_argument(
-        "--symbols",
-        type=traded_symbols,
-        help="traded symbol first, then the hedge (default: the recording's two busiest)",
-    )
+    add_recording_symbols(parser)
     parser.add_argument("--config", metavar="FILE", help="settings file (default: the user's)")
     parser.add_argument(
         "--set",

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 from console.cli.arguments import (
     add_ray_argument,
+    add_recording_symbols,
     count,
     non_negative_number,
     positive_number,
@@ -31,14 +32,6 @@ from console.cli.soak import add_soak_parser, run_soak
 from engine.bitget.endpoints import BITGET_DEMO_PUBLIC_URL, BITGET_PUBLIC_URL
 
 DEFAULT_SYMBOLS = "BTCUSDT,ETHUSDT"
-
-
-def _add_dataset_symbols(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--symbols",
-        type=traded_symbols,
-        help="traded symbol first, then the hedge (default: each recording's own two busiest)",
-    )
 
 
 def _add_market_options(parser: argparse.ArgumentParser) -> None:
@@ -205,7 +198,7 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument(
         "--replay", nargs="+", required=True, metavar="FILE", help="recordings, a session each"
     )
-    _add_dataset_symbols(train)
+    add_recording_symbols(train)
     train.add_argument(
         "--out", required=True, metavar="MODEL.onnx", help="model to write, its card beside it"
     )
@@ -229,7 +222,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     evaluate = commands.add_parser("eval", help="evaluate a Laya model against baselines")
     evaluate.add_argument("--replay", nargs="+", required=True, metavar="FILE", help="recordings")
-    _add_dataset_symbols(evaluate)
+    add_recording_symbols(evaluate)
     evaluate.add_argument("--model", metavar="ONNX", help="model (default: the shipped one)")
     evaluate.add_argument("--json", action="store_true", help="print one JSON object")
     evaluate.add_argument("--predictions-out", metavar="CSV", help="write every prediction")

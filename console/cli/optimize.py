@@ -12,10 +12,10 @@ from pathlib import Path
 
 from console.cli.arguments import (
     add_ray_argument,
+    add_recording_symbols,
     count,
     finite_number,
     non_negative_number,
-    traded_symbols,
 )
 from console.cli.errors import error_line
 
@@ -79,11 +79,7 @@ def add_optimize_parser(commands: argparse._SubParsersAction) -> None:
         metavar="USDT",
         help="constraint: the net PnL's largest fall from its high at most this",
     )
-    parser.add_argument(
-        "--symbols",
-        type=traded_symbols,
-        help="traded symbol first, then the hedge (default: the recording's two busiest)",
-    )
+    add_recording_symbols(parser)
     parser.add_argument("--config", metavar="FILE", help="settings file (default: the user's)")
     parser.add_argument(
         "--report",

@@ -9,6 +9,7 @@ from engine.user_files import (
     check_output_file,
     check_output_folder,
     content_digest,
+    folder_made_whole,
     replacing,
     user_cache_dir,
     user_config_dir,
@@ -131,3 +132,18 @@ def test_the_same_bytes_under_another_name_have_the_same_digest(tmp_path):
     copy.write_bytes(content)
     other.write_bytes(content[:-1] + bytes([content[-1] ^ 1]))
     assert content_digest(first) == content_digest(copy) != content_digest(other)
+
+
+def test_a_folder_made_whole_appears_complete_or_not_at_all(tmp_path):
+    report = tmp_path / "out" / "report"
+    with folder_made_whole(report) as scratch:
+        (scratch / "a.txt").write_text("a")
+        assert not report.exists()  # nothing half-written where a reader looks
+    assert (report / "a.txt").read_text() == "a"
+    other = tmp_path / "other"
+    other.mkdir()  # an empty folder (checked before the work) is replaced
+    with pytest.raises(RuntimeError), folder_made_whole(other) as scratch:
+        (scratch / "b.txt").write_text("b")
+        raise RuntimeError("the run failed")
+    assert other.is_dir() and not any(other.iterdir())
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["other", "out"]

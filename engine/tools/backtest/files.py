@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import csv
 import json
-import secrets
-import shutil
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -19,7 +17,7 @@ from engine.tools.backtest.html_report import figure_png, report_html, require_m
 from engine.tools.backtest.metrics import HORIZONS_MS, SessionMetrics
 from engine.tools.backtest.report import RunGroup, metrics_json
 from engine.units import plain
-from engine.user_files import check_output_folder
+from engine.user_files import check_output_folder, folder_made_whole
 
 
 def check_report_dir(folder: Path) -> None:
@@ -31,12 +29,8 @@ def check_report_dir(folder: Path) -> None:
 
 def write_report(folder: Path, groups: Sequence[RunGroup]) -> None:
     """Every run of `groups` (in order) and each group's comparison."""
-    folder = folder.absolute()
     runs = [run for group in groups for run in group.runs]
-    scratch = folder.parent / f".{folder.name}-{secrets.token_hex(6)}"
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    scratch.mkdir()  # with the user's umask, as DIR would get (mkdtemp's is 0700)
-    try:
+    with folder_made_whole(folder) as scratch:
         (scratch / "report.json").write_text(
             json.dumps({"runs": [metrics_json(run) for run in runs]}, indent=2), "utf-8"
         )
@@ -47,12 +41,6 @@ def write_report(folder: Path, groups: Sequence[RunGroup]) -> None:
         for name, png in pngs.items():
             (scratch / "charts" / f"{name}.png").write_bytes(png)
         (scratch / "report.html").write_text(report_html(groups, figures, pngs), "utf-8")
-        if folder.exists():
-            folder.rmdir()  # checked empty before the runs
-        scratch.rename(folder)
-    except BaseException:
-        shutil.rmtree(scratch, ignore_errors=True)
-        raise
 
 
 def _write_fills(path: Path, runs: Sequence[SessionMetrics]) -> None:

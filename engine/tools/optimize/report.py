@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import json
 import math
-import secrets
-import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -19,6 +17,7 @@ from engine.tools.backtest.charts import PALETTE, Chart, Figure, Series, time_te
 from engine.tools.backtest.report import Part, RunGroup, Table
 from engine.tools.optimize.figures import WindowFigures, combined
 from engine.tools.optimize.walk_forward import Search, StepResult
+from engine.user_files import folder_made_whole
 
 
 def _cell(value: float, digits: int = 2, signed: bool = True) -> str:
@@ -180,11 +179,7 @@ def write_optimize_report(
     from engine.tools.backtest.files import write_report
     from engine.tools.backtest.html_report import figure_html, figure_png, page_html, parts_html
 
-    folder = folder.absolute()
-    scratch = folder.parent / f".{folder.name}-{secrets.token_hex(6)}"
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    scratch.mkdir()
-    try:
+    with folder_made_whole(folder) as scratch:
         (scratch / "walk-forward.json").write_text(
             json.dumps(walk_forward_json(search, steps), indent=2), "utf-8"
         )
@@ -206,12 +201,6 @@ def write_optimize_report(
             (scratch / "charts" / f"{figure.name}.png").write_bytes(png)
             body.append(figure_html(figure, png))
         (scratch / "optimisation.html").write_text(page_html("Optimisation", body), "utf-8")
-        if folder.exists():
-            folder.rmdir()  # checked empty before the runs
-        scratch.rename(folder)
-    except BaseException:
-        shutil.rmtree(scratch, ignore_errors=True)
-        raise
 
 
 def _figures_json(figures: WindowFigures | None) -> dict[str, object] | None:
