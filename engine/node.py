@@ -49,7 +49,13 @@ from engine.kev.command import KevCommandSpec
 from engine.kev.context import snapshot_of
 from engine.kev.hedge import HedgeAnalytics
 from engine.kev.hub import KevHub, KevHubConfig
-from engine.laya.classifier import LayaClassifier, LayaClassifierConfig
+from engine.laya.classifier import (
+    LayaClassifier,
+    LayaClassifierConfig,
+    classifiers_by_symbol,
+    require_model_keys,
+    require_symbol_models,
+)
 from engine.laya.decide import QuoteGate
 from engine.laya.features import FEATURE_COUNT
 from engine.laya.scorecard import (
@@ -111,6 +117,9 @@ class EngineConfig:
     book from the incremental channel (seq gaps and checksums lead to a resync)."""
     sim_seed: int = 7
     laya: LayaClassifierConfig = field(default_factory=LayaClassifierConfig)
+    laya_models: tuple[tuple[str, str], ...] = ()
+    """(symbol or fnmatch pattern, model path) pairs ([laya.models]): each symbol runs on the
+    model of its own key, else of the first pattern that matches it, else `laya`'s."""
     laya_shadow_model: str | None = None
     """A second Laya model scored beside the live one on every book, never acting (the
     scorecard, engine/laya/scorecard.py); None: none."""
@@ -160,6 +169,8 @@ class EngineConfig:
         if not 0 <= self.laya_warmup_s <= 3_600:
             raise ValueError(f"laya_warmup_s must be within [0, 3600] s, got {self.laya_warmup_s}")
         require_shadow_model(self.laya_shadow_model, self.laya.model_path)
+        require_model_keys(dict(self.laya_models))
+        require_symbol_models(self.laya, dict(self.laya_models), self.symbols)
         if (self.kev_answers_in or self.kev_answers_out) and self.replay_path is None:
             raise ValueError("Kev's answers are recorded and replayed only with a recording")
         if self.kev_answers_in and self.kev_answers_out:
@@ -260,7 +271,22 @@ class EngineNode:
             raise ValueError("a replay runs on a MarketClock (the recording's time)")
         self.events = EventLog(MarketPipelineConfig().event_log_size)
         self.parser = FrameParser(config.symbols)
-        self.classifier = LayaClassifier(config.laya)
+        self.symbol_classifiers = classifiers_by_symbol(
+            config.laya, dict(config.laya_models), config.symbols
+        )
+        """Each symbol's classifier, one per distinct model."""
+        self.classifier = next(
+            (
+                classifier
+                for classifier in self.symbol_classifiers.values()
+                if classifier.config is config.laya
+            ),
+            None,
+        ) or LayaClassifier(config.laya)
+        """The default model's ([laya] model_path), started or the engine does not start: the
+        scorecard's labels, the start line."""
+        self.model_faults: dict[str, str] = {}
+        """Symbols whose own model would not start, with why: Laya stands them aside."""
         trading = config.trading
         self.journal = (
             Journal(
@@ -289,7 +315,7 @@ class EngineNode:
                 imbalance_gate=config.imbalance_gate,
             ),
             self.parser.tape,
-            self.classifier,
+            self.symbol_classifiers,
             on_resync=self._resync,
             events=self.events,
             scores=self.scorecard.queue,
@@ -325,6 +351,7 @@ class EngineNode:
         self._take_locks()
         try:
             self.classifier.start()
+            self._start_symbol_models()
             self.scorecard.start()
             # Off the loop: after an install numba needs ~a minute to compile the kernels once;
             # in a replay market time waits for it.
@@ -354,10 +381,15 @@ class EngineNode:
                     self.pipeline,
                 )
             # The warmer keeps CPU caches warm over real idle time; a replay has none to keep.
+            # It warms the traded symbol's model ([laya.models]): its EMERGENCY cancels first.
             if config.laya_keep_warm_ms is not None and not clock.market:
-                self.warmer = InferenceWarmer(
-                    self.classifier, FEATURE_COUNT, config.laya_keep_warm_ms / 1e3
+                traded = config.symbols[0]
+                warmed = (
+                    self.classifier
+                    if traded in self.model_faults
+                    else self.symbol_classifiers[traded]
                 )
+                self.warmer = InferenceWarmer(warmed, FEATURE_COUNT, config.laya_keep_warm_ms / 1e3)
                 self.warmer.start()
             await self.feed.start()
         except BaseException:
@@ -365,6 +397,22 @@ class EngineNode:
             raise
         self.latest_status = self.status()
         self._publisher = asyncio.create_task(self._publish(), name="engine-status")
+
+    def _start_symbol_models(self) -> None:
+        """Starts the models [laya.models] maps symbols to; one that will not start stands its
+        symbols aside and says why, the engine runs on."""
+        failed: dict[int, str] = {}
+        for symbol, classifier in self.symbol_classifiers.items():
+            if classifier is self.classifier or classifier.model_metadata is not None:
+                continue
+            if id(classifier) not in failed:
+                try:
+                    classifier.start()
+                    continue
+                except Exception as error:  # a bad model must not stop the engine
+                    failed[id(classifier)] = f"{type(error).__name__}: {error}"
+            self.model_faults[symbol] = failed[id(classifier)]
+            self.pipeline.stand_aside(symbol, failed[id(classifier)], self.clock.time_ns())
 
     def _take_locks(self) -> None:
         """One engine per journal, and for demo and live per account (engine/instance_lock.py);
@@ -558,6 +606,8 @@ class EngineNode:
         if self.journal is not None:
             self.journal.stop()
         self.classifier.stop()
+        for classifier in self.symbol_classifiers.values():
+            classifier.stop()
         self._release_locks()  # last: the journal is closed and nothing trades any more
 
     async def _publish(self) -> None:

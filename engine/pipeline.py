@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -63,6 +63,14 @@ class LayaWarmingUp(NamedTuple):
 
     symbol: str
     seconds: float
+    reason: str
+    at_ns: int
+
+
+class LayaStoodAside(NamedTuple):
+    """Laya stands aside on `symbol` for the run: its model would not start (`reason`)."""
+
+    symbol: str
     reason: str
     at_ns: int
 
@@ -168,7 +176,7 @@ class MarketPipeline:
         self,
         config: MarketPipelineConfig,
         tape: MarketTape,
-        classifier: LayaClassifier | None = None,
+        classifier: LayaClassifier | Mapping[str, LayaClassifier] | None = None,
         on_resync: Callable[[str], None] | None = None,
         clock: Callable[[], int] = time.perf_counter_ns,
         *,
@@ -181,7 +189,22 @@ class MarketPipeline:
             symbol: IncrementalBook(symbol, config.depth) for symbol in config.symbols
         }
         self.features = FeatureExtractor(FeatureExtractorConfig(symbols=config.symbols[:2]), tape)
-        self.classifier = classifier
+        self.classifiers: dict[str, LayaClassifier] = (
+            dict(classifier)
+            if isinstance(classifier, Mapping)
+            else dict.fromkeys(config.symbols, classifier)
+            if classifier is not None
+            else {}
+        )
+        """Each symbol's classifier ([laya.models]); none: the pipeline stops after the
+        features."""
+        # One lookup a book finds its book and its classifier; None: no verdicts (stood aside
+        # when the symbol's model would not start, see `stand_aside`).
+        self._lanes: dict[str, tuple[OrderBook, LayaClassifier | None]] = {
+            symbol: (book, self.classifiers.get(symbol)) for symbol, book in self.books.items()
+        }
+        self.stood_aside: dict[str, str] = {}
+        """Symbols Laya stands aside on for good, with why (their model would not start)."""
         self.decisions = DecisionStage(config.verdict_stream_size)
         self.intents: dict[str, QuoteIntent] = dict.fromkeys(
             config.symbols, QuoteIntent.KEEP_QUOTING
@@ -221,9 +244,10 @@ class MarketPipeline:
             self.on_trades(frame)
 
     def _apply(self, snapshot: BookSnapshot) -> None:
-        book = self.books.get(snapshot.symbol)
-        if book is None:
+        lane = self._lanes.get(snapshot.symbol)
+        if lane is None:
             return
+        book, classifier = lane
         clock = self._clock
         latency = self.latency
         started = clock()
@@ -233,16 +257,13 @@ class MarketPipeline:
         extracted = clock()
         latency["book"].record(booked - started)
         latency["features"].record(extracted - booked)
-        classifier = self.classifier
         if classifier is None or features is None:
+            if features is not None and self.stood_aside:
+                self._stand_aside(book, snapshot)
             return
         scores = self._scores
         if self._warmup_ms and self._warming_up(snapshot):
-            if scores is not None:
-                scores.append(_unscored(book, snapshot))
-            self.intents[snapshot.symbol] = _STAND_ASIDE
-            if self.on_decided is not None:
-                self.on_decided(snapshot, _STAND_ASIDE)
+            self._stand_aside(book, snapshot)
             return
         try:
             probabilities = classifier.infer(features)
@@ -283,6 +304,21 @@ class MarketPipeline:
             )
         latency["infer"].record(inferred - extracted)
         latency["decide"].record(decided - inferred)
+
+    def _stand_aside(self, book: OrderBook, snapshot: BookSnapshot) -> None:
+        if self._scores is not None:
+            self._scores.append(_unscored(book, snapshot))
+        self.intents[snapshot.symbol] = _STAND_ASIDE
+        if self.on_decided is not None:
+            self.on_decided(snapshot, _STAND_ASIDE)
+
+    def stand_aside(self, symbol: str, reason: str, at_ns: int) -> None:
+        """No verdicts on `symbol` from now on (its model would not start): no quotes, and
+        the event log says why."""
+        book, _ = self._lanes[symbol]
+        self._lanes[symbol] = (book, None)
+        self.stood_aside[symbol] = reason
+        self.events.append(LayaStoodAside(symbol, reason, at_ns))
 
     def _gate_intent(self, features: np.ndarray) -> QuoteIntent:
         if self.config.gate is QuoteGate.NONE:

@@ -507,7 +507,14 @@ class SnapshotPublisher:
             return LayaView(runs_on, "no model")
         created = metadata.created_utc[:10]
         name = Path(classifier.model_path).stem
-        return LayaView(runs_on, f"{name} {created} ({metadata.feature_set_version})")
+        version = f"{name} {created} ({metadata.feature_set_version})"
+        models = self.node.symbol_classifiers
+        if any(model is not classifier for model in models.values()):
+            # [laya.models] gives some symbols their own model: say which each runs.
+            version += "; " + ", ".join(
+                f"{symbol} {Path(model.model_path).stem}" for symbol, model in models.items()
+            )
+        return LayaView(runs_on, version)
 
     def _started_notes(self) -> list[str]:
         """What the engine started with, a short line each (the event pane does not wrap)."""

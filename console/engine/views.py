@@ -49,7 +49,13 @@ from engine.kev.hub import KevDecision, KevHub, KevStatus, KevWarmUpEnded
 from engine.kev.hub import KevOutcome as HubOutcome
 from engine.latency import LatencyHistogram
 from engine.market.instruments import Instrument, price_text
-from engine.pipeline import LayaFault, LayaReady, LayaStillWarmingUp, LayaWarmingUp
+from engine.pipeline import (
+    LayaFault,
+    LayaReady,
+    LayaStillWarmingUp,
+    LayaStoodAside,
+    LayaWarmingUp,
+)
 from engine.risk.events import (
     CommandRejected,
     DailyPnlReset,
@@ -441,6 +447,9 @@ def _describe(
         return EventKind.FEED, _FEED_SEVERITY.get(event.state, warning), text, event.at_ns
     if isinstance(event, LayaFault):
         text = f"Laya on {event.symbol}: {event.reason}; quotes pulled"
+        return EventKind.FAULT, error, text, event.at_ns
+    if isinstance(event, LayaStoodAside):
+        text = f"Laya stands aside on {event.symbol}, no quotes: its model: {event.reason}"
         return EventKind.FAULT, error, text, event.at_ns
     if isinstance(event, LayaWarmingUp):
         text = (

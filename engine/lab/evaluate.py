@@ -26,7 +26,8 @@ import json
 import math
 import os
 import tempfile
-from collections.abc import Callable, Sequence
+import types
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -40,7 +41,12 @@ from engine.lab.dataset import (
     build_dataset,
     split_by_time,
 )
-from engine.laya.classifier import LayaClassifier, LayaClassifierConfig, choose_verdict
+from engine.laya.classifier import (
+    LayaClassifier,
+    LayaClassifierConfig,
+    choose_verdict,
+    model_for,
+)
 from engine.laya.features import FEATURE_NAMES
 from engine.laya.labels import LabelConfig
 from engine.laya.model import DEFAULT_MODEL_PATH, LayaModelMetadata
@@ -257,6 +263,9 @@ class EvalReport:
     """What was wrong with the recordings (cut short, malformed lines), one line each."""
     trained_on: tuple[str, ...] = ()
     """The recordings the model was trained on (`training_notes`), one line each."""
+    symbol_models: tuple[tuple[str, str], ...] = ()
+    """(symbol, model) for each symbol evaluated: the model the engine would run it on
+    ([laya.models], `model_for`; this model for the rest)."""
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -287,6 +296,7 @@ class EvalReport:
             },
             "recording_problems": list(self.recording_problems),
             "trained_on": list(self.trained_on),
+            "symbol_models": dict(self.symbol_models),
         }
 
     def format_table(self) -> str:
@@ -308,6 +318,7 @@ class EvalReport:
             f"model {self.model_path}",
             *(f"recording: {problem}" for problem in self.recording_problems),
             *(f"note: {line}" for line in self.trained_on),
+            *(f"{symbol} would run on {model}" for symbol, model in self.symbol_models),
             "",
             header,
         ]
@@ -477,9 +488,11 @@ def evaluate(
     predictions_out: str | os.PathLike[str] | None = None,
     force: bool = False,
     on_bytes: Callable[[int], None] | None = None,
+    models: Mapping[str, str] = types.MappingProxyType({}),
 ) -> EvalReport:
     """Evaluate the model at `model_path` on recordings; optionally write the predictions CSV
-    (an existing one replaced only with `force`, refused before the work starts)."""
+    (an existing one replaced only with `force`, refused before the work starts). `models`
+    ([laya.models]) says which model the engine would run each symbol on."""
     config = config or EvalConfig()
     if predictions_out is not None:
         check_output_file(
@@ -500,6 +513,10 @@ def evaluate(
             report,
             trained_on=training_notes(
                 recordings, digests, classifier.model_metadata, config.all_frames
+            ),
+            symbol_models=tuple(
+                (symbol, str(model_for(symbol, models, Path(model_path))))
+                for symbol in dataset.symbols
             ),
         )
     finally:
@@ -588,6 +605,7 @@ def eval_command(
     force: bool = False,
     all_frames: bool = False,
     symbols: tuple[str, ...] | None = None,
+    models: Mapping[str, str] = types.MappingProxyType({}),
 ) -> str:
     """What `hft-console eval` prints: the text table, or one JSON object."""
     report = evaluate(
@@ -596,5 +614,6 @@ def eval_command(
         EvalConfig(all_frames=all_frames, symbols=symbols),
         predictions_out=predictions_out,
         force=force,
+        models=models,
     )
     return json.dumps(report.as_dict()) if json_output else report.format_table()

@@ -167,23 +167,35 @@ def _printer(total: int):
 
 def rank_by_savings(
     savings: Sequence[SessionSavings], names: Sequence[str], max_fills_lost: float
-) -> tuple[str, str]:
+) -> tuple[str, str] | None:
     """The candidate whose gate saves the most 1 s markout a fill on average over the
-    sessions, among those losing at most `max_fills_lost` of the fills on every one; when
-    none does, the budget becomes the least any candidate kept to (said so): a gate that
-    stops most of the quoting saves per fill only by trading less."""
+    sessions, among those losing at most `max_fills_lost` of the fills on every one and whose
+    saving's 95% interval lies above zero; None when no gate's does (noise is no reason to
+    choose). When none keeps to `max_fills_lost`, the budget becomes the least any candidate
+    kept to (said so): a gate that stops most of the quoting saves per fill only by trading
+    less."""
 
-    def mean_saved(name: str) -> float:
-        return float(np.mean([item.saved_per_fill(item.run(name)) for item in savings]))
+    def saved(name: str) -> tuple[float, float]:
+        """The mean saving over the sessions and half its 95% interval (sessions apart)."""
+        runs = [(item, item.run(name)) for item in savings]
+        mean = float(np.mean([item.saved_per_fill(run) for item, run in runs]))
+        half = float(np.hypot.reduce([item.saved_half_width(run) for item, run in runs]))
+        return mean, half / len(runs)
 
     def worst_lost(name: str) -> float:
         return max(item.fills_lost(item.run(name)) for item in savings)
 
     budget = max(max_fills_lost, min(worst_lost(name) for name in names))
-    best = max((name for name in names if worst_lost(name) <= budget), key=mean_saved)
+    clear = [
+        name for name in names if worst_lost(name) <= budget and saved(name)[0] - saved(name)[1] > 0
+    ]
+    if not clear:
+        return None
+    best = max(clear, key=lambda name: saved(name)[0])
+    mean, half = saved(best)
     reason = (
         f"its gate saved the most 1 s markout a fill over no gate across the left-out "
-        f"sessions, {mean_saved(best):+.3f} bps on average, losing at most "
+        f"sessions, {mean:+.3f} +- {half:.3f} bps on average (95%), losing at most "
         f"{worst_lost(best):.0%} of the fills"
     )
     if budget > max_fills_lost:

@@ -13,6 +13,8 @@ runs on (`get_providers()[0]`), with the reason when it is not the one asked for
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import fnmatch
 import io
 import os
 import re
@@ -20,7 +22,7 @@ import sys
 import tempfile
 import time
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,7 +36,9 @@ from engine.laya.model import (
     LayaModelError,
     LayaModelMetadata,
     ModelMismatchError,
+    ModelNotFoundError,
     open_session,
+    read_metadata,
     validate_thresholds,
 )
 from engine.laya.native import NativeGraphError, NativeMlp
@@ -53,6 +57,8 @@ _PROBE_ROWS = 512
 GIB = 1024**3
 
 _ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*m")
+# A key of [laya.models]: a symbol (upper-case letters and digits) or an fnmatch pattern of one.
+_MODEL_KEY = re.compile(r"[A-Z0-9*?\[\]!]+")
 _HOLD, _LEAN_BUY, _LEAN_SELL, _EMERGENCY = Verdict
 
 
@@ -230,6 +236,79 @@ def laya_runs_on(provider: str, runner: str) -> str:
     its runner ("CPU native kernel", "CPU onnxruntime")."""
     device = provider.removesuffix("ExecutionProvider")
     return f"{device} {runner}" if provider == CPU_PROVIDER else device
+
+
+def require_model_keys(models: Mapping[str, object]) -> None:
+    """ValueError naming a key of `models` ([laya.models]) that is neither a symbol nor a
+    pattern of one, or that names no file."""
+    for key, path in models.items():
+        if not _MODEL_KEY.fullmatch(key):
+            raise ValueError(
+                f"[laya.models] key {key!r} is neither a symbol (e.g. BTCUSDT) nor a pattern of "
+                f"symbols (e.g. *USDT)"
+            )
+        if not str(path):
+            raise ValueError(f"[laya.models] {key} must name a model file")
+
+
+def model_for(symbol: str, models: Mapping[str, str | os.PathLike[str]], default: Path) -> Path:
+    """The model `symbol` runs on: its own key, else the first pattern (in the table's order)
+    that matches it, else `default`."""
+    path = models.get(symbol)
+    if path is None:
+        path = next(
+            (path for key, path in models.items() if fnmatch.fnmatchcase(symbol, key)), default
+        )
+    return Path(path)
+
+
+def require_symbol_models(
+    config: LayaClassifierConfig,
+    models: Mapping[str, str | os.PathLike[str]],
+    symbols: Sequence[str],
+) -> None:
+    """`LayaModelError` (a ValueError) naming a model [laya.models] gives one of `symbols` that
+    is missing or was trained on another feature set than the engine computes. A pattern that
+    matches none of `symbols` is no mistake."""
+    default = Path(config.model_path)
+    for path in {model_for(symbol, models, default) for symbol in symbols} - {default}:
+        if not path.is_file():
+            mapped = [symbol for symbol in symbols if model_for(symbol, models, default) == path]
+            raise ModelNotFoundError(
+                f"[laya.models] maps {', '.join(mapped)} to {path}, and there is no model there"
+            )
+        metadata = read_metadata(path)
+        expected = (config.expected_feature_set_version, config.expected_feature_count)
+        if (metadata.feature_set_version, metadata.feature_count) != expected:
+            raise ModelMismatchError(
+                f"[laya.models] {path} was trained on feature set "
+                f"{metadata.feature_set_version!r} ({metadata.feature_count} features) but the "
+                f"engine computes {expected[0]!r} ({expected[1]} features): retrain it"
+            )
+
+
+def classifiers_by_symbol(
+    config: LayaClassifierConfig,
+    models: Mapping[str, str | os.PathLike[str]],
+    symbols: Sequence[str],
+) -> dict[str, LayaClassifier]:
+    """Each symbol's classifier, one per distinct model (`model_for`); a model other than
+    `config`'s keeps its own thresholds."""
+    default = Path(config.model_path)
+    by_path: dict[Path, LayaClassifier] = {}
+    chosen: dict[str, LayaClassifier] = {}
+    for symbol in symbols:
+        path = model_for(symbol, models, default)
+        classifier = by_path.get(path)
+        if classifier is None:
+            own = (
+                config
+                if path == default
+                else dataclasses.replace(config, model_path=path, thresholds=None)
+            )
+            classifier = by_path[path] = LayaClassifier(own)
+        chosen[symbol] = classifier
+    return chosen
 
 
 def _not_started(output_names: list[str], feed: dict[str, np.ndarray]) -> list[np.ndarray]:

@@ -8,6 +8,7 @@ import dataclasses
 from pathlib import Path
 
 import pytest
+from support.laya_models import write_mlp_model
 from support.locks import held_by_another_process
 from support.recordings import write_books
 from support.risk import BTC, T0, make_gateway, mark, open_position
@@ -19,6 +20,8 @@ from engine.feed.replay import START_LEAD_NS
 from engine.instance_lock import EngineLocked, InstanceLock, account_lock_path, journal_lock_path
 from engine.journal import read_journal
 from engine.laya.classifier import LayaClassifierConfig
+from engine.laya.decide import QuoteIntent
+from engine.laya.model import ModelMismatchError, ModelNotFoundError
 from engine.market.instruments import BTCUSDT, Instrument
 from engine.node import (
     EngineConfig,
@@ -28,6 +31,7 @@ from engine.node import (
     format_status,
     format_trading,
 )
+from engine.pipeline import LayaStoodAside
 from engine.tools.bench.trading import NEVER_EMERGENCY
 from engine.trading.commands import Command, Kill, Pause, Resume
 from engine.trading.config import TradingConfig, TradingMode
@@ -220,3 +224,83 @@ def test_the_status_line_writes_each_book_at_its_contracts_decimals():
     # Was ",.2f": ADA's one-tick book read 0.25/0.25.
     assert "ADAUSDT live 0.2500/0.2501 (4.00 bps)" in line
     assert "BTCUSDT live 64,010.6/64,010.7" in line
+
+
+ALWAYS_EMERGENCY_MODEL = (1.0, 1.0, 1.0, 0.0)
+"""Thresholds only EMERGENCY reaches: a model with them says EMERGENCY on every book."""
+
+
+def models_config(recording: Path, laya_model: Path, models: dict[str, Path]) -> EngineConfig:
+    """A watch-only replay of `recording` (BTCUSDT books), BTCUSDT and ETHUSDT mapped by
+    `models` ([laya.models]), `laya_model` the default, which never says EMERGENCY."""
+    return EngineConfig(
+        replay_path=str(recording),
+        replay_speed=None,
+        laya=laya(laya_model),
+        laya_models=tuple((key, str(path)) for key, path in models.items()),
+    )
+
+
+def replayed(config: EngineConfig) -> EngineNode:
+    node = EngineNode(config)
+
+    async def main() -> None:
+        await node.start()
+        try:
+            while not node.finished:
+                await asyncio.sleep(0.05)
+        finally:
+            await node.stop()
+
+    node.clock.run(main())
+    return node
+
+
+def test_each_symbol_runs_on_the_model_laya_models_gives_it(recording, laya_model, tmp_path):
+    emergency = write_mlp_model(tmp_path / "emergency.onnx", thresholds=ALWAYS_EMERGENCY_MODEL)
+    config = models_config(recording, laya_model, {"BTC*": emergency, "SOLUSDT": tmp_path})
+    node = replayed(config)
+    by_symbol = node.symbol_classifiers
+    assert by_symbol["BTCUSDT"].model_path == emergency
+    assert by_symbol["ETHUSDT"] is node.classifier and node.classifier.model_path == laya_model
+    # The default model never says EMERGENCY (NEVER_EMERGENCY): BTCUSDT's books ran on its own.
+    assert node.pipeline.decisions.counts()["EMERGENCY"] == 40
+    assert node.pipeline.classifiers == by_symbol
+
+
+def test_a_model_that_will_not_start_stands_its_symbol_aside(recording, laya_model, tmp_path):
+    broken = write_mlp_model(tmp_path / "btc.onnx")
+    config = models_config(recording, laya_model, {"BTCUSDT": broken})  # sound when checked ...
+    broken.write_bytes(b"not a model any more")  # ... and not when the engine starts
+    node = replayed(config)
+    assert "is not a loadable ONNX model" in node.model_faults["BTCUSDT"]
+    assert node.pipeline.intents["BTCUSDT"] is QuoteIntent.STAND_ASIDE
+    assert sum(node.pipeline.decisions.counts().values()) == 0
+    stood_aside = [e for _, e in node.events.since(-1)[0] if isinstance(e, LayaStoodAside)]
+    assert [event.symbol for event in stood_aside] == ["BTCUSDT"]
+
+
+@pytest.mark.parametrize(
+    ("models", "error", "message"),
+    [
+        ({"btc usdt": "m.onnx"}, ValueError, r"key 'btc usdt' is neither a symbol"),
+        (
+            {"BTCUSDT": "missing.onnx"},
+            ModelNotFoundError,
+            r"maps BTCUSDT to .*missing\.onnx, and there is no model",
+        ),
+        ({"ETH*": "old.onnx"}, ModelMismatchError, r"old\.onnx was trained on feature set 'f-old'"),
+    ],
+)
+def test_laya_models_are_refused_naming_the_key_or_model(
+    models, error, message, laya_model, tmp_path
+):
+    write_mlp_model(tmp_path / "old.onnx", feature_set="f-old")
+    pairs = tuple((key, str(tmp_path / path)) for key, path in models.items())
+    with pytest.raises(error, match=message):
+        EngineConfig(laya=laya(laya_model), laya_models=pairs)
+
+
+def test_a_pattern_that_matches_none_of_the_symbols_is_no_mistake(laya_model, tmp_path):
+    config = EngineConfig(laya=laya(laya_model), laya_models=(("SOL*", str(tmp_path / "no")),))
+    assert config.laya_models == (("SOL*", str(tmp_path / "no")),)

@@ -12,8 +12,14 @@ from engine.laya.labels import LabelConfig
 from engine.laya.model import LayaModelMetadata, export_mlp
 
 
-def write_mlp_model(path: Path, feature_set: str = FEATURE_SET_VERSION, seed: int = 3) -> Path:
-    """A 128-16-4 MLP with random weights: another model than the shipped one (a shadow)."""
+def write_mlp_model(
+    path: Path,
+    feature_set: str = FEATURE_SET_VERSION,
+    seed: int = 3,
+    thresholds: tuple[float, ...] = (0.0, 0.3, 0.3, 0.3),
+) -> Path:
+    """A 128-16-4 MLP with random weights: another model than the shipped one (a shadow), with
+    its own `thresholds`."""
     rng = np.random.default_rng(seed)
     layers = [
         (rng.normal(0.0, 0.05, (width_in, width_out)), rng.normal(0.0, 0.1, width_out))
@@ -23,7 +29,7 @@ def write_mlp_model(path: Path, feature_set: str = FEATURE_SET_VERSION, seed: in
         feature_set_version=feature_set,
         feature_count=FEATURE_COUNT,
         label_parameters=LabelConfig().as_metadata(),
-        thresholds=(0.0, 0.3, 0.3, 0.3),
+        thresholds=thresholds,
         training_summary={"frames": 1},
     )
     return export_mlp(path, layers, metadata)

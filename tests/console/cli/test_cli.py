@@ -18,6 +18,7 @@ from support.sim import running_sim, sim_config
 from console.cli.main import build_parser, main
 from engine.feed.parse import FrameParser
 from engine.feed.recording import iter_recording, recording_instruments
+from engine.sim.recording import simulate_recording
 
 
 def hft_console(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
@@ -313,3 +314,36 @@ def test_record_from_the_simulator_then_replay(tmp_path):
     events = [parser.parse(raw, recv_ns) for recv_ns, raw in frames]
     assert parser.stats.depth_snapshots > 5 and not parser.stats.rejected
     assert all(event is not None for event in events)
+
+
+@pytest.mark.parametrize(
+    ("table", "message"),
+    [
+        ('"btc usdt" = "m.onnx"', "key 'btc usdt' is neither a symbol"),
+        ('"BTC*" = "missing.onnx"', "[laya.models] maps BTCUSDT to missing.onnx, and there is no"),
+    ],
+)
+def test_a_bad_laya_models_table_is_one_line_and_exit_2(table, message, recording, tmp_path):
+    settings = tmp_path / "config.toml"
+    settings.write_text(f"[laya.models]\n{table}\n")
+    env = checkout_env(HFT_CONSOLE_CONFIG=str(settings))
+    run = ("run", "--headless", "--replay", str(recording), "--symbols", "BTCUSDT")
+    result = run_cli(*run, env=env, cwd=tmp_path)
+    assert result.returncode == 2
+    assert message in result.stderr and len(result.stderr.splitlines()) == 1
+
+
+def test_eval_says_which_model_each_symbol_would_run_on(laya_model, tmp_path, monkeypatch, capsys):
+    recording = simulate_recording(tmp_path / "session.bitget.gz", 1.0, seed=3).path
+    nexo = tmp_path / "nexo.onnx"
+    settings = tmp_path / "config.toml"
+    settings.write_text(f'[laya.models]\n"ETH*" = "{nexo}"\n"SOL*" = "sol.onnx"\n')
+    monkeypatch.setenv("HFT_CONSOLE_CONFIG", str(settings))
+    common = ("eval", "--replay", str(recording), "--model", str(laya_model), "--all")
+    assert main([*common]) == 0
+    table = capsys.readouterr().out.splitlines()
+    assert f"BTCUSDT would run on {laya_model}" in table
+    assert f"ETHUSDT would run on {nexo}" in table
+    assert main([*common, "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["symbol_models"] == {"BTCUSDT": str(laya_model), "ETHUSDT": str(nexo)}

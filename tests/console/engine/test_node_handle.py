@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 
 import pytest
 from support.console_engine import ENGINE_WAIT_S, FAST, sim_engine, sim_exchange  # noqa: F401
+from support.laya_models import write_mlp_model
 from support.recordings import write_recording
 from support.waiting import eventually
 
@@ -333,6 +334,26 @@ def test_the_status_says_while_laya_stands_aside_warming_up(tmp_path, laya_model
     assert warming.startswith("warming up: BTCUSDT ") and warming.endswith(
         " s of market data to go"
     )
+
+
+def test_the_status_and_start_line_say_which_model_each_symbol_runs_on(tmp_path, laya_model):
+    nexo = write_mlp_model(tmp_path / "nexo.onnx")
+    engine = EngineConfig(
+        replay_path=str(write_recording(tmp_path / "two-symbols.bitget.gz")),
+        laya=LayaClassifierConfig(model_path=laya_model, prefer_gpu=False),
+        laya_models=(("ETH*", str(nexo)),),
+        status_interval_s=0.05,
+    )
+    handle = EngineNodeHandle(engine, FAST)
+    handle.start()
+    try:
+        version = handle.snapshot().status.laya.model_version
+        started = [event.text for event in handle.events_since(-1)[0]]
+    finally:
+        handle.shutdown(ShutdownPolicy.KEEP)
+    assert version.startswith(laya_model.stem)
+    assert version.endswith(f"; BTCUSDT {laya_model.stem}, ETHUSDT nexo")
+    assert f"Laya on CPU native kernel, model {version}" in started
 
 
 def test_a_stuck_engine_answers_not_ok_in_time_and_keeps_its_last_picture(replay_handle):

@@ -13,6 +13,7 @@ from engine.kev.command import KevCommand
 from engine.kev.hub import KevDecision, KevStatus, KevWarmUpEnded
 from engine.kev.hub import KevOutcome as HubOutcome
 from engine.market.instruments import BTCUSDT, Instrument
+from engine.pipeline import LayaStoodAside
 from engine.risk.commands import KevAction
 from engine.trading.contract_watch import ContractChanged
 from engine.trading.events import OrderFilled
@@ -129,5 +130,16 @@ def test_a_contract_changed_at_the_venue_is_a_warning_in_the_events():
         EventKind.SYSTEM,
         Severity.WARNING,
         "BTCUSDT contract changed at the venue: tick 0.1 -> 0.5; new orders follow it",
+        9,
+    )
+
+
+def test_a_symbol_laya_stands_aside_on_for_its_model_is_a_fault_in_the_events():
+    reason = "LayaModelError: /m/nexo.onnx is not a loadable ONNX model"
+    shown = console_event(LayaStoodAside("NEXOUSDT", reason, 9), 0, {})
+    assert shown == (
+        EventKind.FAULT,
+        Severity.ERROR,
+        f"Laya stands aside on NEXOUSDT, no quotes: its model: {reason}",
         9,
     )
