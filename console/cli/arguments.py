@@ -5,6 +5,10 @@ from __future__ import annotations
 
 import argparse
 import math
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from engine.settings.schema import Settings
 
 MAX_COUNT = 2**63 - 1
 """The largest count a flag takes: what SQLite and numpy hold in an integer."""
@@ -95,5 +99,16 @@ def add_ray_argument(parser: argparse.ArgumentParser, runs: str) -> None:
         metavar="ADDRESS",
         help=f"run {runs} as tasks on the Ray cluster at ADDRESS (HOST:PORT as `ray start "
         "--head` prints it, ray://HOST:PORT, or auto: the one this machine is part of), the "
-        "same results as here; needs pip install 'hft-console[cluster]' (docs/cluster.md)",
+        "same results as here (default: [research] ray_address, else worker processes here); "
+        "needs pip install 'hft-console[cluster]' (docs/cluster.md)",
     )
+
+
+def ray_address(args: argparse.Namespace, settings: Settings) -> tuple[str, str] | None:
+    """The Ray cluster's address and what gave it: `--ray`, else [research] ray_address; None:
+    neither (worker processes on this machine)."""
+    if args.ray:
+        return args.ray, "--ray"
+    if settings.research.ray_address:
+        return settings.research.ray_address, "[research] ray_address"
+    return None

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from console.cli.arguments import add_ray_argument, add_recording_symbols, count
+from console.cli.arguments import add_ray_argument, add_recording_symbols, count, ray_address
 from console.cli.errors import error_line
 from console.cli.progress import progress_bar
 
@@ -93,16 +93,18 @@ def add_backtest_parser(commands: argparse._SubParsersAction) -> None:
     )
 
 
+COMPILED_ON_RAY = (
+    "--compiled runs on this machine only (Ray's workers run the engine as installed on "
+    "their nodes): leave out --compiled, or run here without --ray and [research] ray_address"
+)
+
+
 def run_backtest_command(args: argparse.Namespace, arguments: Sequence[str] = ()) -> int:
     """`arguments`: the command line as given, which `--compiled` runs again in a child."""
     from engine.tools.backtest.compiled import TREE_ENV
 
     if args.compiled and args.ray:
-        print(
-            "hft-console backtest: --compiled runs on this machine only (Ray's workers run the "
-            "engine as installed on their nodes): leave out one of --compiled and --ray",
-            file=sys.stderr,
-        )
+        print(f"hft-console backtest: --ray: {COMPILED_ON_RAY}", file=sys.stderr)
         return 2
     if args.compiled and TREE_ENV not in os.environ:  # the child runs it, never again
         child = [
@@ -162,6 +164,7 @@ def _backtest(args: argparse.Namespace, scratch: Path) -> int:
     from engine.feed.recording import check_recording, require_distinct_recordings
     from engine.kev.command import KevCommandSpec
     from engine.settings.sources import SettingsError
+    from engine.tools.backtest.compiled import TREE_ENV
     from engine.tools.backtest.plan import (
         COMPARED_GATES,
         backtest_specs,
@@ -220,12 +223,16 @@ def _backtest(args: argparse.Namespace, scratch: Path) -> int:
             from engine.tools.backtest.files import check_report_dir
 
             check_report_dir(report_dir)
-        if args.ray:
+        cluster = ray_address(args, settings)
+        if cluster is not None:
+            address, given_by = cluster
             if args.kev or args.kev_answers:
-                raise ValueError("--ray: Kev takes part on this machine only, leave out --ray")
+                raise ValueError(f"{given_by}: Kev takes part on this machine only, run it here")
+            if TREE_ENV in os.environ:  # --compiled's child: the setting asked for Ray
+                raise ValueError(f"{given_by}: {COMPILED_ON_RAY}")
             from engine.tools.cluster.ray_workers import RayWorkers
 
-            ray = RayWorkers(args.ray)
+            ray = RayWorkers(address, given_by=given_by, preload=[run_specs.__module__])
         else:
             ray = None
     except SettingsError as error:
@@ -313,7 +320,9 @@ def _charts(groups: Sequence[RunGroup]) -> str:
 
 
 class _ProgressLine:
-    """One line on stderr, redrawn in place on a terminal; a line per run elsewhere."""
+    """A line per run on stderr; on a terminal, below them one line redrawn in place: the
+    frames of a run played here, else a bar of the runs done wherever they run (worker
+    processes, a Ray cluster)."""
 
     def __init__(self, runs: int) -> None:
         self._runs = runs
@@ -343,8 +352,12 @@ class _ProgressLine:
             f"net {metrics.net:+,.2f}, {metrics.fill_count:,} fills, "
             f"{metrics.frames_per_s:,.0f} frames/s\n"
         )
+        self._drawn = self._tty and self._finished < self._runs
+        if self._drawn:
+            sys.stderr.write(
+                f"{progress_bar(self._finished / self._runs)} {self._finished}/{self._runs} runs"
+            )
         sys.stderr.flush()
-        self._drawn = False
 
     def close(self) -> None:
         if self._drawn:

@@ -16,6 +16,7 @@ from console.cli.arguments import (
     count,
     non_negative_number,
     positive_number,
+    ray_address,
     replay_speed,
     symbol_list,
     traded_symbols,
@@ -218,7 +219,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="choose the model by what its gate saves in the backtest of each left-out "
         "recording (needs two or more)",
     )
-    add_ray_argument(train, "each recording's dataset build")
+    add_ray_argument(train, "each recording's dataset build and each fold's fits")
 
     evaluate = commands.add_parser("eval", help="evaluate a Laya model against baselines")
     evaluate.add_argument("--replay", nargs="+", required=True, metavar="FILE", help="recordings")
@@ -522,14 +523,16 @@ def _journal(args: argparse.Namespace) -> int:
 
 
 def _train(args: argparse.Namespace) -> int:
+    from console.cli.config import load_console_settings
     from engine.lab.train import train_command
 
     ray = None
-    if args.ray:
+    cluster = ray_address(args, load_console_settings())
+    if cluster is not None:
         from engine.tools.cluster.ray_workers import RayWorkers
 
         try:
-            ray = RayWorkers(args.ray)
+            ray = RayWorkers(cluster[0], given_by=cluster[1], preload=[train_command.__module__])
         except ImportError as error:  # not the train extra's: the main handler would say so
             print(f"hft-console train: {error}", file=sys.stderr)
             return 2
@@ -549,6 +552,7 @@ def _train(args: argparse.Namespace) -> int:
 
 
 def _eval(args: argparse.Namespace) -> int:
+    from console.cli.config import load_console_settings
     from engine.lab.evaluate import eval_command
     from engine.laya.model import DEFAULT_MODEL_PATH
 
@@ -561,6 +565,7 @@ def _eval(args: argparse.Namespace) -> int:
             force=args.force,
             all_frames=args.all,
             symbols=args.symbols,
+            models=load_console_settings().laya.models,
         )
     )
     return 0

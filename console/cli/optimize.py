@@ -16,8 +16,10 @@ from console.cli.arguments import (
     count,
     finite_number,
     non_negative_number,
+    ray_address,
 )
 from console.cli.errors import error_line
+from console.cli.progress import progress_bar
 
 NAME = "hft-console optimize"
 
@@ -162,7 +164,13 @@ def _optimize(args: argparse.Namespace) -> int:
         if args.study and Path(args.study).resolve() in {path.resolve() for path in recordings}:
             raise ValueError(f"--study {args.study}: is one of the recordings (--replay)")
         storage = open_storage(Path(args.study) if args.study else None, search)
-        ray = RayWorkers(args.ray) if args.ray else None
+        cluster = ray_address(args, settings)
+        if cluster is not None:
+            from engine.tools.backtest.plan import run_specs
+
+            ray = RayWorkers(cluster[0], given_by=cluster[1], preload=[run_specs.__module__])
+        else:
+            ray = None
     except SettingsError as error:
         print(f"{NAME}: {error}", file=sys.stderr)
         return 2
@@ -186,12 +194,20 @@ def _walk(args, settings, search, storage, report_dir: Path | None, ray) -> int:
 
     steps_total = len(search.folds) - 1
     ran = 0
+    terminal = sys.stderr.isatty()
 
     def heard(step: int, done: int, trials: int, batch: int) -> None:
         nonlocal ran
         ran += batch
-        if not args.quiet:
-            print(f"step {step}/{steps_total}: {done}/{trials} trials", file=sys.stderr)
+        line = f"step {step}/{steps_total}: {done}/{trials} trials"
+        if args.quiet:
+            return
+        if terminal:  # a step's line redrawn in place: a bar of its trials, wherever they run
+            end = "\n" if done >= trials else ""
+            sys.stderr.write(f"\r{line} {progress_bar(done / trials)}\x1b[K{end}")
+            sys.stderr.flush()
+        else:
+            print(line, file=sys.stderr)
 
     started = time.perf_counter()
     steps = run_walk_forward(search, settings, storage, args.trials, args.jobs, heard, ray)

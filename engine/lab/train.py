@@ -120,6 +120,30 @@ def _candidate_fitter(
     return fit
 
 
+def _fitted_on(
+    ray: Workers, config: TrainConfig, sessions: Sequence[Dataset], extra: Sequence[Dataset]
+) -> Callable[[Sequence[Dataset]], dict[str, FittedCandidate]]:
+    """Every fold's candidates fitted side by side, a task each on the Ray cluster `ray`, on
+    what `leave_one_session_out` trains each fold on (every session but one, then `extra`);
+    each fold is then given what its task fitted."""
+    trainings = [
+        (*sessions[:index], *sessions[index + 1 :], *extra) for index in range(len(sessions))
+    ]
+    fitted = dict(ray.map(_fold_fit, [(training, config) for training in trainings]))
+    by_training = {
+        tuple(map(id, training)): fitted[index] for index, training in enumerate(trainings)
+    }
+    return lambda training: by_training[tuple(map(id, training))]
+
+
+def _fold_fit(
+    job: tuple[Sequence[Dataset], TrainConfig], place: Place
+) -> dict[str, FittedCandidate]:
+    """On a worker: one fold's candidates."""
+    training, config = job
+    return _candidate_fitter(config, _NoProgress())(training)
+
+
 _SIMULATED_PREFIX = "simulated-"
 
 
@@ -191,11 +215,15 @@ def choose_candidate(
             "no candidate's per-side AUC reached the imbalance rule's on both sides of every "
             "left-out fold, so the rule ships: the top-5 imbalance alone, as a linear softmax"
         )
+    why_ranking = "no backtest asked for"
     if savings:
         from engine.lab.savings import rank_by_savings
 
-        return rank_by_savings(savings, names, config.max_fills_lost)
-    # No backtest: by ranking, at the pull budget (an operating point does not change it).
+        chosen = rank_by_savings(savings, names, config.max_fills_lost)
+        if chosen is not None:
+            return chosen
+        why_ranking = "no gate's backtest saving had a 95% interval above zero"
+    # By ranking, at the pull budget (an operating point does not change it).
     means = {
         name: float(
             np.mean(
@@ -211,7 +239,7 @@ def choose_candidate(
     best = max(means, key=means.get)
     return best, (
         f"the highest per-side AUC over the left-out folds, {means[best]:.3f} on average, at "
-        "least the imbalance rule's on both sides of every fold (no backtest asked for)"
+        f"least the imbalance rule's on both sides of every fold ({why_ranking})"
     )
 
 
@@ -226,7 +254,8 @@ def train(
     """Train a Laya model on recordings (a session each, plus simulator data), validate the
     candidates leave-one-session-out, ship one, write its card next to it (suffix `.md`).
     An existing model or card is replaced only with `force`; everything is checked first.
-    Each recording's dataset is built as a task on the Ray cluster `ray` when given."""
+    Each recording's dataset, and each fold's candidate fits, are tasks on the Ray cluster
+    `ray` when given."""
     config = config or TrainConfig()
     simulation = config.simulation
     if not recordings:
@@ -289,10 +318,13 @@ def train(
             simulated.append(build_dataset([recording.path], config.dataset))
     savings = None
     bar = _progress_bar(config.progress, desc="folds", unit=" epochs")
+    fit = _candidate_fitter(config, bar)
     try:
+        if ray is not None:
+            fit = _fitted_on(ray, config, validation, simulated)
         folds = leave_one_session_out(
             validation,
-            _candidate_fitter(config, bar),
+            fit,
             config.bootstrap,
             extra_training=simulated,
             on_fold=lambda name: bar.set_postfix_str(f"leaving out {name}"),

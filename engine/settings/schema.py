@@ -26,7 +26,7 @@ from engine.kev.command import KevCommandSpec
 from engine.kev.hub import KevHubConfig
 from engine.kev.queue import KevQueueOverflow
 from engine.kev.server import LlamaServerConfig
-from engine.laya.classifier import LayaClassifierConfig
+from engine.laya.classifier import LayaClassifierConfig, require_model_keys
 from engine.laya.decide import QuoteGate
 from engine.laya.model import DEFAULT_MODEL_PATH
 from engine.laya.scorecard import require_shadow_model
@@ -208,9 +208,17 @@ class LayaSettings:
         "scorecard); unset: none",
         example="laya-candidate.onnx",
     )
+    models: Mapping[str, str] = setting(
+        {},
+        "symbol or pattern -> the ONNX model it runs on (exact symbols first, then patterns in "
+        "order; paths from the working directory); the rest run on model_path",
+        example={"NEXOUSDT": "laya-nexo.onnx"},
+    )
 
     def __post_init__(self) -> None:
         whole_numbers_as_floats(self)
+        object.__setattr__(self, "models", types.MappingProxyType(dict(self.models)))
+        require_model_keys(self.models)
         require_shadow_model(self.shadow_model, self.classifier_config().model_path)
         if not 0 <= self.warmup_s <= 3_600:
             raise ValueError(f"warmup_s must be within [0, 3600] s, got {self.warmup_s}")
@@ -818,6 +826,19 @@ class ConsoleSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class ResearchSettings:
+    """The research commands: backtest, optimize and train."""
+
+    ray_address: str | None = setting(
+        None,
+        "run their runs as tasks on the Ray cluster at this address (HOST:PORT as `ray start "
+        "--head` prints it, ray://HOST:PORT, or auto); --ray overrides it; unset: worker "
+        "processes on this machine (docs/cluster.md)",
+        example="auto",
+    )
+
+
+@dataclass(frozen=True, slots=True)
 class Settings:
     """Everything a user configures. `path` is the file read (None: none); `sources` says
     where each value that is not a default came from, by key path."""
@@ -829,6 +850,7 @@ class Settings:
     kev: KevSettings = section(KevSettings)
     gpu: GpuSettings = section(GpuSettings)
     console: ConsoleSettings = section(ConsoleSettings)
+    research: ResearchSettings = section(ResearchSettings)
     path: Path | None = field(default=None, compare=False)
     sources: Mapping[tuple[str, ...], SettingSource] = field(
         default_factory=dict, compare=False, repr=False
@@ -1021,6 +1043,7 @@ class Settings:
                 sim_seed=engine.sim_seed,
                 laya=self.laya_config(),
                 laya_warmup_s=self.laya.warmup_s,
+                laya_models=tuple(self.laya.models.items()),
                 laya_shadow_model=self.laya.shadow_model,
                 quote_gate=QuoteGate(self.laya.gate),
                 imbalance_gate=self.laya.imbalance_gate,
@@ -1031,6 +1054,7 @@ class Settings:
                 instruments=contracts.instruments if contracts is not None else (),
             ),
             "engine",
+            "laya",
             "trading",
             "kev",
         )

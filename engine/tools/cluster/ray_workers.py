@@ -5,12 +5,16 @@ Connecting is bounded and checked: an address where nothing answers, and a clust
 run another Python or other versions of the packages the runs depend on (the results would
 differ), are refused in one line before any run. Each input file reaches the nodes by its path
 where every node reads it (shared storage), else through Ray's object store, copied once per
-node. A task whose worker is lost is run again by Ray (`MAX_RETRIES`); each result is taken
-once, from the task that delivered it."""
+node. The runs go to a pool of workers (Ray actors, one a CPU of the cluster) started as the
+command connects, each running runs in turn: a command pays for starting Ray's workers and
+importing the engine in them once, while the cluster is checked, not per run. A run whose
+worker is lost is run again on its restarted worker (`MAX_RETRIES`); each result is taken
+once, from the run that delivered it."""
 
 from __future__ import annotations
 
 import hashlib
+import importlib
 import logging
 import os
 import platform
@@ -83,17 +87,27 @@ def _node_report(paths: Sequence[str]) -> dict[str, Any]:
 class RayWorkers:
     """Tasks on the Ray cluster at `address` (`auto`: the one running on this machine)."""
 
-    def __init__(self, address: str, *, ship_files: bool = False) -> None:
-        """Connects and checks the cluster; raises ClusterError saying what is wrong, or
-        ImportError naming the extra. `ship_files`: every input file through the object
-        store, as for nodes that share no storage with this machine."""
+    def __init__(
+        self,
+        address: str,
+        *,
+        ship_files: bool = False,
+        given_by: str = "--ray",
+        preload: Sequence[str] = (),
+    ) -> None:
+        """Connects, starts the workers and checks the cluster; raises ClusterError saying
+        what is wrong, or ImportError naming the extra. `ship_files`: every input file through
+        the object store, as for nodes that share no storage with this machine; `given_by`:
+        the flag or setting that gave `address`, which the errors name; `preload`: the modules
+        the runs import, imported by each worker as it starts."""
         require_ray()
         import ray
 
         self.address = address
+        self.name = f"{given_by} {address}"
         self._ship_all = ship_files
         self._shipped: dict[Path, tuple[str, Any] | None] = {}
-        _require_answer(address)
+        _require_answer(address, self.name)
         try:
             ray.init(
                 address=address,
@@ -102,16 +116,29 @@ class RayWorkers:
                 ignore_reinit_error=True,
             )
         except (ConnectionError, RuntimeError) as error:  # RuntimeError: a version mismatch
-            raise ClusterError(f"--ray {address}: {_first_line(error)}") from None
-        self._task = ray.remote(num_cpus=1, max_retries=MAX_RETRIES)(_run_task)
+            raise ClusterError(f"{self.name}: {_first_line(error)}") from None
+        self._runner = ray.remote(
+            num_cpus=1, max_restarts=MAX_RETRIES, max_task_retries=MAX_RETRIES
+        )(_Runner)
+        self._preload = tuple(preload)
+        self._runners: list[Any] = []
+        self._add_runners()  # they start while the nodes are asked below
         ours = node_versions()
         for node, report in self._reports([]):
             difference = version_difference(ours, report["versions"])
             if difference:
                 raise ClusterError(
-                    f"--ray {address}: node {node} runs {difference}: every node needs this "
+                    f"{self.name}: node {node} runs {difference}: every node needs this "
                     "machine's Python and packages, or the results would differ"
                 )
+
+    def _add_runners(self) -> None:
+        """A runner for each CPU the cluster has now (it may have grown since the last)."""
+        import ray
+
+        cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
+        while len(self._runners) < cpus:
+            self._runners.append(self._runner.remote(self._preload))
 
     def _reports(self, paths: Sequence[str]) -> list[tuple[str, dict[str, Any]]]:
         """Each live node's address and `_node_report(paths)`."""
@@ -130,11 +157,11 @@ class RayWorkers:
             reports = ray.get(refs, timeout=120)
         except ray.exceptions.RayTaskError as error:
             raise ClusterError(
-                f"--ray {self.address}: a node cannot run hft-console's engine "
+                f"{self.name}: a node cannot run hft-console's engine "
                 f"({_first_line(error.cause)}): install it on every node"
             ) from None
         except ray.exceptions.RayError as error:
-            raise ClusterError(f"--ray {self.address}: {_first_line(error)}") from None
+            raise ClusterError(f"{self.name}: {_first_line(error)}") from None
         return [
             (node["NodeManagerAddress"], report)
             for node, report in zip(nodes, reports, strict=True)
@@ -173,27 +200,55 @@ class RayWorkers:
         import ray
 
         shipped = {path: how for path, how in self._shipping(files).items() if how is not None}
-        pending = {
-            self._task.remote(function, item, shipped): index for index, item in enumerate(items)
-        }
+        self._add_runners()
+        waiting = iter(enumerate(items))
+        pending: dict[Any, tuple[int, Any]] = {}
+
+        def next_run(runner: Any) -> None:
+            for index, item in waiting:  # one run in flight a runner: the next as it ends
+                pending[runner.run.remote(function, item, shipped)] = (index, runner)
+                return
+
+        for runner in self._runners:
+            next_run(runner)
         try:
             while pending:
                 ready, _ = ray.wait(list(pending), num_returns=1)
                 for ref in ready:
-                    index = pending.pop(ref)  # a result is taken once
+                    index, runner = pending.pop(ref)  # a result is taken once
                     try:
                         result = ray.get(ref)
                     except ray.exceptions.RayTaskError as error:
                         raise (error.cause or error) from None  # the run's own error
                     except ray.exceptions.RayError as error:
                         raise ClusterError(
-                            f"--ray {self.address}: a run was lost {MAX_RETRIES + 1} times "
+                            f"{self.name}: a run was lost {MAX_RETRIES + 1} times "
                             f"({_first_line(error)})"
                         ) from None
+                    next_run(runner)
                     yield index, result
         finally:
-            for ref in pending:  # interrupted or failed: the rest are not wanted
-                ray.cancel(ref, force=True)
+            if pending:  # interrupted or failed: the runs in flight are not wanted
+                for runner in self._runners:
+                    ray.kill(runner, no_restart=True)
+                self._runners = []  # the next map starts others
+
+
+class _Runner:
+    """A worker kept for the command (a Ray actor): its process started and `preload`
+    imported once, then runs in turn."""
+
+    def __init__(self, preload: Sequence[str]) -> None:
+        for module in preload:
+            importlib.import_module(module)
+
+    def run(
+        self,
+        function: Callable[[Item, Place], Result],
+        item: Item,
+        shipped: Mapping[str, tuple[str, list[Any]]],
+    ) -> Result:
+        return _run_task(function, item, shipped)
 
 
 def _run_task(
@@ -224,7 +279,7 @@ def _node_copy(name: str, digest: str, ref: Any) -> Path:
     return copy
 
 
-def _require_answer(address: str) -> None:
+def _require_answer(address: str, name: str) -> None:
     """The head must answer as a gRPC server (Ray's GCS and client server are) within
     `CONNECT_TIMEOUT_S`: Ray itself waits minutes on a port that accepts and says nothing.
     `auto` is Ray's to find."""
@@ -233,7 +288,7 @@ def _require_answer(address: str) -> None:
     host, _, port = address.removeprefix("ray://").rpartition(":")
     if not host or not port.isdigit():
         raise ClusterError(
-            f"--ray {address}: expected HOST:PORT (the address `ray start --head` prints), "
+            f"{name}: expected HOST:PORT (the address `ray start --head` prints), "
             "ray://HOST:PORT or auto"
         )
     try:
@@ -242,12 +297,12 @@ def _require_answer(address: str) -> None:
             reply = head.recv(9)  # the server's first frame header: its SETTINGS
     except OSError as error:
         raise ClusterError(
-            f"--ray {address}: nothing answers there ({error.strerror or error}): start the "
+            f"{name}: nothing answers there ({error.strerror or error}): start the "
             "head (ray start --head), or give the address it printed"
         ) from None
     if len(reply) < 4 or reply[3] != _HTTP2_SETTINGS:
         raise ClusterError(
-            f"--ray {address}: something answers there, but not a Ray head: give the address "
+            f"{name}: something answers there, but not a Ray head: give the address "
             "`ray start --head` printed"
         )
 

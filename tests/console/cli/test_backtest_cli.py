@@ -18,6 +18,7 @@ import pytest
 from support.cli import CLI, REPO, checkout_env
 
 from console.cli.main import main
+from console.cli.progress import progress_bar
 
 
 @pytest.fixture(scope="module")
@@ -124,6 +125,21 @@ def test_a_run_prints_its_figures_as_json(recording, capsys):
     assert set(figures["pnl"]) == {"realized", "unrealized", "fees", "net", "net_per_hour"}
     horizons = [item["horizon_ms"] for item in figures["markouts"]["quote_fills"]]
     assert horizons == [100, 1000, 5000, 30000]
+
+
+def test_runs_in_workers_draw_one_bar_of_the_runs_done_on_a_terminal(
+    recording, capsys, monkeypatch
+):
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    grid = ("--set", "laya.gate=none", "--set", "trading.strategy.half_spread_bps=1,2,3")
+    code = main(["backtest", "--replay", str(recording), *grid, "--jobs", "2", "--json"])
+    _, err = capsys.readouterr()
+    assert code == 0
+    drawn = err.split("\r\x1b[K")  # a run's line clears the bar first, then draws it again
+    assert [text.splitlines()[-1] for text in drawn[:-1]] == [
+        f"{progress_bar(done / 3)} {done}/3 runs" for done in (1, 2)
+    ]
+    assert drawn[-1].startswith("3/3 ") and drawn[-1].endswith("frames/s\n")  # no bar left
 
 
 class _NoMatplotlib(importlib.abc.MetaPathFinder):

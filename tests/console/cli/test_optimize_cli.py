@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import json
 import os
+import pty
 import signal
 import subprocess
 import sys
 
 import pytest
 
+from console.cli.progress import progress_bar
 from tests.support.cli import CLI, REPO, checkout_env, run_cli
 from tests.support.recordings import shared_spot
 
@@ -45,6 +47,30 @@ def test_the_walk_forward_prints_in_and_out_of_sample_figures_as_json(walked):
         assert figures["hours"] > 0.08 and figures["net_per_hour"] is not None
     assert result["overall"]["out_of_sample"] == step["out_of_sample_figures"]
     assert "step 1/1: 2/2 trials" in done.stderr
+
+
+def test_on_a_terminal_each_step_is_one_line_with_a_bar_of_its_trials(tmp_path):
+    pytest.importorskip("optuna")  # the research extra
+    terminal, stderr = pty.openpty()
+    search = ("--space", f"{SPREAD}=0.5:6:log", "--folds", "2", "--trials", "2", "--jobs", "1")
+    with os.fdopen(terminal, "rb", buffering=0) as drawn:
+        done = subprocess.run(
+            [*CLI, "optimize", "--replay", str(shared_spot()), *search, "--json"],
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            cwd=tmp_path,
+            env=ENV,
+            timeout=300,
+        )
+        os.close(stderr)
+        err = drawn.read(65_536).decode()
+    assert done.returncode == 0, err
+    bar, pace = err.split("\r\n")[:2]  # the terminal writes a newline as \r\n
+    assert bar == (
+        f"\rstep 1/1: 1/2 trials {progress_bar(0.5)}\x1b[K"
+        f"\rstep 1/1: 2/2 trials {progress_bar(1.0)}\x1b[K"
+    )
+    assert pace.startswith("hft-console optimize: 2 trials in ")
 
 
 def test_the_report_holds_the_charts_beside_the_chosen_settings_backtest(walked):

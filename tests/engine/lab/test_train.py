@@ -10,6 +10,7 @@ from test_folds import OBI, session
 from engine.lab.candidates import GATE_SUFFIX, IMBALANCE_RULE
 from engine.lab.dataset import DatasetConfig
 from engine.lab.folds import BootstrapConfig, leave_one_session_out
+from engine.lab.savings import GateRun, SessionSavings
 from engine.lab.train import choose_candidate, train
 from engine.lab.train_config import TrainConfig
 from engine.laya.features import FEATURE_COUNT, FEATURE_SET_VERSION
@@ -144,3 +145,46 @@ def test_a_candidate_ranking_below_the_imbalance_rule_is_never_chosen():
         }
     )
     assert choose_candidate(config, mixed, None)[0] == "rule" + GATE_SUFFIX
+
+
+def _gate(name: str, fills: int, markout_bps: float, se_bps: float) -> GateRun:
+    return GateRun(name, 0.0, fills, markout_bps, se_bps, markout_bps, (1.0, 1.0))
+
+
+def _savings(saved_bps: dict[str, float], se_bps: float) -> tuple[SessionSavings, ...]:
+    """Two left-out sessions on which each candidate's gate saves `saved_bps` a fill against
+    no gate, at 1,000 of no gate's 1,000 fills, each mean with standard error `se_bps`."""
+    return tuple(
+        SessionSavings(
+            recording,
+            none=_gate("none", 1_000, 0.0, se_bps),
+            imbalance=_gate("imbalance", 1_000, 0.0, se_bps),
+            candidates=tuple(
+                _gate(name, 1_000, saved, se_bps) for name, saved in saved_bps.items()
+            ),
+            table="",
+        )
+        for recording in ("s1.gz", "s2.gz")
+    )
+
+
+def test_the_backtest_chooses_only_a_saving_clear_of_zero_else_the_ranking_does():
+    config = TrainConfig(candidates=QUICK_CANDIDATES)
+    gate = "rule" + GATE_SUFFIX
+    folds = _folds(
+        lambda train: {
+            "rule": _Imbalance(),
+            gate: _Imbalance(),
+            "mlp": _Noise(1),
+            "mlp" + GATE_SUFFIX: _Noise(2),
+        }
+    )
+    saved = {"rule": 0.10, gate: 0.05, "mlp": 0.0, "mlp" + GATE_SUFFIX: 0.0}
+    # Intervals of +-0.39 bps: no saving is told from zero, so the ranking chooses (a gate).
+    choice, reason = choose_candidate(config, folds, _savings(saved, se_bps=0.2))
+    assert choice == gate
+    assert reason.endswith("(no gate's backtest saving had a 95% interval above zero)")
+    # Intervals of +-0.02 bps: the largest saving clear of zero chooses.
+    choice, reason = choose_candidate(config, folds, _savings(saved, se_bps=0.01))
+    assert choice == "rule"
+    assert "+0.100 +- 0.020 bps on average (95%)" in reason

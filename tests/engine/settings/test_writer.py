@@ -59,6 +59,7 @@ def every_section_changed() -> Settings:
             "console.refresh_hz": 30.0,
             "console.shutdown_policy": "keep",
             "console.keymap": {"console.kill": "K", "console.quit": "q,ctrl+c"},
+            "research.ray_address": "10.0.0.5:6379",
         }
     )
 
@@ -68,13 +69,13 @@ def test_every_section_round_trips_through_the_written_file(tmp_path, settings):
     path = write(tmp_path, dump_settings(settings))
     loaded = load_settings(path=path, environ=NO_ENV)
     assert loaded == settings
-    for name in ("engine", "laya", "trading", "risk", "kev", "gpu", "console"):
+    for name in ("engine", "laya", "trading", "risk", "kev", "gpu", "console", "research"):
         assert getattr(loaded, name) == getattr(settings, name)
 
 
 def test_the_changed_settings_differ_from_the_defaults_in_every_section():
     changed, default = every_section_changed(), Settings()
-    for name in ("engine", "laya", "trading", "risk", "kev", "gpu", "console"):
+    for name in ("engine", "laya", "trading", "risk", "kev", "gpu", "console", "research"):
         assert getattr(changed, name) != getattr(default, name), name
     for name in ("strategy", "executor", "paper", "fees"):
         assert getattr(changed.trading, name) != getattr(default.trading, name), name
@@ -90,9 +91,18 @@ def test_the_written_file_has_every_key_with_a_comment_above_it():
         if re.match(r'^(# )?("[^"]+"|[a-z_]+) = ', line) and not line.startswith("# e.g"):
             keys += 1
             assert lines[index - 1].startswith("# "), f"no comment above {line!r}"
-    # The 111 keys (the 11 optional ones commented out) and the keymap's commented example.
-    assert keys == 112
-    assert set(document) == {"engine", "laya", "trading", "risk", "kev", "gpu", "console"}
+    # The 112 keys (the 12 optional ones commented out) and the keymap's commented example.
+    assert keys == 113
+    assert set(document) == {
+        "engine",
+        "laya",
+        "trading",
+        "risk",
+        "kev",
+        "gpu",
+        "console",
+        "research",
+    }
     assert set(document["trading"]) >= {"strategy", "executor", "paper"}
     assert set(document["risk"]["symbols"]) == {"BTCUSDT", "ETHUSDT"}
     assert "# model_path = " in text and "# thresholds = [" in text

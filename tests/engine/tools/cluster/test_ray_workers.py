@@ -17,8 +17,11 @@ import numpy as np
 import pytest
 
 from engine.lab.dataset import DatasetConfig
-from engine.lab.train import recording_datasets
+from engine.lab.train import recording_datasets, train
+from engine.lab.train_config import TrainConfig
 from engine.settings.reader import load_settings
+from engine.sim.market import MarketGeneratorConfig
+from engine.sim.recording import simulate_recording
 from engine.tools.backtest.plan import GridPoint, backtest_specs, run_specs
 from engine.tools.backtest.report import metrics_json
 from engine.tools.cluster.ray_workers import (
@@ -66,6 +69,20 @@ def test_a_grid_on_ray_gives_the_local_pools_metrics(head):
     assert [run["label"] for run in on_ray] == [run["label"] for run in local]
     assert without_timings(on_ray) == without_timings(local)
     assert local[0]["fills"] != local[1]["fills"]  # two points that differ, in their order
+
+
+def test_the_setting_alone_sends_a_backtest_to_the_head(head, tmp_path):
+    from ray._private.state import jobs  # the drivers the head has had: one per command
+
+    config = tmp_path / "config.toml"
+    config.write_text(f'[research]\nray_address = "{head}"\n')
+    grid = ("--replay", str(shared_spot()), "--set", "trading.strategy.half_spread_bps=1,3")
+    local = backtest_json(*grid, "--jobs", "2")
+    RayWorkers(head)  # this process on the head, to read its drivers
+    drivers = len(jobs())
+    on_ray = backtest_json(*grid, "--jobs", "2", "--config", str(config))
+    assert len(jobs()) == drivers + 1
+    assert without_timings(on_ray) == without_timings(local)
 
 
 def test_an_optimisation_on_ray_gives_the_local_walk(head):
@@ -131,6 +148,58 @@ def test_each_recordings_training_dataset_built_on_ray_is_the_local_one(head):
                 assert mine == yours, field.name
 
 
+class _MapsHeard(RayWorkers):
+    """The real cluster, and the size of each batch of runs sent to it."""
+
+    def __init__(self, address):
+        super().__init__(address)
+        self.batches = []
+
+    def map(self, function, items, files=()):
+        self.batches.append(len(items))
+        return super().map(function, items, files)
+
+
+def test_the_folds_fitted_side_by_side_on_ray_are_the_local_ones(head, tmp_path):
+    from tests.engine.lab.laya_training import QUICK_CANDIDATES, QUICK_LABELS
+
+    market = MarketGeneratorConfig(burst_rate_per_min=3.0)
+    recordings = [
+        simulate_recording(tmp_path / f"session-{seed}.gz", 2.5, seed=seed, market=market).path
+        for seed in (5, 6)
+    ]
+    config = TrainConfig(
+        dataset=DatasetConfig(labels=QUICK_LABELS),
+        candidates=QUICK_CANDIDATES,
+        latency_frames=50,
+        progress=False,
+    )
+    cluster = _MapsHeard(head)
+    reports = [
+        train(recordings, tmp_path / f"{where}.onnx", config, ray=ray)
+        for where, ray in (("local", None), ("ray", cluster))
+    ]
+    assert cluster.batches == [2, 2]  # the two recordings' datasets, then the two folds' fits
+
+    def fold_figures(report):
+        return [
+            (fold.left_out, row.name, row.macro_f1, row.f1, row.ask_auc, row.bid_auc)
+            for fold in report.folds.folds
+            for row in fold.rows
+        ]
+
+    def fold_thresholds(report):
+        return {
+            left_out: {name: fitted.thresholds for name, fitted in candidates.items()}
+            for left_out, candidates in report.folds.predictors.items()
+        }
+
+    local, on_ray = reports
+    assert fold_figures(on_ray) == fold_figures(local)
+    assert fold_thresholds(on_ray) == fold_thresholds(local)
+    assert on_ray.choice == local.choice
+
+
 @pytest.mark.parametrize(
     "command",
     [
@@ -150,6 +219,27 @@ def test_an_address_where_nothing_answers_is_one_line(command, tmp_path):
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1
     assert f"--ray 127.0.0.1:{port}: nothing answers there" in result.stderr
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("backtest",),
+        ("optimize", "--space", "trading.strategy.half_spread_bps=0.5:6"),
+        ("train", "--out", "never-written.onnx"),
+    ],
+)
+def test_an_address_set_in_the_settings_is_used_and_named(command, tmp_path):
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]  # closed again: nothing listens there
+    setting = {"HFT_CONSOLE_RESEARCH__RAY_ADDRESS": f"127.0.0.1:{port}"}
+    result = run_cli(
+        *command, "--replay", str(shared_spot()), env=checkout_env(**setting), cwd=tmp_path
+    )
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1
+    assert f"[research] ray_address 127.0.0.1:{port}: nothing answers there" in result.stderr
 
 
 def test_an_address_that_answers_but_is_no_ray_head_is_one_line_soon():
