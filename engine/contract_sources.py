@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 
 from engine.bitget.contracts import ContractTable, LoadedTable, load_contracts
 from engine.bitget.endpoints import PRODUCT_TYPE, TICKERS
@@ -21,6 +22,7 @@ from engine.feed.recording import (
     require_prices_on_ticks,
 )
 from engine.market.contracts import ContractOrigin, MarketContracts
+from engine.market.instruments import Instrument
 from engine.settings.schema import Settings
 from engine.sim.contracts import sim_instruments
 from engine.sim.market import sim_market
@@ -33,14 +35,31 @@ class ContractNotTrading(ValueError):
     """A symbol the venue lists with a status that takes no orders, or does not list."""
 
 
-def recording_contracts(settings: Settings, path: str | os.PathLike[str]) -> MarketContracts:
+@dataclass(frozen=True, slots=True)
+class RecordedMarket:
+    """What a recording says of its market before it plays: its stored contracts and each
+    symbol's first mid (read once, for every run of a grid on it)."""
+
+    instruments: Mapping[str, Instrument]
+    first_mids: Mapping[str, float]
+
+    @classmethod
+    def read(cls, path: str | os.PathLike[str], symbols: Iterable[str]) -> RecordedMarket:
+        return cls(recording_instruments(path), first_mids(path, symbols))
+
+
+def recording_contracts(
+    settings: Settings, path: str | os.PathLike[str], market: RecordedMarket | None = None
+) -> MarketContracts:
     """The contracts a replay of `path` runs on: [engine.instruments], the recording's stored
-    ones, the built-in ones; priced at each symbol's first book. A configured tick its prices
-    are not on is refused (`RecordingContractsError`)."""
+    ones, the built-in ones; priced at each symbol's first book (`market`: read already). A
+    configured tick its prices are not on is refused (`RecordingContractsError`)."""
     symbols = settings.engine.symbols
+    if market is None:
+        market = RecordedMarket.read(path, symbols)
     contracts = settings.contracts(
-        recorded=recording_instruments(path),
-        prices=first_mids(path, symbols),
+        recorded=market.instruments,
+        prices=market.first_mids,
         missing_hint=f"--instrument SYMBOL:tick=..,lot=..,min_notional=.. or {_CONFIG_HINT}",
     )
     configured = {

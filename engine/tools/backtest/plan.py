@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine.contract_sources import recording_contracts
+from engine.contract_sources import RecordedMarket, recording_contracts
 from engine.feed.recording import require_recording_symbols
 from engine.laya.decide import QuoteGate
 from engine.settings.schema import Settings
@@ -109,6 +109,7 @@ def backtest_specs(
     specs = []
     for recording in recordings:
         chosen = require_recording_symbols(recording, symbols)
+        market = RecordedMarket.read(recording, chosen)
         for point in points:
             values: dict[str, object] = {"engine.symbols": list(chosen), "trading.mode": "paper"}
             values.update(dict(point.values))
@@ -116,7 +117,7 @@ def backtest_specs(
                 if gate is not None:
                     values["laya.gate"] = gate.value
                 configured = settings.with_overrides(values, sources)
-                contracts = recording_contracts(configured, recording)
+                contracts = recording_contracts(configured, recording, market)
                 engine = configured.engine_config(
                     replay_path=str(recording),
                     replay_speed=None,
