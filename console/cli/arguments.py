@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from engine.settings.schema import Settings
+    from engine.tools.cluster.ray_workers import RayWorkers
 
 MAX_COUNT = 2**63 - 1
 """The largest count a flag takes: what SQLite and numpy hold in an integer."""
@@ -112,3 +113,14 @@ def ray_address(args: argparse.Namespace, settings: Settings) -> tuple[str, str]
     if settings.research.ray_address:
         return settings.research.ray_address, "[research] ray_address"
     return None
+
+
+def ray_workers(cluster: tuple[str, str] | None, preload: str) -> RayWorkers | None:
+    """The Ray cluster at `cluster` (`ray_address`'s answer) with `preload` imported on its
+    workers; None: no cluster (worker processes on this machine)."""
+    if cluster is None:
+        return None
+    from engine.tools.cluster.ray_workers import RayWorkers
+
+    address, given_by = cluster
+    return RayWorkers(address, given_by=given_by, preload=[preload])

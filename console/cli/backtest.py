@@ -13,7 +13,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from console.cli.arguments import add_ray_argument, add_recording_symbols, count, ray_address
+from console.cli.arguments import (
+    add_ray_argument,
+    add_recording_symbols,
+    count,
+    ray_address,
+    ray_workers,
+)
 from console.cli.errors import error_line
 from console.cli.progress import progress_bar
 
@@ -225,16 +231,12 @@ def _backtest(args: argparse.Namespace, scratch: Path) -> int:
             check_report_dir(report_dir)
         cluster = ray_address(args, settings)
         if cluster is not None:
-            address, given_by = cluster
+            given_by = cluster[1]
             if args.kev or args.kev_answers:
                 raise ValueError(f"{given_by}: Kev takes part on this machine only, run it here")
             if TREE_ENV in os.environ:  # --compiled's child: the setting asked for Ray
                 raise ValueError(f"{given_by}: {COMPILED_ON_RAY}")
-            from engine.tools.cluster.ray_workers import RayWorkers
-
-            ray = RayWorkers(address, given_by=given_by, preload=[run_specs.__module__])
-        else:
-            ray = None
+        ray = ray_workers(cluster, run_specs.__module__)
     except SettingsError as error:
         print(f"{name}: {error}", file=sys.stderr)
         return 2

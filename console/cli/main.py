@@ -17,6 +17,7 @@ from console.cli.arguments import (
     non_negative_number,
     positive_number,
     ray_address,
+    ray_workers,
     replay_speed,
     symbol_list,
     traded_symbols,
@@ -526,16 +527,11 @@ def _train(args: argparse.Namespace) -> int:
     from console.cli.config import load_console_settings
     from engine.lab.train import train_command
 
-    ray = None
-    cluster = ray_address(args, load_console_settings())
-    if cluster is not None:
-        from engine.tools.cluster.ray_workers import RayWorkers
-
-        try:
-            ray = RayWorkers(cluster[0], given_by=cluster[1], preload=[train_command.__module__])
-        except ImportError as error:  # not the train extra's: the main handler would say so
-            print(f"hft-console train: {error}", file=sys.stderr)
-            return 2
+    try:
+        ray = ray_workers(ray_address(args, load_console_settings()), train_command.__module__)
+    except ImportError as error:  # not the train extra's: the main handler would say so
+        print(f"hft-console train: {error}", file=sys.stderr)
+        return 2
     print(
         train_command(
             args.replay,

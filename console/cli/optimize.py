@@ -17,6 +17,7 @@ from console.cli.arguments import (
     finite_number,
     non_negative_number,
     ray_address,
+    ray_workers,
 )
 from console.cli.errors import error_line
 from console.cli.progress import progress_bar
@@ -131,7 +132,7 @@ def _optimize(args: argparse.Namespace) -> int:
     )
     from engine.settings.sources import SettingsError
     from engine.tools.backtest.plan import parse_set
-    from engine.tools.cluster.ray_workers import ClusterError, RayWorkers
+    from engine.tools.cluster.ray_workers import ClusterError
     from engine.tools.optimize.figures import Goal
     from engine.tools.optimize.folds import recording_span, walk_forward_folds
     from engine.tools.optimize.space import check_space, parse_space
@@ -164,13 +165,9 @@ def _optimize(args: argparse.Namespace) -> int:
         if args.study and Path(args.study).resolve() in {path.resolve() for path in recordings}:
             raise ValueError(f"--study {args.study}: is one of the recordings (--replay)")
         storage = open_storage(Path(args.study) if args.study else None, search)
-        cluster = ray_address(args, settings)
-        if cluster is not None:
-            from engine.tools.backtest.plan import run_specs
+        from engine.tools.backtest.plan import run_specs
 
-            ray = RayWorkers(cluster[0], given_by=cluster[1], preload=[run_specs.__module__])
-        else:
-            ray = None
+        ray = ray_workers(ray_address(args, settings), run_specs.__module__)
     except SettingsError as error:
         print(f"{NAME}: {error}", file=sys.stderr)
         return 2
