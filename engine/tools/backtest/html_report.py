@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC
 from pathlib import Path
 
+from engine.extras import require_module
 from engine.tools.backtest.charts import Chart, Figure, time_text
 from engine.tools.backtest.report import (
     Part,
@@ -44,13 +45,12 @@ p { margin: 0.5rem 0; }
 
 def require_matplotlib() -> None:
     """A one-line ValueError naming the extra when matplotlib cannot be imported."""
-    try:
-        import matplotlib.backends.backend_agg  # noqa: F401
-    except ImportError as error:
-        raise ValueError(
-            f"--report draws its charts with matplotlib, which did not import ({error}): "
-            f"{REPORT_EXTRA}"
-        ) from None
+    require_module(
+        "matplotlib.backends.backend_agg",
+        "--report draws its charts with matplotlib, which did not import",
+        REPORT_EXTRA,
+        ValueError,
+    )
 
 
 def figure_png(figure: Figure) -> bytes:

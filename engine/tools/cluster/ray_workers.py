@@ -25,6 +25,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, TypeVar
 
+from engine.extras import require_module
 from engine.tools.cluster.workers import Place
 
 Item = TypeVar("Item")
@@ -46,12 +47,7 @@ class ClusterError(ValueError):
 
 def require_ray() -> None:
     """A one-line ImportError naming the extra when Ray cannot be imported."""
-    try:
-        import ray  # noqa: F401
-    except ImportError as error:
-        raise ImportError(
-            f"--ray runs on a Ray cluster, and Ray did not import ({error}): {CLUSTER_EXTRA}"
-        ) from None
+    require_module("ray", "--ray runs on a Ray cluster, and Ray did not import", CLUSTER_EXTRA)
 
 
 def node_versions() -> dict[str, str | None]:

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from engine.extras import require_module
 from engine.settings.schema import Settings
 from engine.tools.backtest.plan import GridPoint, backtest_specs, run_specs
 from engine.tools.backtest.session import BacktestSpec, MarketWindow
@@ -47,12 +48,7 @@ class StudyMismatch(ValueError):
 
 def require_optuna() -> None:
     """A one-line ImportError naming the extra when Optuna cannot be imported."""
-    try:
-        import optuna  # noqa: F401
-    except ImportError as error:
-        raise ImportError(
-            f"optimize searches with Optuna, which did not import ({error}): {RESEARCH_EXTRA}"
-        ) from None
+    require_module("optuna", "optimize searches with Optuna, which did not import", RESEARCH_EXTRA)
 
 
 @dataclass(frozen=True, slots=True)
