@@ -95,6 +95,13 @@ def mapping_of(annotation: Any) -> Any | None:
     return None
 
 
+def text_entries(annotation: Any) -> Any | None:
+    """str or PathText for a table whose entries are text (`Mapping[str, str]` or
+    `Mapping[str, PathText]`: set one by one, a key may hold dots), else None."""
+    entry = mapping_of(annotation)
+    return entry if entry in (str, PathText) else None
+
+
 def engine_values(settings: object, config: type) -> dict[str, Any]:
     """The keys of `settings` by the field of the engine's `config` each feeds (the one
     `setting(engine=...)` names, else the key's own), as they are; keys `config` has no field
@@ -204,8 +211,12 @@ def coerce(annotation: Any, value: object, base: Path | None, *, text: bool = Fa
         raise BadValue(f"expects {want}, got {value!r}")
     if typing.get_origin(annotation) is tuple:
         return _coerce_tuple(annotation, value, base, text=text)
-    if mapping_of(annotation) is str:
-        return _coerce_str_map(value, text=text)
+    entry = text_entries(annotation)
+    if entry is not None:
+        return {
+            name: coerce(entry, item, base)
+            for name, item in _coerce_str_map(value, text=text).items()
+        }
     raise BadValue(f"is a table: set its keys one by one, got {value!r}")
 
 
@@ -268,8 +279,8 @@ def resolve(root: type, key: str) -> tuple[tuple[str, ...], Any]:
             continue
         value_type = mapping_of(annotation)
         if value_type is not None and index < len(parts):
-            if value_type is str:  # a key of its own may hold dots: the rest is the key
-                return (*path, ".".join(parts[index:])), str
+            if text_entries(annotation) is not None:  # a key of its own may hold dots
+                return (*path, ".".join(parts[index:])), value_type
             path.append(parts[index])
             index += 1
             cls = value_type
@@ -310,7 +321,7 @@ def field_at(root: type, key_path: tuple[str, ...]) -> dataclasses.Field | None:
         annotation, item = entry
         index += 1
         value_type = mapping_of(annotation)
-        if index == len(key_path) or (value_type is not None and value_type is str):
+        if index == len(key_path) or text_entries(annotation) is not None:
             return item
         if dataclasses.is_dataclass(annotation):
             cls = annotation

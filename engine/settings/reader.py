@@ -18,6 +18,7 @@ from engine.settings.keys import (
     fields_of,
     key_annotation,
     mapping_of,
+    text_entries,
     unknown_key,
 )
 from engine.settings.layers import Overrides, assemble_settings
@@ -105,9 +106,9 @@ class _FileReader:
                                 f"got {entry_table!r}",
                             )
                 continue
-            if value_type is str and isinstance(value, dict):
+            if text_entries(annotation) is not None and isinstance(value, dict):
                 for entry, item in value.items():
-                    self.leaf((*here, entry), str, item)
+                    self.leaf((*here, entry), value_type, item)
                 continue
             self.leaf(here, annotation, value)
 

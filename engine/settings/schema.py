@@ -208,10 +208,10 @@ class LayaSettings:
         "scorecard); unset: none",
         example="laya-candidate.onnx",
     )
-    models: Mapping[str, str] = setting(
+    models: Mapping[str, PathText] = setting(
         {},
         "symbol or pattern -> the ONNX model it runs on (exact symbols first, then patterns in "
-        "order; paths from the working directory); the rest run on model_path",
+        "order; a relative path is from the settings file's folder); the rest run on model_path",
         example={"NEXOUSDT": "laya-nexo.onnx"},
     )
 

@@ -320,17 +320,24 @@ def test_record_from_the_simulator_then_replay(tmp_path):
     ("table", "message"),
     [
         ('"btc usdt" = "m.onnx"', "key 'btc usdt' is neither a symbol"),
-        ('"BTC*" = "missing.onnx"', "[laya.models] maps BTCUSDT to missing.onnx, and there is no"),
+        # A relative path is from the settings file's folder, not the working directory.
+        (
+            '"BTC*" = "missing.onnx"',
+            "[laya.models] maps BTCUSDT to {folder}/missing.onnx, and there is no",
+        ),
     ],
 )
 def test_a_bad_laya_models_table_is_one_line_and_exit_2(table, message, recording, tmp_path):
-    settings = tmp_path / "config.toml"
+    folder = tmp_path / "settings"
+    folder.mkdir()
+    settings = folder / "config.toml"
     settings.write_text(f"[laya.models]\n{table}\n")
     env = checkout_env(HFT_CONSOLE_CONFIG=str(settings))
     run = ("run", "--headless", "--replay", str(recording), "--symbols", "BTCUSDT")
     result = run_cli(*run, env=env, cwd=tmp_path)
     assert result.returncode == 2
-    assert message in result.stderr and len(result.stderr.splitlines()) == 1
+    assert message.format(folder=folder) in result.stderr
+    assert len(result.stderr.splitlines()) == 1
 
 
 def test_eval_says_which_model_each_symbol_would_run_on(laya_model, tmp_path, monkeypatch, capsys):

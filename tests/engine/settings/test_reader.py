@@ -130,6 +130,29 @@ def test_relative_paths_in_the_file_are_relative_to_the_file(tmp_path, monkeypat
     assert settings.trading_config().journal_path == tmp_path / "home" / "j.sqlite"
 
 
+def test_the_models_a_file_maps_are_relative_to_the_file(tmp_path, monkeypatch):
+    """[laya.models] and shadow_model, like model_path: a settings file names models beside
+    it, whatever folder the console starts in."""
+    monkeypatch.chdir(tmp_path)
+    folder = tmp_path / "desk"
+    folder.mkdir()
+    path = write(
+        folder,
+        '[laya]\nshadow_model = "shadow.onnx"\n'
+        '[laya.models]\nNEXOUSDT = "models/nexo.onnx"\n"DOGE*" = "/abs/doge.onnx"\n',
+    )
+    settings = load_settings(path=path, environ=NO_ENV)
+    assert dict(settings.laya.models) == {
+        "NEXOUSDT": str(folder / "models" / "nexo.onnx"),
+        "DOGE*": "/abs/doge.onnx",
+    }
+    assert settings.laya.shadow_model == str(folder / "shadow.onnx")
+    from_environment = load_settings(
+        path=path, environ={"HFT_CONSOLE_LAYA__MODELS": "XRPUSDT=xrp.onnx"}
+    )
+    assert dict(from_environment.laya.models)["XRPUSDT"] == str(tmp_path / "xrp.onnx")
+
+
 def test_an_unknown_key_in_the_file_is_named_with_its_line(tmp_path):
     path = write(tmp_path, "[trading.strategy]\nquote_size = 0.001\nhalf_spred_bps = 1.0\n")
     with pytest.raises(SettingsError) as excinfo:
