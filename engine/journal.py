@@ -760,9 +760,18 @@ def format_entries(entries: Iterable[JournalEntry], *, as_json: bool = False) ->
     return "\n".join(lines)
 
 
-# A leading minus reads as "ago" too (-5m): the journal holds no future to mean otherwise.
-_DURATION = re.compile(r"^-?([0-9]+(?:\.[0-9]+)?)(ms|s|m|h|d)$")
+_DURATION = re.compile(r"^([0-9]+(?:\.[0-9]+)?)(ms|s|m|h|d)$")
 _DURATION_NS = {"ms": 1e6, "s": 1e9, "m": 60e9, "h": 3600e9, "d": 86_400e9}
+DURATION_FORMS = "a number and a unit (500ms, 90s, 15m, 8h, 1d)"
+
+
+def duration_ns(text: str) -> float | None:
+    """A duration written as `DURATION_FORMS` says, in ns (inf for one too long to count);
+    None for text that is not one."""
+    match = _DURATION.match(text.strip())
+    return float(match.group(1)) * _DURATION_NS[match.group(2)] if match else None
+
+
 _SINCE_FORMS = "a duration (15m, 2h), an ISO time (2024-06-01T12:00:00Z) or epoch seconds/ms/ns"
 
 
@@ -773,9 +782,9 @@ def parse_since(text: str, now_ns: int | None = None) -> int:
     (2262)."""
     value = text.strip()
     now = time.time_ns() if now_ns is None else now_ns
-    duration = _DURATION.match(value)
-    if duration:
-        ago_ns = float(duration.group(1)) * _DURATION_NS[duration.group(2)]
+    # A leading minus reads as "ago" too (-5m): the journal holds no future to mean otherwise.
+    ago_ns = duration_ns(value.removeprefix("-"))
+    if ago_ns is not None:
         since = now - round(ago_ns) if math.isfinite(ago_ns) else -1
     elif value.isascii() and value.isdigit():
         number = int(value)

@@ -53,6 +53,13 @@ def add_backtest_parser(commands: argparse._SubParsersAction) -> None:
         help="each run three times: Laya's gate, no gate, and the top-5 imbalance gate",
     )
     parser.add_argument(
+        "--blocks",
+        metavar="DURATION",
+        type=_block_length,
+        help="--compare's figures also per block of this much market time (e.g. 8h, as train's "
+        "validation blocks; whole minutes), the last block taking the remainder",
+    )
+    parser.add_argument(
         "--json", action="store_true", help="JSON on stdout instead of tables and charts"
     )
     parser.add_argument(
@@ -97,6 +104,24 @@ def add_backtest_parser(commands: argparse._SubParsersAction) -> None:
         "results; built once per source into the user cache, about a minute; needs "
         "pip install 'hft-console[compiled]' and a C compiler)",
     )
+
+
+def _block_length(text: str) -> int:
+    """`--blocks`: a positive duration of whole minutes, in seconds."""
+    from engine.journal import DURATION_FORMS, duration_ns
+    from engine.tools.backtest.metrics import MARK_STEP_S
+
+    value = duration_ns(text)
+    if value is None or not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a positive duration: give {DURATION_FORMS}"
+        )
+    seconds = round(value / 1e9)
+    if seconds == 0 or seconds % MARK_STEP_S or abs(value / 1e9 - seconds) > 1e-6:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a whole number of minutes (blocks are cut on the minute)"
+        )
+    return seconds
 
 
 COMPILED_ON_RAY = (
@@ -180,8 +205,8 @@ def _backtest(args: argparse.Namespace, scratch: Path) -> int:
         run_specs,
     )
     from engine.tools.backtest.report import (
+        backtest_json,
         compare_text,
-        metrics_json,
         ranking_text,
         run_groups,
         session_text,
@@ -202,6 +227,8 @@ def _backtest(args: argparse.Namespace, scratch: Path) -> int:
         require_distinct_recordings(recordings)  # one run each: a copy would weigh twice
         if args.frames:
             recordings = looped_recordings(recordings, args.frames, scratch)
+        if args.blocks is not None:
+            _check_blocks(args, recordings)
         sets = [parse_set(text) for text in args.set]
         sources = {key: f"--set {key}" for key, _ in sets}
         settings = load_console_settings(args.config)
@@ -258,12 +285,12 @@ def _backtest(args: argparse.Namespace, scratch: Path) -> int:
     finally:
         if progress is not None:
             progress.close()
-    groups = run_groups(runs, len(gates))
+    groups = run_groups(runs, len(gates), args.blocks)
     if args.json:
-        print(json.dumps({"runs": [metrics_json(run) for run in runs]}, indent=2))
+        print(json.dumps(backtest_json(groups), indent=2))
     else:
         blocks = [session_text(run) for run in runs]
-        blocks += [compare_text(group.runs) for group in groups if group.compared]
+        blocks += [compare_text(group.runs, group.block_s) for group in groups if group.compared]
         if len(runs) > 1:
             blocks.append(ranking_text(runs))
         if not args.no_charts:
@@ -288,6 +315,24 @@ def _backtest(args: argparse.Namespace, scratch: Path) -> int:
         return 1
     print(f"report: {report_dir / 'report.html'}", file=sys.stderr if args.json else sys.stdout)
     return 1 if unanswered else 0
+
+
+def _check_blocks(args: argparse.Namespace, recordings: Sequence[Path]) -> None:
+    """`--blocks` cuts `--compare`'s runs, each at least one block long: raises ValueError."""
+    from engine.tools.backtest.report import block_text
+    from engine.tools.optimize.folds import recording_span
+
+    given = f"--blocks {block_text(args.blocks)}"
+    if not args.compare:
+        raise ValueError(f"{given} cuts --compare's figures into blocks: add --compare")
+    for recording in recordings:
+        span = recording_span(recording)
+        span_s = (span.last_ns - span.first_ns) / 1e9
+        if span_s < args.blocks:
+            raise ValueError(
+                f"{given} is longer than {recording.name}, {span_s:,.1f} s of market: give a "
+                "shorter block"
+            )
 
 
 def _check_kev_server(config: KevClientConfig) -> None:

@@ -22,7 +22,7 @@ from engine.lab.folds import FoldReport
 from engine.laya.decide import QuoteGate
 from engine.laya.model import LayaModelMetadata
 from engine.settings.schema import Settings
-from engine.tools.backtest.metrics import HORIZONS_MS, SessionMetrics
+from engine.tools.backtest.metrics import SessionMetrics, saving_half_width
 from engine.tools.backtest.plan import GridPoint, backtest_specs, run_specs
 from engine.tools.backtest.report import compare_text
 
@@ -46,22 +46,12 @@ class GateRun:
 
     @classmethod
     def of(cls, name: str, metrics: SessionMetrics) -> GateRun:
-        column = HORIZONS_MS.index(ONE_SECOND_MS)
-        markouts = np.array(
-            [
-                row.markouts_bps[column]
-                for row in metrics.fills
-                if row.symbol == metrics.quoted and row.maker
-            ]
-        )
-        markouts = markouts[np.isfinite(markouts)]
-        spread = float(np.std(markouts, ddof=1)) if markouts.size > 1 else float("nan")
         return cls(
             name=name,
             net_per_hour=metrics.net / metrics.hours if metrics.hours else float("nan"),
             fills=metrics.result(metrics.quoted).maker_fills,
             markout_1s_bps=metrics.markout(ONE_SECOND_MS).mean_bps,
-            markout_1s_se_bps=spread / np.sqrt(markouts.size) if markouts.size else float("nan"),
+            markout_1s_se_bps=metrics.quote_figures().markout_1s.standard_error_bps,
             markout_5s_bps=metrics.markout(FIVE_SECONDS_MS).mean_bps,
             uptime=(metrics.uptime["bid"], metrics.uptime["ask"]),
         )
@@ -88,9 +78,8 @@ class SessionSavings:
         return run.markout_1s_bps - self.none.markout_1s_bps
 
     def saved_half_width(self, run: GateRun) -> float:
-        """Half the 95% interval of `saved_per_fill`, the two runs' fills taken as independent
-        (they overlap, so this is conservative)."""
-        return 1.96 * float(np.hypot(run.markout_1s_se_bps, self.none.markout_1s_se_bps))
+        """Half the 95% interval of `saved_per_fill` (`saving_half_width`)."""
+        return saving_half_width(run.markout_1s_se_bps, self.none.markout_1s_se_bps)
 
 
 def fold_savings(

@@ -15,7 +15,7 @@ from engine.market.instruments import price_text, size_text
 from engine.tools.backtest.charts import report_figures
 from engine.tools.backtest.html_report import figure_png, report_html, require_matplotlib
 from engine.tools.backtest.metrics import HORIZONS_MS, SessionMetrics
-from engine.tools.backtest.report import RunGroup, metrics_json
+from engine.tools.backtest.report import RunGroup, backtest_json
 from engine.units import plain
 from engine.user_files import check_output_folder, folder_made_whole
 
@@ -31,9 +31,7 @@ def write_report(folder: Path, groups: Sequence[RunGroup]) -> None:
     """Every run of `groups` (in order) and each group's comparison."""
     runs = [run for group in groups for run in group.runs]
     with folder_made_whole(folder) as scratch:
-        (scratch / "report.json").write_text(
-            json.dumps({"runs": [metrics_json(run) for run in runs]}, indent=2), "utf-8"
-        )
+        (scratch / "report.json").write_text(json.dumps(backtest_json(groups), indent=2), "utf-8")
         _write_fills(scratch / "fills.csv", runs)
         figures = report_figures(groups)
         pngs = {figure.name: figure_png(figure) for figure in figures}

@@ -160,7 +160,7 @@ def report_html(
         body += [f'<section id="group-{number}">', f"<h2>{_e(group.title)}</h2>"]
         body.append(figure_html(figure, pngs[figure.name]))
         if group.compared:
-            body.append(parts_html(compare_parts(group.runs)))
+            body.append(parts_html(compare_parts(group.runs, group.block_s)))
         body.append("</section>")
     if len(runs) > 1:
         body += [

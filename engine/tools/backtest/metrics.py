@@ -35,6 +35,10 @@ from engine.tools.backtest.session import MidSeries, SessionRecord
 HORIZONS_MS = (100, 1_000, 5_000, 30_000)
 SERIES_MAX_POINTS = 1_200
 """A session's series have at most this many points (and the end): 1 s apart up to 20 min."""
+MARK_STEP_S = 60
+"""`SessionMetrics.marks` every this many seconds: blocks are whole multiples of it."""
+Z_95 = 1.96
+"""A mean +- this many standard errors is its 95% interval (normal approximation)."""
 _SIZE_EPSILON = 1e-12
 _STATES = ("ACTIVE", "PAUSED", "REDUCING", "HALTED")
 
@@ -75,6 +79,79 @@ class MarkoutStats:
     median_bps: float
     p10_bps: float
     p90_bps: float
+
+
+@dataclass(frozen=True, slots=True)
+class MarkoutMean:
+    """Some fills' mean markout at one horizon and its standard error (their spread over the
+    root of their count); NaN without fills, the error NaN with fewer than two."""
+
+    count: int
+    mean_bps: float
+    standard_error_bps: float
+
+    @classmethod
+    def of(cls, markouts_bps: np.ndarray) -> MarkoutMean:
+        """Of the finite ones (a markout past the recording's end is NaN)."""
+        values = markouts_bps[np.isfinite(markouts_bps)]
+        if not values.size:
+            return cls(0, math.nan, math.nan)
+        spread = float(np.std(values, ddof=1)) if values.size > 1 else math.nan
+        return cls(int(values.size), float(values.mean()), spread / math.sqrt(values.size))
+
+
+def saving_half_width(standard_error_bps: float, base_standard_error_bps: float) -> float:
+    """Half the 95% interval of the difference of two mean markouts, their fills taken as
+    independent (a gate's fills overlap the ungated run's, so this is conservative)."""
+    return Z_95 * float(np.hypot(standard_error_bps, base_standard_error_bps))
+
+
+@dataclass(frozen=True, slots=True)
+class Saving:
+    """What a gate adds to the mean markout of the quotes' fills against another run (no
+    gate), bps a fill, and half its 95% interval."""
+
+    bps: float
+    half_width_bps: float
+
+    @classmethod
+    def between(cls, gate: MarkoutMean, base: MarkoutMean) -> Saving:
+        return cls(
+            gate.mean_bps - base.mean_bps,
+            saving_half_width(gate.standard_error_bps, base.standard_error_bps),
+        )
+
+    @property
+    def interval(self) -> str:
+        """Where its 95% interval lies: "above zero" or "below zero" (beyond the noise),
+        "holds zero" (within it), "n/a" (too few fills to tell)."""
+        if math.isnan(self.bps) or math.isnan(self.half_width_bps):
+            return "n/a"
+        if self.bps - self.half_width_bps > 0:
+            return "above zero"
+        if self.bps + self.half_width_bps < 0:
+            return "below zero"
+        return "holds zero"
+
+
+@dataclass(frozen=True, slots=True)
+class QuoteFigures:
+    """What a run made in some market time (all of it, or a block) and its quotes' fills."""
+
+    start_ns: int
+    end_ns: int
+    net: float
+    quote_fills: int
+    markout_1s: MarkoutMean
+    """The quotes' fills' 1 s markout."""
+
+    @property
+    def hours(self) -> float:
+        return (self.end_ns - self.start_ns) / 3.6e12
+
+    @property
+    def net_per_hour(self) -> float:
+        return self.net / self.hours if self.end_ns > self.start_ns else math.nan
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,6 +222,9 @@ class SessionMetrics:
     fills: tuple[FillRow, ...] = field(repr=False)
     pulled: tuple[PulledQuote, ...] = field(repr=False)
     series: SessionSeries = field(repr=False)
+    marks: SessionSeries = field(repr=False)
+    """The same every `MARK_STEP_S` of market time from the first frame (and at the end): the
+    equity at the edges of blocks (`block_figures`), exact where they fall on its points."""
     recording_problem: str | None = None
     rss_kb_at_100k: int | None = None
     rss_kb_end: int = 0
@@ -206,6 +286,55 @@ class SessionMetrics:
     def result(self, symbol: str) -> SymbolResult:
         return next(result for result in self.symbols if result.symbol == symbol)
 
+    def quote_figures(self) -> QuoteFigures:
+        """The whole run's."""
+        _, markouts = self._quote_markouts_1s()
+        start_ns = int(self.marks.at_ns[0])
+        span_ns = round(self.span_s * 1e9)
+        return QuoteFigures(
+            start_ns, start_ns + span_ns, self.net, self.quote_fills, MarkoutMean.of(markouts)
+        )
+
+    def block_figures(self, block_s: int) -> tuple[QuoteFigures, ...]:
+        """The run cut into blocks of `block_s` of market time from its first frame, the
+        remainder joining the last (as train cuts a recording into validation blocks): a
+        block's net is the change in the equity of `marks` between its edges, its quotes'
+        fills those filled in it. Raises ValueError for a block that is not a whole number of
+        `MARK_STEP_S`, or longer than the run."""
+        if block_s <= 0 or block_s % MARK_STEP_S:
+            raise ValueError(
+                f"a block of {block_s:g} s is not a whole number of {MARK_STEP_S} s of market"
+            )
+        count = int(self.span_s // block_s)
+        if count < 1:
+            raise ValueError(
+                f"a block of {block_s:,} s is longer than the run's {self.span_s:,.1f} s of market"
+            )
+        at_ns = self.marks.at_ns
+        start_ns = int(at_ns[0])
+        edges = [start_ns + block * block_s * 1_000_000_000 for block in range(count)]
+        edges.append(int(at_ns[-1]))
+        equity = self.marks.equity[np.searchsorted(at_ns, edges, side="right") - 1]
+        times, markouts = self._quote_markouts_1s()
+        block_of = np.searchsorted(edges[1:-1], times, side="right")
+        return tuple(
+            QuoteFigures(
+                edges[block],
+                edges[block + 1],
+                float(equity[block + 1] - equity[block]),
+                int(np.count_nonzero(block_of == block)),
+                MarkoutMean.of(markouts[block_of == block]),
+            )
+            for block in range(count)
+        )
+
+    def _quote_markouts_1s(self) -> tuple[np.ndarray, np.ndarray]:
+        """The quotes' fills' times and 1 s markouts."""
+        column = HORIZONS_MS.index(1_000)
+        quotes = [row for row in self.fills if row.symbol == self.quoted and row.maker]
+        times = np.array([row.at_ns for row in quotes], np.int64)
+        return times, np.array([row.markouts_bps[column] for row in quotes], float)
+
 
 def session_metrics(record: SessionRecord) -> SessionMetrics:
     entries = record.entries
@@ -263,6 +392,7 @@ def session_metrics(record: SessionRecord) -> SessionMetrics:
         fills=tuple(fills),
         pulled=tuple(pulled),
         series=_series(record, paths),
+        marks=_series(record, paths, MARK_STEP_S),
         recording_problem=record.recording_problem,
         rss_kb_at_100k=record.rss_kb_at_100k,
         rss_kb_end=record.rss_kb_end,
@@ -476,10 +606,13 @@ def _symbol_result(
     )
 
 
-def _series(record: SessionRecord, paths: dict[str, _PositionPath]) -> SessionSeries:
+def _series(
+    record: SessionRecord, paths: dict[str, _PositionPath], step_s: int | None = None
+) -> SessionSeries:
+    """Every `step_s` seconds; by default the charts' step (`SERIES_MAX_POINTS`)."""
     end_ns = max([record.end_ns, *(int(path.at_ns[-1]) for path in paths.values())])
     span_s = max(0, end_ns - record.start_ns) / 1e9
-    step_ns = max(1, math.ceil(span_s / SERIES_MAX_POINTS)) * 1_000_000_000
+    step_ns = (step_s or max(1, math.ceil(span_s / SERIES_MAX_POINTS))) * 1_000_000_000
     grid = np.append(np.arange(record.start_ns, end_ns, step_ns, dtype=np.int64), end_ns)
     equity = np.zeros(len(grid))
     position = np.zeros(len(grid))

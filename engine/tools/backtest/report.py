@@ -19,7 +19,14 @@ import numpy as np
 from engine.laya.decide import QuoteGate
 from engine.laya.scorecard import score_lines
 from engine.market.instruments import size_text
-from engine.tools.backtest.metrics import HORIZONS_MS, MarkoutStats, SessionMetrics, SymbolResult
+from engine.tools.backtest.metrics import (
+    HORIZONS_MS,
+    MarkoutStats,
+    QuoteFigures,
+    Saving,
+    SessionMetrics,
+    SymbolResult,
+)
 from engine.units import plain
 
 
@@ -73,6 +80,8 @@ class RunGroup:
 
     runs: tuple[SessionMetrics, ...]
     compared: bool
+    block_s: int | None = None
+    """The comparison also per block of this much market time (`--blocks`)."""
 
     @property
     def title(self) -> str:
@@ -86,12 +95,14 @@ class RunGroup:
         return f"{name}: {len(self.runs)} runs"
 
 
-def run_groups(runs: Sequence[SessionMetrics], gates: int) -> list[RunGroup]:
+def run_groups(
+    runs: Sequence[SessionMetrics], gates: int, block_s: int | None = None
+) -> list[RunGroup]:
     """`runs` in the plan's order (recording, grid point, gate) in groups: `gates` in a row when
-    several were compared, else by recording."""
+    several were compared (each comparison per block of `block_s` too), else by recording."""
     if gates > 1:
         return [
-            RunGroup(tuple(runs[start : start + gates]), True)
+            RunGroup(tuple(runs[start : start + gates]), True, block_s)
             for start in range(0, len(runs), gates)
         ]
     by_recording: dict[str, list[SessionMetrics]] = {}
@@ -227,13 +238,110 @@ def _verdict_line(metrics: SessionMetrics) -> str:
     return f"Laya's verdicts: {verdicts}; acted on: {acted or 'nothing'}"
 
 
-def compare_text(runs: Sequence[SessionMetrics]) -> str:
-    """Variants of one recording side by side, each against quoting with no gate."""
-    return parts_text(compare_parts(runs))
+def compare_text(runs: Sequence[SessionMetrics], block_s: int | None = None) -> str:
+    """Variants of one recording side by side, each against quoting with no gate; per block
+    of `block_s` of market time too."""
+    return parts_text(compare_parts(runs, block_s))
 
 
-def compare_parts(runs: Sequence[SessionMetrics]) -> list[Part]:
-    base = next((m for m in runs if m.label.split(" ", 1)[0] == QuoteGate.NONE.value), None)
+SAVED_CAPTION = (
+    "saved/fill 1 s: the quotes' 1 s markout a fill against no gate's, +- half its 95% "
+    "interval (the two runs' fills taken as independent, which overlap: conservative); "
+    "interval: whether it lies above or below zero (beyond the noise) or holds zero (within it)"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class GateFigures:
+    """One gate's figures (of a run or a block of it) against no gate's in the same time."""
+
+    label: str
+    figures: QuoteFigures
+    fills_lost: float | None
+    """The share of no gate's quote fills it did not make (None: no gate itself, or none)."""
+    saved: Saving | None
+    saved_per_hour: float | None
+
+    @classmethod
+    def against(cls, label: str, figures: QuoteFigures, base: QuoteFigures | None) -> GateFigures:
+        if base is None or figures is base:
+            return cls(label, figures, None, None, None)
+        lost = (
+            (base.quote_fills - figures.quote_fills) / base.quote_fills
+            if base.quote_fills
+            else None
+        )
+        saved_hour = (figures.net - base.net) / figures.hours if figures.hours else None
+        return cls(
+            label, figures, lost, Saving.between(figures.markout_1s, base.markout_1s), saved_hour
+        )
+
+    def cells(self) -> list[str]:
+        """net/h, quote fills, quote fills lost, saved/fill 1 s, interval."""
+        figures, saved = self.figures, self.saved
+        return [
+            _signed(figures.net_per_hour),
+            f"{figures.quote_fills:,}",
+            f"{self.fills_lost:.0%}" if self.fills_lost is not None else "-",
+            _saved_text(saved) if saved else "-",
+            saved.interval if saved else "-",
+        ]
+
+    def as_json(self) -> dict[str, object]:
+        figures, saved = self.figures, self.saved
+        return {
+            "gate": self.label,
+            "start_ns": figures.start_ns,
+            "end_ns": figures.end_ns,
+            "net": figures.net,
+            "net_per_hour": _finite(figures.net_per_hour),
+            "quote_fills": figures.quote_fills,
+            "quote_fills_lost": self.fills_lost,
+            "markout_1s_bps": _finite(figures.markout_1s.mean_bps),
+            "markout_1s_standard_error_bps": _finite(figures.markout_1s.standard_error_bps),
+            "saved_per_fill_1s_bps": _finite(saved.bps) if saved else None,
+            "saved_half_width_bps": _finite(saved.half_width_bps) if saved else None,
+            "saved_interval": saved.interval if saved else None,
+            "saved_per_hour": self.saved_per_hour,
+        }
+
+
+def _saved_text(saved: Saving) -> str:
+    if math.isnan(saved.bps):  # no fills on a side
+        return "n/a"
+    if math.isnan(saved.half_width_bps):  # fewer than two fills on a side: no spread
+        return f"{_signed(saved.bps)} bps"
+    return f"{_signed(saved.bps)} +- {saved.half_width_bps:.2f} bps"
+
+
+def compared_gates(runs: Sequence[SessionMetrics]) -> list[GateFigures]:
+    """Each run's figures against the run with no gate (none where none is among them)."""
+    figures = [run.quote_figures() for run in runs]
+    base = next((f for f, m in zip(figures, runs, strict=True) if _is_ungated(m)), None)
+    return [
+        GateFigures.against(run.label, item, base) for run, item in zip(runs, figures, strict=True)
+    ]
+
+
+def compared_blocks(runs: Sequence[SessionMetrics], block_s: int) -> list[list[GateFigures]]:
+    """Per block of `block_s` (`SessionMetrics.block_figures`), each run's figures against the
+    run with no gate in the same block."""
+    blocks = [run.block_figures(block_s) for run in runs]
+    base = next((b for b, m in zip(blocks, runs, strict=True) if _is_ungated(m)), None)
+    return [
+        [
+            GateFigures.against(run.label, run_blocks[index], base[index] if base else None)
+            for run, run_blocks in zip(runs, blocks, strict=True)
+        ]
+        for index in range(len(blocks[0]))
+    ]
+
+
+def _is_ungated(metrics: SessionMetrics) -> bool:
+    return metrics.label.split(" ", 1)[0] == QuoteGate.NONE.value
+
+
+def compare_parts(runs: Sequence[SessionMetrics], block_s: int | None = None) -> list[Part]:
     quote = runs[0].symbols[0].quote_coin if runs and runs[0].symbols else "USDT"
     rows = [
         [
@@ -247,37 +355,104 @@ def compare_parts(runs: Sequence[SessionMetrics]) -> list[Part]:
             "pulled",
             "quote fills lost",
             "saved/fill 1 s",
+            "interval",
             "saved/h",
         ]
     ]
-    for metrics in runs:
-        one, five = metrics.markout(1_000), metrics.markout(5_000)
-        lost = saved_fill = saved_hour = "-"
-        if base is not None and metrics is not base:
-            base_fills, fills = base.quote_fills, metrics.quote_fills
-            lost = f"{(base_fills - fills) / base_fills:.0%}" if base_fills else "-"
-            saved_fill = _signed(one.mean_bps - base.markout(1_000).mean_bps) + " bps"
-            saved_hour = _signed((metrics.net - base.net) / metrics.hours) if metrics.hours else "-"
+    for metrics, gate in zip(runs, compared_gates(runs), strict=True):
+        net_hour, fills, lost, saved_fill, interval = gate.cells()
         rows.append(
             [
                 metrics.label,
                 _signed(metrics.net),
-                _signed(metrics.net / metrics.hours) if metrics.hours else "-",
-                f"{metrics.quote_fills:,}",
-                _signed(one.mean_bps),
-                _signed(five.mean_bps),
+                net_hour,
+                fills,
+                _signed(metrics.markout(1_000).mean_bps),
+                _signed(metrics.markout(5_000).mean_bps),
                 f"{metrics.uptime['bid']:.0%}/{metrics.uptime['ask']:.0%}",
                 f"{metrics.pulled_markouts[0].count:,}",
                 lost,
                 saved_fill,
-                saved_hour,
+                interval,
+                _signed(gate.saved_per_hour) if gate.saved_per_hour is not None else "-",
             ]
         )
     name = Path(runs[0].recording).name if runs else ""
-    return [
+    parts: list[Part] = [
         f"compare on {name} (quote fills: the quoted symbol's maker fills; mo = markout)",
         _table(rows),
+        SAVED_CAPTION,
     ]
+    if block_s is not None:
+        parts += ["", *_block_parts(runs, block_s, quote)]
+    return parts
+
+
+def _block_parts(runs: Sequence[SessionMetrics], block_s: int, quote: str) -> list[Part]:
+    rows = [
+        [
+            "block",
+            "from (UTC)",
+            "gate",
+            "length",
+            f"net {quote}",
+            "net/h",
+            "quote fills",
+            "quote fills lost",
+            "saved/fill 1 s",
+            "interval",
+        ]
+    ]
+    for number, gates in enumerate(compared_blocks(runs, block_s), 1):
+        for gate in gates:
+            figures = gate.figures
+            rows.append(
+                [
+                    str(number),
+                    f"{datetime.fromtimestamp(figures.start_ns / 1e9, UTC):%Y-%m-%d %H:%M}",
+                    gate.label,
+                    f"{figures.hours:.2f} h"
+                    if figures.hours >= 1
+                    else f"{figures.hours * 60:.1f} min",
+                    _signed(figures.net),
+                    *gate.cells(),
+                ]
+            )
+    return [
+        f"per block of {block_text(block_s)} of market time from the first frame (the last "
+        "takes the remainder, as train's validation blocks do): net = the change in net PnL "
+        "(realized, fees, what is open marked to the mid in force) between the block's edges; "
+        "the quotes' fills are those filled in the block, each gate against no gate's in the "
+        "same block",
+        _table(rows, right_from=3),
+    ]
+
+
+def block_text(block_s: int) -> str:
+    """A block's length as `--blocks` gives it: "8 h", "90 min"."""
+    return f"{block_s / 3600:g} h" if block_s % 3600 == 0 else f"{block_s // 60:g} min"
+
+
+def compare_json(runs: Sequence[SessionMetrics], block_s: int | None = None) -> dict[str, object]:
+    """`compare_parts`' figures: each gate against no gate, per block of `block_s` too."""
+    return {
+        "recording": runs[0].recording,
+        "gates": [gate.as_json() for gate in compared_gates(runs)],
+        "block_s": block_s,
+        "blocks": (
+            [[gate.as_json() for gate in gates] for gates in compared_blocks(runs, block_s)]
+            if block_s is not None
+            else []
+        ),
+    }
+
+
+def backtest_json(groups: Sequence[RunGroup]) -> dict[str, object]:
+    """`--json`'s and report.json's: every run's metrics, and each comparison's figures."""
+    return {
+        "runs": [metrics_json(run) for group in groups for run in group.runs],
+        "compare": [compare_json(group.runs, group.block_s) for group in groups if group.compared],
+    }
 
 
 def ranking_text(runs: Sequence[SessionMetrics]) -> str:

@@ -373,3 +373,53 @@ def test_a_run_whose_kev_never_answered_says_so_and_exits_1(
     assert _UpOnce.probes > 2  # the check before the run, then the run's own probes
     assert err.startswith("hft-console backtest: Kev never answered: ") and err.count("\n") == 1
     assert " anomalies unanswered, the run is without Kev" in err
+
+
+@pytest.mark.parametrize(
+    ("blocks", "message"),
+    [
+        ("0h", "'0h' is not a positive duration"),
+        ("eight", "'eight' is not a positive duration: give a number and a unit"),
+        ("-8h", "'-8h' is not a positive duration"),
+        ("90s", "'90s' is not a whole number of minutes"),
+    ],
+)
+def test_a_block_that_is_no_positive_whole_minutes_is_refused(recording, capsys, blocks, message):
+    with pytest.raises(SystemExit) as exited:
+        run(capsys, "--replay", str(recording), "--compare", f"--blocks={blocks}")
+    assert exited.value.code == 2
+    error = capsys.readouterr().err.splitlines()[-1]
+    assert error.startswith("hft-console backtest: error: argument --blocks:") and message in error
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--blocks", "8h"], "--blocks 8 h cuts --compare's figures into blocks: add --compare"),
+        (
+            ["--blocks", "1m", "--compare"],
+            "--blocks 1 min is longer than sim.bitget.gz, 59.9 s of market",
+        ),
+    ],
+)
+def test_blocks_without_compare_or_longer_than_the_recording_are_refused_before_any_run(
+    recording, capsys, args, message
+):
+    code, out, err = run(capsys, "--replay", str(recording), *args)
+    assert (code, out) == (2, "") and err.count("\n") == 1
+    assert err.startswith(f"hft-console backtest: {message}")
+
+
+def test_compare_per_block_in_the_tables_and_the_json(tmp_path, capsys):
+    from engine.sim.recording import simulate_recording
+
+    recording = tmp_path / "two.bitget.gz"
+    simulate_recording(recording, 2.0, seed=5)
+    argv = ["--replay", str(recording), "--compare", "--blocks", "1m", "--jobs", "1"]
+    code, out, _ = run(capsys, *argv, "--json")
+    assert code == 0
+    (compare,) = json.loads(out)["compare"]
+    assert compare["block_s"] == 60 and len(compare["blocks"]) == 1  # under 2 min: one block
+    assert [gate["gate"] for gate in compare["blocks"][0]] == ["laya", "none", "imbalance"]
+    code, out, _ = run(capsys, *argv, "--no-charts")
+    assert code == 0 and "per block of 1 min of market time" in out

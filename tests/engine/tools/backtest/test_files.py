@@ -90,3 +90,22 @@ def test_an_interrupted_write_leaves_nothing_and_an_empty_folder_as_it_was(
     assert drawn == ["overview-1"]  # it was part-way through
     assert [path.name for path in tmp_path.iterdir()] == ["report"]
     assert not any(folder.iterdir())
+
+
+def test_report_json_holds_each_gate_against_no_gate_whole_and_per_block(compared_runs, tmp_path):
+    folder = tmp_path / "report"
+    write_report(folder, run_groups(compared_runs, 3, block_s=60))
+    (compare,) = json.loads((folder / "report.json").read_text("utf-8"))["compare"]
+    assert [gate["gate"] for gate in compare["gates"]] == ["laya", "none", "imbalance"]
+    assert compare["block_s"] == 60 and len(compare["blocks"]) == 3  # under 4 min: the last takes 2
+    for column, run in enumerate(compared_runs):
+        blocks = [block[column] for block in compare["blocks"]]
+        assert sum(block["quote_fills"] for block in blocks) == run.quote_fills
+        assert sum(block["net"] for block in blocks) == pytest.approx(run.net)
+        assert [block["start_ns"] for block in blocks[1:]] == [b["end_ns"] for b in blocks[:-1]]
+    laya, none, _ = compare["gates"]
+    assert none["saved_per_fill_1s_bps"] is None
+    assert laya["saved_per_fill_1s_bps"] == pytest.approx(
+        laya["markout_1s_bps"] - none["markout_1s_bps"]
+    )
+    assert laya["saved_interval"] in ("above zero", "below zero", "holds zero")

@@ -118,3 +118,15 @@ def test_a_figure_is_a_png_a_screen_wide(compared_runs):
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and png[12:16] == b"IHDR"
     width, height = struct.unpack(">II", png[16:24])
     assert (width, height) == (1300, 700)  # three charts: two over time, the markouts beside
+
+
+def test_the_comparison_per_block_is_a_table_below_the_whole_runs(compared_runs):
+    (group,) = run_groups(compared_runs, 3, block_s=60)
+    figures = report_figures([group])
+    page = report_html([group], figures, {figure.name: b"\x89PNG" for figure in figures})
+    structure = parsed(page)
+    assert structure.misnested == []
+    first_cells = [cells[0] for cells in structure.header_cells]
+    assert first_cells[:2] == ["gate", "block"]
+    assert "interval" in structure.header_cells[0] and "saved/fill 1 s" in structure.header_cells[1]
+    assert "per block of 1 min of market time" in page

@@ -12,8 +12,19 @@ import pytest
 from engine.journal import JournalEntry
 from engine.market.contracts import FeeRates, resolve_contracts
 from engine.market.instruments import BTCUSDT
-from engine.tools.backtest.metrics import HORIZONS_MS, SERIES_MAX_POINTS, session_metrics
-from engine.tools.backtest.report import compare_parts, metrics_json, ranking_parts, session_text
+from engine.tools.backtest.metrics import (
+    HORIZONS_MS,
+    SERIES_MAX_POINTS,
+    Saving,
+    session_metrics,
+)
+from engine.tools.backtest.report import (
+    compare_json,
+    compare_parts,
+    metrics_json,
+    ranking_parts,
+    session_text,
+)
 from engine.tools.backtest.session import MidSeries, SessionRecord
 
 S = 1_000_000_000
@@ -249,3 +260,105 @@ def test_the_report_says_which_contract_and_fees_each_symbol_ran_on():
         "taker_fee_rate": 0.0006,
         "fee_origin": "config",
     }
+
+
+def test_blocks_split_the_net_at_their_edges_marked_to_the_mid_and_the_fills_by_time():
+    mids = [100.0] * 60 + [101.0] * 200 + [103.0] * 41  # 101 from 60 s, 103 from 260 s
+    entries = [
+        *order(1, "b1", "buy", 100.0, 1.0),
+        fill(10, "b1", "buy", 100.0, 1.0, 0.02),
+        *order(125, "a1", "sell", 102.0, 1.0, "ask"),
+        fill(130, "a1", "sell", 102.0, 1.0, 0.01),
+    ]
+    metrics = session_metrics(long_record(entries, "laya", mids))
+    first, second = metrics.block_figures(120)  # the last 60 s join the second block
+    assert (first.start_ns, first.end_ns) == (T0, T0 + 120 * S)
+    assert (second.start_ns, second.end_ns) == (T0 + 120 * S, T0 + 300 * S)
+    assert first.net == pytest.approx(0.98)  # long 1 at 100, marked at 101, the fee paid
+    assert second.net == pytest.approx(0.99) and first.net + second.net == pytest.approx(1.97)
+    assert metrics.net == pytest.approx(1.97)
+    assert (first.quote_fills, second.quote_fills) == (1, 1)
+    assert first.markout_1s.mean_bps == 0.0  # bought at the mid
+    assert second.markout_1s.mean_bps == pytest.approx(1e4 / 102)  # sold 1 over the mid
+    assert first.net_per_hour == pytest.approx(0.98 * 30)
+    (whole,) = metrics.block_figures(300)
+    assert whole.net == pytest.approx(metrics.net) and whole.quote_fills == 2
+    for block_s, message in (
+        (360, "360 s is longer than the run's 300.0 s"),
+        (90, "whole number of 60 s"),
+    ):
+        with pytest.raises(ValueError, match=message):
+            metrics.block_figures(block_s)
+
+
+def test_compare_gives_the_saving_a_fill_with_its_interval_for_the_run_and_each_block():
+    none_prices = {10: 99.9, 50: 100.0, 130: 100.1, 170: 99.95}
+    laya_prices = {20: 99.0, 60: 99.1, 140: 99.2}
+    none, laya = (
+        session_metrics(long_record(bought(prices), label, [100.0] * 241, end_s=240))
+        for prices, label in ((none_prices, "none"), (laya_prices, "laya"))
+    )
+    shown = compare_json([laya, none], block_s=120)
+    laya_shown, none_shown = shown["gates"]
+    assert none_shown["saved_per_fill_1s_bps"] is None and none_shown["quote_fills_lost"] is None
+    expected = interval(laya_prices.values(), none_prices.values())
+    assert laya_shown["saved_per_fill_1s_bps"] == pytest.approx(expected.bps)
+    assert laya_shown["saved_half_width_bps"] == pytest.approx(expected.half_width_bps)
+    assert laya_shown["saved_interval"] == "above zero" and laya_shown["quote_fills_lost"] == 0.25
+    (laya_1, none_1), (laya_2, none_2) = shown["blocks"]
+    assert [block["quote_fills"] for block in (laya_1, none_1, laya_2, none_2)] == [2, 2, 1, 2]
+    assert (laya_1["quote_fills_lost"], laya_2["quote_fills_lost"]) == (0.0, 0.5)
+    # Net at the edges: long 2 at 99.05 (laya) and 2 at 99.95 (none) marked at 100 at 120 s.
+    assert laya_1["net"] == pytest.approx(1.9) and laya_2["net"] == pytest.approx(0.8)
+    assert none_1["net"] == pytest.approx(0.1) and none_2["net"] == pytest.approx(-0.05)
+    assert laya_1["net_per_hour"] == pytest.approx(1.9 * 30)
+    first = interval([99.0, 99.1], [99.9, 100.0])
+    assert laya_1["saved_per_fill_1s_bps"] == pytest.approx(first.bps)
+    assert laya_1["saved_half_width_bps"] == pytest.approx(first.half_width_bps)
+    assert laya_2["saved_half_width_bps"] is None  # one fill has no spread
+    assert laya_2["saved_interval"] == "n/a"
+
+    parts = compare_parts([laya, none], block_s=120)
+    header, laya_row, _ = parts[1].rows
+    assert laya_row[header.index("saved/fill 1 s")] == (
+        f"{expected.bps:+,.2f} +- {expected.half_width_bps:.2f} bps"
+    )
+    assert laya_row[header.index("interval")] == "above zero"
+    assert parts[4].startswith("per block of 2 min of market time")
+    block_header, *block_rows = parts[5].rows
+    assert [row[:3] for row in block_rows] == [
+        ("1", "2024-09-10 20:26", "laya"),
+        ("1", "2024-09-10 20:26", "none"),
+        ("2", "2024-09-10 20:28", "laya"),
+        ("2", "2024-09-10 20:28", "none"),
+    ]
+    saved = block_header.index("saved/fill 1 s")
+    assert block_rows[0][saved + 1] == first.interval
+    saved_2 = f"{laya_2['saved_per_fill_1s_bps']:+,.2f} bps"
+    assert block_rows[2][saved : saved + 2] == (saved_2, "n/a")  # no +- without a spread
+
+
+def long_record(entries, label, mids, end_s=300) -> SessionRecord:
+    """`record`'s session over `end_s` seconds, a book each second at `mids`."""
+    times = np.asarray([T0 + k * S for k in range(len(mids))], np.int64)
+    series = MidSeries(times, np.asarray(mids))
+    base = record(entries, end_s=end_s)
+    return dataclasses.replace(base, label=label, mids={"BTCUSDT": series})
+
+
+def bought(prices: dict[int, float]) -> list[JournalEntry]:
+    """One quote of 1 bought at each second's price."""
+    entries = []
+    for number, (at_s, price) in enumerate(prices.items()):
+        entries += [*order(at_s - 1, f"b{number}", "buy", price, 1.0)]
+        entries.append(fill(at_s, f"b{number}", "buy", price, 1.0, 0.0))
+    return entries
+
+
+def interval(gate_prices, base_prices) -> Saving:
+    """The saving and its 95% interval by hand: the mean markouts' difference, 1.96 standard
+    errors of it with the fills independent."""
+    gate = np.array([(100.0 - price) / price * 1e4 for price in gate_prices])
+    base = np.array([(100.0 - price) / price * 1e4 for price in base_prices])
+    error = np.hypot(gate.std(ddof=1) / np.sqrt(gate.size), base.std(ddof=1) / np.sqrt(base.size))
+    return Saving(float(gate.mean() - base.mean()), float(1.96 * error))
