@@ -45,9 +45,7 @@ _OBI5 = FEATURE_NAMES.index("obi_5")
 
 def _unscored(book: OrderBook, snapshot: BookSnapshot) -> tuple:
     """A book without a verdict for the scorecard's queue: its mid still counts for labels."""
-    levels = snapshot.levels
-    mid = 0.5 * (levels.item(0, 0) + levels.item(2, 0))
-    return (book.updates, snapshot.symbol, snapshot.exchange_ts_ms, mid, 0.0, None, None, 0)
+    return (book.updates, snapshot, None, 0, None)
 
 
 class LayaFault(NamedTuple):
@@ -222,6 +220,10 @@ class MarketPipeline:
         self._clock = clock
         self._scores = scores
         self._score_features = scores is not None and scores.with_features
+        if scores is not None:
+            if scores.features is not None:
+                raise ValueError("a scorecard's queue takes the books of one pipeline")
+            scores.features = self.features  # it keeps each book's mid and top-5 imbalance
         self.on_decided: Callable[[BookSnapshot, QuoteIntent], None] | None = None
         self.on_trades: Callable[[Trades], None] | None = None
         self.on_notice: Callable[[FeedNotice], None] | None = None
@@ -253,7 +255,7 @@ class MarketPipeline:
         started = clock()
         book.apply(snapshot)
         booked = clock()
-        features = self.features.on_book(snapshot)
+        features = self.features.on_book(snapshot, book.updates)  # numbered for the scorecard
         extracted = clock()
         latency["book"].record(booked - started)
         latency["features"].record(extracted - booked)
@@ -289,17 +291,13 @@ class MarketPipeline:
         if verdict and self.on_verdict is not None:
             self.on_verdict(snapshot, verdict, row, features)
         if scores is not None:  # scored off the fast path (engine/laya/scorecard.py)
-            levels = snapshot.levels  # the parser reuses them: the scorer gets the mid
             scores.append(
                 (
                     book.updates,
-                    snapshot.symbol,
-                    snapshot.exchange_ts_ms,
-                    0.5 * (levels.item(0, 0) + levels.item(2, 0)),
-                    features.item(0, _OBI5),
-                    features.copy() if self._score_features else None,
+                    snapshot,
                     row,
                     verdict,
+                    features.copy() if self._score_features else None,
                 )
             )
         latency["infer"].record(inferred - extracted)

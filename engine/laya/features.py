@@ -257,7 +257,13 @@ _Z_WEIGHT = _RING_MID + RING
 its raw value, and its weighted mean absolute deviation from that mean."""
 _Z_MEAN = _Z_WEIGHT + _Z_SLOTS.size
 _Z_DEVIATION = _Z_MEAN + _Z_SLOTS.size
-STATE_WIDTH = _Z_DEVIATION + _Z_SLOTS.size
+BOOK_RECORDS = 4096
+"""Books of a symbol whose mid and top-5 imbalance its state keeps, by the book's number (see
+`FeatureExtractor.recorded_book`); a number's slot is reused `BOOK_RECORDS` books later."""
+_BOOK_NUMBER = _Z_DEVIATION + _Z_SLOTS.size
+_BOOK_MID = _BOOK_NUMBER + BOOK_RECORDS
+_BOOK_OBI5 = _BOOK_MID + BOOK_RECORDS
+STATE_WIDTH = _BOOK_OBI5 + BOOK_RECORDS
 
 _TAU_1S, _TAU_5S, _TAU_30S, _TAU_60S, _TAU_300S = 1000.0, 5000.0, 30000.0, 60000.0, 300000.0
 _TAU_SIGMA = 150000.0
@@ -459,6 +465,7 @@ def compute_features(
     n_bids,
     n_asks,
     ts_ms,
+    number,
     row,
     other,
     tape_row,
@@ -468,7 +475,8 @@ def compute_features(
     tape_trades,
     out,
 ):
-    """Update the symbol's state with this book and write its 128 features into out[0]."""
+    """Update the symbol's state with this book and write its 128 features into out[0]; a
+    `number` above 0 records the book's mid and top-5 imbalance under it."""
     ts = float(ts_ms)
     _consume_trades(state, row, tape_row, tape_state, tape_trades)
     if other >= 0:
@@ -836,6 +844,11 @@ def compute_features(
         if not math.isfinite(f[k]):
             f[k] = 0.0
             bad += 1
+    if number > 0:
+        record = number % BOOK_RECORDS
+        state[row, _BOOK_NUMBER + record] = number
+        state[row, _BOOK_MID + record] = mid
+        state[row, _BOOK_OBI5 + record] = f[62]
     return bad
 
 
@@ -870,8 +883,10 @@ class FeatureExtractor:
             self._tape_rows[symbol] = row
         return row
 
-    def on_book(self, snapshot: BookSnapshot) -> np.ndarray | None:
-        """Features of this book; None for a symbol this extractor was not configured for."""
+    def on_book(self, snapshot: BookSnapshot, number: int = 0) -> np.ndarray | None:
+        """Features of this book; None for a symbol this extractor was not configured for.
+        `number` (the book's for its symbol, from 1; 0: none) keeps its mid and top-5
+        imbalance for `recorded_book`."""
         symbol = snapshot.symbol
         row = self._rows.get(symbol)
         if row is None:
@@ -884,6 +899,7 @@ class FeatureExtractor:
             snapshot.n_bids,
             snapshot.n_asks,
             snapshot.exchange_ts_ms,
+            number,
             row,
             other,
             self._tape_row(symbol),
@@ -894,3 +910,15 @@ class FeatureExtractor:
             self.features,
         )
         return self.features
+
+    def recorded_book(self, symbol: str, number: int) -> tuple[float, float] | None:
+        """The mid and the top-5 imbalance feature (`obi_5`) of `symbol`'s book `number`, as
+        `on_book` computed them; None once `BOOK_RECORDS` later books took its slot."""
+        row = self._rows.get(symbol)
+        if row is None or number < 1:
+            return None
+        state = self._state[row]
+        record = number % BOOK_RECORDS
+        if state[_BOOK_NUMBER + record] != number:
+            return None
+        return float(state[_BOOK_MID + record]), float(state[_BOOK_OBI5 + record])

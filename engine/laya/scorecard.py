@@ -1,7 +1,9 @@
 """Laya's live scorecard: how well Laya, the imbalance rule and a shadow model ranked the sides
 that were then run over, per symbol, judged on the user's own feed.
 
-The fast path appends each book to a `ScorecardQueue` (one append); the scorer drains it every
+The fast path appends each book to a `ScorecardQueue` (one append of what it holds already: the
+book's number, the book, Laya's probabilities and verdict; the feature kernel keeps the book's
+mid and top-5 imbalance under its number); the scorer drains it every
 `drain_every_s` of the engine clock's time (market time in a replay: few books wait, so the
 fast path's memory stays warm) and every `score_every_s` labels the frames whose horizon has
 passed with the lab's own labels (`engine.laya.labels.label_frames`, the live model's label
@@ -34,6 +36,7 @@ from array import array
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -43,6 +46,9 @@ from engine.laya.classifier import LayaClassifier, LayaClassifierConfig, choose_
 from engine.laya.labels import UNLABELLED, LabelConfig, LabelResult, label_frames
 from engine.laya.ranking import ranking_auc, side_scores
 from engine.validation import require_count
+
+if TYPE_CHECKING:
+    from engine.laya.features import FeatureExtractor
 
 QUEUE_OVERFLOW = "drop the oldest book, counted in the scorecard's `dropped`"
 """What the scorecard's queue does when the scorer falls behind: the fast path never waits."""
@@ -109,18 +115,22 @@ class LayaScorecardConfig:
 
 class ScorecardQueue(deque):
     """Books between the fast path and the scorer: (the book's number for its symbol
-    (`OrderBook.updates`), symbol, exchange ms, mid, the top-5 imbalance feature, the features
-    copied when `with_features` (a shadow model's) else None, Laya's probabilities, its
-    verdict); the probabilities are None where Laya gave no verdict (warm-up, a fault: the
-    book's mid still counts for the labels). A bounded deque, so the fast path's append is
-    deque's own; overflow: `QUEUE_OVERFLOW`, counted by the scorer from the gaps in the
-    books' numbers."""
+    (`OrderBook.updates`), the `BookSnapshot`, Laya's probabilities, its verdict, the features
+    copied when `with_features` (a shadow model's) else None); the probabilities are None where
+    Laya gave no verdict (warm-up, a fault: the book's mid still counts for the labels). The
+    book's mid and top-5 imbalance feature are read back by its number from `features`, the
+    appending pipeline's extractor (the snapshot's levels are reused by the parser). A bounded
+    deque, so the fast path's append is deque's own; overflow: `QUEUE_OVERFLOW`, counted by the
+    scorer from the gaps in the books' numbers, and so is a book whose record the extractor no
+    longer holds (`BOOK_RECORDS` later books of its symbol)."""
 
-    __slots__ = ("with_features",)
+    __slots__ = ("features", "with_features")
 
     def __init__(self, capacity: int, with_features: bool = False) -> None:
         super().__init__((), capacity)
         self.with_features = with_features
+        self.features: FeatureExtractor | None = None
+        """Set by the pipeline that appends (`MarketPipeline`)."""
 
     def drain(self) -> list[tuple]:
         books = list(self)
@@ -497,14 +507,25 @@ class LayaScorecard:
         """Drains the queue into the symbols' books waiting for their labels (the shadow model
         scores them now)."""
         books = self.queue.drain()
+        if not books:
+            return
+        extractor = self.queue.features
+        assert extractor is not None  # set by the pipeline that appended the books
         shadow_rows = self._shadow_verdicts(books)
         gate = self.config.imbalance_gate
-        for index, (number, symbol, ts_ms, mid, imbalance, _, row, verdict) in enumerate(books):
+        for index, (number, snapshot, row, verdict, _) in enumerate(books):
+            symbol = snapshot.symbol
             scorer = self._symbols.get(symbol)
             if scorer is None:
                 continue
             self.dropped += max(0, number - scorer.last_number - 1)
             scorer.last_number = number
+            recorded = extractor.recorded_book(symbol, number)
+            if recorded is None:  # the extractor's record of it was overwritten
+                self.dropped += 1
+                continue
+            mid, imbalance = recorded
+            ts_ms = snapshot.exchange_ts_ms
             if row is None:
                 scorer.add(ts_ms, mid, None, None)
                 continue
@@ -572,11 +593,11 @@ class LayaScorecard:
         shadow = self._shadow
         if shadow is None or self.shadow_fault is not None:
             return None
-        rows = [index for index, book in enumerate(books) if book[6] is not None]
+        rows = [index for index, book in enumerate(books) if book[2] is not None]
         result: list[tuple[float, float, int]] = [(math.nan, math.nan, 0)] * len(books)
         if not rows:
             return result
-        features = np.concatenate([books[index][5] for index in rows])
+        features = np.concatenate([books[index][4] for index in rows])
         try:
             probabilities = np.asarray(shadow.infer(features), np.float32)
         except Exception as error:  # a model failing at run time must not stop the engine

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import orjson
 import pytest
+from support.recordings import book_frame
 
 from engine.feed.events import BookResyncNeeded, FeedState, FeedStateChanged, RecordingEnded
 from engine.feed.parse import FrameParser
-from engine.laya.classifier import LayaClassifier, LayaClassifierConfig
+from engine.laya.classifier import LayaClassifier, LayaClassifierConfig, choose_verdict
 from engine.laya.decide import QuoteGate, QuoteIntent
+from engine.laya.features import FEATURE_NAMES
+from engine.laya.scorecard import ScorecardQueue
 from engine.pipeline import (
     STAGES,
     EventLog,
@@ -20,6 +23,8 @@ from engine.pipeline import (
     MarketPipelineConfig,
 )
 from engine.tools.bench.trading import ALWAYS_EMERGENCY
+
+OBI5 = FEATURE_NAMES.index("obi_5")
 
 
 def depth(symbol, ts, bid="99", ask="101"):
@@ -245,3 +250,33 @@ def test_the_imbalance_gate_needs_a_threshold_inside_0_and_1():
     for threshold in (0.0, 1.0, -0.2):
         with pytest.raises(ValueError, match="imbalance_gate"):
             MarketPipelineConfig(gate=QuoteGate.IMBALANCE, imbalance_gate=threshold)
+
+
+def test_the_scorecard_gets_each_book_by_number_and_the_kernel_keeps_its_mid_and_imbalance(
+    classifier,
+):
+    """The fast path appends only what it holds (the book's number, the book, Laya's row and
+    verdict); the feature kernel keeps the book's mid and top-5 imbalance under the number."""
+    parser = FrameParser()
+    queue = ScorecardQueue(64)
+    pipeline = MarketPipeline(MarketPipelineConfig(), parser.tape, classifier, scores=queue)
+    seen = []
+    for k in range(6):
+        symbol = ("BTCUSDT", "ETHUSDT")[k % 2]
+        bids, asks = [[f"{99 + k}.5", str(1 + k)]], [[f"{101 + 2 * k}", "3"]]
+        snapshot = parser.parse(book_frame(symbol, 1_000 + k, asks, bids, seq=k + 1), 0)
+        pipeline.on_market(snapshot)
+        mid = 0.5 * (snapshot.levels[0, 0] + snapshot.levels[2, 0])
+        seen.append((symbol, mid, pipeline.features.features.item(0, OBI5)))
+    books = queue.drain()
+    assert [(number, book.symbol) for number, book, *_ in books] == [
+        (1 + k // 2, symbol) for k, (symbol, _, _) in enumerate(seen)
+    ]
+    for (number, _, row, verdict, features), (symbol, mid, imbalance) in zip(
+        books, seen, strict=True
+    ):
+        assert pipeline.features.recorded_book(symbol, number) == (mid, imbalance)
+        assert verdict == choose_verdict(row, classifier.thresholds) and features is None
+    assert len({mid for _, mid, _ in seen}) == len({imbalance for _, _, imbalance in seen}) == 6
+    with pytest.raises(ValueError, match="books of one pipeline"):
+        MarketPipeline(MarketPipelineConfig(), parser.tape, classifier, scores=queue)

@@ -14,9 +14,12 @@ import numpy as np
 import pytest
 from support.cli import run_cli
 from support.laya_models import write_mlp_model
-from support.recordings import shared_spot
+from support.recordings import book_frame, shared_spot
 
 from engine.clock import MarketClock
+from engine.feed.events import BookSnapshot
+from engine.feed.parse import FrameParser
+from engine.feed.recording import iter_recording
 from engine.lab.dataset import DatasetConfig, build_dataset
 from engine.lab.evaluate import (
     classify,
@@ -27,6 +30,7 @@ from engine.lab.evaluate import (
 )
 from engine.laya.classifier import LayaClassifier, LayaClassifierConfig
 from engine.laya.decide import QuoteGate
+from engine.laya.features import BOOK_RECORDS
 from engine.laya.labels import LabelConfig
 from engine.laya.model import DEFAULT_MODEL_PATH, ModelMismatchError
 from engine.laya.scorecard import (
@@ -37,6 +41,7 @@ from engine.laya.scorecard import (
 )
 from engine.laya.verdict import Verdict
 from engine.node import EngineConfig, EngineNode
+from engine.pipeline import MarketPipeline, MarketPipelineConfig
 from engine.settings.reader import load_settings
 from engine.tools.backtest.metrics import session_metrics
 from engine.tools.backtest.plan import backtest_specs, grid
@@ -174,15 +179,55 @@ def test_a_long_session_keeps_only_the_mids_its_labels_need():
     assert scorer.labelled > 14_000
 
 
-def test_the_queue_drops_the_oldest_book_and_the_scorecard_counts_it():
-    classifier = LayaClassifier(LayaClassifierConfig(prefer_gpu=False))
-    config = LayaScorecardConfig(symbols=("BTCUSDT",), queue_size=3)
-    scorecard = LayaScorecard(config, classifier, MarketClock(0))
-    for number in range(1, 6):  # what the pipeline appends for a book Laya stood aside on
-        scorecard.queue.append((number, "BTCUSDT", number * 100, 60_000.0, 0.0, None, None, 0))
+@pytest.fixture
+def btc_scorecard(laya_model):
+    """A scorecard of BTCUSDT with a queue of `queue_size` books, fed by a pipeline on Laya."""
+    classifier = LayaClassifier(LayaClassifierConfig(model_path=laya_model, prefer_gpu=False))
+    classifier.start()
+
+    def build(queue_size: int) -> tuple[FrameParser, MarketPipeline, LayaScorecard]:
+        config = LayaScorecardConfig(symbols=("BTCUSDT",), queue_size=queue_size)
+        scorecard = LayaScorecard(config, classifier, MarketClock(0))
+        parser = FrameParser(("BTCUSDT",))
+        pipeline = MarketPipeline(
+            MarketPipelineConfig(symbols=("BTCUSDT",)),
+            parser.tape,
+            classifier,
+            scores=scorecard.queue,
+        )
+        return parser, pipeline, scorecard
+
+    yield build
+    classifier.stop()
+
+
+def test_the_queue_drops_the_oldest_book_and_the_scorecard_counts_it(btc_scorecard):
+    parser, pipeline, scorecard = btc_scorecard(3)
+    for number in range(1, 6):
+        bids, asks = [[f"{60_000 + number}", "2"]], [[f"{60_002 + number}", "1"]]
+        pipeline.on_market(parser.parse(book_frame("BTCUSDT", number * 100, asks, bids, 1), 0))
     assert [book[0] for book in scorecard.queue] == [3, 4, 5]
     scorecard.take()
     assert scorecard.dropped == 2 and not scorecard.queue
+    assert list(scorecard._symbols["BTCUSDT"].mids) == [60_004.0, 60_005.0, 60_006.0]
+
+
+def test_a_book_whose_mid_the_kernel_no_longer_keeps_is_dropped_and_counted(btc_scorecard):
+    """The scorer reads a book's mid and top-5 imbalance back from the feature kernel's records
+    by its number: one that fell more than `BOOK_RECORDS` books behind finds the oldest ones
+    overwritten, drops and counts them, and takes the rest with their own mids."""
+    parser, pipeline, scorecard = btc_scorecard(65_536)
+    mids = []
+    for recv_ns, raw in iter_recording(shared_spot()):
+        event = parser.parse(raw, recv_ns)
+        if event is not None:
+            pipeline.on_market(event)
+        if type(event) is BookSnapshot:
+            mids.append(0.5 * (event.levels[0, 0] + event.levels[2, 0]))
+    assert len(scorecard.queue) == len(mids) > BOOK_RECORDS
+    scorecard.take()
+    assert scorecard.dropped == len(mids) - BOOK_RECORDS
+    assert list(scorecard._symbols["BTCUSDT"].mids) == mids[-BOOK_RECORDS:]
 
 
 def test_a_shadow_model_that_is_the_live_one_is_refused():
