@@ -32,8 +32,9 @@ from engine.tools.bench.risk import benchmark_check
 
 WARMUP_PASSES = 2
 DRAINED_BOOKS = 64
-"""Books the scorecard's queue holds in the bench: the engine drains it each market second
-(`LayaScorecardConfig.drain_every_s`), some 20 books of two symbols at 100 ms."""
+"""Books the scorecard's queue holds in the bench before the timed pass drains it between two
+frames: the engine drains it each market second (`LayaScorecardConfig.drain_every_s`), some
+20 books of two symbols at 100 ms."""
 RISK_CHECK_TARGET_P50_US = 3.0
 
 Frames = list[tuple[int, bytes]]
@@ -70,25 +71,29 @@ class _Bench:
         self.classifier = classifier
         self.clock = clock
 
-    def fresh(self) -> tuple[FrameParser, MarketPipeline]:
+    def fresh(self) -> tuple[FrameParser, MarketPipeline, ScorecardQueue]:
         """A pipeline as the engine's: its books go to a scorecard's queue too, as small as
-        what the engine's scorer finds at a drain (its work is off the path), so the queue's
-        overflow stands for the drain."""
+        what the engine's scorer finds at a drain (its work is off the path)."""
         parser = FrameParser(self.symbols)
+        scores = ScorecardQueue(DRAINED_BOOKS)
         pipeline = MarketPipeline(
             MarketPipelineConfig(symbols=self.symbols),
             parser.tape,
             self.classifier,
             clock=self.clock,
-            scores=ScorecardQueue(DRAINED_BOOKS),
+            scores=scores,
         )
-        return parser, pipeline
+        return parser, pipeline, scores
 
     def timed_pass(self) -> dict[str, LatencyHistogram]:
         clock = self.clock
-        parser, pipeline = self.fresh()
+        parser, pipeline, scores = self.fresh()
         parse, total, trade = LatencyHistogram(), LatencyHistogram(), LatencyHistogram()
         for recv_ns, raw in self.frames:
+            # Between frames, as the engine's timer does: a full queue dropping its oldest
+            # book would free it inside a frame's timing, which the engine's path never does.
+            if len(scores) == DRAINED_BOOKS:
+                scores.drain()
             start = clock()
             event = parser.parse(raw, recv_ns)
             parsed = clock()
@@ -107,7 +112,7 @@ class _Bench:
         """Frames/s with no per-frame clock reads, the parser's counts, and the growth of the
         resident set (kB) from a third of the frames to the end (the first third fills the
         bounded buffers: rings, logs, allocator pools)."""
-        parser, pipeline = self.fresh()
+        parser, pipeline, _ = self.fresh()
         parse, on_market = parser.parse, pipeline.on_market
         third = max(1, len(frames) // 3)
         rss_at_third = 0

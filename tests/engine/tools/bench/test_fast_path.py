@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 from support.recordings import MS_NS, book_frame, trade_frame, write_lines
@@ -10,9 +11,13 @@ from support.recordings import MS_NS, book_frame, trade_frame, write_lines
 from engine.feed.events import BookSnapshot
 from engine.feed.parse import FrameParser
 from engine.feed.recording import RecordingUnreadable
-from engine.laya.classifier import LayaClassifierConfig
+from engine.laya.classifier import LayaClassifier, LayaClassifierConfig
+from engine.laya.scorecard import ScorecardQueue
+from engine.tools.bench import fast_path
 from engine.tools.bench.fast_path import (
+    DRAINED_BOOKS,
     RISK_CHECK_TARGET_P50_US,
+    _Bench,
     extended_frames,
     format_table,
     load_frames,
@@ -122,3 +127,33 @@ def test_bench_of_an_empty_recording_is_an_error(tmp_path):
     with pytest.raises(RecordingUnreadable) as raised:
         run_bench(empty)
     assert str(raised.value) == f"{empty}: unreadable recording: the file is empty"
+
+
+def test_the_timed_pass_drains_the_scorecards_queue_between_frames(
+    recording, laya_model, monkeypatch
+):
+    """The engine's scorer drains its queue off the fast path: so does the timed pass, between
+    frames, so no timed frame starts on a full queue (its append would free the oldest book
+    inside the frame's timing, which the engine's path never does)."""
+    queues: list[ScorecardQueue] = []
+
+    def queue(capacity: int) -> ScorecardQueue:
+        queues.append(ScorecardQueue(capacity))
+        return queues[-1]
+
+    lengths: list[int] = []
+
+    def clock() -> int:
+        lengths.append(len(queues[-1]))
+        return time.perf_counter_ns()
+
+    monkeypatch.setattr(fast_path, "ScorecardQueue", queue)
+    classifier = LayaClassifier(LayaClassifierConfig(model_path=laya_model, prefer_gpu=False))
+    classifier.start()
+    try:
+        _Bench(load_frames(recording), classifier, clock).timed_pass()
+    finally:
+        classifier.stop()
+    full = [read for read, length in enumerate(lengths[:-1]) if length == DRAINED_BOOKS]
+    assert len(full) == 600 // DRAINED_BOOKS
+    assert all(lengths[read + 1] == 0 for read in full)
