@@ -166,10 +166,18 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--seed", type=int, default=7, help="market seed (default 7)")
     sim.add_argument(
         "--symbols",
-        type=traded_symbols,
-        default=traded_symbols(DEFAULT_SYMBOLS),
-        help="the traded symbol, then its hedge: any of the contracts the simulator lists "
+        type=symbol_list,
+        default=symbol_list(DEFAULT_SYMBOLS),
+        help="the quoted symbols of a book, any of the contracts the simulator lists; one or two "
+        "without --hedge: the traded symbol, then its hedge, as before "
         f"(default {DEFAULT_SYMBOLS})",
+    )
+    sim.add_argument(
+        "--hedge",
+        type=str.upper,
+        metavar="SYMBOL",
+        help="the hedge of a book of --symbols, the market's leader they follow (default "
+        "BTCUSDT when --symbols lists three or more)",
     )
     sim.add_argument(
         "--book-interval-ms", type=int, default=150, help="books15 push interval (default 150)"
@@ -568,15 +576,16 @@ def _eval(args: argparse.Namespace) -> int:
 
 
 def _sim(args: argparse.Namespace) -> int:
-    from engine.sim.market import sim_market
+    from engine.sim.market import DEFAULT_HEDGE, sim_book, sim_market
     from engine.sim.server import SimExchangeConfig
     from engine.sim.standalone import run_standalone
 
+    if args.hedge is None and len(args.symbols) <= 2:
+        market = sim_market(args.symbols, args.seed)  # the old form: a pair, traded then hedge
+    else:
+        market = sim_book(args.symbols, args.seed, args.hedge or DEFAULT_HEDGE)
     config = SimExchangeConfig(
-        host=args.host,
-        port=args.port,
-        book_interval_ms=args.book_interval_ms,
-        market=sim_market(args.symbols, args.seed),
+        host=args.host, port=args.port, book_interval_ms=args.book_interval_ms, market=market
     )
     run_standalone(config, args.fault)
     return 0

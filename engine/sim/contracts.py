@@ -1,14 +1,17 @@
 """The simulated exchange's contract table, in Bitget's exact shape (every value text), so the
 client's parser reads it as it reads the venue's.
 
-Ticks and lots are Bitget's (BTC, ETH, XRP, DOGE and ADA as in the table ccxt keeps as a test
-fixture, ccxt/ccxt ts/src/test/static/markets/bitget.json, copied in
-tests/engine/bitget/fixtures/contracts_ccxt.json; SOL as the venue answered on 2025-06-27), in
+Ticks and lots are Bitget's (BTC, ETH, XRP, DOGE, ADA and TRX as in the table ccxt keeps as a
+test fixture, ccxt/ccxt ts/src/test/static/markets/bitget.json, copied in
+tests/engine/bitget/fixtures/contracts_ccxt.json; SOL as the venue answered on 2025-06-27; LINK,
+AVAX and DOT in the venue's usual shape for their prices, not checked against it), in
 different regimes: one-tick books (BTC at 0.1, ETH at 0.01 and SOL at 0.001: a tick is 0.01 to
 0.07 bps at their 2024-25 prices) and large-tick ones (DOGE at 0.00001 and XRP at 0.0001: 1 to
 2 bps at the simulator's prices; ADA at 0.0001: 4 bps at its 2023 price of 0.25, as much as
-a 2 bps maker fee on each side). The exchange serves them with its own fee rates
-(SimExchangeConfig); engine/sim/market.py gives each its market regime.
+a 2 bps maker fee on each side; TRX, LINK and DOT large-tick and AVAX one-tick at the
+simulator's prices): ten contracts, a book of nine quoted ones and their hedge. The exchange
+serves them with its own fee rates (SimExchangeConfig); engine/sim/market.py gives each its
+market regime.
 """
 
 from __future__ import annotations
@@ -74,6 +77,10 @@ SIM_CONTRACTS: tuple[Mapping[str, object], ...] = (
     _perpetual("XRPUSDT", price_place=4, volume_place=0, size_multiplier="1", max_leverage=125),
     _perpetual("DOGEUSDT", price_place=5, volume_place=0, size_multiplier="1", max_leverage=75),
     _perpetual("ADAUSDT", price_place=4, volume_place=0, size_multiplier="1", max_leverage=75),
+    _perpetual("TRXUSDT", price_place=5, volume_place=0, size_multiplier="1", max_leverage=30),
+    _perpetual("LINKUSDT", price_place=3, volume_place=1, size_multiplier="0.1", max_leverage=75),
+    _perpetual("AVAXUSDT", price_place=3, volume_place=1, size_multiplier="0.1", max_leverage=75),
+    _perpetual("DOTUSDT", price_place=3, volume_place=1, size_multiplier="0.1", max_leverage=75),
 )
 """What the simulator's `GET /api/v2/mix/market/contracts` lists by default."""
 

@@ -1,4 +1,5 @@
-"""A deterministic two-symbol market: latent fair prices, L2 books, trades and informed bursts.
+"""A deterministic market, a pair or a book of symbols: latent fair prices, L2 books, trades and
+informed bursts.
 
 Any two contracts of the simulator's table (engine/sim/contracts.py) can be its symbols, each
 in the regime of its tick (`sim_symbol`, `sim_market`): a one-tick book (BTCUSDT, whose tick is
@@ -27,9 +28,17 @@ Model, stepped on a simulated clock of `step_ms`:
   drained near the touch, then a jump of `burst_jump_sigmas` one-second sigmas over
   `burst_jump_ms`. Each burst is recorded in `bursts` so it can serve as a training label.
 
+A book (`MarketGeneratorConfig.quoted`, `sim_book`) is the same model with the roles turned: the
+hedge is the market's leader and drives (the `x` above, the common factor, at `volatility_1s`),
+and each quoted symbol follows it as the pair's hedge does, with its own beta, lag and
+mean-reverting spread (its idiosyncratic part, at its own volatility), its own order flow and
+impact and its own informed bursts, which jump its spread (the leader has bursts too).
+
 All randomness comes from numpy Generators seeded from `seed`, consumed in an order that depends
 only on simulated time, so the same seed and start give identical markets however the clock is
-advanced.
+advanced. A pair draws its latent path from one stream, as it always has; a book gives each
+symbol its own streams, keyed by the symbol's name, so adding a symbol to a book leaves the
+others' paths as they were.
 """
 
 from __future__ import annotations
@@ -202,19 +211,35 @@ class _Regime(NamedTuple):
     """Base coin."""
     trade_rate_per_s: float
     volatility_1s: float
-    """Log-price, per sqrt second, when the symbol is the traded one."""
+    """Log-price, per sqrt second, when the symbol is the traded one (or a book's leader)."""
+    market_beta: float
+    """Its beta to the market (BTCUSDT's is 1); in a book, its beta to the leader is the ratio."""
+    idiosyncratic_volatility_1s: float
+    """Of its own spread to the leader in a book, per sqrt second."""
+    lag_ms: float
+    """How far it lags the leader in a book (time constant)."""
 
 
 _REGIMES = {
     # At 2023-25 prices; a large-tick book's queue at the touch is 80-150 median trades deep,
-    # a one-tick book's 25-30.
-    "BTCUSDT": _Regime(64000.0, 0.6, 0.025, 6.0, 4e-5),
-    "ETHUSDT": _Regime(3400.0, 9.0, 0.4, 4.0, 5e-5),
-    "SOLUSDT": _Regime(150.0, 120.0, 4.0, 5.0, 7e-5),
-    "XRPUSDT": _Regime(0.5, 120_000.0, 1_500.0, 5.0, 6e-5),
-    "DOGEUSDT": _Regime(0.1, 1_200_000.0, 8_000.0, 5.0, 7e-5),
-    "ADAUSDT": _Regime(0.25, 400_000.0, 3_000.0, 4.0, 6e-5),
+    # a one-tick book's 25-30. Betas and idiosyncratic volatilities in the range of the 2024
+    # majors against BTC (one-second correlations of 0.6-0.9).
+    "BTCUSDT": _Regime(64000.0, 0.6, 0.025, 6.0, 4e-5, 1.0, 1.5e-5, 100.0),
+    "ETHUSDT": _Regime(3400.0, 9.0, 0.4, 4.0, 5e-5, 1.1, 2.5e-5, 100.0),
+    "SOLUSDT": _Regime(150.0, 120.0, 4.0, 5.0, 7e-5, 1.3, 4.5e-5, 150.0),
+    "XRPUSDT": _Regime(0.5, 120_000.0, 1_500.0, 5.0, 6e-5, 1.0, 4.5e-5, 200.0),
+    "DOGEUSDT": _Regime(0.1, 1_200_000.0, 8_000.0, 5.0, 7e-5, 1.3, 5e-5, 200.0),
+    "ADAUSDT": _Regime(0.25, 400_000.0, 3_000.0, 4.0, 6e-5, 1.1, 4.5e-5, 250.0),
+    "TRXUSDT": _Regime(0.12, 1_000_000.0, 10_000.0, 3.0, 5e-5, 0.6, 4e-5, 300.0),
+    "LINKUSDT": _Regime(14.0, 4_000.0, 40.0, 4.0, 7e-5, 1.2, 4.5e-5, 200.0),
+    "AVAXUSDT": _Regime(28.0, 280.0, 10.0, 4.0, 8e-5, 1.3, 5e-5, 200.0),
+    "DOTUSDT": _Regime(6.0, 6_000.0, 60.0, 3.0, 7e-5, 1.2, 4.5e-5, 250.0),
 }
+
+MAX_QUOTED_SYMBOLS = 16
+"""The most symbols a simulated book quotes (besides its hedge)."""
+DEFAULT_HEDGE = "BTCUSDT"
+"""A book's hedge, the market's leader, unless one is named."""
 
 
 def sim_symbol(symbol: str) -> SymbolConfig:
@@ -236,8 +261,9 @@ def sim_symbol(symbol: str) -> SymbolConfig:
 
 
 def sim_market(symbols: Sequence[str], seed: int) -> MarketGeneratorConfig:
-    """The simulated market of the engine's symbols: the traded one first, then its hedge (one
-    alone is hedged with BTCUSDT, BTCUSDT with ETHUSDT), at the traded one's volatility."""
+    """The simulated pair of the engine's symbols: the traded one first, then its hedge (one
+    alone is hedged with BTCUSDT, BTCUSDT with ETHUSDT), at the traded one's volatility; a book
+    of more is `sim_book`'s."""
     if not 1 <= len(symbols) <= 2:
         raise ValueError(f"the simulator runs a traded symbol and its hedge, got {symbols!r}")
     traded = symbols[0]
@@ -248,6 +274,69 @@ def sim_market(symbols: Sequence[str], seed: int) -> MarketGeneratorConfig:
         hedge=sim_symbol(hedge),
         volatility_1s=_REGIMES[traded].volatility_1s,
     )
+
+
+def sim_book(quoted: Sequence[str], seed: int, hedge: str = DEFAULT_HEDGE) -> MarketGeneratorConfig:
+    """The simulated market of a book: `quoted` (1..MAX_QUOTED_SYMBOLS of the table) follow
+    `hedge`, the leader, each with its regime's beta, lag and idiosyncratic volatility; a
+    one-line ValueError naming what is wrong."""
+    check_book_symbols(quoted, hedge)
+    leader = _REGIMES[sim_instrument(hedge).symbol]
+    legs = []
+    for symbol in quoted:
+        market = sim_symbol(symbol)
+        regime = _REGIMES[symbol]
+        legs.append(
+            QuotedSymbol(
+                market=market,
+                beta=regime.market_beta / leader.market_beta,
+                lag_ms=regime.lag_ms,
+                idiosyncratic_volatility_1s=regime.idiosyncratic_volatility_1s,
+            )
+        )
+    return MarketGeneratorConfig(
+        seed=seed,
+        traded=legs[0].market,
+        hedge=sim_symbol(hedge),
+        volatility_1s=leader.volatility_1s,
+        quoted=tuple(legs),
+    )
+
+
+def check_book_symbols(quoted: Sequence[str], hedge: str) -> None:
+    """A ValueError, one line naming it, for a book of no symbols or too many, a symbol quoted
+    twice or the hedge also quoted."""
+    if not 1 <= len(quoted) <= MAX_QUOTED_SYMBOLS:
+        raise ValueError(
+            f"a book quotes 1 to {MAX_QUOTED_SYMBOLS} symbols besides its hedge, got "
+            f"{len(quoted)}: {', '.join(quoted) or 'none'}"
+        )
+    seen: set[str] = set()
+    for symbol in quoted:
+        if symbol in seen:
+            raise ValueError(f"{symbol} is quoted twice")
+        seen.add(symbol)
+    if hedge in seen:
+        raise ValueError(f"{hedge} is the hedge and cannot also be quoted")
+
+
+@dataclass(frozen=True, slots=True)
+class QuotedSymbol:
+    """A quoted symbol of a book and how it follows the leader (the book's hedge)."""
+
+    market: SymbolConfig
+    beta: float
+    """Its log fair price moves `beta` times the leader's."""
+    lag_ms: float = 150.0
+    """Time constant of its lag behind the leader."""
+    idiosyncratic_volatility_1s: float = 4e-5
+    """Of its own mean-reverting spread to the leader, per sqrt second."""
+
+    def __post_init__(self) -> None:
+        owner = f"QuotedSymbol {self.market.instrument.symbol}"
+        require_positive(owner, "beta", self.beta)
+        require_number(owner, "lag_ms", self.lag_ms, low=0.0)
+        require_positive(owner, "idiosyncratic_volatility_1s", self.idiosyncratic_volatility_1s)
 
 
 def _default_traded() -> SymbolConfig:
@@ -281,6 +370,11 @@ class MarketGeneratorConfig:
     burst_lead_ms: int = 500
     burst_jump_ms: int = 300
     burst_jump_sigmas: float = 8.0
+    quoted: tuple[QuotedSymbol, ...] = ()
+    """Empty: a pair, `traded` drives and `hedge` follows it (`hedge_beta`, `hedge_lag_ms`,
+    `spread_volatility_1s`). Set: a book, `hedge` leads at `volatility_1s` and each quoted symbol
+    follows it with its own parameters; `traded` is then the first quoted symbol. Every symbol of
+    a book has informed bursts at `burst_rate_per_min`."""
 
     def __post_init__(self) -> None:
         owner = "MarketGeneratorConfig"
@@ -292,6 +386,12 @@ class MarketGeneratorConfig:
             raise ValueError(f"step_ms must be within 1..100, got {self.step_ms}")
         if self.traded.instrument.symbol == self.hedge.instrument.symbol:
             raise ValueError("traded and hedge symbols must differ")
+        if self.quoted:
+            check_book_symbols(
+                [leg.market.instrument.symbol for leg in self.quoted], self.hedge.instrument.symbol
+            )
+            if self.traded != self.quoted[0].market:
+                raise ValueError("a book's traded symbol is its first quoted one")
         require_positive(owner, "volatility_1s", self.volatility_1s)
         require_number(owner, "drift_volatility", self.drift_volatility, low=0.0)
         require_positive(owner, "drift_half_life_s", self.drift_half_life_s)
@@ -529,23 +629,64 @@ class _SymbolBook:
         )
 
 
+class _Leg:
+    """One symbol's place in the market: its book, the stream its latent draws come from, how it
+    follows the leader (none for the leader itself) and its informed burst."""
+
+    __slots__ = (
+        "beta",
+        "book",
+        "burst",
+        "has_bursts",
+        "lag_gain",
+        "lagged_leader",
+        "latent",
+        "origin",
+        "spread",
+        "spread_noise",
+        "volatility_1s",
+    )
+
+    def __init__(
+        self,
+        book: _SymbolBook,
+        latent: _RandomStream,
+        *,
+        has_bursts: bool,
+        volatility_1s: float,
+        beta: float = 1.0,
+        lag_gain: float = 1.0,
+        spread_noise: float = 0.0,
+    ) -> None:
+        self.book = book
+        self.latent = latent
+        self.has_bursts = has_bursts
+        self.volatility_1s = volatility_1s
+        """Of its log fair price over a second: the size of its bursts' jumps."""
+        self.beta = beta
+        self.lag_gain = lag_gain
+        self.spread_noise = spread_noise
+        self.origin = math.log(book.config.start_price)
+        self.lagged_leader = 0.0
+        self.spread = 0.0
+        self.burst: _ActiveBurst | None = None
+
+
+def _lag_gain(step_ms: int, lag_ms: float) -> float:
+    return 1.0 if lag_ms == 0 else 1.0 - math.exp(-step_ms / lag_ms)
+
+
+def _symbol_seed(seed: int, symbol: str) -> np.random.SeedSequence:
+    """The seed of `symbol`'s streams in a book: keyed by its name, not its place in the book."""
+    return np.random.SeedSequence(seed, spawn_key=(int.from_bytes(symbol.encode(), "big"),))
+
+
 class MarketGenerator:
     """Steps the simulated market forward; see the module docstring for the model."""
 
     def __init__(self, config: MarketGeneratorConfig) -> None:
         self.config = config
-        seeds = np.random.SeedSequence(config.seed).spawn(3)
-        self._latent = _RandomStream(seeds[0])
         self._now_ms = config.start_ms
-        trade_ids = itertools.count(_TRADE_ID_BASE)
-        self._traded = _SymbolBook(
-            config.traded, _RandomStream(seeds[1]), trade_ids, config.start_ms
-        )
-        self._hedge = _SymbolBook(config.hedge, _RandomStream(seeds[2]), trade_ids, config.start_ms)
-        self._books = {
-            config.traded.instrument.symbol: self._traded,
-            config.hedge.instrument.symbol: self._hedge,
-        }
         step_s = config.step_ms / 1000.0
         self._step_s = step_s
         flow_tau = config.flow_half_life_s / math.log(2.0)
@@ -557,24 +698,78 @@ class MarketGenerator:
         self._drift_noise = config.drift_volatility * math.sqrt(1.0 - self._drift_decay**2)
         spread_tau = config.spread_half_life_s / math.log(2.0)
         self._spread_decay = math.exp(-step_s / spread_tau)
-        self._spread_noise = config.spread_volatility_1s * math.sqrt(
-            spread_tau / 2.0 * (1.0 - self._spread_decay**2)
-        )
-        self._hedge_lag_gain = (
-            1.0
-            if config.hedge_lag_ms == 0
-            else 1.0 - math.exp(-config.step_ms / config.hedge_lag_ms)
-        )
+        spread_scale = math.sqrt(spread_tau / 2.0 * (1.0 - self._spread_decay**2))
         self._price_noise = config.volatility_1s * math.sqrt(step_s)
-        self._traded_origin = math.log(config.traded.start_price)
-        self._hedge_origin = math.log(config.hedge.start_price)
-        self._log_fair = self._traded_origin
-        self._lagged_log_fair = self._traded_origin
+        self._leader, self._followers, self._symbols = (
+            self._book_legs(config, spread_scale)
+            if config.quoted
+            else self._pair_legs(config, spread_scale)
+        )
+        self._legs = (self._leader, *self._followers)
+        self._books = {leg.book.instrument.symbol: leg.book for leg in self._legs}
+        self._by_symbol = {leg.book.instrument.symbol: leg for leg in self._legs}
+        self._log_fair = self._leader.origin
+        for leg in self._followers:
+            leg.lagged_leader = self._leader.origin
         self._drift = 0.0
-        self._spread = 0.0
-        self._burst: _ActiveBurst | None = None
         self.bursts: deque[InformedBurst] = deque(maxlen=_MAX_BURSTS_KEPT)
         """Informed bursts started so far, oldest first (a bounded history)."""
+
+    @staticmethod
+    def _pair_legs(
+        config: MarketGeneratorConfig, spread_scale: float
+    ) -> tuple[_Leg, tuple[_Leg, ...], tuple[str, ...]]:
+        """The traded symbol leads, its hedge follows; one latent stream for both."""
+        seeds = np.random.SeedSequence(config.seed).spawn(3)
+        latent = _RandomStream(seeds[0])
+        trade_ids = itertools.count(_TRADE_ID_BASE)
+        traded = _SymbolBook(config.traded, _RandomStream(seeds[1]), trade_ids, config.start_ms)
+        hedge = _SymbolBook(config.hedge, _RandomStream(seeds[2]), trade_ids, config.start_ms)
+        leader = _Leg(traded, latent, has_bursts=True, volatility_1s=config.volatility_1s)
+        follower = _Leg(
+            hedge,
+            latent,
+            has_bursts=False,
+            volatility_1s=config.volatility_1s,
+            beta=config.hedge_beta,
+            lag_gain=_lag_gain(config.step_ms, config.hedge_lag_ms),
+            spread_noise=config.spread_volatility_1s * spread_scale,
+        )
+        symbols = (config.traded.instrument.symbol, config.hedge.instrument.symbol)
+        return leader, (follower,), symbols
+
+    @staticmethod
+    def _book_legs(
+        config: MarketGeneratorConfig, spread_scale: float
+    ) -> tuple[_Leg, tuple[_Leg, ...], tuple[str, ...]]:
+        """The hedge leads, every quoted symbol follows; each symbol has its own streams and
+        trade ids (Bitget's are per symbol)."""
+
+        def streams(market: SymbolConfig) -> tuple[_SymbolBook, _RandomStream]:
+            latent_seed, book_seed = _symbol_seed(config.seed, market.instrument.symbol).spawn(2)
+            trade_ids = itertools.count(_TRADE_ID_BASE)
+            book = _SymbolBook(market, _RandomStream(book_seed), trade_ids, config.start_ms)
+            return book, _RandomStream(latent_seed)
+
+        leader = _Leg(*streams(config.hedge), has_bursts=True, volatility_1s=config.volatility_1s)
+        followers = tuple(
+            _Leg(
+                *streams(quoted.market),
+                has_bursts=True,
+                volatility_1s=math.hypot(
+                    quoted.beta * config.volatility_1s, quoted.idiosyncratic_volatility_1s
+                ),
+                beta=quoted.beta,
+                lag_gain=_lag_gain(config.step_ms, quoted.lag_ms),
+                spread_noise=quoted.idiosyncratic_volatility_1s * spread_scale,
+            )
+            for quoted in config.quoted
+        )
+        symbols = (
+            *(leg.market.instrument.symbol for leg in config.quoted),
+            leader.book.instrument.symbol,
+        )
+        return leader, followers, symbols
 
     @property
     def now_ms(self) -> int:
@@ -582,18 +777,16 @@ class MarketGenerator:
         return self._now_ms
 
     @property
-    def symbols(self) -> tuple[str, str]:
-        """(traded, hedge)."""
-        return (self.config.traded.instrument.symbol, self.config.hedge.instrument.symbol)
+    def symbols(self) -> tuple[str, ...]:
+        """A pair's (traded, hedge); a book's quoted symbols, then its hedge."""
+        return self._symbols
 
     def instrument(self, symbol: str) -> Instrument:
         return self._books[symbol].instrument
 
     def fair_price(self, symbol: str) -> float:
         """The latent fair price (not observable by a trader; for labels and tests)."""
-        if symbol == self.config.traded.instrument.symbol:
-            return math.exp(self._log_fair)
-        return math.exp(self._hedge_log_fair())
+        return math.exp(self._leg_log_fair(self._by_symbol[symbol]))
 
     def book(self, symbol: str, depth: int | None = None) -> BookLevels:
         """The displayed book, at most `depth` non-empty levels per side (default: all)."""
@@ -609,56 +802,55 @@ class MarketGenerator:
         trades.sort(key=lambda trade: trade.ts_ms)
         return trades
 
-    def _hedge_log_fair(self) -> float:
-        beta = self.config.hedge_beta
-        return (
-            self._hedge_origin + beta * (self._lagged_log_fair - self._traded_origin) + self._spread
-        )
+    def _leg_log_fair(self, leg: _Leg) -> float:
+        if leg is self._leader:
+            return self._log_fair
+        return leg.origin + leg.beta * (leg.lagged_leader - self._leader.origin) + leg.spread
 
     def _step(self, end_ms: int) -> list[SimTrade]:
-        latent = self._latent
-        config = self.config
         step_s = self._step_s
-        for book in (self._traded, self._hedge):
-            book.flow = self._flow_decay * book.flow + self._flow_noise * latent.normal()
+        for leg in self._legs:
+            book = leg.book
+            book.flow = self._flow_decay * book.flow + self._flow_noise * leg.latent.normal()
             book.lagged_flow += (book.flow - book.lagged_flow) * self._lag_gain
-        burst_move = self._update_burst(end_ms)
-        self._drift = self._drift_decay * self._drift + self._drift_noise * latent.normal()
-        traded_impact = config.traded.flow_impact_1s * self._traded.lagged_flow
+        leader = self._leader
+        burst_move = self._update_burst(leader, end_ms)
+        self._drift = self._drift_decay * self._drift + self._drift_noise * leader.latent.normal()
+        leader_impact = leader.book.config.flow_impact_1s * leader.book.lagged_flow
         self._log_fair += (
-            (self._drift + traded_impact) * step_s
-            + self._price_noise * latent.normal()
+            (self._drift + leader_impact) * step_s
+            + self._price_noise * leader.latent.normal()
             + burst_move
         )
-        self._lagged_log_fair += (self._log_fair - self._lagged_log_fair) * self._hedge_lag_gain
-        hedge_impact = config.hedge.flow_impact_1s * self._hedge.lagged_flow
-        self._spread = (
-            self._spread_decay * self._spread
-            + self._spread_noise * latent.normal()
-            + hedge_impact * step_s
-        )
-        burst_side = self._burst.side if self._burst is not None else None
+        for leg in self._followers:
+            leg.lagged_leader += (self._log_fair - leg.lagged_leader) * leg.lag_gain
+            impact = leg.book.config.flow_impact_1s * leg.book.lagged_flow
+            leg.spread = (
+                self._spread_decay * leg.spread
+                + leg.spread_noise * leg.latent.normal()
+                + impact * step_s
+            )
+            if leg.has_bursts:
+                leg.spread += self._update_burst(leg, end_ms)
         trades: list[SimTrade] = []
-        for book, log_fair, side in (
-            (self._traded, self._log_fair, burst_side),
-            (self._hedge, self._hedge_log_fair(), None),
-        ):
+        for leg in self._legs:
+            book = leg.book
             book.switch_spread(step_s)
-            book.requote(math.exp(log_fair) / book.instrument.tick_size)
-            trades.extend(book.run_events(end_ms, side))
+            book.requote(math.exp(self._leg_log_fair(leg)) / book.instrument.tick_size)
+            trades.extend(book.run_events(end_ms, leg.burst.side if leg.burst else None))
         self._now_ms = end_ms
         return trades
 
-    def _update_burst(self, end_ms: int) -> float:
-        """Start, progress or end the informed burst; the log move it applies this step."""
+    def _update_burst(self, leg: _Leg, end_ms: int) -> float:
+        """Start, progress or end `leg`'s informed burst; the log move it applies this step."""
         config = self.config
-        book = self._traded
-        burst = self._burst
+        book = leg.book
+        burst = leg.burst
         if burst is None:
             rate_per_step = config.burst_rate_per_min / 60.0 * self._step_s
-            if self._latent.uniform() >= rate_per_step:
+            if leg.latent.uniform() >= rate_per_step:
                 return 0.0
-            self._start_burst(end_ms)
+            self._start_burst(leg, end_ms)
             return 0.0
         if end_ms <= burst.jump_start_ms:
             book.flow = burst.side.sign * max(_BURST_FLOW, burst.side.sign * book.flow)
@@ -667,21 +859,22 @@ class MarketGenerator:
         book.drained_side = None
         book.extra_trade_rate = 0.0
         if end_ms >= burst.jump_end_ms:
-            self._burst = None
+            leg.burst = None
         return burst.jump_per_step
 
-    def _start_burst(self, start_ms: int) -> None:
+    def _start_burst(self, leg: _Leg, start_ms: int) -> None:
         config = self.config
-        latent = self._latent
+        latent = leg.latent
         side = OrderSide.BUY if latent.uniform() < 0.5 else OrderSide.SELL
         lead_ms = round(config.burst_lead_ms * (0.7 + 0.6 * latent.uniform()))
         lead_ms = max(2 * config.step_ms, lead_ms - lead_ms % config.step_ms)
         jump_steps = max(1, config.burst_jump_ms // config.step_ms)
         sigmas = config.burst_jump_sigmas * (0.8 + 0.5 * latent.uniform())
-        jump = side.sign * sigmas * config.volatility_1s
+        jump = side.sign * sigmas * leg.volatility_1s
         jump_start_ms = start_ms + lead_ms
+        book = leg.book
         record = InformedBurst(
-            config.traded.instrument.symbol,
+            book.instrument.symbol,
             side,
             start_ms,
             jump_start_ms,
@@ -689,10 +882,7 @@ class MarketGenerator:
             jump,
         )
         self.bursts.append(record)
-        self._burst = _ActiveBurst(
-            side, record.jump_start_ms, record.jump_end_ms, jump / jump_steps
-        )
-        book = self._traded
+        leg.burst = _ActiveBurst(side, record.jump_start_ms, record.jump_end_ms, jump / jump_steps)
         book.flow = side.sign * _BURST_FLOW
         book.drained_side = side.opposite
         book.extra_trade_rate = _BURST_TRADE_RATE_PER_S

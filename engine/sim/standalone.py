@@ -62,6 +62,15 @@ def _banner(exchange: SimExchange, specs: list[FaultSpec]) -> str:
     config = exchange.config
     market = config.market
     fault_text = ", ".join(str(spec) for spec in specs) if specs else "none"
+    hedge = market.hedge.instrument.symbol
+    if market.quoted:
+        quoted = ", ".join(leg.market.instrument.symbol for leg in market.quoted)
+        symbols = f"{quoted} (quoted), {hedge} (hedge)"
+        model = f"a book: every quoted symbol follows {hedge}, the market's leader"
+    else:
+        traded = market.traded.instrument.symbol
+        symbols = f"{traded} (traded), {hedge} (hedge)"
+        model = f"a pair: {hedge} follows {traded} (--hedge makes --symbols a book)"
     return "\n".join(
         (
             f"sim exchange running (Bitget v2 USDT-FUTURES, demo {'on' if config.demo else 'off'})",
@@ -71,8 +80,8 @@ def _banner(exchange: SimExchange, specs: list[FaultSpec]) -> str:
             f"  api key            {config.api_key}",
             f"  api secret         {config.api_secret}",
             f"  passphrase         {config.passphrase}",
-            f"  symbols            {market.traded.instrument.symbol} (traded), "
-            f"{market.hedge.instrument.symbol} (hedge), seed {market.seed}",
+            f"  symbols            {symbols}, seed {market.seed}",
+            f"  market             {model}",
             f"  faults             {fault_text}",
             f'  fault control      POST {exchange.rest_url}{FAULTS} {{"faults": ["silence:10"]}}',
             "Ctrl+C to stop",

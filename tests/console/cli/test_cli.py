@@ -271,13 +271,33 @@ def test_record_of_a_symbol_the_simulator_has_not_is_one_line(tmp_path, capsys):
     assert code == 2 and not out.exists()
     assert capsys.readouterr().err == (
         "hft-console record: the simulator has no NEXOUSDT: it runs BTCUSDT, ETHUSDT, SOLUSDT, "
-        "XRPUSDT, DOGEUSDT, ADAUSDT\n"
+        "XRPUSDT, DOGEUSDT, ADAUSDT, TRXUSDT, LINKUSDT, AVAXUSDT, DOTUSDT\n"
     )
 
 
-def test_the_standalone_simulator_runs_the_symbols_it_is_given():
+@pytest.mark.parametrize(
+    ("options", "symbols", "market"),
+    [
+        (
+            ["--symbols", "adausdt,DOGEUSDT"],
+            "ADAUSDT (traded), DOGEUSDT (hedge)",
+            "a pair: DOGEUSDT follows ADAUSDT (--hedge makes --symbols a book)",
+        ),
+        (
+            ["--symbols", "ETHUSDT,solusdt,XRPUSDT"],
+            "ETHUSDT, SOLUSDT, XRPUSDT (quoted), BTCUSDT (hedge)",
+            "a book: every quoted symbol follows BTCUSDT, the market's leader",
+        ),
+        (
+            ["--symbols", "ADAUSDT,DOGEUSDT", "--hedge", "xrpusdt"],
+            "ADAUSDT, DOGEUSDT (quoted), XRPUSDT (hedge)",
+            "a book: every quoted symbol follows XRPUSDT, the market's leader",
+        ),
+    ],
+)
+def test_the_standalone_simulator_runs_the_symbols_it_is_given(options, symbols, market):
     sim = subprocess.Popen(
-        [*CLI, "sim", "--port", "0", "--symbols", "adausdt,DOGEUSDT"],
+        [*CLI, "sim", "--port", "0", *options],
         stdout=subprocess.PIPE,
         text=True,
         cwd=REPO,
@@ -291,15 +311,34 @@ def test_the_standalone_simulator_runs_the_symbols_it_is_given():
     finally:
         sim.send_signal(signal.SIGTERM)
         sim.wait(timeout=30)
-    assert "symbols            ADAUSDT (traded), DOGEUSDT (hedge), seed 7" in banner
+    assert f"symbols            {symbols}, seed 7" in banner
+    assert f"market             {market}" in banner
 
 
 def test_the_standalone_simulator_refuses_a_symbol_it_has_not(capsys):
     assert main(["sim", "--port", "0", "--symbols", "BTCUSDT,NEXOUSDT"]) == 2
     assert capsys.readouterr().err == (
         "hft-console sim: the simulator has no NEXOUSDT: it runs BTCUSDT, ETHUSDT, SOLUSDT, "
-        "XRPUSDT, DOGEUSDT, ADAUSDT\n"
+        "XRPUSDT, DOGEUSDT, ADAUSDT, TRXUSDT, LINKUSDT, AVAXUSDT, DOTUSDT\n"
     )
+
+
+@pytest.mark.parametrize(
+    ("options", "refusal"),
+    [
+        (["--symbols", "ETHUSDT,BTCUSDT", "--hedge", "BTCUSDT"], "BTCUSDT is the hedge and cannot"),
+        (
+            ["--symbols", "ETHUSDT,SOLUSDT,BTCUSDT"],
+            "BTCUSDT is the hedge and cannot also be quoted",
+        ),
+        (["--symbols", "ETHUSDT,SOLUSDT,ETHUSDT"], "ETHUSDT is quoted twice"),
+        (["--symbols", "ETHUSDT", "--hedge", "NEXOUSDT"], "the simulator has no NEXOUSDT: it runs"),
+    ],
+)
+def test_the_standalone_simulator_refuses_a_bad_book_in_one_line(capsys, options, refusal):
+    assert main(["sim", "--port", "0", *options]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"hft-console sim: {refusal}") and err.count("\n") == 1
 
 
 def test_record_from_the_simulator_then_replay(tmp_path):

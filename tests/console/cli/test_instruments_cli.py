@@ -42,7 +42,7 @@ async def test_the_simulators_table_is_printed_then_served_from_the_cache(
 ) -> None:
     first = await instruments(tmp_path, "--url", sim.rest_url)
     assert first.returncode == 0, first.stderr
-    assert first.stderr == f"{NAME}: 7 contracts from {sim.rest_url}, just fetched\n"
+    assert first.stderr == f"{NAME}: 11 contracts from {sim.rest_url}, just fetched\n"
     header, *rows = first.stdout.splitlines()
     assert header.split() == [
         "symbol", "status", "tick", "lot", "min", "size", "min", "USDT", "maker", "bps",
@@ -50,17 +50,21 @@ async def test_the_simulators_table_is_printed_then_served_from_the_cache(
     ]  # fmt: skip
     assert [row.split() for row in rows] == [
         ["ADAUSDT", "normal", "0.0001", "1", "1", "5", "2", "6"],
+        ["AVAXUSDT", "normal", "0.001", "0.1", "0.1", "5", "2", "6"],
         ["BTCUSDT", "normal", "0.1", "0.001", "0.001", "5", "2", "6"],
         ["DOGEUSDT", "normal", "0.00001", "1", "1", "5", "2", "6"],
+        ["DOTUSDT", "normal", "0.001", "0.1", "0.1", "5", "2", "6"],
         ["ETHUSDT", "normal", "0.01", "0.01", "0.01", "5", "2", "6"],
+        ["LINKUSDT", "normal", "0.001", "0.1", "0.1", "5", "2", "6"],
         ["LTCUSDT", "maintain", "0.1", "0.001", "0.001", "5", "2", "6"],
         ["SOLUSDT", "normal", "0.001", "0.1", "0.1", "5", "2", "6"],
+        ["TRXUSDT", "normal", "0.00001", "1", "1", "5", "2", "6"],
         ["XRPUSDT", "normal", "0.0001", "1", "1", "5", "2", "6"],
     ]
     served = sim.stats().rest_requests
     again = await instruments(tmp_path, "--url", sim.rest_url, "XRPUSDT")
     assert again.returncode == 0, again.stderr
-    assert again.stderr.startswith(f"{NAME}: 7 contracts of {sim.rest_url}, cached ")
+    assert again.stderr.startswith(f"{NAME}: 11 contracts of {sim.rest_url}, cached ")
     assert [row.split()[0] for row in again.stdout.splitlines()[1:]] == ["XRPUSDT"]
     assert sim.stats().rest_requests == served
     refreshed = await instruments(tmp_path, "--url", sim.rest_url, "--refresh", "BTCUSDT")
@@ -148,7 +152,7 @@ def test_offline_the_cache_is_used_and_its_age_said(tmp_path: Path, monkeypatch)
     notice, source = done.stderr.splitlines()
     assert notice.startswith(f"{NAME}: venue not reached (")
     assert notice.endswith("; using the cached table from 3.0 h ago")
-    assert source == f"{NAME}: 6 contracts of {url}, cached 3.0 h ago"
+    assert source == f"{NAME}: 10 contracts of {url}, cached 3.0 h ago"
     assert done.stdout.splitlines()[1].split()[:3] == ["SOLUSDT", "normal", "0.001"]
 
 

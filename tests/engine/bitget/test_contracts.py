@@ -163,6 +163,10 @@ def test_the_simulators_table_parses_in_its_regimes() -> None:
         "XRPUSDT": 0.0001,
         "DOGEUSDT": 0.00001,
         "ADAUSDT": 0.0001,
+        "TRXUSDT": 0.00001,
+        "LINKUSDT": 0.001,
+        "AVAXUSDT": 0.001,
+        "DOTUSDT": 0.001,
     }
     assert all(spec.refusal is None for spec in table.specs.values())
 
@@ -172,7 +176,8 @@ async def test_the_client_reads_the_simulators_table_without_a_key(sim: SimExcha
     async with BitgetRestClient(config, None) as client:
         table = await fetch_contracts(client)
         assert set(table.specs) == {
-            "BTCUSDT", "ETHUSDT", "SOLUSDT", "XRPUSDT", "DOGEUSDT", "ADAUSDT",
+            "BTCUSDT", "ETHUSDT", "SOLUSDT", "XRPUSDT", "DOGEUSDT", "ADAUSDT", "TRXUSDT",
+            "LINKUSDT", "AVAXUSDT", "DOTUSDT",
         }  # fmt: skip
         assert table.specs["XRPUSDT"].instrument.size_step == 1
         assert client.stats().requests[CONTRACTS] == 1

@@ -354,7 +354,7 @@ def test_a_symbol_the_simulator_has_not_is_one_line_naming_those_it_has() -> Non
         sim_market(("BTCUSDT", "NEXOUSDT"), seed=1)
     assert str(refused.value) == (
         "the simulator has no NEXOUSDT: it runs BTCUSDT, ETHUSDT, SOLUSDT, XRPUSDT, DOGEUSDT, "
-        "ADAUSDT"
+        "ADAUSDT, TRXUSDT, LINKUSDT, AVAXUSDT, DOTUSDT"
     )
 
 

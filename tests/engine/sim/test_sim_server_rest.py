@@ -57,7 +57,8 @@ async def test_contract_table_is_public_in_bitgets_shape(rest: BitgetRest) -> No
     table = data_of(await rest.client.get(CONTRACTS, params=PRODUCT))
     assert isinstance(table, list)
     assert [entry["symbol"] for entry in table] == [
-        "BTCUSDT", "ETHUSDT", "SOLUSDT", "XRPUSDT", "DOGEUSDT", "ADAUSDT",
+        "BTCUSDT", "ETHUSDT", "SOLUSDT", "XRPUSDT", "DOGEUSDT", "ADAUSDT", "TRXUSDT", "LINKUSDT",
+        "AVAXUSDT", "DOTUSDT",
     ]  # fmt: skip
     doge = table[4]
     assert (doge["pricePlace"], doge["priceEndStep"], doge["sizeMultiplier"]) == ("5", "1", "1")

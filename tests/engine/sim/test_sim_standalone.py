@@ -81,3 +81,68 @@ async def test_standalone_serves_prints_status_and_stops_on_sigterm() -> None:
 def test_bad_fault_spec_is_refused_before_starting() -> None:
     with pytest.raises(FaultSpecError, match="'silence:later'"):
         run_standalone(SimExchangeConfig(), ["silence:later"])
+
+
+BOOK_OF_EIGHT = ("ETHUSDT", "SOLUSDT", "XRPUSDT", "DOGEUSDT", "ADAUSDT", "TRXUSDT", "LINKUSDT")
+BOOK_SCRIPT = f"""
+from engine.sim.market import sim_book
+from engine.sim.server import SimExchangeConfig
+from engine.sim.standalone import run_standalone
+market = sim_book({(*BOOK_OF_EIGHT, "AVAXUSDT")!r}, seed=7)
+run_standalone(
+    SimExchangeConfig(book_interval_ms=30, warmup_ms=1000, market=market), [], status_interval_s=0.2
+)
+"""
+
+
+async def test_a_book_of_eight_and_its_hedge_is_served_on_one_websocket() -> None:
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", BOOK_SCRIPT, cwd=REPO_ROOT, env=env,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    assert process.stdout is not None
+    symbols = (*BOOK_OF_EIGHT, "AVAXUSDT", "BTCUSDT")
+    channels = ("books15", "books", "trade")
+    try:
+        banner: dict[str, str] = {}
+        while (line := await read_line(process.stdout)) != "Ctrl+C to stop":
+            key, _, value = line.strip().partition("  ")
+            banner[key] = value.strip()
+        assert banner["symbols"] == f"{', '.join(symbols[:-1])} (quoted), BTCUSDT (hedge), seed 7"
+        assert banner["market"].startswith("a book: every quoted symbol follows BTCUSDT")
+        async with websockets.connect(banner["public websocket"]) as connection:
+            socket = PublicSocket(connection)
+            wanted = [(channel, symbol) for symbol in symbols for channel in channels]
+            request = [
+                {"instType": "USDT-FUTURES", "channel": channel, "instId": symbol}
+                for channel, symbol in wanted
+            ]
+            assert len(orjson.dumps(request)) <= 4096, "Bitget's limit on one subscribe's args"
+            await socket.subscribe(*wanted)
+            acked: set[tuple[str, str]] = set()
+            pushed: set[tuple[str, str]] = set()
+            async with asyncio.timeout(WAIT_S * 2):
+                while acked != set(wanted) or pushed != set(wanted):
+                    message = await socket.recv_json()
+                    channel = (message["arg"]["channel"], message["arg"]["instId"])
+                    if message.get("event") == "subscribe":
+                        acked.add(channel)
+                    elif "action" in message:
+                        pushed.add(channel)
+            status = await read_line(process.stdout)
+            assert all(f"{symbol} " in status for symbol in symbols), status
+        async with httpx.AsyncClient(base_url=banner["REST"], timeout=WAIT_S) as rest:
+            query = {"productType": "USDT-FUTURES"}
+            tickers = (await rest.get("/api/v2/mix/market/tickers", params=query)).json()
+            assert {ticker["symbol"] for ticker in tickers["data"]} == set(symbols)
+            contracts = (await rest.get("/api/v2/mix/market/contracts", params=query)).json()
+            assert set(symbols) <= {entry["symbol"] for entry in contracts["data"]}
+        process.send_signal(signal.SIGTERM)
+        _, errors = await asyncio.wait_for(process.communicate(), WAIT_S * 2)
+        assert process.returncode == 0, errors.decode()
+        assert b"Traceback" not in errors
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
