@@ -166,16 +166,22 @@ def model_card(report: TrainReport) -> str:
         + (
             f"of the mid on a clock of that step (any book cadence; a horizon without a book "
             f"is a held mid when the next comes within {labels.max_quiet_ms / 1000:g} s) "
-            if labels.scheme == "clock"
+            if labels.scheme in ("clock", "tick")
             else "of every frame "
         )
         + f"over the trailing {labels.sigma_window_ms / 1000:g} s x sqrt(pi/2), never below "
-        f"the same over {labels.sigma_floor_window_ms / 1000:g} s, from "
-        f"{labels.min_sigma_samples} returns. No label in a symbol's first "
+        f"the same over {labels.sigma_floor_window_ms / 1000:g} s"
+        + (
+            f" nor {labels.sigma_floor_steps:g} of the mid's step (its smallest move: half a "
+            "tick on a tick grid)"
+            if labels.sigma_floor_steps
+            else ""
+        )
+        + f", from {labels.min_sigma_samples} returns. No label in a symbol's first "
         f"{config.dataset.warmup_ms / 1000:g} s (Laya's warm-up).",
         "",
         f"Labelled: {labelled:,} of {frames:,} recorded books15 frames "
-        f"({labelled / max(1, frames):.1%}), label version {labels.as_metadata()['scheme']} "
+        f"({labelled / max(1, frames):.1%}), label version {labels.version} "
         f"(scheme {labels.scheme}).",
         "",
         "## Training",

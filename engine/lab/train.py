@@ -338,6 +338,7 @@ def train(
             folds,
             {session_name(session): path for session, path in zip(sessions, paths, strict=True)},
             jobs=config.backtest_jobs,
+            labels=config.dataset.labels,
             progress=config.progress,
         )
     choice, reason = choose_candidate(config, folds, savings)
@@ -365,6 +366,7 @@ def train(
         feature_set_version=FEATURE_SET_VERSION,
         feature_count=FEATURE_COUNT,
         label_parameters=config.dataset.labels.as_metadata(),
+        label_version=config.dataset.labels.version,
         thresholds=fitted.thresholds,
         training_summary=_training_summary(config, summaries, fitted, choice, folds),
         model_family="mlp",

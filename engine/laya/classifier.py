@@ -39,6 +39,7 @@ from engine.laya.model import (
     ModelNotFoundError,
     open_session,
     read_metadata,
+    shipped_or_path,
     validate_thresholds,
 )
 from engine.laya.native import NativeGraphError, NativeMlp
@@ -253,13 +254,13 @@ def require_model_keys(models: Mapping[str, object]) -> None:
 
 def model_for(symbol: str, models: Mapping[str, str | os.PathLike[str]], default: Path) -> Path:
     """The model `symbol` runs on: its own key, else the first pattern (in the table's order)
-    that matches it, else `default`."""
+    that matches it, else `default`; a shipped model's name is its file (`shipped_or_path`)."""
     path = models.get(symbol)
     if path is None:
         path = next(
             (path for key, path in models.items() if fnmatch.fnmatchcase(symbol, key)), default
         )
-    return Path(path)
+    return shipped_or_path(path)
 
 
 def require_symbol_models(
@@ -270,7 +271,7 @@ def require_symbol_models(
     """`LayaModelError` (a ValueError) naming a model [laya.models] gives one of `symbols` that
     is missing or was trained on another feature set than the engine computes. A pattern that
     matches none of `symbols` is no mistake."""
-    default = Path(config.model_path)
+    default = shipped_or_path(config.model_path)
     for path in {model_for(symbol, models, default) for symbol in symbols} - {default}:
         if not path.is_file():
             mapped = [symbol for symbol in symbols if model_for(symbol, models, default) == path]
@@ -294,7 +295,7 @@ def classifiers_by_symbol(
 ) -> dict[str, LayaClassifier]:
     """Each symbol's classifier, one per distinct model (`model_for`); a model other than
     `config`'s keeps its own thresholds."""
-    default = Path(config.model_path)
+    default = shipped_or_path(config.model_path)
     by_path: dict[Path, LayaClassifier] = {}
     chosen: dict[str, LayaClassifier] = {}
     for symbol in symbols:
@@ -325,7 +326,7 @@ class LayaClassifier:
 
     def __init__(self, config: LayaClassifierConfig | None = None) -> None:
         self.config = config or LayaClassifierConfig()
-        self.model_path = Path(self.config.model_path)
+        self.model_path = shipped_or_path(self.config.model_path)
         self.provider: str | None = None
         self.requested_providers: tuple[str, ...] = ()
         self.provider_fallback_reason: str | None = None

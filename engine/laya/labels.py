@@ -5,7 +5,7 @@ For a frame of one symbol at exchange time T, the horizon is the frames of that 
 mid return, all in basis points of the mid at T. `sigma` is measured on the `end` returns that
 were fully observed by T: those of earlier frames j with T_j + H <= T and T_j >= T - W.
 
-The labels (scheme "excursion", the default) are per side, from the excursion:
+The labels (scheme "excursion" and those after it) are per side, from the excursion:
 
 - the ask is run over when `up >= lean_sigma * sigma`, the bid when `down <= -lean_sigma *
   sigma`;
@@ -18,7 +18,7 @@ Here sigma is robust: the mean absolute `end` return over the window as a standa
 spell does not make an ordinary move "big", and one jump does not inflate it as a variance
 would.
 
-The scheme "clock" (the default, label version 3) is "excursion" on market time, so it works at
+The scheme "clock" (label version 3) is "excursion" on market time, so it works at
 any book cadence: sigma is measured on the mid's H-returns over a clock of step H (the mid as
 of each tick, carried forward), every window holding W / H returns however many books the feed
 sent, and `min_sigma_samples` counts those clock returns (30: 30 s of market time at H = 1 s).
@@ -30,12 +30,21 @@ before per-side labels, for comparison: sigma the population standard deviation 
 EMERGENCY when `down <= -emergency_sigma * sigma` or `up >= emergency_sigma * sigma`, LEAN_BUY when
 `end >= lean_sigma * sigma`, LEAN_SELL when `end <= -lean_sigma * sigma`, HOLD otherwise.
 
+The scheme "tick" (the default, label version 4) is "clock" with sigma never below
+`sigma_floor_steps` of the mid's step, its smallest move over the frames labelled together (half
+a tick on a book quoted on a tick grid), in bps of each frame's mid. On a large-tick book the mid
+stands still for most clock steps and then moves a whole step, so the clock sigma is a fraction
+of one step and every step was "big": the NEXOUSDT day (tick 8 bps) labelled 3,775 frames
+EMERGENCY against 40 and 56 LEAN. With a floor of one step (half a tick) a side is run over when
+the mid moves a whole tick (docs/laya.md has the measurement). On BTC and ETH a step is under
+0.01 bps, far below any sigma: no label changes.
+
 A frame is left unlabelled (-1) when its horizon is not fully observed (the symbol's last frame is
 earlier than T + H), when no frame falls inside the horizon (a feed gap: there is no return to
-judge; "clock": only when the next frame is more than `max_quiet_ms` away), when fewer than
-`min_sigma_samples` returns are in the sigma window, or when sigma is zero (no scale to measure a
-move in). Only the labelled frames of one symbol are inputs here;
-the caller splits a recording by symbol.
+judge; "clock", "tick": only when the next frame is more than `max_quiet_ms` away), when fewer
+than `min_sigma_samples` returns are in the sigma window, or when sigma is zero (no scale to
+measure a move in; "tick": only when the mid never moves). Only the labelled frames of one
+symbol are inputs here; the caller splits a recording by symbol.
 """
 
 from __future__ import annotations
@@ -55,10 +64,13 @@ _RELATIVE_VARIANCE_FLOOR = 1e-9
 signal: such a window held (numerically) identical returns, so sigma is zero."""
 
 
-SCHEMES = ("end", "excursion", "clock")
+SCHEMES = ("end", "excursion", "clock", "tick")
 """Label schemes by their metadata code (1 + index), the label version: "end" is that of the
 models before per-side labels (a model's metadata without a scheme was trained on it),
-"excursion" that of the models before the clock's sigma."""
+"excursion" that of the models before the clock's sigma, "clock" before the floor of a step."""
+_CLOCK_SCHEMES = ("clock", "tick")
+_MID_STEP_RESOLUTION = 1e-9
+"""A mid change below this share of the mid is float rounding of one price, not a move."""
 _ROBUST_SIGMA = math.sqrt(math.pi / 2.0)
 """sigma / mean |x| of a normal variable: a mean absolute move as a standard deviation."""
 
@@ -68,7 +80,7 @@ class LabelConfig:
     """How labels are made; the defaults are Laya's shipped definition (see the module
     docstring). `sigma_floor_window_ms` is the excursion scheme's floor window (0: none)."""
 
-    scheme: str = "clock"
+    scheme: str = "tick"
     horizon_ms: int = 1_000
     sigma_window_ms: int = 300_000
     sigma_floor_window_ms: int = 3_600_000
@@ -79,6 +91,8 @@ class LabelConfig:
     label against. Per frame ("end", "excursion"), 300 returns were about 30 s of 100 ms books."""
     max_quiet_ms: int = 30_000
     """The "clock" scheme's longest silence of a live feed (Laya's warm-up after a gap)."""
+    sigma_floor_steps: float = 1.0
+    """The "tick" scheme's least sigma, in the mid's steps (one: half a tick); 0 in the others."""
 
     def __post_init__(self) -> None:
         if self.scheme not in SCHEMES:
@@ -109,6 +123,14 @@ class LabelConfig:
                 f"LabelConfig.emergency_sigma ({self.emergency_sigma}) must be finite and "
                 f"exceed lean_sigma ({self.lean_sigma})"
             )
+        if self.scheme == "tick":
+            if not (np.isfinite(self.sigma_floor_steps) and self.sigma_floor_steps > 0):
+                raise ValueError(
+                    f"LabelConfig.sigma_floor_steps must be > 0 in the tick scheme (none: scheme "
+                    f"clock), got {self.sigma_floor_steps}"
+                )
+        elif self.sigma_floor_steps:
+            raise ValueError("LabelConfig.sigma_floor_steps belongs to the tick scheme")
         if self.min_sigma_samples < 2:
             raise ValueError(
                 f"LabelConfig.min_sigma_samples must be >= 2, got {self.min_sigma_samples}"
@@ -122,6 +144,7 @@ class LabelConfig:
             "emergency_sigma": 3.0,
             "sigma_floor_window_ms": 0,
             "min_sigma_samples": 300,
+            "sigma_floor_steps": 0.0,
         }
         return cls(scheme="end", **{**defaults, **overrides})
 
@@ -129,12 +152,24 @@ class LabelConfig:
     def per_frame_labels(cls, **overrides: float) -> LabelConfig:
         """The per-side labels with a per-frame sigma (scheme "excursion"), those of the
         models before the clock's sigma."""
-        return cls(scheme="excursion", **{"min_sigma_samples": 300, **overrides})
+        defaults = {"min_sigma_samples": 300, "sigma_floor_steps": 0.0}
+        return cls(scheme="excursion", **{**defaults, **overrides})
+
+    @classmethod
+    def clock_labels(cls, **overrides: float) -> LabelConfig:
+        """The clock's labels without a floor of a step (scheme "clock"), those of the models
+        before it."""
+        return cls(scheme="clock", **{"sigma_floor_steps": 0.0, **overrides})
+
+    @property
+    def version(self) -> int:
+        """The label version: the scheme's code (see `SCHEMES`)."""
+        return 1 + SCHEMES.index(self.scheme)
 
     def as_metadata(self) -> dict[str, float | int]:
         """The parameters as stored in model metadata (the scheme as its code)."""
         parameters = {
-            "scheme": 1 + SCHEMES.index(self.scheme),
+            "scheme": self.version,
             "horizon_ms": self.horizon_ms,
             "sigma_window_ms": self.sigma_window_ms,
             "sigma_floor_window_ms": self.sigma_floor_window_ms,
@@ -142,8 +177,10 @@ class LabelConfig:
             "emergency_sigma": self.emergency_sigma,
             "min_sigma_samples": self.min_sigma_samples,
         }
-        if self.scheme == "clock":
+        if self.scheme in _CLOCK_SCHEMES:
             parameters["max_quiet_ms"] = self.max_quiet_ms
+        if self.scheme == "tick":
+            parameters["sigma_floor_steps"] = self.sigma_floor_steps
         return parameters
 
     @classmethod
@@ -163,14 +200,32 @@ class LabelConfig:
             for name, value in parameters.items()
             if name in known and name != "scheme"
         }
-        code = int(parameters.get("scheme", 1))
-        if not 1 <= code <= len(SCHEMES):
-            raise ValueError(f"unknown label scheme code {code} (known: 1..{len(SCHEMES)})")
-        if SCHEMES[code - 1] == "end":
+        scheme = scheme_of(parameters.get("scheme", 1))
+        if scheme == "end":
             return cls.end_labels(**values)
-        if SCHEMES[code - 1] == "excursion":
+        if scheme == "excursion":
             return cls.per_frame_labels(**values)
+        if scheme == "clock":
+            return cls.clock_labels(**values)
         return cls(**values)
+
+
+def scheme_of(version: object) -> str:
+    """The scheme of a label version (a model's `label_version`); ValueError naming a version
+    this engine does not know: a newer engine's, or not a version at all."""
+    known = ", ".join(f"{code} {name}" for code, name in enumerate(SCHEMES, start=1))
+    if isinstance(version, float) and version.is_integer():
+        version = int(version)  # JSON and TOML may give a whole number as a float
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise ValueError(
+            f"label version {version!r} is not a label version (this engine knows {known})"
+        )
+    if version > len(SCHEMES):
+        raise ValueError(
+            f"label version {version} is newer than this engine knows ({known}): run the "
+            "engine version that trained the model, or retrain it"
+        )
+    return SCHEMES[version - 1]
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -225,7 +280,7 @@ def label_frames(
     end_bps = np.full(count, np.nan)
     up_bps = np.full(count, np.nan)
     down_bps = np.full(count, np.nan)
-    if config.scheme == "clock":
+    if config.scheme in _CLOCK_SCHEMES:
         # Nothing in the horizon and the next frame within max_quiet_ms: the mid held.
         following = ts[np.minimum(first, count - 1)] if count else ts
         held = complete & (end == first) & (following - ts <= config.max_quiet_ms)
@@ -238,12 +293,23 @@ def label_frames(
         up_bps[rows] = (highest / base - 1.0) * BPS
         down_bps[rows] = (lowest / base - 1.0) * BPS
 
-    if config.scheme == "clock":
+    if config.scheme in _CLOCK_SCHEMES:
         sigma_bps, samples = _clock_sigma(ts, mid, config)
     else:
         sigma_bps, samples = _trailing_sigma(ts, end_bps, config)
+    if config.sigma_floor_steps and count:
+        floor_bps = config.sigma_floor_steps * mid_step(mid) / mid * BPS
+        sigma_bps = np.where(np.isnan(sigma_bps), sigma_bps, np.fmax(sigma_bps, floor_bps))
     labels, ask_run, bid_run = _classify(end_bps, up_bps, down_bps, sigma_bps, config)
     return LabelResult(labels, end_bps, up_bps, down_bps, sigma_bps, samples, ask_run, bid_run)
+
+
+def mid_step(mid: np.ndarray) -> float:
+    """The mid's smallest move between frames (half a tick on a tick grid); NaN if it never
+    moves."""
+    moves = np.abs(np.diff(mid))
+    moves = moves[moves > _MID_STEP_RESOLUTION * mid[1:]]
+    return float(moves.min()) if moves.size else math.nan
 
 
 def _trailing_sigma(

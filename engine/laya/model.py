@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
@@ -23,11 +24,14 @@ import numpy as np
 import onnxruntime as ort
 from onnxruntime.capi import onnxruntime_pybind11_state as ort_errors
 
+from engine.laya.labels import scheme_of
 from engine.laya.verdict import CLASS_NAMES
 from engine.user_files import replacing
 
 DEFAULT_MODEL_PATH = Path(__file__).resolve().parent / "models" / "laya-default.onnx"
 """The model shipped with the package, produced by the training pipeline."""
+SHIPPED_MODELS = DEFAULT_MODEL_PATH.parent
+"""The shipped models (`laya-default`, `laya-large-tick`), each with its card."""
 
 TRAINING_HINT = (
     "train one with `hft-console train --replay FILE... --out MODEL.onnx` (needs the `train` "
@@ -80,7 +84,9 @@ class LayaModelMetadata:
 
     `thresholds[i]` is the probability class i must reach to be chosen (see
     `engine.laya.classifier.choose_verdict`). `training_summary` is free-form JSON (recordings,
-    frames, class counts, split, metrics).
+    frames, class counts, split, metrics). `label_version` is the label scheme's code
+    (`engine.laya.labels.SCHEMES`); None takes it from `label_parameters` ("scheme", else 1:
+    the rule for files written before it), and a version this engine does not know is refused.
     """
 
     feature_set_version: str
@@ -91,6 +97,7 @@ class LayaModelMetadata:
     class_names: tuple[str, ...] = CLASS_NAMES
     model_family: str = "mlp"
     created_utc: str = field(default_factory=_utc_now)
+    label_version: int | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.feature_set_version, str) or not self.feature_set_version:
@@ -134,6 +141,16 @@ class LayaModelMetadata:
                 raise ValueError(
                     f"label_parameters must map names to finite numbers, got {key!r}: {value!r}"
                 )
+        scheme = self.label_parameters.get("scheme", 1)
+        if self.label_version is None:
+            object.__setattr__(self, "label_version", scheme)
+        scheme_of(self.label_version)
+        if self.label_version != scheme:
+            raise ValueError(
+                f"label_version {self.label_version!r} disagrees with label_parameters' scheme "
+                f"{scheme!r}"
+            )
+        object.__setattr__(self, "label_version", int(self.label_version))
 
     def _validate_thresholds(self) -> None:
         if not isinstance(self.thresholds, tuple) or len(self.thresholds) != len(self.class_names):
@@ -164,7 +181,10 @@ class LayaModelMetadata:
     @classmethod
     def from_props(cls, props: Mapping[str, str], source: str | Path) -> LayaModelMetadata:
         """Parse `metadata_props`; `source` names the file in error messages."""
-        keys = [METADATA_KEY_PREFIX + item.name for item in fields(cls)]
+        # Files before `label_version` lack it: their label_parameters say it.
+        keys = [
+            METADATA_KEY_PREFIX + item.name for item in fields(cls) if item.name != "label_version"
+        ]
         present = [key for key in keys if key in props]
         if not present:
             raise LayaModelError(
@@ -177,6 +197,8 @@ class LayaModelMetadata:
         values: dict[str, Any] = {}
         for item in fields(cls):
             key = METADATA_KEY_PREFIX + item.name
+            if key not in props:
+                continue
             try:
                 value = json.loads(props[key])
             except ValueError as error:
@@ -191,7 +213,8 @@ class LayaModelMetadata:
         """One line for the console and the doctor."""
         return (
             f"{self.model_family}, feature set {self.feature_set_version} "
-            f"({self.feature_count} features), created {self.created_utc}"
+            f"({self.feature_count} features), label version {self.label_version}, created "
+            f"{self.created_utc}"
         )
 
 
@@ -199,6 +222,17 @@ def validate_thresholds(thresholds: Sequence[float], name: str) -> None:
     for value in thresholds:
         if not _is_number(value) or not 0.0 <= value <= 1.0:
             raise ValueError(f"{name} must be probabilities in [0, 1], got {tuple(thresholds)!r}")
+
+
+def shipped_or_path(path: str | os.PathLike[str]) -> Path:
+    """`path`, or the shipped model it names: a name without a suffix (`laya-large-tick`)
+    where no file is, wherever a relative path was taken from (settings take it from their
+    folder), when `SHIPPED_MODELS` holds that name's `.onnx`."""
+    given = Path(path)
+    shipped = SHIPPED_MODELS / f"{given.name}.onnx"
+    if given.suffix or given.exists() or not shipped.is_file():
+        return given
+    return shipped
 
 
 def open_session(

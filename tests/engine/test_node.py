@@ -8,9 +8,9 @@ import dataclasses
 from pathlib import Path
 
 import pytest
-from support.laya_models import write_mlp_model
+from support.laya_models import NEWER_LABEL_VERSION, with_metadata, write_mlp_model
 from support.locks import held_by_another_process
-from support.recordings import write_books
+from support.recordings import shared_spot, write_books
 from support.risk import BTC, T0, make_gateway, mark, open_position
 from support.waiting import eventually
 
@@ -21,7 +21,7 @@ from engine.instance_lock import EngineLocked, InstanceLock, account_lock_path, 
 from engine.journal import read_journal
 from engine.laya.classifier import LayaClassifierConfig
 from engine.laya.decide import QuoteIntent
-from engine.laya.model import ModelMismatchError, ModelNotFoundError
+from engine.laya.model import LayaModelError, ModelMismatchError, ModelNotFoundError
 from engine.market.instruments import BTCUSDT, Instrument
 from engine.node import (
     EngineConfig,
@@ -280,6 +280,49 @@ def test_a_model_that_will_not_start_stands_its_symbol_aside(recording, laya_mod
     assert [event.symbol for event in stood_aside] == ["BTCUSDT"]
 
 
+def test_a_model_of_an_unknown_label_version_at_start_stands_its_symbol_aside(
+    recording, laya_model, tmp_path
+):
+    newer = write_mlp_model(tmp_path / "btc.onnx")
+    config = models_config(recording, laya_model, {"BTCUSDT": newer})  # sound when checked ...
+    with_metadata(
+        newer, label_version=str(NEWER_LABEL_VERSION)
+    )  # ... and a newer engine's when the engine starts
+    node = replayed(config)
+    assert (
+        f"label version {NEWER_LABEL_VERSION} is newer than this engine knows"
+        in node.model_faults["BTCUSDT"]
+    )
+    assert node.pipeline.intents["BTCUSDT"] is QuoteIntent.STAND_ASIDE
+    assert sum(node.pipeline.decisions.counts().values()) == 0
+
+
+def test_a_shadow_model_of_an_unknown_label_version_is_refused_at_start(tmp_path):
+    shadow = with_metadata(
+        write_mlp_model(tmp_path / "newer.onnx"), label_version=str(NEWER_LABEL_VERSION)
+    )
+    node = EngineNode(
+        EngineConfig(
+            replay_path=str(shared_spot()),
+            replay_speed=None,
+            kev_client=None,
+            laya=dataclasses.replace(EngineConfig().laya, prefer_gpu=False),
+            laya_shadow_model=str(shadow),
+        )
+    )
+
+    async def start() -> None:
+        try:
+            await node.start()
+        finally:
+            await node.stop()
+
+    with pytest.raises(
+        LayaModelError, match=rf"newer\.onnx: .*label version {NEWER_LABEL_VERSION} is newer"
+    ):
+        node.clock.run(start())
+
+
 @pytest.mark.parametrize(
     ("models", "error", "message"),
     [
@@ -290,12 +333,18 @@ def test_a_model_that_will_not_start_stands_its_symbol_aside(recording, laya_mod
             r"maps BTCUSDT to .*missing\.onnx, and there is no model",
         ),
         ({"ETH*": "old.onnx"}, ModelMismatchError, r"old\.onnx was trained on feature set 'f-old'"),
+        (
+            {"ETH*": "newer.onnx"},
+            LayaModelError,
+            rf"newer\.onnx: invalid Laya metadata: label version {NEWER_LABEL_VERSION} is newer",
+        ),
     ],
 )
 def test_laya_models_are_refused_naming_the_key_or_model(
     models, error, message, laya_model, tmp_path
 ):
     write_mlp_model(tmp_path / "old.onnx", feature_set="f-old")
+    with_metadata(write_mlp_model(tmp_path / "newer.onnx"), label_version=str(NEWER_LABEL_VERSION))
     pairs = tuple((key, str(tmp_path / path)) for key, path in models.items())
     with pytest.raises(error, match=message):
         EngineConfig(laya=laya(laya_model), laya_models=pairs)

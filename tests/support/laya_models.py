@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from engine.laya.features import FEATURE_COUNT, FEATURE_SET_VERSION
-from engine.laya.labels import LabelConfig
+from engine.laya.labels import SCHEMES, LabelConfig
 from engine.laya.model import LayaModelMetadata, export_mlp
 
 
@@ -33,3 +33,25 @@ def write_mlp_model(
         training_summary={"frames": 1},
     )
     return export_mlp(path, layers, metadata)
+
+
+NEWER_LABEL_VERSION = len(SCHEMES) + 1
+"""A label version from an engine newer than this one."""
+
+
+def with_metadata(path: Path, **entries: str | None) -> Path:
+    """The model at `path` with its `laya.<key>` metadata entries set to these JSON texts (None:
+    removed), as an older or newer engine's file, or a damaged one, would hold them."""
+    import onnx
+    from onnx import helper
+
+    model = onnx.load(str(path))
+    props = {entry.key: entry.value for entry in model.metadata_props}
+    for key, text in entries.items():
+        props.pop(f"laya.{key}", None)
+        if text is not None:
+            props[f"laya.{key}"] = text
+    del model.metadata_props[:]
+    helper.set_model_props(model, props)
+    onnx.save(model, str(path))
+    return path

@@ -18,6 +18,7 @@ from support.sim import running_sim, sim_config
 from console.cli.main import build_parser, main
 from engine.feed.parse import FrameParser
 from engine.feed.recording import iter_recording, recording_instruments
+from engine.laya.model import SHIPPED_MODELS
 from engine.sim.recording import simulate_recording
 
 
@@ -393,3 +394,17 @@ def test_eval_says_which_model_each_symbol_would_run_on(laya_model, tmp_path, mo
     assert main([*common, "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["symbol_models"] == {"BTCUSDT": str(laya_model), "ETHUSDT": str(nexo)}
+
+
+def test_a_shipped_model_is_mapped_by_its_name_from_a_settings_file(
+    laya_model, tmp_path, monkeypatch, capsys
+):
+    recording = simulate_recording(tmp_path / "session.bitget.gz", 1.0, seed=3).path
+    settings = tmp_path / "settings" / "config.toml"
+    settings.parent.mkdir()
+    settings.write_text('[laya.models]\n"ETH*" = "laya-large-tick"\n')
+    monkeypatch.setenv("HFT_CONSOLE_CONFIG", str(settings))
+    argv = ("eval", "--replay", str(recording), "--model", str(laya_model), "--all", "--json")
+    assert main([*argv]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["symbol_models"]["ETHUSDT"] == str(SHIPPED_MODELS / "laya-large-tick.onnx")

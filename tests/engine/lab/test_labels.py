@@ -309,7 +309,10 @@ def test_the_scheme_travels_in_the_metadata():
     # A model from before the scheme existed carries no scheme: it was trained on "end".
     older = {"horizon_ms": 1000, "sigma_window_ms": 300_000, "emergency_sigma": 3, "lean_sigma": 1}
     assert LabelConfig.from_metadata(older) == legacy
-    with pytest.raises(ValueError, match="scheme code"):
+    clock = LabelConfig.clock_labels()
+    assert LabelConfig.from_metadata(clock.as_metadata()) == clock
+    assert "sigma_floor_steps" not in clock.as_metadata()
+    with pytest.raises(ValueError, match="label version 7 is newer than this engine knows"):
         LabelConfig.from_metadata({**older, "scheme": 7})
 
 
@@ -319,6 +322,9 @@ def test_the_scheme_travels_in_the_metadata():
         (lambda: LabelConfig(scheme="close"), "scheme"),
         (lambda: LabelConfig(sigma_floor_window_ms=10_000), "sigma_floor_window_ms"),
         (lambda: LabelConfig.end_labels(sigma_floor_window_ms=600_000), "excursion scheme"),
+        (lambda: LabelConfig(sigma_floor_steps=0), "sigma_floor_steps must be > 0 in the tick"),
+        (lambda: LabelConfig(sigma_floor_steps=float("nan")), "sigma_floor_steps must be > 0"),
+        (lambda: LabelConfig.clock_labels(sigma_floor_steps=1), "belongs to the tick scheme"),
     ],
 )
 def test_scheme_settings_are_validated(factory, message):
@@ -370,7 +376,7 @@ def _clock_reference(ts, mid, config):
 @pytest.mark.parametrize("seed", range(3))
 def test_clock_labels_match_the_definition_on_irregular_paths(seed):
     """Books from 40 ms to 12 s apart (gaps past max_quiet_ms among them)."""
-    config = LabelConfig(
+    config = LabelConfig.clock_labels(
         sigma_window_ms=8_000, sigma_floor_window_ms=30_000, min_sigma_samples=5, max_quiet_ms=5_000
     )
     rng = np.random.default_rng(seed)
@@ -384,23 +390,80 @@ def test_clock_labels_match_the_definition_on_irregular_paths(seed):
     assert set(np.unique(result.labels)) >= {UNLABELLED, *Verdict}
 
 
-def test_a_quiet_book_is_labelled_at_any_cadence():
+def _large_tick_book(move_share: float, seed: int = 11) -> tuple[np.ndarray, np.ndarray]:
+    """A book every 100 ms of a NEXOUSDT-like market: the mid (1.215, tick 0.001) moves one step
+    of half a tick (about 4 bps) on `move_share` of them, else stands still."""
+    rng = np.random.default_rng(seed)
+    ts = np.arange(0, 900_000, 100)
+    ticks = np.where(rng.random(ts.size) < move_share, rng.choice([-1, 1], ts.size), 0)
+    ticks[0] = 0
+    return ts, 1.215 + 0.0005 * np.cumsum(ticks)
+
+
+@pytest.mark.parametrize(
+    ("config", "verdicts"),
+    [
+        (LabelConfig.clock_labels(), {Verdict.HOLD, Verdict.EMERGENCY}),
+        (LabelConfig(), {Verdict.HOLD, Verdict.LEAN_BUY, Verdict.LEAN_SELL}),
+    ],
+)
+def test_a_quiet_book_is_labelled_at_any_cadence(config, verdicts):
     """One large-tick market seen through a feed that sends a book every 100 ms and through
     one that sends a book only when the mid moves (about one every 2 s, the NEXOUSDT day's
     kind): both label every frame past the clock's 30 s warm-up, and the same frames alike."""
-    rng = np.random.default_rng(11)
-    ts = np.arange(0, 900_000, 100)
-    ticks = np.where(rng.random(ts.size) < 0.05, rng.choice([-1, 1], ts.size), 0)
-    ticks[0] = 0
-    mid = 1.215 + 0.0005 * np.cumsum(ticks)
+    ts, mid = _large_tick_book(0.05)
     moved = np.concatenate(([True], np.diff(mid) != 0))
-    every = label_frames(ts, mid)
-    quiet = label_frames(ts[moved], mid[moved])
+    every = label_frames(ts, mid, config)
+    quiet = label_frames(ts[moved], mid[moved], config)
     middle = (ts[moved] > 40_000) & (ts[moved] < 890_000)
     assert quiet.labelled[middle].all()
     np.testing.assert_array_equal(quiet.labels[middle], every.labels[moved][middle])
     np.testing.assert_allclose(quiet.sigma_bps[middle], every.sigma_bps[moved][middle])
-    assert set(np.unique(quiet.labels[middle])) >= {Verdict.HOLD, Verdict.EMERGENCY}
+    assert set(np.unique(quiet.labels[middle])) >= verdicts
+
+
+def test_on_a_large_tick_book_a_side_is_run_over_by_a_whole_tick_not_by_every_step():
+    """The clock's sigma of a book that mostly stands still is a fraction of its step, so every
+    step was an EMERGENCY; the tick scheme's floor of one step (half a tick) makes a half-tick
+    move ordinary and a whole tick a run-over."""
+    ts, mid = _large_tick_book(0.005)
+    mid += 0.001 * (np.arange(ts.size) // 1_000)  # and a whole tick up every 100 s
+    step_bps = 0.0005 / mid * 1e4
+    clock = label_frames(ts, mid, LabelConfig.clock_labels())
+    tick = label_frames(ts, mid, LabelConfig())
+    # The clock leaves a window without a move unlabelled (sigma 0); the floor labels it.
+    assert (tick.labelled & ~clock.labelled).any() and not (clock.labelled & ~tick.labelled).any()
+    rows = tick.labelled & clock.labelled
+    assert np.all(clock.sigma_bps[rows] < 0.5 * step_bps[rows])
+    np.testing.assert_allclose(tick.sigma_bps[rows], step_bps[rows])
+    stepped = rows & (np.maximum(tick.up_bps, -tick.down_bps) > 0)
+    one_step = stepped & (np.maximum(tick.up_bps, -tick.down_bps) < 1.5 * step_bps)
+    assert one_step.sum() > 100
+    assert np.all(clock.labels[one_step] == Verdict.EMERGENCY)
+    assert np.all(tick.labels[one_step] == Verdict.HOLD)
+    whole_tick_up = rows & (tick.up_bps >= 1.9 * step_bps) & (tick.down_bps >= 0)
+    assert whole_tick_up.any()
+    assert np.all(tick.ask_run[whole_tick_up])
+    assert set(np.unique(tick.labels[whole_tick_up])) <= {Verdict.LEAN_BUY, Verdict.EMERGENCY}
+
+
+def test_a_fine_grid_book_is_labelled_alike_with_and_without_the_floor():
+    """BTC-like: a tick of 0.1 on 60,000 (a step under 0.01 bps), the mid moving several ticks
+    a second: the floor of a step never binds."""
+    rng = np.random.default_rng(5)
+    ts = np.arange(0, 600_000, 100)
+    mid = 60_000.0 + 0.05 * np.cumsum(rng.integers(-20, 21, ts.size))
+    clock = label_frames(ts, mid, LabelConfig.clock_labels())
+    tick = label_frames(ts, mid, LabelConfig())
+    assert tick.labelled.sum() > 5_000
+    np.testing.assert_array_equal(tick.labels, clock.labels)
+    np.testing.assert_array_equal(tick.sigma_bps, clock.sigma_bps)
+
+
+def test_a_mid_that_never_moves_has_no_step_and_no_label():
+    ts = np.arange(0, 120_000, 100)
+    result = label_frames(ts, np.full(ts.size, 1.215))
+    assert not result.labelled.any()
 
 
 def test_the_shipped_per_frame_labels_read_back_from_their_metadata():
@@ -415,4 +478,4 @@ def test_the_shipped_per_frame_labels_read_back_from_their_metadata():
     }
     assert LabelConfig.from_metadata(shipped) == LabelConfig.per_frame_labels()
     assert LabelConfig.from_metadata(LabelConfig().as_metadata()) == LabelConfig()
-    assert LabelConfig().as_metadata()["scheme"] == 3
+    assert LabelConfig().as_metadata()["scheme"] == LabelConfig().version == 4

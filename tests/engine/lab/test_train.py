@@ -10,7 +10,7 @@ from test_folds import OBI, session
 from engine.lab.candidates import GATE_SUFFIX, IMBALANCE_RULE
 from engine.lab.dataset import DatasetConfig
 from engine.lab.folds import BootstrapConfig, leave_one_session_out
-from engine.lab.savings import GateRun, SessionSavings
+from engine.lab.savings import GateRun, SessionSavings, savings_targets
 from engine.lab.train import choose_candidate, train
 from engine.lab.train_config import TrainConfig
 from engine.laya.features import FEATURE_COUNT, FEATURE_SET_VERSION
@@ -41,6 +41,7 @@ def test_train_validates_leave_one_session_out_then_ships_by_the_backtest(sessio
     assert metadata.feature_set_version == FEATURE_SET_VERSION
     assert metadata.model_family == "mlp" and metadata.thresholds == report.fitted.thresholds
     assert metadata.label_parameters == QUICK_LABELS.as_metadata()
+    assert metadata.label_version == QUICK_LABELS.version
     summary = metadata.training_summary
     assert summary["candidate"] == report.choice
     assert set(summary["folds"]) == {path.name for path in sessions}
@@ -92,7 +93,8 @@ def test_one_recording_is_validated_leave_one_block_out_with_a_learning_curve(se
     assert "| 0.01 | 1 |" in card and "| all | 2 |" in card
     labelled = report.sessions[0].labelled
     assert f"Labelled: {labelled:,} of {report.sessions[0].frames:,}" in card
-    assert "label version 3 (scheme clock)" in card
+    assert "label version 4 (scheme tick)" in card
+    assert "nor 1 of the mid's step (its smallest move: half a tick on a tick grid)" in card
 
 
 class _Noise:
@@ -166,6 +168,15 @@ def _savings(saved_bps: dict[str, float], se_bps: float) -> tuple[SessionSavings
         )
         for recording in ("s1.gz", "s2.gz")
     )
+
+
+def test_the_rule_shipped_when_no_candidate_qualified_has_no_backtest_targets():
+    savings = _savings({"rule": 0.1, "mlp": 0.0}, se_bps=0.2)
+    assert savings_targets(savings, IMBALANCE_RULE.name, 0.2) == [
+        "- No backtest of the shipped imbalance rule in the folds (only candidates are "
+        "backtested); each left-out session's compare table has the imbalance gate's."
+    ]
+    assert savings_targets(savings, "rule", 0.2)[0].startswith("- backtest s1.gz: 1 s markout")
 
 
 def test_the_backtest_chooses_only_a_saving_clear_of_zero_else_the_ranking_does():

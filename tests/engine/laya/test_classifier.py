@@ -17,6 +17,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from support.gpu import needs_no_cuda as no_cuda_driver
+from support.laya_models import NEWER_LABEL_VERSION, with_metadata
 
 from engine.lab.thresholds import choose_verdicts
 from engine.laya.classifier import (
@@ -27,9 +28,12 @@ from engine.laya.classifier import (
     captured_output,
     choose_verdict,
     cuda_fallback_reason,
+    model_for,
 )
 from engine.laya.features import FEATURE_COUNT, FEATURE_SET_VERSION
 from engine.laya.model import (
+    DEFAULT_MODEL_PATH,
+    SHIPPED_MODELS,
     LayaModelError,
     LayaModelMetadata,
     ModelMismatchError,
@@ -343,6 +347,30 @@ def test_a_model_for_another_feature_set_is_refused_naming_both(tmp_path):
 
     with pytest.raises(ModelMismatchError, match=r"'test-fs-0'.*'test-fs-1'"):
         started(config_for(path, prefer_gpu=False))
+
+
+def test_a_model_of_a_label_version_this_engine_does_not_know_is_refused_at_start(tmp_path):
+    path, _ = write_model(tmp_path / "newer.onnx")
+    with_metadata(path, label_version=str(NEWER_LABEL_VERSION))
+
+    with pytest.raises(
+        LayaModelError, match=rf"newer\.onnx: .*label version {NEWER_LABEL_VERSION} is newer"
+    ):
+        started(config_for(path, prefer_gpu=False))
+
+
+@pytest.mark.parametrize("name", ["laya-default", "laya-large-tick"])
+def test_a_shipped_models_name_is_its_file_wherever_a_relative_path_was_taken_from(tmp_path, name):
+    shipped = SHIPPED_MODELS / f"{name}.onnx"
+    written = tmp_path / "settings" / name  # how settings give a relative path: from their folder
+    assert model_for("NEXOUSDT", {"NEXO*": str(written)}, DEFAULT_MODEL_PATH) == shipped
+    assert LayaClassifier(LayaClassifierConfig(model_path=written)).model_path == shipped
+    # A file of that name is the user's own; a name no shipped model has stays a path.
+    written.parent.mkdir()
+    written.write_bytes(b"the user's own")
+    assert model_for("NEXOUSDT", {"NEXO*": str(written)}, DEFAULT_MODEL_PATH) == written
+    assert model_for("NEXOUSDT", {"NEXO*": "laya-nexo"}, DEFAULT_MODEL_PATH) == Path("laya-nexo")
+    assert model_for("BTCUSDT", {"NEXO*": str(written)}, DEFAULT_MODEL_PATH) == DEFAULT_MODEL_PATH
 
 
 def test_a_model_of_another_width_is_refused_naming_both_shapes(tmp_path):

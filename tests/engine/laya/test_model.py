@@ -12,9 +12,14 @@ import onnx
 import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
+from support.laya_models import NEWER_LABEL_VERSION, with_metadata
 
+from engine.laya.features import FEATURE_COUNT as ENGINE_FEATURE_COUNT
+from engine.laya.features import FEATURE_SET_VERSION
+from engine.laya.labels import SCHEMES, LabelConfig
 from engine.laya.model import (
     DEFAULT_MODEL_PATH,
+    SHIPPED_MODELS,
     EmergencyHead,
     LayaModelError,
     LayaModelMetadata,
@@ -88,11 +93,13 @@ def test_metadata_is_stored_as_json_under_laya_keys(tmp_path):
     assert props["laya.feature_count"] == str(FEATURE_COUNT)
     assert props["laya.class_names"] == '["HOLD", "LEAN_BUY", "LEAN_SELL", "EMERGENCY"]'
     assert props["laya.model_family"] == '"mlp"'
+    assert props["laya.label_version"] == "1"  # label_parameters name no scheme: "end"
     assert set(props) == {
         "laya.feature_set_version",
         "laya.feature_count",
         "laya.class_names",
         "laya.label_parameters",
+        "laya.label_version",
         "laya.thresholds",
         "laya.training_summary",
         "laya.model_family",
@@ -217,9 +224,78 @@ def test_invalid_stored_metadata_is_refused_with_the_file_name(tmp_path):
         read_metadata(path)
 
 
+def test_the_label_version_is_the_label_schemes_code():
+    metadata = make_metadata(label_parameters=LabelConfig().as_metadata())
+
+    assert metadata.label_version == LabelConfig().version == 1 + SCHEMES.index("tick")
+    assert f"label version {metadata.label_version}," in metadata.summary()
+
+
+@pytest.mark.parametrize(("scheme", "version"), [(None, 1), (2, 2), (3, 3)])
+def test_a_file_from_before_the_label_version_reads_it_from_its_label_parameters(
+    tmp_path, scheme, version
+):
+    parameters = LABEL_PARAMETERS | ({} if scheme is None else {"scheme": scheme})
+    path = export_mlp(
+        tmp_path / "old.onnx", random_layers(), make_metadata(label_parameters=parameters)
+    )
+    with_metadata(path, label_version=None)
+
+    assert read_metadata(path).label_version == version
+
+
+@pytest.mark.parametrize(
+    ("entries", "message"),
+    [
+        (
+            {"label_version": str(NEWER_LABEL_VERSION)},
+            f"label version {NEWER_LABEL_VERSION} is newer than this engine knows",
+        ),
+        ({"label_version": '"clock"'}, "label version 'clock' is not a label version"),
+        ({"label_version": "0"}, "label version 0 is not a label version"),
+        ({"label_version": "2.5"}, "label version 2.5 is not a label version"),
+        # A newer engine's file from before the field, its scheme code the only trace.
+        (
+            {
+                "label_version": None,
+                "label_parameters": '{"horizon_ms": 1000, "lean_sigma": '
+                '1.5, "emergency_sigma": 4, "sigma_window_ms": 300000, "scheme": 9}',
+            },
+            "label version 9 is newer than this engine knows",
+        ),
+        (
+            {"label_version": "2"},
+            f"label_version 2 disagrees with label_parameters' scheme {LabelConfig().version}",
+        ),
+    ],
+)
+def test_a_label_version_this_engine_does_not_know_is_refused_naming_file_and_version(
+    tmp_path, entries, message
+):
+    metadata = make_metadata(label_parameters=LabelConfig().as_metadata())
+    path = with_metadata(export_mlp(tmp_path / "new.onnx", random_layers(), metadata), **entries)
+
+    with pytest.raises(LayaModelError) as refusal:
+        read_metadata(path)
+
+    assert str(refusal.value).startswith(f"{path}: invalid Laya metadata: {message}")
+    assert "\n" not in str(refusal.value)
+
+
 def test_a_missing_model_says_how_to_train_one(tmp_path):
     with pytest.raises(ModelNotFoundError, match=r"no Laya model at .*absent\.onnx.*train"):
         read_metadata(tmp_path / "absent.onnx")
+
+
+@pytest.mark.parametrize("name", ["laya-default", "laya-large-tick"])
+def test_the_shipped_models_fit_this_engine_and_have_their_cards(name):
+    metadata = read_metadata(SHIPPED_MODELS / f"{name}.onnx")
+    assert (metadata.feature_set_version, metadata.feature_count) == (
+        FEATURE_SET_VERSION,
+        ENGINE_FEATURE_COUNT,
+    )
+    assert metadata.label_version == LabelConfig().version
+    assert f"label version {metadata.label_version} " in (SHIPPED_MODELS / f"{name}.md").read_text()
 
 
 def test_the_default_model_lives_in_the_package():
