@@ -8,6 +8,8 @@ import math
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from engine.settings.schema import Settings
     from engine.tools.cluster.ray_workers import RayWorkers
 
@@ -115,12 +117,21 @@ def ray_address(args: argparse.Namespace, settings: Settings) -> tuple[str, str]
     return None
 
 
-def ray_workers(cluster: tuple[str, str] | None, preload: str) -> RayWorkers | None:
+def ray_workers(
+    cluster: tuple[str, str] | None,
+    preload: str,
+    *,
+    compiled: bool = False,
+    on_build: Callable[[], None] | None = None,
+) -> RayWorkers | None:
     """The Ray cluster at `cluster` (`ray_address`'s answer) with `preload` imported on its
-    workers; None: no cluster (worker processes on this machine)."""
+    workers, which run the compiled engine built on each node when `compiled` (`on_build`
+    hears that a node builds it); None: no cluster (worker processes on this machine)."""
     if cluster is None:
         return None
     from engine.tools.cluster.ray_workers import RayWorkers
 
     address, given_by = cluster
-    return RayWorkers(address, given_by=given_by, preload=[preload])
+    return RayWorkers(
+        address, given_by=given_by, preload=[preload], compiled=compiled, on_build=on_build
+    )

@@ -4,6 +4,7 @@
 `COMPILED_MODULES` compiled to C extensions: the same source, so the same orders, fills and PnL
 to the last digit, 1.3-1.6x the frames a second (the desk, the paper venue, the gateway and the
 executor are most of a backtest's time, and mypyc runs their attribute-heavy Python faster).
+With `--ray`, each node builds its own and the workers there run it (engine/tools/cluster/).
 Live trading and the console never load it.
 
 The copy is built once per source: it lives in the user cache under a hash of every file of
@@ -97,13 +98,12 @@ def compiled_tree(
     """The folder holding the compiled `engine` for this source, built first when missing
     (`on_build` hears that it is). Raises `CompiledBuildError`."""
     package = source_package() if package is None else package
-    _check_tools()
-    root = user_cache_dir() / "compiled" if cache_dir is None else cache_dir
+    check_build_tools()
+    built = built_tree(cache_dir, package)
+    if built is not None:
+        return built
+    root = _cache_root(cache_dir)
     tree = root / tree_key(package)
-    if (tree / "engine" / "__init__.py").is_file():
-        with contextlib.suppress(OSError):
-            os.utime(tree)  # the most recently used: kept by the next build's pruning
-        return tree
     if on_build is not None:
         on_build()
     root.mkdir(parents=True, exist_ok=True)
@@ -121,6 +121,34 @@ def compiled_tree(
         return tree
     finally:
         shutil.rmtree(building, ignore_errors=True)
+
+
+def built_tree(cache_dir: Path | None = None, package: Path | None = None) -> Path | None:
+    """The folder holding the compiled `engine` for this source when it is built, else None."""
+    package = source_package() if package is None else package
+    tree = _cache_root(cache_dir) / tree_key(package)
+    if not (tree / "engine" / "__init__.py").is_file():
+        return None
+    with contextlib.suppress(OSError):
+        os.utime(tree)  # the most recently used: kept by the next build's pruning
+    return tree
+
+
+def compiled_problem() -> str | None:
+    """In a process meant to run the compiled engine (`TREE_ENV` set): why the engine it
+    loaded is not that one, else None."""
+    tree = os.environ.get(TREE_ENV)
+    if tree is None:
+        return None
+    from engine.trading import desk
+
+    if not is_compiled(desk):
+        return f"the compiled engine in {tree} did not load (the desk is {desk.__file__})"
+    return None
+
+
+def _cache_root(cache_dir: Path | None) -> Path:
+    return user_cache_dir() / "compiled" if cache_dir is None else cache_dir
 
 
 def _prune(root: Path, newest: Path) -> None:
@@ -173,7 +201,8 @@ def _compile(building: Path, log: Path) -> None:
     (building / "setup.py").unlink(missing_ok=True)
 
 
-def _check_tools() -> None:
+def check_build_tools() -> None:
+    """Raises `CompiledBuildError` naming what building needs and this machine lacks."""
     missing = [name for name in ("mypyc", "setuptools") if importlib.util.find_spec(name) is None]
     if missing:
         raise CompiledBuildError(

@@ -9,10 +9,13 @@ node. The runs go to a pool of workers (Ray actors, one a CPU of the cluster) st
 command connects, each running runs in turn: a command pays for starting Ray's workers and
 importing the engine in them once, while the cluster is checked, not per run. A run whose
 worker is lost is run again on its restarted worker (`MAX_RETRIES`); each result is taken
-once, from the run that delivered it."""
+once, from the run that delivered it. With `compiled`, each node builds the compiled engine
+(engine/tools/backtest/compiled.py) from its own installed source, once, and its workers run
+it."""
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import importlib
 import logging
@@ -26,6 +29,13 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from engine.extras import require_module
+from engine.tools.backtest.compiled import (
+    TREE_ENV,
+    built_tree,
+    check_build_tools,
+    compiled_problem,
+    compiled_tree,
+)
 from engine.tools.cluster.workers import Place
 
 Item = TypeVar("Item")
@@ -39,6 +49,8 @@ MAX_RETRIES = 3
 COMPARED_PACKAGES = ("hft-console", "ray", "numpy", "numba", "orjson")
 """Whose versions every node must share with the driver (with Python's)."""
 COPIES_FOLDER = "hft-console-ray-files"
+BUILD_TIMEOUT_S = 1800.0
+"""How long a node has to build the compiled engine (about a minute on a quiet core)."""
 
 
 class ClusterError(ValueError):
@@ -69,6 +81,36 @@ def version_difference(ours: Mapping[str, str | None], theirs: Mapping[str, str 
     return ""
 
 
+def _node_tree(build: bool) -> str | None:
+    """Run on each node: the folder of the compiled engine for the source installed there,
+    built first when `build`, else None where it is not built (and can be)."""
+    tree = compiled_tree() if build else built_tree()
+    if tree is None:
+        check_build_tools()
+        return None
+    return str(tree)
+
+
+def _tree_first() -> Callable[[], None]:
+    """Each worker process's setup: where `TREE_ENV` names a compiled engine, its `engine`
+    imported from there first. Ray puts the driver's folder first on the workers' path, where
+    a checkout's `engine` would win; `engine` once imported, its modules come from its folder.
+    A closure, so pickled by value: the worker imports no `engine` to run it."""
+    name = TREE_ENV
+
+    def setup() -> None:
+        import importlib
+        import os
+        import sys
+
+        tree = os.environ.get(name)
+        if tree:
+            sys.path.insert(0, tree)
+            importlib.import_module("engine")
+
+    return setup
+
+
 def _node_report(paths: Sequence[str]) -> dict[str, Any]:
     """Run on each node: its versions and the size of each file it reads at `paths`."""
     sizes = {}
@@ -90,12 +132,16 @@ class RayWorkers:
         ship_files: bool = False,
         given_by: str = "--ray",
         preload: Sequence[str] = (),
+        compiled: bool = False,
+        on_build: Callable[[], None] | None = None,
     ) -> None:
         """Connects, starts the workers and checks the cluster; raises ClusterError saying
         what is wrong, or ImportError naming the extra. `ship_files`: every input file through
         the object store, as for nodes that share no storage with this machine; `given_by`:
         the flag or setting that gave `address`, which the errors name; `preload`: the modules
-        the runs import, imported by each worker as it starts."""
+        the runs import, imported by each worker as it starts; `compiled`: the workers run the
+        compiled engine, built on each node that lacks it first (`on_build` hears that one
+        does)."""
         require_ray()
         import ray
 
@@ -104,12 +150,17 @@ class RayWorkers:
         self._ship_all = ship_files
         self._shipped: dict[Path, tuple[str, Any] | None] = {}
         _require_answer(address, self.name)
+        if not ray.is_initialized():
+            # Disconnected by us as the command ends (atexit: last in, first run): Ray's own
+            # exit hook first waits half a second for worker logs, which we do not take.
+            atexit.register(ray.shutdown)
         try:
             ray.init(
                 address=address,
                 logging_level=logging.ERROR,
                 log_to_driver=False,
                 ignore_reinit_error=True,
+                runtime_env={"worker_process_setup_hook": _tree_first()} if compiled else None,
             )
         except (ConnectionError, RuntimeError) as error:  # RuntimeError: a version mismatch
             raise ClusterError(f"{self.name}: {_first_line(error)}") from None
@@ -118,7 +169,9 @@ class RayWorkers:
         )(_Runner)
         self._preload = tuple(preload)
         self._runners: list[Any] = []
-        self._add_runners()  # they start while the nodes are asked below
+        self._trees: dict[str, tuple[str, str]] | None = None
+        if not compiled:
+            self._add_runners()  # they start while the nodes are asked below
         ours = node_versions()
         for node, report in self._reports([]):
             difference = version_difference(ours, report["versions"])
@@ -127,41 +180,98 @@ class RayWorkers:
                     f"{self.name}: node {node} runs {difference}: every node needs this "
                     "machine's Python and packages, or the results would differ"
                 )
+        if compiled:
+            self._trees = self._build_trees(on_build)
+            self._add_runners()
 
     def _add_runners(self) -> None:
-        """A runner for each CPU the cluster has now (it may have grown since the last)."""
-        import ray
-
-        cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
-        while len(self._runners) < cpus:
-            self._runners.append(self._runner.remote(self._preload))
-
-    def _reports(self, paths: Sequence[str]) -> list[tuple[str, dict[str, Any]]]:
-        """Each live node's address and `_node_report(paths)`."""
+        """A runner for each CPU the cluster has now (it may have grown since the last); with
+        the compiled engine, for each CPU of the nodes it was built on, each on its node's
+        build and checked to run it."""
         import ray
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-        probe = ray.remote(num_cpus=0, max_retries=MAX_RETRIES)(_node_report)
-        nodes = [node for node in ray.nodes() if node["Alive"]]
-        refs = [
-            probe.options(
-                scheduling_strategy=NodeAffinitySchedulingStrategy(node["NodeID"], soft=False)
-            ).remote(list(paths))
-            for node in nodes
-        ]
-        try:
-            reports = ray.get(refs, timeout=120)
-        except ray.exceptions.RayTaskError as error:
-            raise ClusterError(
-                f"{self.name}: a node cannot run hft-console's engine "
-                f"({_first_line(error.cause)}): install it on every node"
-            ) from None
-        except ray.exceptions.RayError as error:
-            raise ClusterError(f"{self.name}: {_first_line(error)}") from None
+        if self._trees is None:
+            cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
+            while len(self._runners) < cpus:
+                self._runners.append(self._runner.remote(self._preload))
+            return
+        if self._runners:  # a node that joined since the build gets none
+            return
+        started = []
+        for node in ray.nodes():
+            if not node["Alive"] or node["NodeID"] not in self._trees:
+                continue
+            address, tree = self._trees[node["NodeID"]]
+            on_node = self._runner.options(
+                scheduling_strategy=NodeAffinitySchedulingStrategy(node["NodeID"], soft=False),
+                runtime_env={"env_vars": {TREE_ENV: tree}},
+            )
+            for _ in range(int(node["Resources"].get("CPU", 0))):
+                started.append((address, on_node.remote(self._preload)))
+        if not started:
+            raise ClusterError(f"{self.name}: no node the compiled engine was built on has a CPU")
+        for address, runner in started:
+            try:
+                problem = ray.get(runner.compiled_problem.remote(), timeout=120)
+            except ray.exceptions.RayError as error:  # it did not start: its import failed
+                cause = getattr(error, "cause", None) or error
+                raise ClusterError(f"{self.name}: node {address}: {_first_line(cause)}") from None
+            if problem is not None:
+                raise ClusterError(f"{self.name}: node {address}: {problem}")
+        self._runners = [runner for _, runner in started]
+
+    def _reports(self, paths: Sequence[str]) -> list[tuple[str, dict[str, Any]]]:
+        """Each live node's address and `_node_report(paths)`."""
         return [
             (node["NodeManagerAddress"], report)
-            for node, report in zip(nodes, reports, strict=True)
+            for node, report in self._on_each_node(
+                _node_report,
+                list(paths),
+                timeout=120,
+                failing="cannot run hft-console's engine ({cause}): install it on every node",
+            )
         ]
+
+    def _build_trees(self, on_build: Callable[[], None] | None) -> dict[str, tuple[str, str]]:
+        """Each live node's id -> its address and the folder of its compiled engine, built
+        there first where it is missing (the nodes side by side, one build a node)."""
+        failing = "cannot build the compiled engine: {cause}"
+        found = self._on_each_node(_node_tree, False, timeout=120, failing=failing)
+        if any(tree is None for _, tree in found):
+            if on_build is not None:
+                on_build()
+            found = self._on_each_node(_node_tree, True, timeout=BUILD_TIMEOUT_S, failing=failing)
+        return {node["NodeID"]: (node["NodeManagerAddress"], tree) for node, tree in found}
+
+    def _on_each_node(
+        self, function: Callable[[Any], Result], argument: Any, *, timeout: float, failing: str
+    ) -> list[tuple[dict[str, Any], Result]]:
+        """Each live node and `function(argument)` run there; a node where it raises is
+        refused by `failing` ({cause}: the error's first line), naming the node."""
+        import ray
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        task = ray.remote(num_cpus=0, max_retries=MAX_RETRIES)(function)
+        nodes = [node for node in ray.nodes() if node["Alive"]]
+        refs = [
+            task.options(
+                scheduling_strategy=NodeAffinitySchedulingStrategy(node["NodeID"], soft=False)
+            ).remote(argument)
+            for node in nodes
+        ]
+        results = []
+        for node, ref in zip(nodes, refs, strict=True):  # they run side by side meanwhile
+            try:
+                results.append((node, ray.get(ref, timeout=timeout)))
+            except ray.exceptions.RayTaskError as error:
+                cause = failing.format(cause=_first_line(error.cause or error))
+                raise ClusterError(
+                    f"{self.name}: node {node['NodeManagerAddress']} {cause}"
+                ) from None
+            except ray.exceptions.RayError as error:
+                raise ClusterError(f"{self.name}: {_first_line(error)}") from None
+        return results
 
     def _shipping(self, files: Iterable[Path]) -> dict[str, tuple[str, Any] | None]:
         """Each file -> None where every node reads it by its path, else (its digest, [its
@@ -237,6 +347,9 @@ class _Runner:
     def __init__(self, preload: Sequence[str]) -> None:
         for module in preload:
             importlib.import_module(module)
+
+    def compiled_problem(self) -> str | None:
+        return compiled_problem()
 
     def run(
         self,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 
 import pytest
@@ -88,20 +89,21 @@ def backtest(recording, cache, *extra):
     return untimed, done.stderr
 
 
-def test_the_compiled_engine_gives_the_same_results_and_is_kept(simulated_session, tmp_path):
-    root = tmp_path / "hft-console" / "compiled"
+def test_the_compiled_engine_gives_the_same_results_and_is_kept(simulated_session, compiled_cache):
+    root = compiled_cache / "hft-console" / "compiled"
+    shutil.rmtree(root, ignore_errors=True)  # this test watches a build (later ones reuse it)
     for age, name in ((1_000, "oldest"), (2_000, "older"), (3_000, "building-killed")):
         (root / name / "engine").mkdir(parents=True)
         os.utime(root / name, (age, age))
     # Two runs of a grid: in worker processes, whose specs and metrics cross by pickle.
     grid = ("--set", "trading.strategy.half_spread_bps=1,3", "--jobs", "2")
-    plain, _ = backtest(simulated_session, tmp_path, *grid)
-    built, said = backtest(simulated_session, tmp_path, *grid, "--compiled")
+    plain, _ = backtest(simulated_session, compiled_cache, *grid)
+    built, said = backtest(simulated_session, compiled_cache, *grid, "--compiled")
     assert built == plain and len(plain) == 2
     assert "compiling the trading stack with mypyc" in said
     (tree,) = {path for path in root.iterdir() if path.is_dir() and path.name != "older"}
     kept = sorted(path.name for path in root.iterdir() if path.is_dir())
     assert kept == sorted([tree.name, "older"])  # the oldest and a killed build's leftovers go
     assert list((tree / "engine" / "trading").glob("desk.*.so"))  # the desk is compiled
-    again, said = backtest(simulated_session, tmp_path, *grid, "--compiled")
+    again, said = backtest(simulated_session, compiled_cache, *grid, "--compiled")
     assert again == plain and "compiling" not in said  # the kept build, not a new one

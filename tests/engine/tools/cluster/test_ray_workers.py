@@ -7,10 +7,13 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
+import shutil
 import socket
 import subprocess
 import sys
 import tempfile
+from importlib import metadata
 from pathlib import Path
 
 import numpy as np
@@ -26,12 +29,13 @@ from engine.tools.backtest.plan import GridPoint, backtest_specs, run_specs
 from engine.tools.backtest.report import metrics_json
 from engine.tools.cluster.ray_workers import (
     COPIES_FOLDER,
+    ClusterError,
     RayWorkers,
     node_versions,
     version_difference,
 )
 from engine.tools.cluster.workers import Place
-from tests.support.cli import checkout_env, run_cli
+from tests.support.cli import REPO, checkout_env, run_cli
 from tests.support.ray_head import local_ray_head
 from tests.support.recordings import SHARED_SPOT, shared_spot
 
@@ -44,9 +48,10 @@ SHARED_USDM = SHARED_SPOT.with_name("usdm_btc_20230405.bitget.gz")
 
 
 @pytest.fixture(scope="module")
-def head():
-    """A Ray head on loopback with 2 CPUs for the module: its address."""
-    with local_ray_head(2, checkout_env()) as address:
+def head(compiled_cache):
+    """A Ray head on loopback with 2 CPUs for the module, its compiled engine built in the
+    suite's cache: its address."""
+    with local_ray_head(2, checkout_env(XDG_CACHE_HOME=str(compiled_cache))) as address:
         yield address
         if ray.is_initialized():  # this process's connection, before the head goes
             ray.shutdown()
@@ -69,6 +74,74 @@ def test_a_grid_on_ray_gives_the_local_pools_metrics(head):
     assert [run["label"] for run in on_ray] == [run["label"] for run in local]
     assert without_timings(on_ray) == without_timings(local)
     assert local[0]["fills"] != local[1]["fills"]  # two points that differ, in their order
+
+
+def test_a_compiled_grid_on_ray_gives_the_local_pools_metrics(head, compiled_cache):
+    grid = ("--replay", str(shared_spot()), "--set", "trading.strategy.half_spread_bps=1,3")
+    local = backtest_json(*grid, "--jobs", "2")
+    # From the checkout's folder, which Ray puts first on its workers' import path.
+    on_ray = backtest_json(*grid, "--jobs", "2", "--ray", head, "--compiled")
+    assert without_timings(on_ray) == without_timings(local)
+    builds = compiled_cache / "hft-console" / "compiled"
+    assert list(builds.glob("*/engine/trading/desk.*.so"))  # the node built it in its cache
+
+
+def test_workers_that_did_not_load_the_compiled_engine_are_refused_naming_the_node(head):
+    # This process joins first without the compiled engine's worker setup (a second connection
+    # keeps the first's): its workers import the checkout's engine, Ray's path puts it first.
+    RayWorkers(head)
+    with pytest.raises(ClusterError, match=r"node \S+: the compiled engine in \S+ did not load"):
+        RayWorkers(head, compiled=True)
+
+
+def test_a_node_that_cannot_build_the_compiled_engine_is_named(tmp_path):
+    shell = tmp_path / "bin"  # Ray starts its workers through bash
+    shell.mkdir()
+    (shell / "bash").symlink_to(shutil.which("bash"))
+    no_compiler = checkout_env(  # the virtual environment's commands and bash: no cc, no gcc
+        PATH=f"{Path(sys.executable).parent}{os.pathsep}{shell}",
+        CC="cc",
+        XDG_CACHE_HOME=str(tmp_path),
+    )
+    with local_ray_head(1, no_compiler) as address:
+        result = run_cli(
+            *("backtest", "--replay", str(shared_spot()), "--ray", address, "--compiled"),
+            timeout=300,
+        )
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1  # refused before any build is announced
+    assert re.search(
+        rf"--ray {address}: node \S+ cannot build the compiled engine: --compiled needs a C "
+        r"compiler \(cc or gcc\) on the PATH",
+        result.stderr,
+    )
+
+
+def test_a_command_ends_without_waiting_on_rays_exit_hook(head):
+    # Ray's hook at exit sleeps half a second for worker logs a driver that takes none does
+    # not need: the command disconnects first, so the hook finds nothing to wait for.
+    code = f"""
+import atexit, threading, time
+slept = []
+atexit.register(lambda: print(slept))  # registered first: run last
+from engine.tools.cluster.ray_workers import RayWorkers
+RayWorkers({head!r})
+sleep = time.sleep
+def watched(seconds):
+    if threading.current_thread() is threading.main_thread():
+        slept.append(seconds)
+    sleep(seconds)
+time.sleep = watched
+"""
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env=checkout_env(),
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
 
 
 def test_the_setting_alone_sends_a_backtest_to_the_head(head, tmp_path):
@@ -294,6 +367,24 @@ def test_without_the_flag_ray_is_never_imported():
         timeout=300,
     )
     assert result.returncode == 0, result.stderr
+
+
+def test_a_cluster_whose_workers_import_another_hft_console_is_refused_naming_it(tmp_path):
+    ours = metadata.version("hft-console")
+    installed = metadata.distribution("hft-console").read_text("METADATA")
+    other = tmp_path / "other" / "hft_console-0.0.1.dist-info"  # first on the nodes' path
+    other.mkdir(parents=True)
+    (other / "METADATA").write_text(installed.replace(f"\nVersion: {ours}\n", "\nVersion: 0.0.1\n"))
+    nodes = checkout_env(PYTHONPATH=f"{other.parent}{os.pathsep}{REPO}")
+    with local_ray_head(1, nodes) as address:
+        result = run_cli("backtest", "--replay", str(shared_spot()), "--ray", address)
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1
+    assert re.search(
+        rf"--ray {address}: node \S+ runs hft-console 0\.0\.1 \(this machine: {ours}\): every "
+        "node needs this machine's Python and packages",
+        result.stderr,
+    )
 
 
 def test_a_node_with_other_versions_is_named_by_what_differs():
