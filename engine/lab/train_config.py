@@ -44,11 +44,11 @@ class TrainConfig:
 
     `candidate` forces the one to ship (a name of `candidates`, with GATE_SUFFIX for its gate
     thresholds); None chooses it among those whose per-side AUC reaches the imbalance rule's on
-    every fold (none: the rule ships, `IMBALANCE_RULE`): by what the gate saves in the backtest
-    across the folds with `backtest`, else by the folds' mean per-side AUC, at the gate
-    thresholds. `max_fills_lost`: a gate may lose at
-    most this share of the no-gate run's fills on every left-out session to be chosen on
-    savings.
+    every fold (none: the rule ships, `IMBALANCE_RULE` at its gate thresholds): by what the gate
+    saves in the backtest across the folds with `backtest`, else by the margin over the rule's
+    per-side AUC on the worst fold and side, at the gate thresholds. `max_fills_lost`: a gate
+    may lose at most this share of the no-gate run's fills on every left-out session to be
+    chosen on savings.
     """
 
     dataset: DatasetConfig = field(default_factory=DatasetConfig)

@@ -3,13 +3,16 @@ leave-one-session-out, shipped by the backtest, with its model card."""
 
 from __future__ import annotations
 
+import dataclasses
+import math
+
 import numpy as np
 from laya_training import QUICK_CANDIDATES, QUICK_LABELS, onnx_probabilities
 from test_folds import OBI, session
 
 from engine.lab.candidates import GATE_SUFFIX, IMBALANCE_RULE
 from engine.lab.dataset import DatasetConfig
-from engine.lab.folds import BootstrapConfig, leave_one_session_out
+from engine.lab.folds import BootstrapConfig, Interval, leave_one_session_out
 from engine.lab.savings import GateRun, SessionSavings, savings_targets
 from engine.lab.train import choose_candidate, train
 from engine.lab.train_config import TrainConfig
@@ -135,8 +138,12 @@ def test_a_candidate_ranking_below_the_imbalance_rule_is_never_chosen():
     names = ("rule", "rule" + GATE_SUFFIX, "mlp", "mlp" + GATE_SUFFIX)
     noise = _folds(lambda train: {name: _Noise(k) for k, name in enumerate(names)})
     choice, reason = choose_candidate(config, noise, None)
-    assert choice == IMBALANCE_RULE.name and config.spec(choice) == IMBALANCE_RULE
+    # The rule ships at the pull budget, scored by the baseline's row (it ranks as OBI5 does).
+    assert choice == IMBALANCE_RULE.name + GATE_SUFFIX
+    assert config.spec(choice) == IMBALANCE_RULE
+    assert noise.folds[0].row(choice) is noise.folds[0].row(IMBALANCE_RULE.name)
     assert reason.startswith("no candidate's per-side AUC reached the imbalance rule's")
+    assert reason.endswith("at the pull budget")
     # The rule's own ranking qualifies; noise beside it does not.
     mixed = _folds(
         lambda train: {
@@ -147,6 +154,43 @@ def test_a_candidate_ranking_below_the_imbalance_rule_is_never_chosen():
         }
     )
     assert choose_candidate(config, mixed, None)[0] == "rule" + GATE_SUFFIX
+
+
+def _with_margins(folds, margins: dict[str, tuple[float, ...]]):
+    """`folds` with each named row's per-side AUC set to the imbalance rule's plus its margin
+    on that fold (both sides)."""
+
+    def moved(fold, index):
+        rule = fold.row("imbalance")
+        rows = []
+        for row in fold.rows:
+            if row.name in margins:
+                margin = margins[row.name][index]
+                row = dataclasses.replace(
+                    row,
+                    ask_auc=Interval(rule.ask_auc.value + margin, math.nan, math.nan),
+                    bid_auc=Interval(rule.bid_auc.value + margin, math.nan, math.nan),
+                )
+            rows.append(row)
+        return dataclasses.replace(fold, rows=tuple(rows))
+
+    return dataclasses.replace(
+        folds, folds=tuple(moved(fold, index) for index, fold in enumerate(folds.folds))
+    )
+
+
+def test_the_ranking_chooses_the_candidate_surest_to_beat_the_rule_on_its_worst_fold():
+    config = TrainConfig(candidates=QUICK_CANDIDATES)
+    names = ("rule", "rule" + GATE_SUFFIX, "mlp", "mlp" + GATE_SUFFIX)
+    folds = _folds(lambda train: {name: _Imbalance() for name in names})
+    # mlp's mean margin (+0.16) is twice rule's, but one fold of it barely clears the rule.
+    margins = {"rule" + GATE_SUFFIX: (0.08, 0.08), "mlp" + GATE_SUFFIX: (0.30, 0.02)}
+    choice, reason = choose_candidate(config, _with_margins(folds, margins), None)
+    assert choice == "rule" + GATE_SUFFIX
+    assert reason.startswith(
+        "the widest margin over the imbalance rule's per-side AUC on its worst fold and side, "
+        "+0.080"
+    )
 
 
 def _gate(name: str, fills: int, markout_bps: float, se_bps: float) -> GateRun:
@@ -172,7 +216,7 @@ def _savings(saved_bps: dict[str, float], se_bps: float) -> tuple[SessionSavings
 
 def test_the_rule_shipped_when_no_candidate_qualified_has_no_backtest_targets():
     savings = _savings({"rule": 0.1, "mlp": 0.0}, se_bps=0.2)
-    assert savings_targets(savings, IMBALANCE_RULE.name, 0.2) == [
+    assert savings_targets(savings, IMBALANCE_RULE.name + GATE_SUFFIX, 0.2) == [
         "- No backtest of the shipped imbalance rule in the folds (only candidates are "
         "backtested); each left-out session's compare table has the imbalance gate's."
     ]

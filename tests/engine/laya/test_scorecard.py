@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import shutil
 from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
 import pytest
 from support.cli import run_cli
-from support.laya_models import write_mlp_model
+from support.laya_models import with_metadata, write_mlp_model
 from support.recordings import book_frame, shared_spot
 
 from engine.clock import MarketClock
@@ -57,11 +58,21 @@ def shadow_path(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def backtest(shadow_path):
+def live_path(tmp_path_factory) -> Path:
+    """The shipped model at thresholds that pull on lopsided books (whatever operating point
+    ships), so the pulls' precision and markouts have books to count."""
+    path = tmp_path_factory.mktemp("live") / "live.onnx"
+    shutil.copyfile(DEFAULT_MODEL_PATH, path)
+    return with_metadata(path, thresholds="[0.5, 0.325, 0.325, 0.9]")
+
+
+@pytest.fixture(scope="module")
+def backtest(live_path, shadow_path):
     """The shared spot recording (10.8 min) backtested with Laya gating and a shadow model."""
     settings = load_settings(
         environ={
             "HFT_CONSOLE_LAYA__PREFER_GPU": "false",
+            "HFT_CONSOLE_LAYA__MODEL_PATH": str(live_path),
             "HFT_CONSOLE_LAYA__SHADOW_MODEL": str(shadow_path),
         }
     )
@@ -91,18 +102,18 @@ def lab_figures(model_path, dataset, symbol: int) -> dict[str, float]:
     }
 
 
-def test_the_scorecard_is_the_labs_on_the_same_books(backtest, shadow_path):
+def test_the_scorecard_is_the_labs_on_the_same_books(backtest, live_path, shadow_path):
     spec, record = backtest
     view = record.scorecard
     assert view is not None and view.shadow_fault is None and view.dropped == 0
-    live = started_classifier(DEFAULT_MODEL_PATH)
+    live = started_classifier(live_path)
     labels = label_config_of(live)
     live.stop()
     warmup_ms = round(spec.engine.laya_warmup_s * 1000)
     dataset = build_dataset([shared_spot()], DatasetConfig(labels=labels, warmup_ms=warmup_ms))
     assert [score.symbol for score in view.symbols] == list(dataset.symbols)
     for index, score in enumerate(view.symbols):
-        laya = lab_figures(DEFAULT_MODEL_PATH, dataset, index)
+        laya = lab_figures(live_path, dataset, index)
         shadow = lab_figures(shadow_path, dataset, index)
         assert score.labelled == laya["labelled"] > 1_000
         # 10.8 minutes: the 15-minute window is the session, and it is ranked exactly.
