@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import sys
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import httpx
@@ -38,10 +40,13 @@ async def read_line(stream: asyncio.StreamReader) -> str:
     return line.decode().rstrip("\n")
 
 
-async def test_standalone_serves_prints_status_and_stops_on_sigterm() -> None:
+@contextlib.asynccontextmanager
+async def standalone(script: str) -> AsyncIterator[tuple[asyncio.subprocess.Process, dict]]:
+    """The standalone simulator `script` starts, in a process of its own, and its banner (each
+    line's name -> its value); killed at the end if it has not stopped."""
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-c", SCRIPT, cwd=REPO_ROOT, env=env,
+        sys.executable, "-c", script, cwd=REPO_ROOT, env=env,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip
     assert process.stdout is not None
@@ -50,6 +55,16 @@ async def test_standalone_serves_prints_status_and_stops_on_sigterm() -> None:
         while (line := await read_line(process.stdout)) != "Ctrl+C to stop":
             key, _, value = line.strip().partition("  ")
             banner[key] = value.strip()
+        yield process, banner
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+
+
+async def test_standalone_serves_prints_status_and_stops_on_sigterm() -> None:
+    async with standalone(SCRIPT) as (process, banner):
+        assert process.stdout is not None
         assert banner["faults"] == "rest-error:45001:1"
         async with websockets.connect(banner["public websocket"]) as connection:
             client = PublicSocket(connection)
@@ -72,10 +87,6 @@ async def test_standalone_serves_prints_status_and_stops_on_sigterm() -> None:
         assert process.returncode == 0, errors.decode()
         assert remaining.decode().rstrip().endswith("sim exchange stopped")
         assert b"Traceback" not in errors and b"Task was destroyed" not in errors
-    finally:
-        if process.returncode is None:
-            process.kill()
-            await process.wait()
 
 
 def test_bad_fault_spec_is_refused_before_starting() -> None:
@@ -96,19 +107,10 @@ run_standalone(
 
 
 async def test_a_book_of_eight_and_its_hedge_is_served_on_one_websocket() -> None:
-    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
-    process = await asyncio.create_subprocess_exec(
-        sys.executable, "-c", BOOK_SCRIPT, cwd=REPO_ROOT, env=env,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-    )  # fmt: skip
-    assert process.stdout is not None
     symbols = (*BOOK_OF_EIGHT, "AVAXUSDT", "BTCUSDT")
     channels = ("books15", "books", "trade")
-    try:
-        banner: dict[str, str] = {}
-        while (line := await read_line(process.stdout)) != "Ctrl+C to stop":
-            key, _, value = line.strip().partition("  ")
-            banner[key] = value.strip()
+    async with standalone(BOOK_SCRIPT) as (process, banner):
+        assert process.stdout is not None
         assert banner["symbols"] == f"{', '.join(symbols[:-1])} (quoted), BTCUSDT (hedge), seed 7"
         assert banner["market"].startswith("a book: every quoted symbol follows BTCUSDT")
         async with websockets.connect(banner["public websocket"]) as connection:
@@ -142,7 +144,3 @@ async def test_a_book_of_eight_and_its_hedge_is_served_on_one_websocket() -> Non
         _, errors = await asyncio.wait_for(process.communicate(), WAIT_S * 2)
         assert process.returncode == 0, errors.decode()
         assert b"Traceback" not in errors
-    finally:
-        if process.returncode is None:
-            process.kill()
-            await process.wait()
