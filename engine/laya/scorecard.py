@@ -44,6 +44,7 @@ from engine.clock import EngineClock, Periodic
 from engine.journal import EntryKind, Journal
 from engine.laya.classifier import LayaClassifier, LayaClassifierConfig, choose_verdict
 from engine.laya.labels import UNLABELLED, LabelConfig, LabelResult, label_frames
+from engine.laya.model import shipped_or_path
 from engine.laya.ranking import ranking_auc, side_scores
 from engine.validation import require_count
 
@@ -68,10 +69,15 @@ def require_shadow_model(
         return
     if not str(shadow):
         raise ValueError("the shadow model must name a file")
-    if Path(shadow).expanduser().resolve() == Path(live).expanduser().resolve():
+    if _model_file(shadow) == _model_file(live):
         raise ValueError(
             f"the shadow model {shadow} is the live model: name another model to try beside it"
         )
+
+
+def _model_file(path: str | os.PathLike[str]) -> Path:
+    """The file a model setting names: a shipped model by its name (`laya-default`) too."""
+    return shipped_or_path(Path(path).expanduser()).resolve()
 
 
 def shadow_classifier_config(

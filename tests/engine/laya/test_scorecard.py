@@ -244,6 +244,14 @@ def test_a_book_whose_mid_the_kernel_no_longer_keeps_is_dropped_and_counted(btc_
 def test_a_shadow_model_that_is_the_live_one_is_refused():
     with pytest.raises(ValueError, match=r"shadow model .*default\.onnx is the live model"):
         EngineConfig(laya_shadow_model=str(DEFAULT_MODEL_PATH))
+    # A shipped model named by its name is its file.
+    with pytest.raises(ValueError, match="shadow model laya-default is the live model"):
+        EngineConfig(laya_shadow_model="laya-default")
+    large_tick = DEFAULT_MODEL_PATH.with_name("laya-large-tick.onnx")
+    with pytest.raises(ValueError, match="shadow model laya-large-tick is the live model"):
+        EngineConfig(
+            laya=LayaClassifierConfig(model_path=large_tick), laya_shadow_model="laya-large-tick"
+        )
     result = run_cli("run", "--headless", "--shadow-model", str(DEFAULT_MODEL_PATH))
     assert result.returncode == 2
     [line] = result.stderr.strip().splitlines()
