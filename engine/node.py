@@ -284,7 +284,7 @@ class EngineNode:
             None,
         ) or LayaClassifier(config.laya)
         """The default model's ([laya] model_path), started or the engine does not start: the
-        scorecard's labels, the start line."""
+        start line."""
         self.model_faults: dict[str, str] = {}
         """Symbols whose own model would not start, with why: Laya stands them aside."""
         trading = config.trading
@@ -300,7 +300,7 @@ class EngineNode:
         shadow = config.laya_shadow_model
         self.scorecard = LayaScorecard(
             LayaScorecardConfig(symbols=config.symbols, imbalance_gate=config.imbalance_gate),
-            self.classifier,
+            self.symbol_classifiers,
             self.clock,
             shadow=LayaClassifier(shadow_classifier_config(config.laya, shadow))
             if shadow is not None

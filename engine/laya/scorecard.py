@@ -6,8 +6,9 @@ book's number, the book, Laya's probabilities and verdict; the feature kernel ke
 mid and top-5 imbalance under its number); the scorer drains it every
 `drain_every_s` of the engine clock's time (market time in a replay: few books wait, so the
 fast path's memory stays warm) and every `score_every_s` labels the frames whose horizon has
-passed with the lab's own labels (`engine.laya.labels.label_frames`, the live model's label
-parameters, on the symbol's mids since the session started) and updates, per model:
+passed with the lab's own labels (`engine.laya.labels.label_frames`, each symbol's live
+model's label parameters, on the symbol's mids since the session started) and updates, per
+model:
 
 - the per-side AUC (the lab's `ranking_auc` of the lab's `side_scores`; the rule ranks by the
   top-5 imbalance its gate reads, the feature `obi_5`, the ask by +OBI5 and the bid by -OBI5)
@@ -34,6 +35,7 @@ import math
 import os
 from array import array
 from collections import deque
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -446,14 +448,15 @@ class _SymbolScorer:
 
 class LayaScorecard:
     """Scores Laya, the imbalance rule and an optional shadow model per symbol, off the fast
-    path (see the module docstring). `classifier` is the live model (its label parameters are
-    the labels); `shadow`, when given, a second model the scorecard starts and stops itself;
-    `journal`, when given, gets the scorecard every `journal_every_s`."""
+    path (see the module docstring). `classifiers`: each symbol's live model (`[laya.models]`;
+    its label parameters are that symbol's labels); `shadow`, when given, a second model the
+    scorecard starts and stops itself; `journal`, when given, gets the scorecard every
+    `journal_every_s`."""
 
     def __init__(
         self,
         config: LayaScorecardConfig,
-        classifier: LayaClassifier,
+        classifiers: Mapping[str, LayaClassifier],
         clock: EngineClock,
         *,
         shadow: LayaClassifier | None = None,
@@ -461,12 +464,13 @@ class LayaScorecard:
     ) -> None:
         self.config = config
         self.queue = ScorecardQueue(config.queue_size, with_features=shadow is not None)
-        self._classifier = classifier
+        self._classifiers = classifiers
         self._clock = clock
         self._shadow = shadow
         self._journal = journal
         self._symbols = {symbol: _SymbolScorer(symbol, config) for symbol in config.symbols}
-        self._labels: LabelConfig | None = None
+        self._labels: dict[str, LabelConfig] = {}
+        """Each scored symbol's labels, its live model's (set at start)."""
         self._timers: list[Periodic] = []
         self.shadow_fault: str | None = None
         self.dropped = 0
@@ -477,12 +481,14 @@ class LayaScorecard:
         self._view = self._build_view()
 
     def start(self) -> None:
-        """After the live classifier started (its model's label parameters are the labels);
+        """After the live classifiers started (each symbol's model's label parameters are its
+        labels; a symbol whose model would not start, which Laya stands aside, is not scored);
         on the engine loop. Starts the shadow model (its `ModelMismatchError` and the like
         propagate: a shadow that cannot load is refused at start)."""
-        metadata = self._classifier.model_metadata
-        assert metadata is not None  # started
-        self._labels = LabelConfig.from_metadata(metadata.label_parameters)
+        for symbol in self._symbols:
+            metadata = self._classifiers[symbol].model_metadata
+            if metadata is not None:
+                self._labels[symbol] = LabelConfig.from_metadata(metadata.label_parameters)
         if self._shadow is not None:
             self._shadow.start()
         config = self.config
@@ -556,13 +562,10 @@ class LayaScorecard:
 
     def score(self) -> None:
         """Takes the queue's books and scores those whose labels matured, here and now."""
-        labels = self._labels
-        if labels is None:
-            return
         self.take()
         with_shadow = self._shadow is not None and self.shadow_fault is None
-        for scorer in self._symbols.values():
-            scorer.score(labels, with_shadow)
+        for symbol, labels in self._labels.items():
+            self._symbols[symbol].score(labels, with_shadow)
         self._view = self._build_view()
 
     async def _score_off_the_loop(self) -> None:
@@ -571,26 +574,23 @@ class LayaScorecard:
         plays nothing while it labels); a labelling that fails stops the scoring, said in the
         view, and the engine goes on."""
         labels = self._labels
-        assert labels is not None
         while True:
             await asyncio.sleep(self.config.score_every_s)
             self.take()
             inputs = {
-                symbol: books
+                symbol: (books, labels[symbol])
                 for symbol, scorer in self._symbols.items()
-                if (books := scorer.label_input()) is not None
+                if symbol in labels and (books := scorer.label_input()) is not None
             }
             try:
-                results = await self._clock.real_wait(
-                    asyncio.to_thread(_label_each, inputs, labels), None
-                )
+                results = await self._clock.real_wait(asyncio.to_thread(_label_each, inputs), None)
             except Exception as error:  # the scorecard must never stop the engine
                 self.fault = f"{type(error).__name__}: {error}"
                 self._view = self._build_view()
                 return
             with_shadow = self._shadow is not None and self.shadow_fault is None
             for symbol, (ts, result) in results.items():
-                self._symbols[symbol].apply(ts, result, labels, with_shadow)
+                self._symbols[symbol].apply(ts, result, labels[symbol], with_shadow)
             self._view = self._build_view()
 
     def _shadow_verdicts(self, books: list[tuple]) -> list[tuple[float, float, int]] | None:
@@ -636,10 +636,14 @@ class LayaScorecard:
 
 
 def _label_each(
-    inputs: dict[str, tuple[np.ndarray, np.ndarray]], labels: LabelConfig
+    inputs: dict[str, tuple[tuple[np.ndarray, np.ndarray], LabelConfig]],
 ) -> dict[str, tuple[np.ndarray, LabelResult]]:
-    """On a worker thread: each symbol's labels (numpy lets the loop's thread run meanwhile)."""
-    return {symbol: (ts, label_frames(ts, mids, labels)) for symbol, (ts, mids) in inputs.items()}
+    """On a worker thread: each symbol's labels by its own label parameters (numpy lets the
+    loop's thread run meanwhile)."""
+    return {
+        symbol: (ts, label_frames(ts, mids, labels))
+        for symbol, ((ts, mids), labels) in inputs.items()
+    }
 
 
 def _pair(ask: float, bid: float) -> str:

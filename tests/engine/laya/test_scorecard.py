@@ -6,6 +6,7 @@ that does not fit the engine, is refused."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import shutil
 from itertools import pairwise
@@ -198,7 +199,7 @@ def btc_scorecard(laya_model):
 
     def build(queue_size: int) -> tuple[FrameParser, MarketPipeline, LayaScorecard]:
         config = LayaScorecardConfig(symbols=("BTCUSDT",), queue_size=queue_size)
-        scorecard = LayaScorecard(config, classifier, MarketClock(0))
+        scorecard = LayaScorecard(config, {"BTCUSDT": classifier}, MarketClock(0))
         parser = FrameParser(("BTCUSDT",))
         pipeline = MarketPipeline(
             MarketPipelineConfig(symbols=("BTCUSDT",)),
@@ -239,6 +240,33 @@ def test_a_book_whose_mid_the_kernel_no_longer_keeps_is_dropped_and_counted(btc_
     scorecard.take()
     assert scorecard.dropped == len(mids) - BOOK_RECORDS
     assert list(scorecard._symbols["BTCUSDT"].mids) == mids[-BOOK_RECORDS:]
+
+
+async def test_each_symbol_is_labelled_as_its_own_model_was_trained(tmp_path):
+    """[laya.models]: a symbol on a model trained on other labels is scored on those."""
+    older = with_metadata(
+        write_mlp_model(tmp_path / "older.onnx"),
+        label_parameters=json.dumps(LabelConfig.clock_labels().as_metadata()),
+        label_version="3",
+    )
+    classifiers = {
+        symbol: LayaClassifier(LayaClassifierConfig(model_path=path, prefer_gpu=False))
+        for symbol, path in (("BTCUSDT", DEFAULT_MODEL_PATH), ("ETHUSDT", older))
+    }
+    for classifier in classifiers.values():
+        classifier.start()
+    config = LayaScorecardConfig(symbols=("BTCUSDT", "ETHUSDT"))
+    scorecard = LayaScorecard(config, classifiers, MarketClock(0))
+    scorecard.start()
+    try:
+        assert scorecard._labels == {
+            "BTCUSDT": LabelConfig(),
+            "ETHUSDT": LabelConfig.clock_labels(),
+        }
+    finally:
+        await scorecard.stop()
+        for classifier in classifiers.values():
+            classifier.stop()
 
 
 def test_a_shadow_model_that_is_the_live_one_is_refused():
