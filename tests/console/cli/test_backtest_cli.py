@@ -364,6 +364,9 @@ def test_a_run_whose_kev_never_answered_says_so_and_exits_1(
     thread.start()
     try:
         monkeypatch.setenv("HFT_CONSOLE_KEV__URL", f"http://127.0.0.1:{server.server_port}")
+        # Thresholds that lean on a lopsided book, whatever operating point ships: Laya's
+        # verdicts are the anomalies Kev is offered.
+        monkeypatch.setenv("HFT_CONSOLE_LAYA__THRESHOLDS", "0.5,0.325,0.325,0.9")
         answers = tmp_path / "answers.jsonl"
         code, out, err = run(capsys, "--replay", str(recording), "--kev", str(answers))
     finally:
