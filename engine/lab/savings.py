@@ -28,7 +28,6 @@ from engine.tools.backtest.metrics import SessionMetrics, saving_half_width
 from engine.tools.backtest.plan import GridPoint, backtest_specs, run_specs
 from engine.tools.backtest.report import compare_text
 
-ONE_SECOND_MS = 1_000
 FIVE_SECONDS_MS = 5_000
 
 
@@ -48,12 +47,13 @@ class GateRun:
 
     @classmethod
     def of(cls, name: str, metrics: SessionMetrics) -> GateRun:
+        one_second = metrics.quote_figures().markout_1s  # the mean and its error, one source
         return cls(
             name=name,
             net_per_hour=metrics.net / metrics.hours if metrics.hours else float("nan"),
             fills=metrics.result(metrics.quoted).maker_fills,
-            markout_1s_bps=metrics.markout(ONE_SECOND_MS).mean_bps,
-            markout_1s_se_bps=metrics.quote_figures().markout_1s.standard_error_bps,
+            markout_1s_bps=one_second.mean_bps,
+            markout_1s_se_bps=one_second.standard_error_bps,
             markout_5s_bps=metrics.markout(FIVE_SECONDS_MS).mean_bps,
             uptime=(metrics.uptime["bid"], metrics.uptime["ask"]),
         )
