@@ -273,18 +273,24 @@ def test_the_folds_fitted_side_by_side_on_ray_are_the_local_ones(head, tmp_path)
     assert on_ray.choice == local.choice
 
 
-@pytest.mark.parametrize(
-    "command",
-    [
-        ("backtest",),
-        ("optimize", "--space", "trading.strategy.half_spread_bps=0.5:6"),
-        ("train", "--out", "never-written.onnx"),
-    ],
-)
-def test_an_address_where_nothing_answers_is_one_line(command, tmp_path):
+RAY_COMMANDS = [
+    ("backtest",),
+    ("optimize", "--space", "trading.strategy.half_spread_bps=0.5:6"),
+    ("train", "--out", "never-written.onnx"),
+]
+"""The commands that take --ray, each with what it needs besides --replay."""
+
+
+def closed_port() -> int:
+    """A loopback port nothing listens on (bound, then closed again)."""
     with socket.socket() as free:
         free.bind(("127.0.0.1", 0))
-        port = free.getsockname()[1]  # closed again: nothing listens there
+        return free.getsockname()[1]
+
+
+@pytest.mark.parametrize("command", RAY_COMMANDS)
+def test_an_address_where_nothing_answers_is_one_line(command, tmp_path):
+    port = closed_port()
     result = run_cli(
         *command, "--replay", str(shared_spot()), "--ray", f"127.0.0.1:{port}", cwd=tmp_path
     )
@@ -294,18 +300,9 @@ def test_an_address_where_nothing_answers_is_one_line(command, tmp_path):
     assert f"--ray 127.0.0.1:{port}: nothing answers there" in result.stderr
 
 
-@pytest.mark.parametrize(
-    "command",
-    [
-        ("backtest",),
-        ("optimize", "--space", "trading.strategy.half_spread_bps=0.5:6"),
-        ("train", "--out", "never-written.onnx"),
-    ],
-)
+@pytest.mark.parametrize("command", RAY_COMMANDS)
 def test_an_address_set_in_the_settings_is_used_and_named(command, tmp_path):
-    with socket.socket() as free:
-        free.bind(("127.0.0.1", 0))
-        port = free.getsockname()[1]  # closed again: nothing listens there
+    port = closed_port()
     setting = {"HFT_CONSOLE_RESEARCH__RAY_ADDRESS": f"127.0.0.1:{port}"}
     result = run_cli(
         *command, "--replay", str(shared_spot()), env=checkout_env(**setting), cwd=tmp_path
