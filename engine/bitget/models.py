@@ -156,6 +156,15 @@ class OpenPosition:
 
 
 @dataclass(frozen=True, slots=True)
+class PositionsAt:
+    """All open positions, and the exchange's time of the answer (epoch ms): a fill stamped
+    before it is in them."""
+
+    positions: list[OpenPosition]
+    exchange_ms: int
+
+
+@dataclass(frozen=True, slots=True)
 class ClockSync:
     """One exchange-time measurement; `offset_ms` is added to the local clock when signing."""
 

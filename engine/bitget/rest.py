@@ -73,6 +73,7 @@ from engine.bitget.models import (
     OrderFill,
     OrderRef,
     PendingOrder,
+    PositionsAt,
     TradeSide,
     decimal_text,
     parse_batch_result,
@@ -344,6 +345,9 @@ class _Answer(NamedTuple):
     data: object
     sent_wall_ns: int
     received_wall_ns: int
+    exchange_ms: int
+    """The envelope's `requestTime` (the exchange's clock); the send time on our estimate of
+    that clock when the envelope has none."""
 
 
 class BitgetRestClient(HttpSessionClient):
@@ -669,9 +673,15 @@ class BitgetRestClient(HttpSessionClient):
 
     async def positions(self) -> list[OpenPosition]:
         """All open USDT-M positions."""
+        return (await self.positions_at()).positions
+
+    async def positions_at(self) -> PositionsAt:
+        """All open USDT-M positions, stamped with the exchange's time of the answer."""
         query = {"productType": PRODUCT_TYPE, "marginCoin": MARGIN_COIN}
         answer = await self._call("GET", ALL_POSITION, query=query)
-        return self._parsed(ALL_POSITION, parse_positions, answer.data)
+        return PositionsAt(
+            self._parsed(ALL_POSITION, parse_positions, answer.data), answer.exchange_ms
+        )
 
     # Placing without duplicates
 
@@ -861,10 +871,14 @@ class BitgetRestClient(HttpSessionClient):
             ) from None
         self._last_latency_ms[path] = (time.perf_counter() - started) * 1000
         received_ns = self._wall_clock_ns()
-        return _Answer(self._data_of(path, status, raw), sent_ns, received_ns)
+        data, exchange_ms = self._data_of(path, status, raw)
+        if exchange_ms is None:
+            exchange_ms = sent_ns // 1_000_000 + self._offset_ms
+        return _Answer(data, sent_ns, received_ns, exchange_ms)
 
-    def _data_of(self, path: str, status: int, raw: bytes) -> object:
-        """The envelope's `data` on success; raises for an error code or an unreadable answer."""
+    def _data_of(self, path: str, status: int, raw: bytes) -> tuple[object, int | None]:
+        """The envelope's `data` and `requestTime` (None when missing or not a time) on
+        success; raises for an error code or an unreadable answer."""
         try:
             envelope = orjson.loads(raw)
         except orjson.JSONDecodeError:
@@ -872,7 +886,7 @@ class BitgetRestClient(HttpSessionClient):
         if isinstance(envelope, dict) and "code" in envelope:
             code = _code_text(envelope["code"])
             if code == SUCCESS_CODE and 200 <= status < 300:
-                return envelope.get("data")
+                return envelope.get("data"), _request_time(envelope.get("requestTime"))
             raise self._api_error(path, code, status, envelope.get("msg"))
         if status >= 400:
             # A gateway's HTML page or a bare status: the HTTP status is the code.
@@ -942,6 +956,15 @@ class BitgetRestClient(HttpSessionClient):
 
     def _timestamp_ms(self) -> str:
         return str(self._wall_clock_ns() // 1_000_000 + self._offset_ms)
+
+
+def _request_time(value: object) -> int | None:
+    """An envelope's `requestTime`, epoch ms (Bitget sends a number; a digit string is taken)."""
+    if isinstance(value, str) and value.isascii() and value.isdigit():
+        value = int(value)
+    if isinstance(value, int) and not isinstance(value, bool) and 0 < value < 2**53:
+        return value
+    return None
 
 
 def _code_text(code: object) -> str:

@@ -357,7 +357,9 @@ class SimExchange:
         new_trades: dict[str, list[SimTrade]] = {symbol: [] for symbol in market.symbols}
         for trade in trades:
             engine = self._engines[trade.symbol]
-            self._fills.extend(engine.on_trade(trade.price, trade.size, trade.side, trade.ts_ms))
+            # Matched now, when the tick runs: a trade's own time can precede an order placed or
+            # an answer given since the last tick, and a venue never stamps a fill before those.
+            self._fills.extend(engine.on_trade(trade.price, trade.size, trade.side, now_ms))
             new_trades[trade.symbol].append(trade)
             self._recent_trades[trade.symbol].append(trade)
         frames: dict[tuple[str, str], str] = {}

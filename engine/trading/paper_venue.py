@@ -260,7 +260,8 @@ class PaperVenue:
             for engine in self.engines.values()
             for order in engine.open_orders()
         )
-        return VenueSnapshot(orders, self._positions(), self._now_ms())
+        position_ms = {p.symbol: p.updated_ms for p in self.account.positions()}
+        return VenueSnapshot(orders, self._positions(), self._now_ms(), position_ms)
 
     async def order_record(
         self, symbol: str, client_oid: str, order_id: str | None

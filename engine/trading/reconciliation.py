@@ -197,15 +197,15 @@ def _is_ours(executor: ExecutorBooks, client_oid: str) -> bool:
 
 
 def sync_positions(executor: ExecutorBooks, snapshot: VenueSnapshot, now: int, reason: str) -> int:
-    """Replace the gateway's positions with the venue's (every fill stamped up to the
-    snapshot is in them); the count of symbols that changed."""
+    """Replace the gateway's positions with the venue's (a later fill the snapshot holds,
+    `VenueSnapshot.fills_through`, is not counted again); the count of symbols that changed."""
     venue_sizes = {entry.symbol: entry for entry in snapshot.positions}
     synced_ms = executor._synced_ms
     synced = 0
     for position in executor.gateway.snapshot().positions:
         symbol = position.symbol
         entry = venue_sizes.get(symbol)
-        synced_ms[symbol] = max(synced_ms.get(symbol, 0), snapshot.exchange_ms)
+        synced_ms[symbol] = max(synced_ms.get(symbol, 0), snapshot.fills_through(symbol))
         if not _same_size(entry.size if entry is not None else 0.0, position.size):
             synced += 1
             _sync_symbol(executor, symbol, entry, position.size, now, reason)
@@ -385,7 +385,7 @@ async def _confirm_drift(
         if not _same_size(size, venue_first) or _same_size(size, engine.get(symbol, 0.0)):
             continue  # the venue's moved (fills in flight), or the two agree now
         # Every fill stamped up to the first read is in the second (nothing moved since).
-        synced_ms[symbol] = max(synced_ms.get(symbol, 0), first.exchange_ms)
+        synced_ms[symbol] = max(synced_ms.get(symbol, 0), first.fills_through(symbol))
         _sync_symbol(
             executor,
             symbol,

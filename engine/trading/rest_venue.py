@@ -201,11 +201,10 @@ class RestVenue:
     async def snapshot(self) -> VenueSnapshot:
         try:
             pending, positions = await asyncio.gather(
-                self.client.pending_orders(), self.client.positions()
+                self.client.pending_orders(), self.client.positions_at()
             )
         except BitgetRestError as error:
             raise venue_error(error) from None
-        exchange_ms = self._clock() // 1_000_000 + self.client.clock_offset_ms
         orders = tuple(
             VenueOrder(
                 order.symbol,
@@ -219,7 +218,14 @@ class RestVenue:
             )
             for order in pending
         )
-        return VenueSnapshot(orders, _net_positions(positions), exchange_ms)
+        position_ms: dict[str, int] = {}
+        for position in positions.positions:
+            position_ms[position.symbol] = max(
+                position_ms.get(position.symbol, 0), position.updated_ms
+            )
+        return VenueSnapshot(
+            orders, _net_positions(positions.positions), positions.exchange_ms, position_ms
+        )
 
     async def order_record(
         self, symbol: str, client_oid: str, order_id: str | None

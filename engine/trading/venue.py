@@ -8,7 +8,7 @@ stream's events (`engine.bitget.private_events`) through the sink given to it.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import NamedTuple, Protocol
 
 from engine.bitget.orders import OrderSide, OrderStatus
@@ -39,11 +39,20 @@ class PlaceAck(NamedTuple):
 
 
 class VenueSnapshot(NamedTuple):
-    """Open orders and positions as the venue reports them, and when (exchange time, ms)."""
+    """Open orders and positions as the venue reports them: `exchange_ms` is the venue's own
+    time of the positions' answer, `position_ms` each open symbol's last position change."""
 
     orders: tuple[VenueOrder, ...]
     positions: tuple[PositionEntry, ...]
     exchange_ms: int
+    position_ms: Mapping[str, int]
+
+    def fills_through(self, symbol: str) -> int:
+        """The last exchange millisecond whose fills on `symbol` the positions surely hold:
+        every one stamped before the answer, and every one up to the position's last change
+        (a fill in the answer's own millisecond may come after it, unless it moved the
+        position). Both stamps are the venue's: our estimate of its clock plays no part."""
+        return max(self.exchange_ms - 1, self.position_ms.get(symbol, 0))
 
 
 class VenueOrderRecord(NamedTuple):

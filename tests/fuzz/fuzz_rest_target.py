@@ -85,7 +85,7 @@ class RestTarget:
     def check_answer(self, path: str, status: int, body: bytes) -> None:
         client = self.client
         try:
-            data = client._data_of(path, status, body)
+            data, _ = client._data_of(path, status, body)
             try:
                 result = PARSERS[path](data)
             except MalformedAnswer as error:

@@ -225,6 +225,32 @@ async def test_error_answers_are_typed_and_never_crash(
     assert len(scripted.arrivals_at(ALL_POSITION)) == (2 if retryable else 1)
 
 
+@pytest.mark.parametrize(
+    ("request_time", "stamped"),
+    [
+        (1_700_000_000_123, 1_700_000_000_123),
+        ("1700000000123", 1_700_000_000_123),
+        # None of these is a time: the send time on our estimate of the exchange's clock.
+        (None, None),
+        ("soon", None),
+        (True, None),
+        (-5, None),
+    ],
+)
+async def test_positions_carry_the_exchanges_own_time_of_the_answer(
+    scripted: ScriptedExchange, start_client: StartClient, request_time, stamped
+) -> None:
+    body = {"code": "00000", "msg": "success", "data": [], "requestTime": request_time}
+    scripted.script(ALL_POSITION, raw(orjson.dumps(body).decode(), 200, "application/json"))
+    local_ms = 1_800_000_000_000
+    client = await scripted_client(
+        scripted, start_client, wall_clock_ns=lambda: local_ms * 1_000_000
+    )
+    answer = await client.positions_at()
+    assert answer.positions == []
+    assert answer.exchange_ms == (stamped if stamped is not None else local_ms)
+
+
 async def test_uta_account_gets_the_operator_explanation(
     scripted: ScriptedExchange, start_client: StartClient
 ) -> None:

@@ -10,7 +10,8 @@ import pytest
 from sim_clients import WAIT_S, BitgetRest
 from support.sim import StartSim
 
-from engine.sim.market import sim_market
+from engine.bitget.orders import OrderSide
+from engine.sim.market import SimTrade, sim_market
 from engine.sim.server import SimExchange
 from engine.sim.standalone import status_line
 
@@ -99,6 +100,22 @@ async def test_signed_order_is_accepted_and_listed_as_pending(
     # The order joined the queue at its price: it knows the displayed size ahead of it.
     ahead = sim.engine("BTCUSDT").queue_ahead(placed["orderId"])  # type: ignore[index]
     assert ahead is not None and ahead >= 0
+
+
+async def test_a_fill_is_stamped_when_matched_never_before_its_order_was_placed(
+    rest: BitgetRest, sim: SimExchange
+) -> None:
+    price = passive_bid(sim)
+    placed = data_of(await rest.place(price=price, clientOid="late-1"))
+    order = sim.engine("BTCUSDT").order(placed["orderId"])  # type: ignore[index]
+    assert order is not None
+    # A tick's trades carry their own times since the last tick: this one printed before the
+    # order arrived, and reaches it only when the tick runs.
+    earlier = SimTrade("BTCUSDT", float(price) - 0.1, 1.0, OrderSide.SELL, 1, order.created_ms - 20)
+    now_ms = sim.now_ms()
+    sim._advance(now_ms, [earlier])
+    (fill,) = [fill for fill in sim.fills() if fill.client_oid == "late-1"]
+    assert fill.ts_ms == now_ms >= order.created_ms
 
 
 async def test_bad_signature_is_40009(rest: BitgetRest) -> None:

@@ -9,8 +9,10 @@ import pytest
 from executor_on_sim import Rig, started_rig
 from support.waiting import eventually
 
+from engine.bitget.orders import TimeInForce
 from engine.journal import EntryKind
 from engine.trading.events import TradingFault
+from engine.trading.tracked_order import OrderRole
 
 
 @pytest.fixture
@@ -39,3 +41,23 @@ async def test_a_clock_skew_behind_a_40008_is_explained_and_journaled(rig):
     await eventually(lambda: len(rig.logged(TradingFault)) == 2, 2)
     back = rig.logged(TradingFault)[1].reason
     assert back.startswith("clock resynced") and "within Bitget's 30 s signing window" in back
+
+
+async def test_a_fill_after_a_position_sync_counts_whatever_our_estimate_of_the_venues_clock(
+    rig,
+):
+    # Our estimate of the exchange's clock 20 s ahead (within the signing window, so nothing
+    # is refused): a sync must still place its watermark by the venue's own stamps, or every
+    # fill of the next 20 s would be taken as already in the synced position.
+    rig.sim.faults.clock_skew(20)
+    await rig.venue.client.sync_time()
+    assert rig.venue.clock_offset_ms > 19_000
+    assert await rig.executor.reconcile("test") is not None
+    assert rig.engine_position() == 0.0
+    rig.mark()
+    taker = rig.intent(round(rig.sim.market.book("BTCUSDT", 1).best_ask + 10, 1), TimeInForce.IOC)
+    assert rig.executor.submit(taker, OrderRole.BID).approved
+    await eventually(lambda: rig.venue_position() > 0, 5)
+    await eventually(lambda: rig.engine_position() == rig.venue_position(), 5)
+    (fill,) = rig.entries(EntryKind.FILL)
+    assert fill["in_position_sync"] is False

@@ -13,6 +13,7 @@ from engine.journal import EntryKind, read_journal
 from engine.trading.desk import orders_open_in_journal
 from engine.trading.events import OrderMissingAtVenue, ReconciliationDone, UnknownOrderAtVenue
 from engine.trading.tracked_order import OrderRole
+from engine.trading.venue import VenueSnapshot
 
 
 @pytest.fixture
@@ -76,3 +77,11 @@ async def test_restart_reconciles_against_the_journal_and_the_venue(tmp_path):
     assert (await first.venue.snapshot()).orders == ()  # the stale one was cancelled
     assert second.logged(ReconciliationDone)
     second.journal.stop()
+
+
+def test_a_snapshot_holds_the_fills_before_its_answer_and_those_that_moved_its_positions():
+    snapshot = VenueSnapshot((), (), 1_000, {"BTCUSDT": 1_000, "ETHUSDT": 400})
+    # A fill in the answer's own millisecond is in it only if it moved the position.
+    assert snapshot.fills_through("BTCUSDT") == 1_000
+    assert snapshot.fills_through("ETHUSDT") == 999
+    assert snapshot.fills_through("SOLUSDT") == 999  # flat: only the answer's time says
