@@ -12,12 +12,12 @@ from __future__ import annotations
 import time
 from collections import deque
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
 from engine.book import IncrementalBook, OrderBook
+from engine.config import MarketPipelineConfig
 from engine.feed.events import (
     BookResyncNeeded,
     BookSnapshot,
@@ -30,7 +30,6 @@ from engine.latency import LatencyHistogram
 from engine.laya.classifier import LayaClassifier, choose_verdict
 from engine.laya.decide import DecisionStage, QuoteGate, QuoteIntent
 from engine.laya.features import FEATURE_NAMES, FeatureExtractor, FeatureExtractorConfig
-from engine.validation import require_count, require_integer
 
 if TYPE_CHECKING:  # the scorecard labels with the lab, whose dataset builds pipelines
     from engine.laya.scorecard import ScorecardQueue
@@ -97,36 +96,6 @@ class LayaStillWarmingUp(NamedTuple):
             f"Laya was still warming up on {self.symbol} when {self.when}: {self.have_s:,.1f} "
             f"of {self.need_s:g} s of market data, so no verdicts ([laya] warmup_s sets it)"
         )
-
-
-@dataclass(frozen=True, slots=True)
-class MarketPipelineConfig:
-    """`warmup_ms`: exchange time from a symbol's first book (and after a gap in its books as
-    long) during which Laya gives no verdict on it and the intent is STAND_ASIDE: features over
-    windows that are not filled yet sit outside what the model was trained on (the shipped
-    model says EMERGENCY on most frames of its first 10 s). 0 acts on the first book."""
-
-    symbols: tuple[str, ...] = ("BTCUSDT", "ETHUSDT")
-    depth: int = 15
-    event_log_size: int = 4096
-    verdict_stream_size: int = 512
-    warmup_ms: int = 0
-    gate: QuoteGate = QuoteGate.LAYA
-    imbalance_gate: float = 0.5
-    """With `gate` IMBALANCE: |top-5 imbalance| beyond this pulls a side (0..1)."""
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "gate", QuoteGate(self.gate))
-        if not self.symbols:
-            raise ValueError("MarketPipelineConfig.symbols must name at least one symbol")
-        if not 0 < self.imbalance_gate < 1:
-            raise ValueError(
-                f"MarketPipelineConfig.imbalance_gate must be within (0, 1), "
-                f"got {self.imbalance_gate!r}"
-            )
-        require_integer("MarketPipelineConfig", "warmup_ms", self.warmup_ms, 0, 3_600_000)
-        for name in ("depth", "event_log_size", "verdict_stream_size"):
-            require_count("MarketPipelineConfig", name, getattr(self, name))
 
 
 class EventLog:

@@ -17,10 +17,11 @@ import time
 import numpy as np
 
 from engine.bitget.orders import OrderSide
+from engine.config import MarketPipelineConfig
 from engine.feed.parse import FrameParser
 from engine.laya.classifier import LayaClassifier
 from engine.market.instruments import Instrument
-from engine.pipeline import MarketPipeline, MarketPipelineConfig
+from engine.pipeline import MarketPipeline
 from engine.sim.frames import depth_frame, format_levels, trade_frame
 from engine.sim.market import SimTrade
 

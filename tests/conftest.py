@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engine.laya.features import FEATURE_COUNT, FEATURE_SET_VERSION
+from engine.laya.feature_set import FEATURE_COUNT, FEATURE_SET_VERSION
 from engine.laya.model import LayaModelMetadata, export_mlp
 
 # Laya stands aside for 30 s of market data after start ([laya] warmup_s): the consoles and

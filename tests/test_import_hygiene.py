@@ -34,3 +34,22 @@ def test_engine_module_does_not_import_the_ui(module):
         [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True
     )
     assert result.stdout.strip() == "", f"{module} imported {result.stdout.strip()}"
+
+
+HEAVY_MODULES = ("onnxruntime", "numba", "engine.sim.market", "engine.sim.server", "engine.node")
+"""What reading the engine's configuration must not load: the console reads and checks it
+before the engine process starts, and each costs it time and memory it never uses."""
+
+
+@pytest.mark.parametrize(
+    "module", ["engine.config", "engine.settings.schema", "engine.laya.config", "engine.kev.config"]
+)
+def test_reading_the_engines_config_loads_no_runtime_kernels_or_simulator(module):
+    probe = (
+        f"import sys, importlib; importlib.import_module({module!r}); "
+        f"print(','.join(sorted(m for m in {HEAVY_MODULES!r} if m in sys.modules)))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert result.stdout.strip() == "", f"{module} imported {result.stdout.strip()}"

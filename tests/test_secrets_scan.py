@@ -246,8 +246,8 @@ async def test_no_secret_on_the_console_screen(sim: SimExchange, tmp_path: Path)
     from console.engine.handle import ShutdownPolicy
     from console.engine.node_handle import EngineNodeHandle
     from console.widgets.events import EventsPane
-    from engine.laya.classifier import LayaClassifierConfig
-    from engine.node import EngineConfig
+    from engine.config import EngineConfig
+    from engine.laya.config import LayaClassifierConfig
     from engine.trading.config import TradingConfig
 
     engine = EngineConfig(

@@ -76,7 +76,7 @@ def symbol_list(text: str) -> tuple[str, ...]:
 
 def traded_symbols(text: str) -> tuple[str, ...]:
     """A `symbol_list` the engine trades: the traded symbol, then its hedge (optional)."""
-    from engine.node import MAX_SYMBOLS
+    from engine.config import MAX_SYMBOLS
 
     symbols = symbol_list(text)
     if len(symbols) > MAX_SYMBOLS:

@@ -24,7 +24,8 @@ from console.cli.errors import error_line
 from console.cli.progress import progress_bar
 
 if TYPE_CHECKING:
-    from engine.kev.client import KevClientConfig, KevHealth
+    from engine.kev.client import KevHealth
+    from engine.kev.config import KevClientConfig
     from engine.tools.backtest.report import RunGroup
 
 

@@ -21,7 +21,7 @@ from console.cli.errors import error_line
 
 if TYPE_CHECKING:
     from console.engine.config import EngineAdapterConfig
-    from engine.kev.server import LlamaServerConfig
+    from engine.kev.config import LlamaServerConfig
     from engine.settings.schema import Settings
 
 RUN_FLAGS = {

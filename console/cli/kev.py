@@ -134,7 +134,7 @@ def _default_model() -> str:
 
 def _serve(args: argparse.Namespace) -> int:
     from console.cli.config import kev_serve_config
-    from engine.kev.client import ENV_KEV_API_KEY
+    from engine.kev.config import ENV_KEV_API_KEY
     from engine.kev.server import LlamaServerProcess
 
     server = LlamaServerProcess(kev_serve_config(args, _default_model))  # [kev] < flags
@@ -168,8 +168,9 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 async def _status(url: str) -> int:
-    from engine.kev.client import KevClient, KevClientConfig
+    from engine.kev.client import KevClient
     from engine.kev.command import KevCommandSpec
+    from engine.kev.config import KevClientConfig
     from engine.kev.server import llama_server_pid_path, read_llama_server_pid
 
     async with KevClient(KevClientConfig(base_url=url), KevCommandSpec()) as client:
@@ -194,8 +195,7 @@ async def _status(url: str) -> int:
 
 
 def _bench(args: argparse.Namespace) -> int:
-    from engine.laya.classifier import LayaClassifierConfig
-    from engine.laya.model import DEFAULT_MODEL_PATH
+    from engine.laya.config import DEFAULT_MODEL_PATH, LayaClassifierConfig
     from engine.tools.bench.kev import format_kev_bench, run_kev_bench
 
     result = run_kev_bench(

@@ -44,12 +44,12 @@ from console.engine.node_handle import (
 from console.garbage_collection import break_strip_cycles, freeze_startup_objects
 from console.widgets import format as fmt
 from engine.bitget.credentials import Credentials
+from engine.config import EngineConfig
 from engine.feed.recording import (
     RecordingUnreadable,
     check_recording,
     require_recording_symbols,
 )
-from engine.node import EngineConfig
 from engine.trading.commands import CommandResult
 from engine.user_files import user_log_dir
 

@@ -136,8 +136,7 @@ def _add_laya_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _laya_config(args: argparse.Namespace):
-    from engine.laya.classifier import LayaClassifierConfig
-    from engine.laya.model import DEFAULT_MODEL_PATH
+    from engine.laya.config import DEFAULT_MODEL_PATH, LayaClassifierConfig
 
     return LayaClassifierConfig(
         model_path=args.model or DEFAULT_MODEL_PATH, prefer_gpu=not args.cpu
@@ -558,7 +557,7 @@ def _train(args: argparse.Namespace) -> int:
 def _eval(args: argparse.Namespace) -> int:
     from console.cli.config import load_console_settings
     from engine.lab.evaluate import eval_command
-    from engine.laya.model import DEFAULT_MODEL_PATH
+    from engine.laya.config import DEFAULT_MODEL_PATH
 
     print(
         eval_command(

@@ -80,8 +80,7 @@ def run_soak(args: argparse.Namespace) -> int:
 
 
 def _soak(args: argparse.Namespace) -> int:
-    from engine.laya.classifier import LayaClassifierConfig
-    from engine.laya.model import DEFAULT_MODEL_PATH
+    from engine.laya.config import DEFAULT_MODEL_PATH, LayaClassifierConfig
     from engine.tools.soak import (
         SoakConfig,
         default_replay_dir,

@@ -48,7 +48,7 @@ from console.engine.protocol import (
 )
 from console.view import ConsoleEvent, ConsoleSnapshot
 from engine.bitget.credentials import Credentials, mask_api_key
-from engine.node import EngineConfig
+from engine.config import EngineConfig
 from engine.trading.commands import Command, CommandResult, Flatten, Kill
 from engine.trading.config import TradingMode
 

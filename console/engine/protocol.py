@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from console.engine.config import EngineAdapterConfig
 from console.engine.handle import ShutdownPolicy
 from console.view import ConsoleEvent
-from engine.node import EngineConfig
+from engine.config import EngineConfig
 from engine.trading.commands import Command
 
 

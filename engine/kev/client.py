@@ -16,9 +16,7 @@ The HTTP client is aiohttp, not httpx (docs/architecture.md, "The HTTP client", 
 from __future__ import annotations
 
 import enum
-import os
 import time
-from dataclasses import dataclass, field
 from typing import NamedTuple
 
 import aiohttp
@@ -26,14 +24,9 @@ import orjson
 
 from engine.http_session import HttpSessionClient
 from engine.kev.command import KevCommand, KevCommandError, KevCommandSpec
+from engine.kev.config import KevClientConfig
 from engine.kev.context import system_prompt
-from engine.validation import require_count, require_integer, require_positive
 
-DEFAULT_KEV_URL = "http://127.0.0.1:8001"
-ENV_KEV_API_KEY = "LLAMA_API_KEY"
-"""The variable llama-server itself reads its API key from: exported once, it protects the
-server `kev serve` starts and lets the engine's client in, and it never shows in a command
-line."""
 _ERROR_TEXT_MAX = 200
 
 
@@ -93,57 +86,6 @@ class KevServerProps(NamedTuple):
     context_size: int
     slots: int
     build: str
-
-
-@dataclass(frozen=True, slots=True)
-class KevClientConfig:
-    """`request_timeout_s` bounds a whole decision request (a decision later than its ttl is
-    useless anyway); `max_tokens` must leave room for the longest valid command (a 120-character
-    reason is about 35 tokens, the rest about 30). `api_key` (default: `$LLAMA_API_KEY`, unset
-    or empty: none) goes out as a Bearer token and never into a repr."""
-
-    base_url: str = DEFAULT_KEV_URL
-    request_timeout_s: float = 3.0
-    connect_timeout_s: float = 0.5
-    probe_timeout_s: float = 1.0
-    max_tokens: int = 96
-    temperature: float = 0.0
-    api_key: str | None = field(
-        default_factory=lambda: os.environ.get(ENV_KEV_API_KEY) or None, repr=False
-    )
-    max_connections: int = 4
-
-    def __post_init__(self) -> None:
-        if not self.base_url.startswith(("http://", "https://")):
-            raise ValueError(
-                f"KevClientConfig.base_url must be http(s)://..., got {self.base_url!r}"
-            )
-        for name in ("request_timeout_s", "connect_timeout_s", "probe_timeout_s"):
-            require_positive("KevClientConfig", name, getattr(self, name))
-        require_integer("KevClientConfig", "max_tokens", self.max_tokens, 1, 4096)
-        if not 0.0 <= self.temperature <= 2.0:
-            raise ValueError(
-                f"KevClientConfig.temperature must be within [0, 2], got {self.temperature!r}"
-            )
-        require_count("KevClientConfig", "max_connections", self.max_connections)
-        if self.api_key is not None:
-            check_api_key(self.api_key, "KevClientConfig.api_key")
-
-
-def check_api_key(api_key: str, name: str) -> None:
-    """Refuse a key that cannot travel as one HTTP header token; the message never quotes it."""
-    if not (
-        isinstance(api_key, str)
-        and api_key
-        and api_key.isascii()
-        and api_key.isprintable()
-        and " " not in api_key
-        and "," not in api_key
-    ):
-        raise ValueError(
-            f"{name} must be printable ASCII without spaces or commas (llama-server splits "
-            "its keys on commas); check for a stray newline or quote"
-        )
 
 
 def _error_text(body: bytes) -> str:

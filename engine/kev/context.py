@@ -18,7 +18,8 @@ import numpy as np
 from engine.kev.command import KevCommandSpec
 from engine.kev.hedge import HedgeStats
 from engine.kev.queue import KevRequest, KevSnapshot
-from engine.laya.features import FEATURE_COUNT, FEATURE_NAMES
+from engine.laya.feature_set import FEATURE_COUNT
+from engine.laya.features import FEATURE_NAMES
 from engine.laya.verdict import Verdict
 from engine.risk.snapshot import RiskSnapshot
 

@@ -34,7 +34,6 @@ import logging
 import math
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
 from typing import NamedTuple, TypeVar
 
 from engine.clock import EngineClock, WallClock
@@ -49,15 +48,15 @@ from engine.kev.client import (
     KevTimings,
 )
 from engine.kev.command import KevCommand, stale_reason
+from engine.kev.config import KevHubConfig
 from engine.kev.context import displayed_percent, format_context, warmup_context
 from engine.kev.hedge import HedgeAnalytics
-from engine.kev.queue import KevQueue, KevQueueOverflow, KevRequest, KevSnapshot
+from engine.kev.queue import KevQueue, KevRequest, KevSnapshot
 from engine.laya.verdict import Verdict
 from engine.risk.commands import KevCommandOutcome
 from engine.risk.gateway import RiskGateway
 from engine.trading.commands import Command, CommandResult, CommandSource, KevOrder, kev_result
 from engine.trading.events import TradingFault
-from engine.validation import require_count, require_positive
 
 logger = logging.getLogger(__name__)
 
@@ -139,39 +138,6 @@ class KevStatus(NamedTuple):
     outcomes: Mapping[str, int]
     warmup: str = ""
     warmup_ms: float | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class KevHubConfig:
-    """`max_in_flight`: concurrent requests (1: one GPU, one slot). `queue_capacity` symbols
-    may wait, `overflow` says who is dropped beyond that. A command is stale when the mid moved
-    more than `max_mid_move_bps` since its context. `decision_log_size` decisions are kept.
-    `warmup_timeout_s` bounds the warm-up request sent whenever the server comes (back) online
-    (a cold prompt cache on a CPU: about 20 s for the tiny model on one busy core, see
-    docs/kev.md); None sends none."""
-
-    max_in_flight: int = 1
-    queue_capacity: int = 8
-    overflow: KevQueueOverflow = KevQueueOverflow.DROP_OLDEST
-    max_mid_move_bps: float = 5.0
-    decision_log_size: int = 256
-    health_interval_s: float = 2.0
-    warmup_timeout_s: float | None = 90.0
-    latency_scale: float = 1.0
-    """In a replay, an answer takes effect its measured latency times this after its request,
-    in market time (0.2 models a server five times faster)."""
-
-    def __post_init__(self) -> None:
-        for name in ("max_in_flight", "queue_capacity", "decision_log_size"):
-            require_count("KevHubConfig", name, getattr(self, name))
-        if not isinstance(self.overflow, KevQueueOverflow):
-            raise ValueError(
-                f"KevHubConfig.overflow must be a KevQueueOverflow, got {self.overflow!r}"
-            )
-        for name in ("max_mid_move_bps", "health_interval_s", "warmup_timeout_s", "latency_scale"):
-            value = getattr(self, name)
-            if name != "warmup_timeout_s" or value is not None:
-                require_positive("KevHubConfig", name, value)
 
 
 class KevHub:

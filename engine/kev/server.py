@@ -24,11 +24,10 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
-from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 
-from engine.kev.client import ENV_KEV_API_KEY, check_api_key
+from engine.kev.config import ENV_KEV_API_KEY, LlamaServerConfig
 from engine.user_files import APP_DIR_NAME, user_cache_dir
 
 PID_FILE_NAME = "llama-server.pid"
@@ -117,95 +116,6 @@ def _listening(host: str, port: int) -> bool:
     with socket.socket() as probe:
         probe.settimeout(0.5)
         return probe.connect_ex((host, port)) == 0
-
-
-@dataclass(frozen=True, slots=True)
-class LlamaServerConfig:
-    """The server's flags. `gpu_layers=99` offloads every layer where a GPU exists (ignored on
-    a CPU build); `threads` None lets llama-server choose. `niceness` > 0 starts it at a lower
-    CPU priority: where it computes on the CPU cores the engine also needs, the engine wins.
-    `pid_path` None means `llama_server_pid_path()`; `log_path` None means `llama-server.log`
-    in the user cache. `api_key` (default: `$LLAMA_API_KEY`, unset or empty: none) is required
-    by the server on every endpoint but `/health`; it never goes into a repr or the argv."""
-
-    model: str
-    binary: str | None = None
-    host: str = "127.0.0.1"
-    port: int = 8001
-    context_size: int = 4096
-    gpu_layers: int = 99
-    flash_attention: str = "on"
-    parallel: int = 1
-    metrics: bool = True
-    threads: int | None = None
-    niceness: int = 0
-    extra_args: tuple[str, ...] = field(default_factory=tuple)
-    ready_timeout_s: float = 180.0
-    stop_timeout_s: float = 10.0
-    pid_path: str | None = None
-    log_path: str | None = None
-    api_key: str | None = field(
-        default_factory=lambda: os.environ.get(ENV_KEV_API_KEY) or None, repr=False
-    )
-
-    def __post_init__(self) -> None:
-        if self.api_key is not None:
-            check_api_key(self.api_key, "LlamaServerConfig.api_key")
-        if not 1 <= self.port <= 65_535:
-            raise ValueError(f"LlamaServerConfig.port must be within [1, 65535], got {self.port}")
-        if self.flash_attention not in ("on", "off", "auto"):
-            raise ValueError(
-                f"LlamaServerConfig.flash_attention must be on, off or auto, "
-                f"got {self.flash_attention!r}"
-            )
-        for name in ("context_size", "parallel"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"LlamaServerConfig.{name} must be >= 1")
-        if self.gpu_layers < 0 or (self.threads is not None and self.threads < 1):
-            raise ValueError("LlamaServerConfig.gpu_layers must be >= 0 and threads >= 1")
-        if not 0 <= self.niceness <= 19:
-            raise ValueError(
-                f"LlamaServerConfig.niceness must be within [0, 19], got {self.niceness}"
-            )
-        if not (self.ready_timeout_s > 0 and self.stop_timeout_s > 0):
-            raise ValueError("LlamaServerConfig timeouts must be positive")
-
-    def arguments(self, binary: Path) -> list[str]:
-        """The full command line (through `nice`, which execs the server under the same PID,
-        when `niceness` is set)."""
-        arguments = [
-            str(binary),
-            "-m",
-            self.model,
-            "-ngl",
-            str(self.gpu_layers),
-            "-c",
-            str(self.context_size),
-            "-fa",
-            self.flash_attention,
-            "--host",
-            self.host,
-            "--port",
-            str(self.port),
-            "-np",
-            str(self.parallel),
-        ]
-        if self.metrics:
-            arguments.append("--metrics")
-        if self.threads is not None:
-            arguments += ["-t", str(self.threads), "-tb", str(self.threads)]
-        arguments += self.extra_args
-        if self.niceness:
-            return ["nice", "-n", str(self.niceness), *arguments]
-        return arguments
-
-    def environment(self, inherited: dict[str, str]) -> dict[str, str]:
-        """The server's environment: `inherited` with the API key set, or removed when there
-        is none (an inherited one would make the server ask for a key its clients lack)."""
-        environment = {k: v for k, v in inherited.items() if k != ENV_KEV_API_KEY}
-        if self.api_key is not None:
-            environment[ENV_KEV_API_KEY] = self.api_key
-        return environment
 
 
 class LlamaServerProcess:

@@ -13,7 +13,7 @@ from pathlib import Path
 from engine.lab.model_card import format_report
 from engine.lab.train import train
 from engine.lab.train_config import TrainConfig
-from engine.laya.model import DEFAULT_MODEL_PATH
+from engine.laya.config import DEFAULT_MODEL_PATH
 
 SHARED_REPLAY = Path(__file__).resolve().parents[3] / "shared" / "data" / "replay"
 SHIPPED_RECORDINGS = tuple(

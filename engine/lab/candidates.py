@@ -12,14 +12,8 @@ import numpy as np
 
 from engine.lab.mlp import MlpConfig, MlpFit
 from engine.lab.thresholds import choose_verdicts
-from engine.laya.features import (
-    FEATURE_COUNT,
-    FEATURE_NAMES,
-    FEATURE_SET_VERSION,
-    MIRROR_SIGN,
-    MIRROR_SOURCE,
-    VENUE_SCALED_FEATURES,
-)
+from engine.laya.feature_set import FEATURE_COUNT, FEATURE_SET_VERSION
+from engine.laya.features import FEATURE_NAMES, MIRROR_SIGN, MIRROR_SOURCE, VENUE_SCALED_FEATURES
 from engine.laya.model import LayaModelMetadata, export_mlp
 from engine.laya.verdict import Verdict
 

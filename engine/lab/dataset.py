@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from engine.config import MarketPipelineConfig
 from engine.feed.events import (
     ASK_PRICE,
     ASK_SIZE,
@@ -32,10 +33,10 @@ from engine.feed.recording import (
     iter_recording,
 )
 from engine.feed.tape import Trades
-from engine.laya.features import FEATURE_COUNT, FEATURE_SET_VERSION
+from engine.laya.feature_set import FEATURE_COUNT, FEATURE_SET_VERSION
 from engine.laya.labels import UNLABELLED, LabelConfig, label_frames
 from engine.laya.verdict import Verdict
-from engine.pipeline import MarketPipeline, MarketPipelineConfig
+from engine.pipeline import MarketPipeline
 
 DEPTH_CHANNEL = "books15"
 """The frames Laya classifies (and the dataset has a row for)."""

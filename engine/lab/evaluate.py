@@ -41,15 +41,11 @@ from engine.lab.dataset import (
     build_dataset,
     split_by_time,
 )
-from engine.laya.classifier import (
-    LayaClassifier,
-    LayaClassifierConfig,
-    choose_verdict,
-    model_for,
-)
+from engine.laya.classifier import LayaClassifier, choose_verdict
+from engine.laya.config import DEFAULT_MODEL_PATH, LayaClassifierConfig, model_for
 from engine.laya.features import FEATURE_NAMES
 from engine.laya.labels import LabelConfig
-from engine.laya.model import DEFAULT_MODEL_PATH, LayaModelMetadata
+from engine.laya.model import LayaModelMetadata
 from engine.laya.ranking import ranking_auc, side_scores
 from engine.laya.verdict import CLASS_NAMES, Verdict
 from engine.sim.recording import simulate_recording

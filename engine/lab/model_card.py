@@ -11,7 +11,8 @@ from engine.lab.evaluate import BurstWarningReport
 from engine.lab.folds import FoldReport, fold_table
 from engine.lab.learning_curve import LearningPoint, learning_curve_table
 from engine.lab.train_config import TrainConfig
-from engine.laya.features import FEATURE_COUNT, VENUE_SCALED_FEATURES
+from engine.laya.feature_set import FEATURE_COUNT
+from engine.laya.features import VENUE_SCALED_FEATURES
 from engine.laya.model import LayaModelMetadata
 from engine.laya.verdict import CLASS_NAMES
 

@@ -137,7 +137,7 @@ def fold_savings(
 
 
 def _fold_metadata(predictor, labels: LabelConfig, left_out: str, name: str) -> LayaModelMetadata:
-    from engine.laya.features import FEATURE_COUNT, FEATURE_SET_VERSION
+    from engine.laya.feature_set import FEATURE_COUNT, FEATURE_SET_VERSION
 
     return LayaModelMetadata(
         feature_set_version=FEATURE_SET_VERSION,

@@ -69,8 +69,9 @@ from engine.lab.model_card import (
     model_card,
 )
 from engine.lab.train_config import DEFAULT_SIM_SEED, SimulationConfig, TrainConfig
-from engine.laya.features import FEATURE_COUNT, FEATURE_SET_VERSION
-from engine.laya.model import DEFAULT_MODEL_PATH, LayaModelMetadata
+from engine.laya.config import DEFAULT_MODEL_PATH
+from engine.laya.feature_set import FEATURE_COUNT, FEATURE_SET_VERSION
+from engine.laya.model import LayaModelMetadata
 from engine.sim.market import MarketGeneratorConfig
 from engine.sim.recording import simulate_recording
 from engine.tools.cluster.workers import Place, Workers

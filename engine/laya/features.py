@@ -22,9 +22,8 @@ from numba import njit
 
 from engine.feed.events import BookSnapshot
 from engine.feed.tape import TRADE_TOTAL, MarketTape
+from engine.laya.feature_set import FEATURE_COUNT
 
-FEATURE_SET_VERSION = "laya-fs-4"
-FEATURE_COUNT = 128
 LEVELS = 15
 DISTANCE_LEVELS = 10
 """Levels whose distance from the mid is a feature; deeper ones only enter slope and weights."""

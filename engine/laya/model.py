@@ -12,8 +12,6 @@ Writing needs the `onnx` package (the `train` extra); reading needs only onnxrun
 from __future__ import annotations
 
 import json
-import math
-import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
@@ -24,14 +22,11 @@ import numpy as np
 import onnxruntime as ort
 from onnxruntime.capi import onnxruntime_pybind11_state as ort_errors
 
+from engine.laya.config import validate_thresholds
 from engine.laya.labels import scheme_of
 from engine.laya.verdict import CLASS_NAMES
 from engine.user_files import replacing
-
-DEFAULT_MODEL_PATH = Path(__file__).resolve().parent / "models" / "laya-default.onnx"
-"""The model shipped with the package, produced by the training pipeline."""
-SHIPPED_MODELS = DEFAULT_MODEL_PATH.parent
-"""The shipped models (`laya-default`, `laya-large-tick`), each with its card."""
+from engine.validation import finite_number
 
 TRAINING_HINT = (
     "train one with `hft-console train --replay FILE... --out MODEL.onnx` (needs the `train` "
@@ -72,10 +67,6 @@ class ModelMismatchError(LayaModelError):
 
 def _utc_now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
-
-
-def _is_number(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,7 +128,7 @@ class LayaModelMetadata:
         if missing:
             raise ValueError(f"label_parameters is missing {', '.join(missing)}")
         for key, value in self.label_parameters.items():
-            if not isinstance(key, str) or not _is_number(value) or not math.isfinite(value):
+            if not isinstance(key, str) or not finite_number(value):
                 raise ValueError(
                     f"label_parameters must map names to finite numbers, got {key!r}: {value!r}"
                 )
@@ -216,23 +207,6 @@ class LayaModelMetadata:
             f"({self.feature_count} features), label version {self.label_version}, created "
             f"{self.created_utc}"
         )
-
-
-def validate_thresholds(thresholds: Sequence[float], name: str) -> None:
-    for value in thresholds:
-        if not _is_number(value) or not 0.0 <= value <= 1.0:
-            raise ValueError(f"{name} must be probabilities in [0, 1], got {tuple(thresholds)!r}")
-
-
-def shipped_or_path(path: str | os.PathLike[str]) -> Path:
-    """`path`, or the shipped model it names: a name without a suffix (`laya-large-tick`)
-    where no file is, wherever a relative path was taken from (settings take it from their
-    folder), when `SHIPPED_MODELS` holds that name's `.onnx`."""
-    given = Path(path)
-    shipped = SHIPPED_MODELS / f"{given.name}.onnx"
-    if given.suffix or given.exists() or not shipped.is_file():
-        return given
-    return shipped
 
 
 def open_session(

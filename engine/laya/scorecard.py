@@ -44,9 +44,9 @@ import numpy as np
 
 from engine.clock import EngineClock, Periodic
 from engine.journal import EntryKind, Journal
-from engine.laya.classifier import LayaClassifier, LayaClassifierConfig, choose_verdict
+from engine.laya.classifier import LayaClassifier, choose_verdict
+from engine.laya.config import LayaClassifierConfig
 from engine.laya.labels import UNLABELLED, LabelConfig, LabelResult, label_frames
-from engine.laya.model import shipped_or_path
 from engine.laya.ranking import ranking_auc, side_scores
 from engine.validation import require_count
 
@@ -61,25 +61,6 @@ ask."""
 _PULLS_BID = (False, False, True, True)
 """... LEAN_SELL and EMERGENCY the bid."""
 _MODELS = ("laya", "rule", "shadow")
-
-
-def require_shadow_model(
-    shadow: str | os.PathLike[str] | None, live: str | os.PathLike[str]
-) -> None:
-    """ValueError naming a shadow model that is the live one: it would only score itself."""
-    if shadow is None:
-        return
-    if not str(shadow):
-        raise ValueError("the shadow model must name a file")
-    if _model_file(shadow) == _model_file(live):
-        raise ValueError(
-            f"the shadow model {shadow} is the live model: name another model to try beside it"
-        )
-
-
-def _model_file(path: str | os.PathLike[str]) -> Path:
-    """The file a model setting names: a shipped model by its name (`laya-default`) too."""
-    return shipped_or_path(Path(path).expanduser()).resolve()
 
 
 def shadow_classifier_config(

@@ -20,16 +20,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from engine.config import EngineConfig, MarketPipelineConfig
 from engine.gpu import GIB, GpuMonitorConfig, VramBudget
-from engine.kev.client import KevClientConfig
 from engine.kev.command import KevCommandSpec
-from engine.kev.hub import KevHubConfig
+from engine.kev.config import KevClientConfig, KevHubConfig, LlamaServerConfig
 from engine.kev.queue import KevQueueOverflow
-from engine.kev.server import LlamaServerConfig
-from engine.laya.classifier import LayaClassifierConfig, require_model_keys
+from engine.laya.config import (
+    DEFAULT_MODEL_PATH,
+    LayaClassifierConfig,
+    require_model_keys,
+    require_shadow_model,
+)
 from engine.laya.decide import QuoteGate
-from engine.laya.model import DEFAULT_MODEL_PATH
-from engine.laya.scorecard import require_shadow_model
 from engine.market.contracts import (
     ContractMissing,
     ContractOrigin,
@@ -39,8 +41,6 @@ from engine.market.contracts import (
     resolve_contracts,
 )
 from engine.market.instruments import BTCUSDT, ETHUSDT, Instrument, built_in_twin, instrument_for
-from engine.node import EngineConfig
-from engine.pipeline import MarketPipelineConfig
 from engine.risk.commands import KevAction
 from engine.risk.limits import OverrideBounds, RiskGatewayConfig, RiskLimits, SymbolLimits
 from engine.settings.keys import (
@@ -62,7 +62,6 @@ from engine.settings.sources import (
     SourceKind,
     blame,
 )
-from engine.sim.market import MarketGeneratorConfig
 from engine.trading.config import (
     OrderExecutorConfig,
     PaperVenueConfig,
@@ -148,7 +147,6 @@ class EngineSettings:
         EngineConfig(
             symbols=self.symbols, sim_seed=self.sim_seed, status_interval_s=self.status_interval_s
         )
-        MarketGeneratorConfig(seed=self.sim_seed)
         QuotingStrategyConfig(symbol=self.symbols[0], hedge_symbol=self.hedge_symbol)
 
     @property

@@ -32,6 +32,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from engine.config import EngineConfig
 from engine.feed.recording import (
     RecordingReadStats,
     contracts_line,
@@ -40,10 +41,10 @@ from engine.feed.recording import (
     recording_instruments,
 )
 from engine.feed.replay import ReplayFeed
-from engine.kev.client import KevClientConfig
+from engine.kev.config import KevClientConfig
 from engine.latency import LatencyHistogram, timer_cost_ns
-from engine.laya.classifier import LayaClassifierConfig
-from engine.node import EngineConfig, EngineNode
+from engine.laya.config import LayaClassifierConfig
+from engine.node import EngineNode
 from engine.risk.intents import DenialReason
 from engine.sim.recording import simulate_recording
 from engine.tools.bench.trading import NEVER_EMERGENCY

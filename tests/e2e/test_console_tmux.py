@@ -29,7 +29,7 @@ from support.waiting import eventually
 
 from engine.bitget.rest import BitgetRestClient, BitgetRestConfig
 from engine.journal import EntryKind, read_journal
-from engine.laya.features import FEATURE_COUNT, FEATURE_SET_VERSION
+from engine.laya.feature_set import FEATURE_COUNT, FEATURE_SET_VERSION
 from engine.laya.model import LayaModelMetadata, export_mlp
 from engine.sim.server import SimExchangeConfig
 

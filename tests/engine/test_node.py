@@ -15,22 +15,16 @@ from support.risk import BTC, T0, make_gateway, mark, open_position
 from support.waiting import eventually
 
 from engine.bitget.credentials import Credentials
+from engine.config import EngineConfig
 from engine.feed.events import FeedState
 from engine.feed.replay import START_LEAD_NS
 from engine.instance_lock import EngineLocked, InstanceLock, account_lock_path, journal_lock_path
 from engine.journal import read_journal
-from engine.laya.classifier import LayaClassifierConfig
+from engine.laya.config import LayaClassifierConfig
 from engine.laya.decide import QuoteIntent
 from engine.laya.model import LayaModelError, ModelMismatchError, ModelNotFoundError
 from engine.market.instruments import BTCUSDT, Instrument
-from engine.node import (
-    EngineConfig,
-    EngineNode,
-    EngineStatus,
-    SymbolStatus,
-    format_status,
-    format_trading,
-)
+from engine.node import EngineNode, EngineStatus, SymbolStatus, format_status, format_trading
 from engine.pipeline import LayaStoodAside
 from engine.tools.bench.trading import NEVER_EMERGENCY
 from engine.trading.commands import Command, Kill, Pause, Resume

@@ -6,9 +6,11 @@ import orjson
 import pytest
 from support.recordings import book_frame
 
+from engine.config import MarketPipelineConfig
 from engine.feed.events import BookResyncNeeded, FeedState, FeedStateChanged, RecordingEnded
 from engine.feed.parse import FrameParser
-from engine.laya.classifier import LayaClassifier, LayaClassifierConfig, choose_verdict
+from engine.laya.classifier import LayaClassifier, choose_verdict
+from engine.laya.config import LayaClassifierConfig
 from engine.laya.decide import QuoteGate, QuoteIntent
 from engine.laya.features import FEATURE_NAMES
 from engine.laya.scorecard import ScorecardQueue
@@ -20,7 +22,6 @@ from engine.pipeline import (
     LayaStillWarmingUp,
     LayaWarmingUp,
     MarketPipeline,
-    MarketPipelineConfig,
 )
 from engine.tools.bench.trading import ALWAYS_EMERGENCY
 

@@ -22,11 +22,12 @@ from security_support import HostileLlama, chat_body
 from support.risk import BTC, MIDS, make_config
 
 from engine.bitget.orders import OrderSide, OrderType
-from engine.kev.client import KevClient, KevClientConfig
+from engine.kev.client import KevClient
 from engine.kev.command import KevCommandSpec
-from engine.kev.hub import KevHub, KevHubConfig, KevOutcome
+from engine.kev.config import KevClientConfig, KevHubConfig
+from engine.kev.hub import KevHub, KevOutcome
 from engine.kev.queue import KevSnapshot
-from engine.laya.features import FEATURE_COUNT
+from engine.laya.feature_set import FEATURE_COUNT
 from engine.laya.verdict import Verdict
 from engine.risk.events import TradingState
 from engine.risk.gateway import RiskGateway

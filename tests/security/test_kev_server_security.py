@@ -25,14 +25,10 @@ from support.cli import CLI, REPO
 from support.kev import real_llama_server
 from support.secret_scan import needles
 
-from engine.kev.client import KevClient, KevClientConfig, KevFailure
+from engine.kev.client import KevClient, KevFailure
 from engine.kev.command import KevCommandSpec
-from engine.kev.server import (
-    LlamaServerConfig,
-    LlamaServerError,
-    LlamaServerProcess,
-    free_port,
-)
+from engine.kev.config import KevClientConfig, LlamaServerConfig
+from engine.kev.server import LlamaServerError, LlamaServerProcess, free_port
 from engine.settings.schema import Settings
 
 KEV_KEY = "kev_7d1e9a3c5b2f4e6d8a0c1b3d5f7e9a2c"

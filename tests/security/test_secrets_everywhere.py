@@ -109,8 +109,8 @@ async def keyed_sim() -> AsyncIterator[SimExchange]:
 
 
 def _engine_config(sim: SimExchange, tmp_path: Path):
-    from engine.laya.classifier import LayaClassifierConfig
-    from engine.node import EngineConfig
+    from engine.config import EngineConfig
+    from engine.laya.config import LayaClassifierConfig
     from engine.trading.config import TradingConfig
 
     return EngineConfig(
@@ -131,8 +131,8 @@ def test_an_engine_that_fails_to_start_with_the_keys_prints_no_secret(
     """The engine (its own process, the keys handed to it) cannot open its journal: the start
     fails with a traceback in its log and a line for the operator."""
     from console.cli.launch import LaunchOptions, launch
-    from engine.laya.classifier import LayaClassifierConfig
-    from engine.node import EngineConfig
+    from engine.config import EngineConfig
+    from engine.laya.config import LayaClassifierConfig
     from engine.trading.config import TradingConfig
 
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))  # the console's log file

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from console.engine.config import EngineAdapterConfig
-from engine.laya.classifier import LayaClassifierConfig
-from engine.node import EngineConfig
+from engine.config import EngineConfig
+from engine.laya.config import LayaClassifierConfig
 from engine.sim.server import SimExchange
 from engine.tools.bench.trading import NEVER_EMERGENCY
 from engine.trading.config import QuotingStrategyConfig, TradingConfig

@@ -7,14 +7,9 @@ from typing import Any
 
 import pytest
 
+from engine.kev.config import LlamaServerConfig
 from engine.kev.model_fetch import is_gguf, tiny_model_path
-from engine.kev.server import (
-    LlamaServerConfig,
-    LlamaServerError,
-    LlamaServerProcess,
-    find_llama_server,
-    free_port,
-)
+from engine.kev.server import LlamaServerError, LlamaServerProcess, find_llama_server, free_port
 from engine.risk.gateway import RiskGateway
 from support.risk import MIDS, T0, make_config
 

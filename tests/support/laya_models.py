@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from engine.laya.features import FEATURE_COUNT, FEATURE_SET_VERSION
+from engine.laya.feature_set import FEATURE_COUNT, FEATURE_SET_VERSION
 from engine.laya.labels import SCHEMES, LabelConfig
 from engine.laya.model import LayaModelMetadata, export_mlp
 

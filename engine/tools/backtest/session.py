@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from engine.config import EngineConfig
 from engine.feed.events import BookSnapshot
 from engine.feed.recording import (
     RecordingProblem,
@@ -35,7 +36,7 @@ from engine.laya.decide import QuoteIntent
 from engine.laya.scorecard import ScorecardView
 from engine.market.contracts import MarketContracts
 from engine.market.instruments import Instrument
-from engine.node import EngineConfig, EngineNode
+from engine.node import EngineNode
 from engine.pipeline import LayaStillWarmingUp, MarketPipeline
 from engine.tools.soak import rss_kb
 from engine.trading.config import TradingMode

@@ -21,13 +21,15 @@ from collections.abc import Callable
 from itertools import islice
 from pathlib import Path
 
+from engine.config import MarketPipelineConfig
 from engine.feed.events import BookSnapshot
 from engine.feed.parse import FrameParser, ParseStats
 from engine.feed.recording import RecordingReadStats, iter_recording
 from engine.latency import LatencyHistogram, timer_cost_ns
-from engine.laya.classifier import LayaClassifier, LayaClassifierConfig, laya_runs_on
+from engine.laya.classifier import LayaClassifier, laya_runs_on
+from engine.laya.config import LayaClassifierConfig
 from engine.laya.scorecard import ScorecardQueue
-from engine.pipeline import TIMED_STAGES, MarketPipeline, MarketPipelineConfig
+from engine.pipeline import TIMED_STAGES, MarketPipeline
 from engine.tools.bench.risk import benchmark_check
 
 WARMUP_PASSES = 2

@@ -28,17 +28,20 @@ from engine.book import OrderBook
 from engine.feed.events import BookSnapshot
 from engine.feed.parse import FrameParser
 from engine.feed.recording import iter_recording
-from engine.kev.client import KevClient, KevClientConfig
+from engine.kev.client import KevClient
 from engine.kev.command import KevCommandSpec
+from engine.kev.config import KevClientConfig, KevHubConfig, LlamaServerConfig
 from engine.kev.context import snapshot_of
 from engine.kev.hedge import HedgeAnalytics, HedgeAnalyticsConfig
-from engine.kev.hub import KevDecision, KevHub, KevHubConfig, KevLink
+from engine.kev.hub import KevDecision, KevHub, KevLink
 from engine.kev.model_fetch import tiny_model_path
 from engine.kev.queue import KevQueueOverflow, KevSnapshot
-from engine.kev.server import LlamaServerConfig, LlamaServerProcess, free_port
+from engine.kev.server import LlamaServerProcess, free_port
 from engine.latency import LatencyHistogram, timer_cost_ns
-from engine.laya.classifier import LayaClassifier, LayaClassifierConfig, choose_verdict
-from engine.laya.features import FEATURE_COUNT, FeatureExtractor, FeatureExtractorConfig
+from engine.laya.classifier import LayaClassifier, choose_verdict
+from engine.laya.config import LayaClassifierConfig
+from engine.laya.feature_set import FEATURE_COUNT
+from engine.laya.features import FeatureExtractor, FeatureExtractorConfig
 from engine.laya.verdict import Verdict
 from engine.risk.gateway import RiskGateway
 from engine.risk.limits import OverrideBounds, RiskGatewayConfig, RiskLimits, SymbolLimits

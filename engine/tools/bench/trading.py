@@ -38,10 +38,11 @@ from pathlib import Path
 import aiohttp
 
 from engine.bitget.orders import OrderSide, OrderType, TimeInForce
+from engine.config import EngineConfig
 from engine.latency import LatencyHistogram
-from engine.laya.classifier import LayaClassifierConfig
+from engine.laya.config import LayaClassifierConfig
 from engine.market.instruments import BTCUSDT, ETHUSDT
-from engine.node import EngineConfig, EngineNode
+from engine.node import EngineNode
 from engine.risk.events import TradingState
 from engine.risk.intents import OrderIntent, Source
 from engine.sim.market import MarketGeneratorConfig

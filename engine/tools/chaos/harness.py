@@ -20,12 +20,12 @@ from pathlib import Path
 
 from engine.bitget.orders import OrderSide, OrderType, TimeInForce
 from engine.bitget.public_ws import BitgetPublicFeed
+from engine.config import EngineConfig
 from engine.feed.events import FeedState
 from engine.journal import EntryKind, read_journal
-from engine.laya.classifier import LayaClassifierConfig
-from engine.laya.model import DEFAULT_MODEL_PATH
+from engine.laya.config import DEFAULT_MODEL_PATH, LayaClassifierConfig
 from engine.market.matching import FIRST_ORDER_ID, Order
-from engine.node import EngineConfig, EngineNode
+from engine.node import EngineNode
 from engine.risk.intents import OrderIntent, RiskDecision, Source
 from engine.sim.market import MarketGeneratorConfig
 from engine.sim.server import SimExchange, SimExchangeConfig

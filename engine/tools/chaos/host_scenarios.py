@@ -24,20 +24,15 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from engine.config import EngineConfig
 from engine.gpu import GIB, GpuMonitor, GpuMonitorConfig, GpuSample
 from engine.journal import EntryKind, Journal, read_journal
-from engine.kev.client import KevClientConfig
-from engine.kev.hub import KevDecision, KevHubConfig, KevOutcome
+from engine.kev.config import KevClientConfig, KevHubConfig, LlamaServerConfig
+from engine.kev.hub import KevDecision, KevOutcome
 from engine.kev.model_fetch import is_gguf, tiny_model_path
-from engine.kev.server import (
-    LlamaServerConfig,
-    LlamaServerError,
-    LlamaServerProcess,
-    find_llama_server,
-    free_port,
-)
-from engine.laya.classifier import LayaClassifierConfig
-from engine.node import EngineConfig, EngineNode
+from engine.kev.server import LlamaServerError, LlamaServerProcess, find_llama_server, free_port
+from engine.laya.config import LayaClassifierConfig
+from engine.node import EngineNode
 from engine.risk.events import TradingState, TradingStateChanged
 from engine.tools.bench.trading import NEVER_EMERGENCY
 from engine.tools.chaos.scenario import CheckList, Scenario, ScenarioResult

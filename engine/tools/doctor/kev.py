@@ -7,8 +7,9 @@ from engine.tools.doctor.report import CheckResult, CheckStatus, shorten
 
 async def check_llama_server(url: str | None, timeout_s: float) -> CheckResult:
     """`/health` and `/props` of Kev's server, through Kev's own client."""
-    from engine.kev.client import DEFAULT_KEV_URL, KevClient, KevClientConfig
+    from engine.kev.client import KevClient
     from engine.kev.command import KevCommandSpec
+    from engine.kev.config import DEFAULT_KEV_URL, KevClientConfig
     from engine.kev.server import read_llama_server_pid
 
     url = url or DEFAULT_KEV_URL

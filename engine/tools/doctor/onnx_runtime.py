@@ -105,7 +105,8 @@ def _loaded_cuda_libraries() -> dict[str, str]:
 def _probe_session(model_path: str, prefer_gpu: bool) -> dict[str, Any]:
     import numpy as np
 
-    from engine.laya.classifier import LayaClassifier, LayaClassifierConfig, laya_runs_on
+    from engine.laya.classifier import LayaClassifier, laya_runs_on
+    from engine.laya.config import LayaClassifierConfig
 
     classifier = LayaClassifier(
         LayaClassifierConfig(model_path=model_path, prefer_gpu=prefer_gpu, warmup_runs=3)
@@ -145,7 +146,7 @@ def probe_onnxruntime(model_path: str | None) -> dict[str, Any]:
         from onnxruntime.capi import build_and_package_info
 
         from engine.laya.classifier import captured_output
-        from engine.laya.model import DEFAULT_MODEL_PATH
+        from engine.laya.config import DEFAULT_MODEL_PATH
     except Exception as error:  # a broken install is what the doctor reports
         return {"import_error": f"{type(error).__name__}: {error}"}
     model = str(model_path or DEFAULT_MODEL_PATH)

@@ -18,7 +18,7 @@ from support.sim import running_sim, sim_config
 from console.cli.main import build_parser, main
 from engine.feed.parse import FrameParser
 from engine.feed.recording import iter_recording, recording_instruments
-from engine.laya.model import SHIPPED_MODELS
+from engine.laya.config import SHIPPED_MODELS
 from engine.sim.recording import simulate_recording
 
 

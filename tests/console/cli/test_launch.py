@@ -22,9 +22,9 @@ from support.recordings import write_recording
 from console.engine.config import EngineAdapterConfig
 from console.engine.handle import ShutdownPolicy
 from console.engine.node_handle import EngineNodeHandle
+from engine.config import EngineConfig
 from engine.journal import read_journal
-from engine.laya.classifier import LayaClassifierConfig
-from engine.node import EngineConfig
+from engine.laya.config import LayaClassifierConfig
 from engine.pipeline import TIMED_STAGES
 from engine.trading.config import TradingConfig
 

@@ -28,10 +28,10 @@ from console.view import (
     KevState,
 )
 from engine.book import BookView
+from engine.config import EngineConfig
 from engine.feed.events import FeedState
-from engine.laya.classifier import LayaClassifierConfig
-from engine.laya.features import FEATURE_SET_VERSION
-from engine.node import EngineConfig
+from engine.laya.config import LayaClassifierConfig
+from engine.laya.feature_set import FEATURE_SET_VERSION
 from engine.pipeline import TIMED_STAGES
 from engine.risk.events import TradingState
 from engine.risk.overrides import RiskOverrides

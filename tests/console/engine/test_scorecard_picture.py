@@ -11,8 +11,8 @@ from support.recordings import shared_spot
 from console.engine.config import EngineAdapterConfig
 from console.engine.handle import ShutdownPolicy
 from console.engine.node_handle import EngineNodeHandle
-from engine.laya.classifier import LayaClassifierConfig
-from engine.node import EngineConfig
+from engine.config import EngineConfig
+from engine.laya.config import LayaClassifierConfig
 
 
 def test_the_picture_carries_the_scorecard_with_the_shadow_model(tmp_path):

@@ -15,8 +15,9 @@ from scripted_llama import (
 )
 from support.loopback import drop_connection
 
-from engine.kev.client import KevClient, KevClientConfig, KevFailure, KevTimings
+from engine.kev.client import KevClient, KevFailure, KevTimings
 from engine.kev.command import KevCommandSpec
+from engine.kev.config import KevClientConfig
 from engine.kev.server import free_port
 from engine.risk.commands import KevAction
 

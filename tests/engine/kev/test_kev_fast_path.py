@@ -29,16 +29,19 @@ import time
 import pytest
 from support.kev import make_gateway, tiny_llama_server
 
+from engine.config import MarketPipelineConfig
 from engine.feed.events import BookSnapshot
 from engine.feed.parse import FrameParser
 from engine.feed.recording import iter_recording
-from engine.kev.client import KevClient, KevClientConfig
+from engine.kev.client import KevClient
 from engine.kev.command import KevCommandSpec
+from engine.kev.config import KevClientConfig, KevHubConfig
 from engine.kev.context import snapshot_of
-from engine.kev.hub import KevHub, KevHubConfig
-from engine.laya.classifier import LayaClassifier, LayaClassifierConfig
+from engine.kev.hub import KevHub
+from engine.laya.classifier import LayaClassifier
+from engine.laya.config import LayaClassifierConfig
 from engine.laya.decide import QuoteIntent
-from engine.pipeline import MarketPipeline, MarketPipelineConfig
+from engine.pipeline import MarketPipeline
 from engine.sim.market import MarketGeneratorConfig
 from engine.sim.recording import simulate_recording
 

@@ -15,14 +15,15 @@ from support.kev import make_gateway
 from support.risk import BTC, ETH, MIDS, MS, T0
 
 from engine.journal import EntryKind, Journal, JournalConfig, read_journal
-from engine.kev.client import KevClient, KevClientConfig
+from engine.kev.client import KevClient
 from engine.kev.command import KevCommandSpec
+from engine.kev.config import KevClientConfig, KevHubConfig
 from engine.kev.context import KEY_FEATURE_INDEX
 from engine.kev.hedge import HedgeAnalytics, HedgeAnalyticsConfig
-from engine.kev.hub import KevHub, KevHubConfig, KevOutcome, KevWarmUpEnded
+from engine.kev.hub import KevHub, KevOutcome, KevWarmUpEnded
 from engine.kev.queue import KevQueueOverflow, KevSnapshot
 from engine.kev.server import free_port
-from engine.laya.features import FEATURE_COUNT
+from engine.laya.feature_set import FEATURE_COUNT
 from engine.laya.verdict import Verdict
 from engine.risk.commands import KevAction
 from engine.risk.events import RiskLimitChanged, TradingState

@@ -13,13 +13,13 @@ from collections.abc import Iterator
 import pytest
 from scripted_llama import ScriptedLlama, command, delayed
 
+from engine.config import EngineConfig
 from engine.journal import EntryKind, read_journal
 from engine.kev.answers import KevAnswersError, RecordedKevClient
-from engine.kev.client import KevClientConfig
 from engine.kev.command import KevCommandSpec
-from engine.kev.hub import KevHubConfig
-from engine.laya.classifier import LayaClassifierConfig
-from engine.node import EngineConfig, EngineNode
+from engine.kev.config import KevClientConfig, KevHubConfig
+from engine.laya.config import LayaClassifierConfig
+from engine.node import EngineNode
 from engine.sim.recording import simulate_recording
 from engine.trading.config import TradingConfig, TradingMode
 

@@ -16,14 +16,15 @@ import pytest
 from support.kev import make_gateway, tiny_llama_server
 from support.risk import BTC, ETH, MIDS, T0
 
-from engine.kev.client import KevClient, KevClientConfig, KevFailure
+from engine.kev.client import KevClient, KevFailure
 from engine.kev.command import COMMAND_KEYS, KevCommandSpec
+from engine.kev.config import KevClientConfig, KevHubConfig
 from engine.kev.context import KEY_FEATURE_INDEX, format_context
-from engine.kev.hub import KevHub, KevHubConfig, KevOutcome, KevWarmUpEnded
+from engine.kev.hub import KevHub, KevOutcome, KevWarmUpEnded
 from engine.kev.model_fetch import TINY_MODEL_FILE
 from engine.kev.queue import KevRequest, KevSnapshot
 from engine.kev.server import LlamaServerProcess
-from engine.laya.features import FEATURE_COUNT
+from engine.laya.feature_set import FEATURE_COUNT
 from engine.laya.verdict import Verdict
 from engine.risk.commands import KevAction
 from engine.risk.events import TradingState

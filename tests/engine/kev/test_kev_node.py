@@ -7,11 +7,12 @@ from __future__ import annotations
 from scripted_llama import command
 from support.waiting import eventually
 
+from engine.config import EngineConfig
 from engine.journal import EntryKind, read_journal
-from engine.kev.client import KevClientConfig
-from engine.kev.hub import KevHubConfig, KevOutcome, KevWarmUpEnded
-from engine.laya.classifier import LayaClassifierConfig
-from engine.node import EngineConfig, EngineNode
+from engine.kev.config import KevClientConfig, KevHubConfig
+from engine.kev.hub import KevOutcome, KevWarmUpEnded
+from engine.laya.config import LayaClassifierConfig
+from engine.node import EngineNode
 from engine.trading.config import TradingConfig
 
 CHAT = "/v1/chat/completions"

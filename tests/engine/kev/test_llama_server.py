@@ -9,9 +9,9 @@ import urllib.request
 
 import pytest
 
+from engine.kev.config import LlamaServerConfig
 from engine.kev.model_fetch import is_gguf, tiny_model_path
 from engine.kev.server import (
-    LlamaServerConfig,
     LlamaServerError,
     LlamaServerProcess,
     find_llama_server,

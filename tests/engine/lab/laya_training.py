@@ -7,8 +7,9 @@ import numpy as np
 
 from engine.lab.candidates import MODEL_FEATURES, RULE_FEATURES, CandidateSpec
 from engine.lab.mlp import MlpConfig
-from engine.laya.classifier import LayaClassifier, LayaClassifierConfig
-from engine.laya.features import FEATURE_COUNT, FEATURE_SET_VERSION
+from engine.laya.classifier import LayaClassifier
+from engine.laya.config import LayaClassifierConfig
+from engine.laya.feature_set import FEATURE_COUNT, FEATURE_SET_VERSION
 from engine.laya.labels import LabelConfig
 from engine.laya.model import LayaModelMetadata
 from engine.laya.verdict import Verdict

@@ -18,7 +18,7 @@ from engine.lab.dataset import (
     split_by_time,
     warming_up,
 )
-from engine.laya.features import FEATURE_COUNT
+from engine.laya.feature_set import FEATURE_COUNT
 from engine.laya.labels import LabelConfig, label_frames
 from engine.sim.market import MarketGeneratorConfig
 from engine.sim.recording import simulate_recording

@@ -29,7 +29,7 @@ from engine.lab.evaluate import (
     majority_class,
     ranking_auc,
 )
-from engine.laya.features import FEATURE_COUNT, FEATURE_SET_VERSION
+from engine.laya.feature_set import FEATURE_COUNT, FEATURE_SET_VERSION
 from engine.laya.labels import LabelConfig
 from engine.laya.model import LayaModelMetadata, export_mlp
 from engine.laya.verdict import CLASS_NAMES, Verdict

@@ -24,7 +24,8 @@ from engine.lab.folds import (
     session_weights,
 )
 from engine.lab.thresholds import choose_verdicts
-from engine.laya.features import CROSS_FEATURES, FEATURE_COUNT, FEATURE_NAMES
+from engine.laya.feature_set import FEATURE_COUNT
+from engine.laya.features import CROSS_FEATURES, FEATURE_NAMES
 from engine.laya.labels import LabelConfig
 from engine.laya.verdict import Verdict
 

@@ -12,7 +12,7 @@ from laya_training import BUY, EMERGENCY, HOLD, SELL, model_metadata, onnx_proba
 from engine.lab.evaluate import classification_metrics
 from engine.lab.mlp import MlpConfig, class_weights, fit_mlp, standardisation
 from engine.lab.thresholds import choose_verdicts, tune_thresholds
-from engine.laya.features import FEATURE_COUNT
+from engine.laya.feature_set import FEATURE_COUNT
 from engine.laya.model import export_mlp
 
 

@@ -16,7 +16,7 @@ from engine.lab.folds import BootstrapConfig, Interval, leave_one_session_out
 from engine.lab.savings import GateRun, SessionSavings, savings_targets
 from engine.lab.train import choose_candidate, train
 from engine.lab.train_config import TrainConfig
-from engine.laya.features import FEATURE_COUNT, FEATURE_SET_VERSION
+from engine.laya.feature_set import FEATURE_COUNT, FEATURE_SET_VERSION
 from engine.laya.model import read_metadata
 from engine.user_files import content_digest
 

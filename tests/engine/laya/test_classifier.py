@@ -24,16 +24,13 @@ from engine.laya.classifier import (
     CPU_PROVIDER,
     CUDA_PROVIDER,
     LayaClassifier,
-    LayaClassifierConfig,
     captured_output,
     choose_verdict,
     cuda_fallback_reason,
-    model_for,
 )
-from engine.laya.features import FEATURE_COUNT, FEATURE_SET_VERSION
+from engine.laya.config import DEFAULT_MODEL_PATH, SHIPPED_MODELS, LayaClassifierConfig, model_for
+from engine.laya.feature_set import FEATURE_COUNT, FEATURE_SET_VERSION
 from engine.laya.model import (
-    DEFAULT_MODEL_PATH,
-    SHIPPED_MODELS,
     LayaModelError,
     LayaModelMetadata,
     ModelMismatchError,

@@ -13,11 +13,10 @@ from hypothesis import strategies as st
 
 from engine.feed.events import BookSnapshot
 from engine.feed.parse import FrameParser
+from engine.laya.feature_set import FEATURE_COUNT, FEATURE_SET_VERSION
 from engine.laya.features import (
     CROSS_FEATURES,
-    FEATURE_COUNT,
     FEATURE_NAMES,
-    FEATURE_SET_VERSION,
     MIRROR_SIGN,
     MIRROR_SOURCE,
     VENUE_SCALED_FEATURES,

@@ -14,12 +14,11 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 from support.laya_models import NEWER_LABEL_VERSION, with_metadata
 
-from engine.laya.features import FEATURE_COUNT as ENGINE_FEATURE_COUNT
-from engine.laya.features import FEATURE_SET_VERSION
+from engine.laya.config import DEFAULT_MODEL_PATH, SHIPPED_MODELS
+from engine.laya.feature_set import FEATURE_COUNT as ENGINE_FEATURE_COUNT
+from engine.laya.feature_set import FEATURE_SET_VERSION
 from engine.laya.labels import SCHEMES, LabelConfig
 from engine.laya.model import (
-    DEFAULT_MODEL_PATH,
-    SHIPPED_MODELS,
     EmergencyHead,
     LayaModelError,
     LayaModelMetadata,

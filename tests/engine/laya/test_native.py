@@ -20,10 +20,10 @@ from engine.laya.classifier import (
     NATIVE_TOLERANCE,
     ORT_RUNNER,
     LayaClassifier,
-    LayaClassifierConfig,
 )
-from engine.laya.features import FEATURE_COUNT, FEATURE_SET_VERSION
-from engine.laya.model import DEFAULT_MODEL_PATH, EmergencyHead, LayaModelMetadata, export_mlp
+from engine.laya.config import DEFAULT_MODEL_PATH, LayaClassifierConfig
+from engine.laya.feature_set import FEATURE_COUNT, FEATURE_SET_VERSION
+from engine.laya.model import EmergencyHead, LayaModelMetadata, export_mlp
 from engine.laya.native import NativeGraphError, NativeMlp
 
 LABELS = {"horizon_ms": 1000, "sigma_window_ms": 300_000, "emergency_sigma": 3, "lean_sigma": 1}

@@ -19,6 +19,7 @@ from support.laya_models import with_metadata, write_mlp_model
 from support.recordings import book_frame, shared_spot
 
 from engine.clock import MarketClock
+from engine.config import EngineConfig, MarketPipelineConfig
 from engine.feed.events import BookSnapshot
 from engine.feed.parse import FrameParser
 from engine.feed.recording import iter_recording
@@ -30,11 +31,12 @@ from engine.lab.evaluate import (
     side_scores,
     started_classifier,
 )
-from engine.laya.classifier import LayaClassifier, LayaClassifierConfig
+from engine.laya.classifier import LayaClassifier
+from engine.laya.config import DEFAULT_MODEL_PATH, LayaClassifierConfig
 from engine.laya.decide import QuoteGate
 from engine.laya.features import BOOK_RECORDS
 from engine.laya.labels import LabelConfig
-from engine.laya.model import DEFAULT_MODEL_PATH, ModelMismatchError
+from engine.laya.model import ModelMismatchError
 from engine.laya.scorecard import (
     LayaScorecard,
     LayaScorecardConfig,
@@ -42,8 +44,8 @@ from engine.laya.scorecard import (
     _SymbolScorer,
 )
 from engine.laya.verdict import Verdict
-from engine.node import EngineConfig, EngineNode
-from engine.pipeline import MarketPipeline, MarketPipelineConfig
+from engine.node import EngineNode
+from engine.pipeline import MarketPipeline
 from engine.settings.reader import load_settings
 from engine.tools.backtest.metrics import session_metrics
 from engine.tools.backtest.plan import backtest_specs, grid

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from settings_files import NO_ENV, line_of, problems_of, write
 
-from engine.laya.classifier import LayaClassifierConfig
+from engine.laya.config import LayaClassifierConfig
 from engine.risk.commands import KevAction
 from engine.settings.reader import ENV_CONFIG_FILE, load_settings, settings_path
 from engine.settings.schema import Settings

@@ -10,15 +10,13 @@ from pathlib import Path
 import pytest
 from settings_files import NO_ENV, problems_of, write
 
+from engine.config import EngineConfig
 from engine.gpu import GpuMonitorConfig, VramBudget
-from engine.kev.client import KevClientConfig
 from engine.kev.command import KevCommandSpec
-from engine.kev.hub import KevHubConfig
+from engine.kev.config import KevClientConfig, KevHubConfig, LlamaServerConfig
 from engine.kev.queue import KevQueueOverflow
-from engine.kev.server import LlamaServerConfig
-from engine.laya.classifier import LayaClassifierConfig
+from engine.laya.config import LayaClassifierConfig
 from engine.market.instruments import Instrument
-from engine.node import EngineConfig
 from engine.risk.limits import OverrideBounds, RiskGatewayConfig, RiskLimits
 from engine.settings.keys import engine_values, fields_of
 from engine.settings.reader import load_settings
@@ -135,7 +133,7 @@ def test_an_unknown_key_in_the_overrides_is_named():
     [
         ({"HFT_CONSOLE_ENGINE__SYMBOLS": "btcusdt"}, "must be a symbol like BTCUSDT"),
         ({"HFT_CONSOLE_ENGINE__SYMBOLS": ""}, "must name at least one symbol"),
-        ({"HFT_CONSOLE_ENGINE__SIM_SEED": "-1"}, "seed must be >= 0"),
+        ({"HFT_CONSOLE_ENGINE__SIM_SEED": "-1"}, "sim_seed must be an integer >= 0"),
         ({"HFT_CONSOLE_LAYA__GPU_MEM_LIMIT_GIB": "0"}, "gpu_mem_limit_bytes must be an integer"),
         ({"HFT_CONSOLE_LAYA__THRESHOLDS": "0.5,0.5"}, "must give 4 probabilities"),
         ({"HFT_CONSOLE_TRADING__REST_TIMEOUT_S": "100"}, "rest_timeout_s must be"),

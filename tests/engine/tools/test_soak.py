@@ -12,7 +12,7 @@ import pytest
 
 from engine.feed.parse import FrameParser
 from engine.feed.recording import RecordingUnreadable, iter_recording, recording_instruments
-from engine.laya.classifier import LayaClassifierConfig
+from engine.laya.config import LayaClassifierConfig
 from engine.sim.market import MarketGenerator, MarketGeneratorConfig
 from engine.sim.recording import simulate_recording
 from engine.tools.soak import (

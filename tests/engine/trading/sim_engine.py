@@ -7,9 +7,9 @@ from pathlib import Path
 from support.bitget import sim_credentials
 
 from engine.bitget.rest import BitgetRestClient, BitgetRestConfig
-from engine.laya.classifier import LayaClassifierConfig
+from engine.config import EngineConfig
+from engine.laya.config import LayaClassifierConfig
 from engine.market.matching import FIRST_ORDER_ID, Order
-from engine.node import EngineConfig
 from engine.sim.server import SimExchange
 from engine.tools.bench.trading import ALWAYS_EMERGENCY, NEVER_EMERGENCY
 from engine.trading.config import QuotingStrategyConfig, TradingConfig

@@ -18,7 +18,7 @@ from sim_engine import sim_orders
 from support.waiting import eventually
 
 from engine.journal import EntryKind, read_journal
-from engine.laya.features import FEATURE_COUNT, FEATURE_SET_VERSION
+from engine.laya.feature_set import FEATURE_COUNT, FEATURE_SET_VERSION
 from engine.laya.model import LayaModelMetadata, export_mlp
 
 REPO = Path(__file__).resolve().parents[3]

@@ -11,7 +11,8 @@ from support.recordings import MS_NS, book_frame, trade_frame, write_lines
 from engine.feed.events import BookSnapshot
 from engine.feed.parse import FrameParser
 from engine.feed.recording import RecordingUnreadable
-from engine.laya.classifier import LayaClassifier, LayaClassifierConfig
+from engine.laya.classifier import LayaClassifier
+from engine.laya.config import LayaClassifierConfig
 from engine.laya.scorecard import ScorecardQueue
 from engine.tools.bench import fast_path
 from engine.tools.bench.fast_path import (

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from engine.kev.client import KevClientConfig
+from engine.kev.config import KevClientConfig
 from engine.tools.doctor.configuration import check_configuration
 from engine.tools.doctor.report import CheckStatus
 

@@ -7,7 +7,7 @@ from support.doctor import (
 )
 from support.loopback import serve
 
-from engine.kev.client import KevClientConfig
+from engine.kev.config import KevClientConfig
 from engine.kev.server import free_port
 from engine.tools.doctor.kev import check_kev_serve, check_llama_server
 from engine.tools.doctor.report import CheckStatus

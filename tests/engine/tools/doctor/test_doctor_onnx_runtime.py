@@ -10,7 +10,7 @@ import onnxruntime as ort
 import pytest
 
 from engine.gpu import VramBudget
-from engine.laya.features import FEATURE_COUNT
+from engine.laya.feature_set import FEATURE_COUNT
 from engine.laya.model import LayaModelMetadata, export_mlp
 from engine.tools.doctor.cuda import LibraryScan, check_cuda_libraries
 from engine.tools.doctor.gpu import read_gpu_facts
@@ -67,7 +67,7 @@ def test_a_module_that_does_not_import_fails_the_install_and_the_providers() -> 
 
 
 def write_model(path: Path, feature_set_version: str | None = None) -> Path:
-    from engine.laya.features import FEATURE_SET_VERSION
+    from engine.laya.feature_set import FEATURE_SET_VERSION
 
     rng = np.random.default_rng(3)
     layers = [(rng.normal(0, 0.1, (FEATURE_COUNT, 4)), np.zeros(4))]
