@@ -6,12 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from engine.kev.config import KevClientConfig, KevHubConfig
-from engine.laya.config import (
-    LayaClassifierConfig,
-    require_model_keys,
-    require_shadow_model,
-    require_symbol_models,
-)
+from engine.laya.config import LayaClassifierConfig, require_model_keys, require_shadow_model
 from engine.laya.decide import QuoteGate
 from engine.market.instruments import Instrument
 from engine.trading.config import TradingConfig, TradingMode
@@ -127,7 +122,12 @@ class EngineConfig:
             raise ValueError(f"laya_warmup_s must be within [0, 3600] s, got {self.laya_warmup_s}")
         require_shadow_model(self.laya_shadow_model, self.laya.model_path)
         require_model_keys(dict(self.laya_models))
-        require_symbol_models(self.laya, dict(self.laya_models), self.symbols)
+        if self.laya_models:
+            # Only a model's own file says what it was trained on, and ONNX Runtime reads it:
+            # loaded for a table that names models, not by whoever only reads the settings.
+            from engine.laya.model import require_symbol_models
+
+            require_symbol_models(self.laya, dict(self.laya_models), self.symbols)
         if (self.kev_answers_in or self.kev_answers_out) and self.replay_path is None:
             raise ValueError("Kev's answers are recorded and replayed only with a recording")
         if self.kev_answers_in and self.kev_answers_out:

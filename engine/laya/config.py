@@ -140,38 +140,6 @@ def model_for(symbol: str, models: Mapping[str, str | os.PathLike[str]], default
     return shipped_or_path(path)
 
 
-def require_symbol_models(
-    config: LayaClassifierConfig,
-    models: Mapping[str, str | os.PathLike[str]],
-    symbols: Sequence[str],
-) -> None:
-    """`LayaModelError` (a ValueError) naming a model [laya.models] gives one of `symbols` that
-    is missing or was trained on another feature set than the engine computes. A pattern that
-    matches none of `symbols` is no mistake."""
-    default = shipped_or_path(config.model_path)
-    others = {model_for(symbol, models, default) for symbol in symbols} - {default}
-    if not others:
-        return
-    # Only a model's own file says what it was trained on, and ONNX Runtime reads it: loaded
-    # here, for a table that names models, and not by whoever only reads the settings.
-    from engine.laya.model import ModelMismatchError, ModelNotFoundError, read_metadata
-
-    for path in others:
-        if not path.is_file():
-            mapped = [symbol for symbol in symbols if model_for(symbol, models, default) == path]
-            raise ModelNotFoundError(
-                f"[laya.models] maps {', '.join(mapped)} to {path}, and there is no model there"
-            )
-        metadata = read_metadata(path)
-        expected = (config.expected_feature_set_version, config.expected_feature_count)
-        if (metadata.feature_set_version, metadata.feature_count) != expected:
-            raise ModelMismatchError(
-                f"[laya.models] {path} was trained on feature set "
-                f"{metadata.feature_set_version!r} ({metadata.feature_count} features) but the "
-                f"engine computes {expected[0]!r} ({expected[1]} features): retrain it"
-            )
-
-
 def require_shadow_model(
     shadow: str | os.PathLike[str] | None, live: str | os.PathLike[str]
 ) -> None:

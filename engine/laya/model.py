@@ -12,6 +12,7 @@ Writing needs the `onnx` package (the `train` extra); reading needs only onnxrun
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
@@ -22,7 +23,7 @@ import numpy as np
 import onnxruntime as ort
 from onnxruntime.capi import onnxruntime_pybind11_state as ort_errors
 
-from engine.laya.config import validate_thresholds
+from engine.laya.config import LayaClassifierConfig, model_for, shipped_or_path, validate_thresholds
 from engine.laya.labels import scheme_of
 from engine.laya.verdict import CLASS_NAMES
 from engine.user_files import replacing
@@ -449,3 +450,28 @@ def export_mlp(
     with replacing(target, mode=0o644) as partial:
         partial.write_bytes(model.SerializeToString())
     return target
+
+
+def require_symbol_models(
+    config: LayaClassifierConfig,
+    models: Mapping[str, str | os.PathLike[str]],
+    symbols: Sequence[str],
+) -> None:
+    """`LayaModelError` (a ValueError) naming a model [laya.models] gives one of `symbols` that
+    is missing or was trained on another feature set than the engine computes. A pattern that
+    matches none of `symbols` is no mistake."""
+    default = shipped_or_path(config.model_path)
+    for path in {model_for(symbol, models, default) for symbol in symbols} - {default}:
+        if not path.is_file():
+            mapped = [symbol for symbol in symbols if model_for(symbol, models, default) == path]
+            raise ModelNotFoundError(
+                f"[laya.models] maps {', '.join(mapped)} to {path}, and there is no model there"
+            )
+        metadata = read_metadata(path)
+        expected = (config.expected_feature_set_version, config.expected_feature_count)
+        if (metadata.feature_set_version, metadata.feature_count) != expected:
+            raise ModelMismatchError(
+                f"[laya.models] {path} was trained on feature set "
+                f"{metadata.feature_set_version!r} ({metadata.feature_count} features) but the "
+                f"engine computes {expected[0]!r} ({expected[1]} features): retrain it"
+            )
