@@ -60,7 +60,13 @@ from engine.laya.scorecard import (
     shadow_classifier_config,
 )
 from engine.market.instruments import Instrument, price_text
-from engine.pipeline import EventLog, MarketPipeline
+from engine.pipeline import (
+    EventLog,
+    MarketPipeline,
+    PipelineSinks,
+    book_shelf,
+    feature_extractor,
+)
 from engine.sim.market import sim_market
 from engine.sim.server import SimExchange, SimExchangeConfig
 from engine.trading.commands import Command, CommandResult
@@ -135,8 +141,11 @@ class EngineNode:
         config: EngineConfig,
         credentials: Credentials | None = None,
         clock: EngineClock | None = None,
+        *,
+        wrap_sinks: Callable[[PipelineSinks], PipelineSinks] | None = None,
     ) -> None:
         self.config = config
+        self._wrap_sinks = wrap_sinks
         self.clock = clock if clock is not None else engine_clock(config)
         if config.replay_path is not None and not isinstance(self.clock, MarketClock):
             raise ValueError("a replay runs on a MarketClock (the recording's time)")
@@ -168,29 +177,21 @@ class EngineNode:
             if trading is not None
             else None
         )
+        self.books = book_shelf(config.symbols)
+        """Written by the pipeline, read by the trading desk."""
+        self.features = feature_extractor(config.symbols, self.parser.tape)
         shadow = config.laya_shadow_model
         self.scorecard = LayaScorecard(
             LayaScorecardConfig(symbols=config.symbols, imbalance_gate=config.imbalance_gate),
             self.symbol_classifiers,
             self.clock,
+            self.features,
             shadow=LayaClassifier(shadow_classifier_config(config.laya, shadow))
             if shadow is not None
             else None,
             journal=self.journal,
         )
-        self.pipeline = MarketPipeline(
-            MarketPipelineConfig(
-                symbols=config.symbols,
-                warmup_ms=round(config.laya_warmup_s * 1000),
-                gate=config.quote_gate,
-                imbalance_gate=config.imbalance_gate,
-            ),
-            self.parser.tape,
-            self.symbol_classifiers,
-            on_resync=self._resync,
-            events=self.events,
-            scores=self.scorecard.queue,
-        )
+        self._pipeline: MarketPipeline | None = None
         needs_keys = trading is not None and trading.mode in (TradingMode.DEMO, TradingMode.LIVE)
         if needs_keys and credentials is None:
             raise ValueError(f"{trading.mode.value} trading needs Bitget API credentials")
@@ -238,9 +239,10 @@ class EngineNode:
                 await self.sim.start()
             if config.trading is not None:
                 await self._start_trading(config.trading)
+            pipeline = self._build_pipeline()
             if config.replay_path is not None:
                 assert isinstance(clock, MarketClock)
-                self.feed = ReplayFeed(config.replay_path, self.parser, self.pipeline, clock)
+                self.feed = ReplayFeed(config.replay_path, self.parser, pipeline, clock)
             else:
                 url = config.live_url if self.sim is None else self.sim.ws_url
                 assert url is not None
@@ -249,7 +251,7 @@ class EngineNode:
                         url=url, symbols=config.symbols, channels=config.feed_channels
                     ),
                     self.parser,
-                    self.pipeline,
+                    pipeline,
                 )
             # The warmer keeps CPU caches warm over real idle time; a replay has none to keep.
             # It warms the traded symbol's model ([laya.models]): its EMERGENCY cancels first.
@@ -269,6 +271,48 @@ class EngineNode:
         self.latest_status = self.status()
         self._publisher = asyncio.create_task(self._publish(), name="engine-status")
 
+    @property
+    def pipeline(self) -> MarketPipeline:
+        """Built by `start`, once what takes its decisions (the desk, Kev) is running."""
+        if self._pipeline is None:
+            raise RuntimeError("the engine's pipeline is built when the engine starts")
+        return self._pipeline
+
+    def _build_pipeline(self) -> MarketPipeline:
+        """The pipeline, handing its decisions to the desk and Kev where they run (through
+        `wrap_sinks` when given); the symbols whose model would not start stood aside."""
+        config = self.config
+        desk, kev = self.desk, self.kev
+        sinks = PipelineSinks(
+            on_decided=desk.on_book if desk is not None else None,
+            on_trades=desk.on_trades if desk is not None and desk.paper is not None else None,
+            on_notice=desk.on_feed_event if desk is not None else None,
+            on_verdict=self._offer_to_kev if kev is not None else None,
+        )
+        if self._wrap_sinks is not None:
+            sinks = self._wrap_sinks(sinks)
+        pipeline = MarketPipeline(
+            MarketPipelineConfig(
+                symbols=config.symbols,
+                warmup_ms=round(config.laya_warmup_s * 1000),
+                gate=config.quote_gate,
+                imbalance_gate=config.imbalance_gate,
+            ),
+            self.parser.tape,
+            self.symbol_classifiers,
+            on_resync=self._resync,
+            events=self.events,
+            scores=self.scorecard.queue,
+            features=self.features,
+            books=self.books,
+            sinks=sinks,
+        )
+        now_ns = self.clock.time_ns()
+        for symbol, reason in self.model_faults.items():
+            pipeline.stand_aside(symbol, reason, now_ns)
+        self._pipeline = pipeline
+        return pipeline
+
     def _start_symbol_models(self) -> None:
         """Starts the models [laya.models] maps symbols to; one that will not start stands its
         symbols aside and says why, the engine runs on."""
@@ -283,7 +327,6 @@ class EngineNode:
                 except Exception as error:  # a bad model must not stop the engine
                     failed[id(classifier)] = f"{type(error).__name__}: {error}"
             self.model_faults[symbol] = failed[id(classifier)]
-            self.pipeline.stand_aside(symbol, failed[id(classifier)], self.clock.time_ns())
 
     def _take_locks(self) -> None:
         """One engine per journal, and for demo and live per account (engine/instance_lock.py);
@@ -325,7 +368,7 @@ class EngineNode:
             venue,
             journal,
             self.events,
-            self.pipeline.books,
+            self.books,
             clock=self.clock,
             gate=self.config.quote_gate,
         )
@@ -341,10 +384,6 @@ class EngineNode:
                 clock=self.clock.time_ns,
             )
             await self.contract_watch.start()
-        self.pipeline.on_decided = desk.on_book
-        self.pipeline.on_notice = desk.on_feed_event
-        if desk.paper is not None:
-            self.pipeline.on_trades = desk.on_trades
         if self.config.kev_client is not None:
             await self._start_kev(self.config.kev_client, desk)
 
@@ -383,7 +422,6 @@ class EngineNode:
         )
         await hub.start()
         self.kev = hub
-        self.pipeline.on_verdict = self._offer_to_kev
         desk.quote_skew_bps = hub.quote_skew_bps
 
     def _offer_to_kev(
@@ -460,8 +498,6 @@ class EngineNode:
         if self.warmer is not None:
             await self.warmer.stop()
         await self.scorecard.stop()
-        self.pipeline.on_decided = self.pipeline.on_trades = self.pipeline.on_notice = None
-        self.pipeline.on_verdict = None
         if self.kev is not None:
             await self.kev.stop()
         if self._kev_client is not None:
@@ -499,7 +535,7 @@ class EngineNode:
         analytics = self.hedge_analytics
         if analytics is None:
             return
-        traded, hedge = (self.pipeline.books[symbol] for symbol in self.config.symbols[:2])
+        traded, hedge = (self.books[symbol] for symbol in self.config.symbols[:2])
         if not (traded.ready and hedge.ready):
             return
         traded_bid, _, traded_ask, _ = traded.best()
@@ -557,7 +593,7 @@ class EngineNode:
     def status(self) -> EngineStatus:
         now_ns = self.clock.time_ns()
         symbols = []
-        for symbol, book in self.pipeline.books.items():
+        for symbol, book in self.books.items():
             bid, _, ask, _ = book.best()
             age = None
             if book.snapshot is not None:

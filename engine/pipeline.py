@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
@@ -124,6 +125,31 @@ class EventLog:
         return events, max(0, first_available - last_seen_id - 1)
 
 
+def book_shelf(symbols: Iterable[str]) -> dict[str, OrderBook]:
+    """An empty book for each symbol: the pipeline writes them, the desk reads them."""
+    return {symbol: OrderBook(symbol) for symbol in symbols}
+
+
+def feature_extractor(symbols: Sequence[str], tape: MarketTape) -> FeatureExtractor:
+    """Laya's feature extractor for `symbols` on `tape` (the parser's trades); cross features
+    pair the first two."""
+    return FeatureExtractor(FeatureExtractorConfig(symbols=tuple(symbols[:2])), tape)
+
+
+@dataclass(frozen=True, slots=True)
+class PipelineSinks:
+    """Who takes what the pipeline decides, each called synchronously on the engine loop (None:
+    nobody): `on_decided(snapshot, intent)` after each decision (with CANCEL_ALL when Laya failed
+    on that book), `on_trades` for each trade frame, `on_notice` for each feed event, and
+    `on_verdict(snapshot, verdict, probabilities, features)` for each non-HOLD verdict, after
+    `on_decided` (Kev's queue)."""
+
+    on_decided: Callable[[BookSnapshot, QuoteIntent], None] | None = None
+    on_trades: Callable[[Trades], None] | None = None
+    on_notice: Callable[[FeedNotice], None] | None = None
+    on_verdict: Callable[[BookSnapshot, int, list[float], np.ndarray], None] | None = None
+
+
 class MarketPipeline:
     """Books per symbol, Laya's features and verdicts, the decision stage and the event log.
 
@@ -131,12 +157,10 @@ class MarketPipeline:
     `intents` holds the latest quote intent per symbol for the strategy.
 
     `scores`, when given, gets each book Laya saw, with its verdict where it gave one (the
-    scorecard's queue, engine/laya/scorecard.py).
-    Trading hooks (attributes the node may set), all called synchronously on the engine loop:
-    `on_decided(snapshot, intent)` after each decision (and with CANCEL_ALL when Laya failed
-    on that book), `on_trades` for each trade frame, `on_notice` for each feed event, and
-    `on_verdict(snapshot, verdict, probabilities, features)` for each non-HOLD verdict, after
-    `on_decided` (Kev's queue). `events` lets the node share one log.
+    scorecard's queue, engine/laya/scorecard.py, reading back `features`: the extractor the
+    node builds for both; else the pipeline's own). `books` likewise, for the trading desk.
+    `sinks` take what the pipeline decides (`PipelineSinks`). `events` lets the node share one
+    log.
     """
 
     def __init__(
@@ -149,13 +173,21 @@ class MarketPipeline:
         *,
         events: EventLog | None = None,
         scores: ScorecardQueue | None = None,
+        features: FeatureExtractor | None = None,
+        books: Mapping[str, OrderBook] | None = None,
+        sinks: PipelineSinks | None = None,
     ) -> None:
         self.config = config
-        self.books = {symbol: OrderBook(symbol) for symbol in config.symbols}
+        sinks = sinks if sinks is not None else PipelineSinks()
+        self.books = dict(books) if books is not None else book_shelf(config.symbols)
+        if set(self.books) != set(config.symbols):
+            raise ValueError(f"books of {sorted(self.books)} for a pipeline of {config.symbols}")
         self._incremental = {
             symbol: IncrementalBook(symbol, config.depth) for symbol in config.symbols
         }
-        self.features = FeatureExtractor(FeatureExtractorConfig(symbols=config.symbols[:2]), tape)
+        self.features = (
+            features if features is not None else feature_extractor(config.symbols, tape)
+        )
         self.classifiers: dict[str, LayaClassifier] = (
             dict(classifier)
             if isinstance(classifier, Mapping)
@@ -189,14 +221,13 @@ class MarketPipeline:
         self._clock = clock
         self._scores = scores
         self._score_features = scores is not None and scores.with_features
-        if scores is not None:
-            if scores.features is not None:
-                raise ValueError("a scorecard's queue takes the books of one pipeline")
-            scores.features = self.features  # it keeps each book's mid and top-5 imbalance
-        self.on_decided: Callable[[BookSnapshot, QuoteIntent], None] | None = None
-        self.on_trades: Callable[[Trades], None] | None = None
-        self.on_notice: Callable[[FeedNotice], None] | None = None
-        self.on_verdict: Callable[[BookSnapshot, int, list[float], np.ndarray], None] | None = None
+        if scores is not None and scores.features is not self.features:
+            # The scorer reads each book's mid and top-5 imbalance back from the extractor.
+            raise ValueError("the scorecard reads another feature extractor than the pipeline's")
+        self._on_decided = sinks.on_decided
+        self._on_trades = sinks.on_trades
+        self._on_notice = sinks.on_notice
+        self._on_verdict = sinks.on_verdict
 
     def on_market(self, frame: BookSnapshot | BookUpdate | Trades) -> None:
         kind = type(frame)
@@ -211,8 +242,8 @@ class MarketPipeline:
                 self._apply(result)
             elif result is not None:
                 self.on_feed_event(result)
-        elif kind is Trades and self.on_trades is not None:
-            self.on_trades(frame)
+        elif kind is Trades and self._on_trades is not None:
+            self._on_trades(frame)
 
     def _apply(self, snapshot: BookSnapshot) -> None:
         lane = self._lanes.get(snapshot.symbol)
@@ -254,11 +285,11 @@ class MarketPipeline:
         self.intents[snapshot.symbol] = intent
         decided = clock()
         # The trading hook runs before the histograms: on EMERGENCY its cancel leaves first.
-        on_decided = self.on_decided
+        on_decided = self._on_decided
         if on_decided is not None:
             on_decided(snapshot, intent)
-        if verdict and self.on_verdict is not None:
-            self.on_verdict(snapshot, verdict, row, features)
+        if verdict and self._on_verdict is not None:
+            self._on_verdict(snapshot, verdict, row, features)
         if scores is not None:  # scored off the fast path (engine/laya/scorecard.py)
             scores.append(
                 (
@@ -276,8 +307,8 @@ class MarketPipeline:
         if self._scores is not None:
             self._scores.append(_unscored(book, snapshot))
         self.intents[snapshot.symbol] = _STAND_ASIDE
-        if self.on_decided is not None:
-            self.on_decided(snapshot, _STAND_ASIDE)
+        if self._on_decided is not None:
+            self._on_decided(snapshot, _STAND_ASIDE)
 
     def stand_aside(self, symbol: str, reason: str, at_ns: int) -> None:
         """No verdicts on `symbol` from now on (its model would not start): no quotes, and
@@ -325,13 +356,13 @@ class MarketPipeline:
         self.events.append(
             LayaFault(snapshot.symbol, f"{type(error).__name__}: {error}", snapshot.recv_ns)
         )
-        if self.on_decided is not None:
-            self.on_decided(snapshot, QuoteIntent.CANCEL_ALL)
+        if self._on_decided is not None:
+            self._on_decided(snapshot, QuoteIntent.CANCEL_ALL)
 
     def on_feed_event(self, event: FeedNotice) -> None:
         self.events.append(event)
-        if self.on_notice is not None:
-            self.on_notice(event)
+        if self._on_notice is not None:
+            self._on_notice(event)
         if type(event) is BookResyncNeeded and self._on_resync is not None:
             self._on_resync(event.symbol)
         elif type(event) is RecordingEnded:

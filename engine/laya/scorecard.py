@@ -115,11 +115,13 @@ class ScorecardQueue(deque):
 
     __slots__ = ("features", "with_features")
 
-    def __init__(self, capacity: int, with_features: bool = False) -> None:
+    def __init__(
+        self, capacity: int, features: FeatureExtractor, with_features: bool = False
+    ) -> None:
         super().__init__((), capacity)
+        self.features = features
+        """The extractor of the pipeline that appends (it refuses a queue of another's)."""
         self.with_features = with_features
-        self.features: FeatureExtractor | None = None
-        """Set by the pipeline that appends (`MarketPipeline`)."""
 
     def drain(self) -> list[tuple]:
         books = list(self)
@@ -430,7 +432,8 @@ class _SymbolScorer:
 class LayaScorecard:
     """Scores Laya, the imbalance rule and an optional shadow model per symbol, off the fast
     path (see the module docstring). `classifiers`: each symbol's live model (`[laya.models]`;
-    its label parameters are that symbol's labels); `shadow`, when given, a second model the
+    its label parameters are that symbol's labels); `features`: the extractor of the pipeline
+    that fills the queue; `shadow`, when given, a second model the
     scorecard starts and stops itself; `journal`, when given, gets the scorecard every
     `journal_every_s`."""
 
@@ -439,12 +442,13 @@ class LayaScorecard:
         config: LayaScorecardConfig,
         classifiers: Mapping[str, LayaClassifier],
         clock: EngineClock,
+        features: FeatureExtractor,
         *,
         shadow: LayaClassifier | None = None,
         journal: Journal | None = None,
     ) -> None:
         self.config = config
-        self.queue = ScorecardQueue(config.queue_size, with_features=shadow is not None)
+        self.queue = ScorecardQueue(config.queue_size, features, with_features=shadow is not None)
         self._classifiers = classifiers
         self._clock = clock
         self._shadow = shadow
@@ -503,7 +507,6 @@ class LayaScorecard:
         if not books:
             return
         extractor = self.queue.features
-        assert extractor is not None  # set by the pipeline that appended the books
         shadow_rows = self._shadow_verdicts(books)
         gate = self.config.imbalance_gate
         for index, (number, snapshot, row, verdict, _) in enumerate(books):

@@ -22,6 +22,8 @@ from engine.pipeline import (
     LayaStillWarmingUp,
     LayaWarmingUp,
     MarketPipeline,
+    PipelineSinks,
+    feature_extractor,
 )
 from engine.tools.bench.trading import ALWAYS_EMERGENCY
 
@@ -131,9 +133,15 @@ def test_a_failing_classifier_pulls_the_quotes_and_logs_a_fault():
 
 def test_laya_stands_aside_until_each_symbols_windows_fill_and_after_a_gap(classifier):
     parser = FrameParser()
-    pipeline = MarketPipeline(MarketPipelineConfig(warmup_ms=1_000), parser.tape, classifier)
     decided = []
-    pipeline.on_decided = lambda snapshot, intent: decided.append((snapshot.symbol, intent))
+    pipeline = MarketPipeline(
+        MarketPipelineConfig(warmup_ms=1_000),
+        parser.tape,
+        classifier,
+        sinks=PipelineSinks(
+            on_decided=lambda snapshot, intent: decided.append((snapshot.symbol, intent))
+        ),
+    )
 
     def book(symbol, ts):
         pipeline.on_market(parser.parse(depth(symbol, ts), 0))
@@ -206,7 +214,7 @@ def imbalanced(symbol, ts, bid_size, ask_size):
     return orjson.dumps({"action": "snapshot", "arg": arg, "data": [data], "ts": ts})
 
 
-def gated_pipeline(laya_model, gate, warmup_ms=0):
+def gated_pipeline(laya_model, gate, warmup_ms=0, sinks=None):
     """Laya forced to EMERGENCY on every book: what acts is the gate."""
     laya = LayaClassifier(
         LayaClassifierConfig(model_path=laya_model, prefer_gpu=False, thresholds=ALWAYS_EMERGENCY)
@@ -214,14 +222,14 @@ def gated_pipeline(laya_model, gate, warmup_ms=0):
     laya.start()
     parser = FrameParser()
     config = MarketPipelineConfig(gate=gate, imbalance_gate=0.5, warmup_ms=warmup_ms)
-    return parser, MarketPipeline(config, parser.tape, laya)
+    return parser, MarketPipeline(config, parser.tape, laya, sinks=sinks)
 
 
 @pytest.mark.parametrize("gate", [QuoteGate.LAYA, QuoteGate.NONE, QuoteGate.IMBALANCE])
 def test_the_gate_decides_what_is_pulled_while_laya_still_gives_its_verdicts(laya_model, gate):
-    parser, pipeline = gated_pipeline(laya_model, gate)
     decided = []
-    pipeline.on_decided = lambda snapshot, intent: decided.append(intent)
+    sinks = PipelineSinks(on_decided=lambda snapshot, intent: decided.append(intent))
+    parser, pipeline = gated_pipeline(laya_model, gate, sinks=sinks)
     for ts, (bid_size, ask_size) in enumerate([(9, 1), (1, 9), (5, 5)], start=1000):
         pipeline.on_market(parser.parse(imbalanced("BTCUSDT", ts, bid_size, ask_size), 0))
     assert pipeline.decisions.counts()["EMERGENCY"] == 3  # Laya's verdicts, whatever the gate
@@ -240,9 +248,11 @@ def test_the_gate_decides_what_is_pulled_while_laya_still_gives_its_verdicts(lay
 
 def test_only_laya_stands_aside_while_warming_up(laya_model):
     for gate, first in ((QuoteGate.LAYA, QuoteIntent.STAND_ASIDE), (QuoteGate.NONE, None)):
-        parser, pipeline = gated_pipeline(laya_model, gate, warmup_ms=30_000)
         decided = []
-        pipeline.on_decided = lambda snapshot, intent, decided=decided: decided.append(intent)
+        sinks = PipelineSinks(
+            on_decided=lambda snapshot, intent, decided=decided: decided.append(intent)
+        )
+        parser, pipeline = gated_pipeline(laya_model, gate, warmup_ms=30_000, sinks=sinks)
         pipeline.on_market(parser.parse(imbalanced("BTCUSDT", 1000, 5, 5), 0))
         assert decided == [first or QuoteIntent.KEEP_QUOTING]
 
@@ -259,8 +269,10 @@ def test_the_scorecard_gets_each_book_by_number_and_the_kernel_keeps_its_mid_and
     """The fast path appends only what it holds (the book's number, the book, Laya's row and
     verdict); the feature kernel keeps the book's mid and top-5 imbalance under the number."""
     parser = FrameParser()
-    queue = ScorecardQueue(64)
-    pipeline = MarketPipeline(MarketPipelineConfig(), parser.tape, classifier, scores=queue)
+    config = MarketPipelineConfig()
+    features = feature_extractor(config.symbols, parser.tape)
+    queue = ScorecardQueue(64, features)
+    pipeline = MarketPipeline(config, parser.tape, classifier, scores=queue, features=features)
     seen = []
     for k in range(6):
         symbol = ("BTCUSDT", "ETHUSDT")[k % 2]
@@ -279,5 +291,5 @@ def test_the_scorecard_gets_each_book_by_number_and_the_kernel_keeps_its_mid_and
         assert pipeline.features.recorded_book(symbol, number) == (mid, imbalance)
         assert verdict == choose_verdict(row, classifier.thresholds) and features is None
     assert len({mid for _, mid, _ in seen}) == len({imbalance for _, _, imbalance in seen}) == 6
-    with pytest.raises(ValueError, match="books of one pipeline"):
-        MarketPipeline(MarketPipelineConfig(), parser.tape, classifier, scores=queue)
+    with pytest.raises(ValueError, match="another feature extractor"):
+        MarketPipeline(config, parser.tape, classifier, scores=queue)

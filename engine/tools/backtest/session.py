@@ -36,8 +36,8 @@ from engine.laya.decide import QuoteIntent
 from engine.laya.scorecard import ScorecardView
 from engine.market.contracts import MarketContracts
 from engine.market.instruments import Instrument
-from engine.node import EngineNode
-from engine.pipeline import LayaStillWarmingUp, MarketPipeline
+from engine.node import EngineNode, engine_clock
+from engine.pipeline import LayaStillWarmingUp, PipelineSinks
 from engine.tools.soak import rss_kb
 from engine.trading.config import TradingMode
 
@@ -160,38 +160,108 @@ class SessionRecord:
         return (self.end_ns - self.start_ns) / 1e9
 
 
+class _ProgressReport:
+    """The run's progress, said at most every `interval_s` from `begin` on."""
+
+    def __init__(
+        self,
+        spec: BacktestSpec,
+        progress: Callable[[BacktestProgress], None] | None,
+        interval_s: float,
+    ) -> None:
+        self._spec = spec
+        self._progress = progress
+        self._interval_s = interval_s
+        self._size = max(1, os.path.getsize(spec.recording))
+        self._feed: ReplayFeed | None = None
+        self._started = self._shown = 0.0
+
+    def begin(self, feed: ReplayFeed) -> None:
+        self._feed = feed
+        self._started = self._shown = time.perf_counter()
+
+    def __call__(self) -> None:
+        feed = self._feed
+        now = time.perf_counter()
+        if self._progress is None or feed is None or now - self._shown < self._interval_s:
+            return
+        self._shown = now
+        stats = feed.stats
+        self._progress(
+            BacktestProgress(
+                self._spec.label,
+                str(self._spec.recording),
+                stats.frames,
+                min(1.0, stats.recording.bytes_read / self._size),
+                stats.recorded_span_s,
+                stats.frames / max(now - self._started, 1e-9),
+            )
+        )
+
+
 class _MidRecorder:
-    """Between the pipeline and the desk: notes each book's mid, and reports progress."""
+    """Between the pipeline and the desk (`around`): notes each book's mid, and reports
+    progress. Before a window's start (`opens_ns`) the books warm the pipeline alone: no mid
+    noted, nothing to the desk, no trade to the paper venue, no progress counted; the first book
+    or trade at or after it opens the window for the rest of the run."""
 
     def __init__(
         self,
         symbols: tuple[str, ...],
-        desk_on_book: Callable[[BookSnapshot, QuoteIntent], None],
-        progress: Callable[[], None] | None,
+        progress: Callable[[], None],
         frames: Callable[[], int],
+        now_ns: Callable[[], int],
+        opens_ns: int | None = None,
     ) -> None:
         # Compact arrays, 16 bytes a book: a million-frame run keeps every mid in a few MB.
         self.times: dict[str, array[int]] = {symbol: array("q") for symbol in symbols}
         self.mids: dict[str, array[float]] = {symbol: array("d") for symbol in symbols}
-        self._desk_on_book = desk_on_book
         self._progress = progress
         self._frames = frames
+        self._now_ns = now_ns
+        self._opens_ns = opens_ns
+        self._desk = PipelineSinks()
         self._books = 0
         self.rss_kb_at_100k: int | None = None
 
+    def around(self, desk: PipelineSinks) -> PipelineSinks:
+        """The sinks the pipeline gets: the recorder's, in front of the desk's."""
+        self._desk = desk
+        gates_trades = self._opens_ns is not None and desk.on_trades is not None
+        return dataclasses.replace(
+            desk,
+            on_decided=self.on_decided,
+            on_trades=self.on_trades if gates_trades else desk.on_trades,
+        )
+
     def on_decided(self, snapshot: BookSnapshot, intent: QuoteIntent) -> None:
+        if self._opens_ns is not None:
+            if snapshot.recv_ns < self._opens_ns:
+                return
+            self._opens_ns = None
         levels = snapshot.levels
         times = self.times.get(snapshot.symbol)
         if times is not None and snapshot.n_bids and snapshot.n_asks:
             times.append(snapshot.recv_ns)
             self.mids[snapshot.symbol].append(0.5 * (levels.item(0, 0) + levels.item(2, 0)))
-        self._desk_on_book(snapshot, intent)
+        desk_on_book = self._desk.on_decided
+        if desk_on_book is not None:
+            desk_on_book(snapshot, intent)
         self._books += 1
         if not self._books % _PROGRESS_EVERY_BOOKS:
             if self.rss_kb_at_100k is None and self._frames() >= RSS_MARK_FRAMES:
                 self.rss_kb_at_100k = rss_kb()
-            if self._progress is not None:
-                self._progress()
+            self._progress()
+
+    def on_trades(self, trades: Trades) -> None:
+        if self._opens_ns is not None:
+            # The replay moves the clock to each frame's receive time before playing it.
+            if self._now_ns() < self._opens_ns:
+                return
+            self._opens_ns = None
+        desk_on_trades = self._desk.on_trades
+        assert desk_on_trades is not None  # `around` gates trades only where the desk takes them
+        desk_on_trades(trades)
 
     def series(self) -> dict[str, MidSeries]:
         return {
@@ -201,46 +271,6 @@ class _MidRecorder:
             for symbol, times in self.times.items()
             if times
         }
-
-
-class _WindowOpener:
-    """Before a window's start: the books warm the pipeline alone (no mid noted, nothing to
-    the desk, no trade to the paper venue, no progress counted). The first book or trade at
-    or after the start hands the market over: the pipeline's hooks are the recorder's and the
-    desk's again, so the rest of the run pays nothing for the window."""
-
-    def __init__(
-        self,
-        pipeline: MarketPipeline,
-        recorder: _MidRecorder,
-        start_ns: int,
-        now_ns: Callable[[], int],
-    ) -> None:
-        self._pipeline = pipeline
-        self._recorder = recorder
-        self._start_ns = start_ns
-        self._now_ns = now_ns
-        self._on_trades = pipeline.on_trades
-        pipeline.on_decided = self.on_decided
-        pipeline.on_trades = self.on_trades
-
-    def on_decided(self, snapshot: BookSnapshot, intent: QuoteIntent) -> None:
-        if snapshot.recv_ns < self._start_ns:
-            return
-        self._open()
-        self._recorder.on_decided(snapshot, intent)
-
-    def on_trades(self, trades: Trades) -> None:
-        # The replay moves the clock to each frame's receive time before playing it.
-        if self._now_ns() < self._start_ns:
-            return
-        self._open()
-        if self._on_trades is not None:
-            self._on_trades(trades)
-
-    def _open(self) -> None:
-        self._pipeline.on_decided = self._recorder.on_decided
-        self._pipeline.on_trades = self._on_trades
 
 
 def recording_before(path: Path, end_ns: int, out: Path) -> RecordingProblem | None:
@@ -282,8 +312,17 @@ def run_backtest(
             cut = Path(scratch) / "window.bitget"
             cut_problem = recording_before(spec.recording, spec.window.end_ns, cut)
             engine = dataclasses.replace(engine, replay_path=str(cut))
-        node = EngineNode(engine)
-        record = node.clock.run(_play(spec, node, progress, progress_interval_s))
+        report = _ProgressReport(spec, progress, progress_interval_s)
+        clock = engine_clock(engine)
+        recorder = _MidRecorder(
+            engine.symbols,
+            report,
+            lambda: node.parser.stats.frames,  # the node's, built next: called once it plays
+            clock.time_ns,
+            spec.window.start_ns if spec.window is not None else None,
+        )
+        node = EngineNode(engine, clock=clock, wrap_sinks=recorder.around)
+        record = clock.run(_play(spec, node, recorder, report))
         assert engine.trading is not None and engine.trading.journal_path is not None
         entries = tuple(read_journal(engine.trading.journal_path))
     if cut_problem is not None:  # said of the recording, not of the scratch copy
@@ -292,46 +331,15 @@ def run_backtest(
 
 
 async def _play(
-    spec: BacktestSpec,
-    node: EngineNode,
-    progress: Callable[[BacktestProgress], None] | None,
-    interval_s: float,
+    spec: BacktestSpec, node: EngineNode, recorder: _MidRecorder, report: _ProgressReport
 ) -> SessionRecord:
     await node.start()
     feed = node.feed
     assert isinstance(feed, ReplayFeed) and node.desk is not None
-    size = max(1, os.path.getsize(spec.recording))
     started = time.perf_counter()
     cpu_started = time.process_time()
-    shown = started
-
-    def report() -> None:
-        nonlocal shown
-        now = time.perf_counter()
-        if progress is None or now - shown < interval_s:
-            return
-        shown = now
-        stats = feed.stats
-        progress(
-            BacktestProgress(
-                spec.label,
-                str(spec.recording),
-                stats.frames,
-                min(1.0, stats.recording.bytes_read / size),
-                stats.recorded_span_s,
-                stats.frames / max(now - started, 1e-9),
-            )
-        )
-
+    report.begin(feed)
     pipeline = node.pipeline
-    assert pipeline.on_decided is not None
-    parser_stats = node.parser.stats
-    recorder = _MidRecorder(
-        node.config.symbols, pipeline.on_decided, report, lambda: parser_stats.frames
-    )
-    pipeline.on_decided = recorder.on_decided
-    if spec.window is not None:
-        _WindowOpener(pipeline, recorder, spec.window.start_ns, node.clock.time_ns)
     try:
         stats = await feed.wait()
         wall_s = time.perf_counter() - started

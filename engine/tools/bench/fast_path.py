@@ -29,7 +29,7 @@ from engine.latency import LatencyHistogram, timer_cost_ns
 from engine.laya.classifier import LayaClassifier, laya_runs_on
 from engine.laya.config import LayaClassifierConfig
 from engine.laya.scorecard import ScorecardQueue
-from engine.pipeline import TIMED_STAGES, MarketPipeline
+from engine.pipeline import TIMED_STAGES, MarketPipeline, feature_extractor
 from engine.tools.bench.risk import benchmark_check
 
 WARMUP_PASSES = 2
@@ -77,13 +77,15 @@ class _Bench:
         """A pipeline as the engine's: its books go to a scorecard's queue too, as small as
         what the engine's scorer finds at a drain (its work is off the path)."""
         parser = FrameParser(self.symbols)
-        scores = ScorecardQueue(DRAINED_BOOKS)
+        features = feature_extractor(self.symbols, parser.tape)
+        scores = ScorecardQueue(DRAINED_BOOKS, features)
         pipeline = MarketPipeline(
             MarketPipelineConfig(symbols=self.symbols),
             parser.tape,
             self.classifier,
             clock=self.clock,
             scores=scores,
+            features=features,
         )
         return parser, pipeline, scores
 

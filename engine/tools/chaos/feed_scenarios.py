@@ -189,8 +189,6 @@ async def _malformed_burst(rig: ChaosRig, checks: CheckList) -> tuple[float | No
     faults = rig.sim.faults
     seen_books = 0
     bad_books: list[str] = []
-    forward = pipeline.on_decided
-    assert forward is not None
 
     def tap(snapshot: BookSnapshot, intent: QuoteIntent) -> None:
         nonlocal seen_books
@@ -198,12 +196,11 @@ async def _malformed_burst(rig: ChaosRig, checks: CheckList) -> tuple[float | No
         problem = _bad_book(snapshot)
         if problem is not None:
             bad_books.append(f"{snapshot.symbol}: {problem}")
-        forward(snapshot, intent)
 
     rejected = sum(node.parser.stats.rejected.values())
     reconnects = rig.feed.stats.reconnects
     known = {order.client_oid for order in rig.our_sim_orders()}
-    pipeline.on_decided = tap
+    rig.taps.decided.append(tap)
     try:
         sent = 0
         for _ in range(_MALFORMED_BURSTS):
@@ -217,7 +214,7 @@ async def _malformed_burst(rig: ChaosRig, checks: CheckList) -> tuple[float | No
             lambda: all(pipeline.books[s].updates > updates[s] for s in symbols), 5
         )
     finally:
-        pipeline.on_decided = forward
+        rig.taps.decided.remove(tap)
     recover_s = time.monotonic() - burst_end if fresh is not None else None
     rejected_now = sum(node.parser.stats.rejected.values()) - rejected
     by_reason = ", ".join(f"{k} {v}" for k, v in sorted(node.parser.stats.rejected.items()))
@@ -258,25 +255,22 @@ async def _malformed_burst(rig: ChaosRig, checks: CheckList) -> tuple[float | No
 async def _books_seq_gap(rig: ChaosRig, checks: CheckList) -> tuple[float | None, str]:
     pipeline = rig.node.pipeline
     feed = rig.feed
-    forward = pipeline.on_notice
-    assert forward is not None
     resyncs: list[BookResyncNeeded] = []
     probes: list[RiskDecision] = []
 
     def tap(event: FeedNotice) -> None:
-        forward(event)
         if type(event) is BookResyncNeeded:
             resyncs.append(event)
             probes.append(rig.probe(event.symbol))  # while the book is being rebuilt
 
     resubscribed = feed.stats.resyncs
-    pipeline.on_notice = tap
+    rig.taps.notices.append(tap)
     try:
         gap_at = time.monotonic()
         rig.sim.faults.seq_gap(1)
         await rig.until(lambda: bool(resyncs), 5)
     finally:
-        pipeline.on_notice = forward
+        rig.taps.notices.remove(tap)
     checks.check(
         "the lost update is seen as a sequence gap",
         any("sequence gap" in event.reason for event in resyncs),

@@ -10,6 +10,7 @@ that a fault would hit.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import math
 import tempfile
 import time
@@ -21,11 +22,14 @@ from pathlib import Path
 from engine.bitget.orders import OrderSide, OrderType, TimeInForce
 from engine.bitget.public_ws import BitgetPublicFeed
 from engine.config import EngineConfig
-from engine.feed.events import FeedState
+from engine.feed.events import BookSnapshot, FeedState
+from engine.feed.sink import FeedNotice
 from engine.journal import EntryKind, read_journal
 from engine.laya.config import DEFAULT_MODEL_PATH, LayaClassifierConfig
+from engine.laya.decide import QuoteIntent
 from engine.market.matching import FIRST_ORDER_ID, Order
 from engine.node import EngineNode
+from engine.pipeline import PipelineSinks
 from engine.risk.intents import OrderIntent, RiskDecision, Source
 from engine.sim.market import MarketGeneratorConfig
 from engine.sim.server import SimExchange, SimExchangeConfig
@@ -80,6 +84,32 @@ class AccountView:
     positions: Mapping[str, float]
 
 
+class PipelineTaps:
+    """What a scenario watches between the pipeline and the desk: each function in `decided`
+    sees every decided book, each in `notices` every feed notice, right after the desk did
+    (the rig builds its engine with `around`); a scenario adds its own and takes it away."""
+
+    def __init__(self) -> None:
+        self.decided: list[Callable[[BookSnapshot, QuoteIntent], None]] = []
+        self.notices: list[Callable[[FeedNotice], None]] = []
+
+    def around(self, desk: PipelineSinks) -> PipelineSinks:
+        desk_on_book, desk_on_notice = desk.on_decided, desk.on_notice
+        assert desk_on_book is not None and desk_on_notice is not None  # the rig trades
+
+        def on_decided(snapshot: BookSnapshot, intent: QuoteIntent) -> None:
+            desk_on_book(snapshot, intent)
+            for tap in self.decided:
+                tap(snapshot, intent)
+
+        def on_notice(event: FeedNotice) -> None:
+            desk_on_notice(event)
+            for tap in self.notices:
+                tap(event)
+
+        return dataclasses.replace(desk, on_decided=on_decided, on_notice=on_notice)
+
+
 class ChaosRig:
     """Starts the simulator, then the engine on it, and waits until quotes rest; `stop` tears
     both down and removes the journal's directory."""
@@ -95,6 +125,7 @@ class ChaosRig:
         )
         self._directory: tempfile.TemporaryDirectory[str] | None = None
         self._node: EngineNode | None = None
+        self.taps = PipelineTaps()
 
     async def __aenter__(self) -> ChaosRig:
         await self.start()
@@ -124,7 +155,8 @@ class ChaosRig:
                 trading=trading,
                 kev_client=None,
                 laya_keep_warm_ms=None,
-            )
+            ),
+            wrap_sinks=self.taps.around,
         )
         await self._node.start()
         waited = await self.until(lambda: len(self.our_open_at_sim()) >= 2, config.ready_timeout_s)

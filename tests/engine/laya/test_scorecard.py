@@ -45,7 +45,7 @@ from engine.laya.scorecard import (
 )
 from engine.laya.verdict import Verdict
 from engine.node import EngineNode
-from engine.pipeline import MarketPipeline
+from engine.pipeline import MarketPipeline, feature_extractor
 from engine.settings.reader import load_settings
 from engine.tools.backtest.metrics import session_metrics
 from engine.tools.backtest.plan import backtest_specs, grid
@@ -201,13 +201,15 @@ def btc_scorecard(laya_model):
 
     def build(queue_size: int) -> tuple[FrameParser, MarketPipeline, LayaScorecard]:
         config = LayaScorecardConfig(symbols=("BTCUSDT",), queue_size=queue_size)
-        scorecard = LayaScorecard(config, {"BTCUSDT": classifier}, MarketClock(0))
         parser = FrameParser(("BTCUSDT",))
+        features = feature_extractor(("BTCUSDT",), parser.tape)
+        scorecard = LayaScorecard(config, {"BTCUSDT": classifier}, MarketClock(0), features)
         pipeline = MarketPipeline(
             MarketPipelineConfig(symbols=("BTCUSDT",)),
             parser.tape,
             classifier,
             scores=scorecard.queue,
+            features=features,
         )
         return parser, pipeline, scorecard
 
@@ -258,7 +260,8 @@ async def test_each_symbol_is_labelled_as_its_own_model_was_trained(tmp_path):
     for classifier in classifiers.values():
         classifier.start()
     config = LayaScorecardConfig(symbols=("BTCUSDT", "ETHUSDT"))
-    scorecard = LayaScorecard(config, classifiers, MarketClock(0))
+    features = feature_extractor(config.symbols, FrameParser(config.symbols).tape)
+    scorecard = LayaScorecard(config, classifiers, MarketClock(0), features)
     scorecard.start()
     try:
         assert scorecard._labels == {

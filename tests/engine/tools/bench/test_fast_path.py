@@ -13,6 +13,7 @@ from engine.feed.parse import FrameParser
 from engine.feed.recording import RecordingUnreadable
 from engine.laya.classifier import LayaClassifier
 from engine.laya.config import LayaClassifierConfig
+from engine.laya.features import FeatureExtractor
 from engine.laya.scorecard import ScorecardQueue
 from engine.tools.bench import fast_path
 from engine.tools.bench.fast_path import (
@@ -138,8 +139,8 @@ def test_the_timed_pass_drains_the_scorecards_queue_between_frames(
     inside the frame's timing, which the engine's path never does)."""
     queues: list[ScorecardQueue] = []
 
-    def queue(capacity: int) -> ScorecardQueue:
-        queues.append(ScorecardQueue(capacity))
+    def queue(capacity: int, features: FeatureExtractor) -> ScorecardQueue:
+        queues.append(ScorecardQueue(capacity, features))
         return queues[-1]
 
     lengths: list[int] = []
