@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import math
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import PurePath
 from types import MappingProxyType
@@ -29,33 +29,21 @@ from textual.message import Message
 from console.bandwidth import BUDGETS, Bandwidth
 from console.engine.handle import EngineHandle, EngineLost, ShutdownPolicy, answered
 from console.keymap import CONSOLE_BINDINGS, KILL_ID, checked_keymap, console_binding, keys_in_force
+from console.panes import PANES
 from console.screens.confirm import ConfirmScreen
 from console.screens.dialog import LiveDialog
 from console.screens.help import HelpScreen
 from console.screens.overrides import OverridesScreen
 from console.screens.quit import QuitScreen
 from console.screens.rearm import RearmScreen
+from console.screens.symbol import SymbolScreen
 from console.terminal_output import OutputMeter, metered_driver
-from console.view import (
-    ConsoleSnapshot,
-    DepthView,
-    EventKind,
-    ImbalanceView,
-    Severity,
-    TradingView,
-)
+from console.view import ConsoleSnapshot, EventKind, Severity, TradingView
 from console.widgets import format as fmt
-from console.widgets.depth import DepthPane
 from console.widgets.events import EventsPane
 from console.widgets.footer import KeysFooter
-from console.widgets.imbalance import ImbalancePane
-from console.widgets.kev import KevPane
-from console.widgets.latency import LatencyPane
-from console.widgets.orders import OrdersPane
-from console.widgets.scorecard import ScorecardPane
+from console.widgets.lines import GridPane
 from console.widgets.status import CommandNote, StatusPane
-from console.widgets.verdicts import VerdictsPane
-from console.widgets.vram import VramPane
 from engine.risk.events import TradingState
 from engine.risk.overrides import RiskOverrides
 from engine.trading.commands import (
@@ -105,6 +93,7 @@ class ConsoleConfig:
             "re-arm": RearmScreen.BINDINGS,
             "risk overrides": OverridesScreen.BINDINGS,
             "help": HelpScreen.BINDINGS,
+            "symbol": SymbolScreen.BINDINGS,
         }
         checked = checked_keymap(self.keymap, dialogs)  # type: ignore[arg-type]
         object.__setattr__(self, "keymap", MappingProxyType(checked))
@@ -132,9 +121,11 @@ class HftConsoleApp(App[None]):
         *,
         clock: Callable[[], float] = time.monotonic,
         on_ready: Callable[[], None] | None = None,
+        panes: Sequence[type[GridPane]] = PANES,
     ) -> None:
         """`on_ready`: called once the first frame is on screen (the launcher's process
-        policy, e.g. freezing what start-up left for the garbage collector)."""
+        policy, e.g. freezing what start-up left for the garbage collector). `panes`: the
+        registry (`console.panes`), the events pane among them."""
         self.output = OutputMeter()
         """What the terminal was sent (set first: Textual picks its driver as it starts)."""
         super().__init__()
@@ -150,7 +141,9 @@ class HftConsoleApp(App[None]):
         self._snapshot_moved_at = clock()
         self._poll_error = ""
         self._lost: EngineLost | None = None
-        self._symbol_index = 0
+        self._picked: str | None = None
+        """The symbol `s` picked for the detail panes (`_symbol` says which they show)."""
+        self._shown_symbol: str | None = None
         self._pane_index = 0
         self._compact = False
         self._one_pane = False
@@ -161,56 +154,19 @@ class HftConsoleApp(App[None]):
         self._kill_keys = frozenset(keys_in_force(console_binding(KILL_ID), self.config.keymap))
         self._footer = KeysFooter()
         # Held here: queries run against the screen on top, which may be a dialog.
-        secondary = "pane secondary"
         self._status = StatusPane("status", id="status", classes="pane")
-        self._depth = DepthPane("depth", id="depth", classes="pane")
-        self._imbalance = ImbalancePane("imbalance", id="imbalance", classes=secondary)
-        self._latency = LatencyPane("latency", id="latency", classes=secondary)
-        self._vram = VramPane("VRAM", id="vram", classes=secondary)
-        self._verdicts = VerdictsPane("Laya verdicts", id="verdicts", classes=secondary)
-        self._kev = KevPane("Kev decisions", id="kev", classes=secondary)
-        self._orders = OrdersPane("orders and fills", id="orders", classes=secondary)
-        self._events = EventsPane(
-            "events", self.config.event_log_lines, id="events", classes=secondary
-        )
-        self._scorecard = ScorecardPane("Laya's scorecard", id="scorecard", classes=secondary)
+        self._status.interval_s = self._budget.status_s
+        self._panes = tuple(pane.build(self.config) for pane in panes)
+        for pane in self._panes:
+            pane.interval_s = 0.0 if pane.budget is None else getattr(self._budget, pane.budget)
+        (self._events,) = (pane for pane in self._panes if isinstance(pane, EventsPane))
         # The panes the compact layout shows one at a time beside the ladder, in `v` order.
-        self._secondary = {
-            "verdicts": self._verdicts,
-            "latency": self._latency,
-            "kev": self._kev,
-            "vram": self._vram,
-            "imbalance": self._imbalance,
-            "orders": self._orders,
-            "events": self._events,
-            "scorecard": self._scorecard,
-        }
-        budget = self._budget
-        for pane, interval_s in (
-            (self._status, budget.status_s),
-            (self._depth, budget.ladder_s),
-            (self._imbalance, budget.imbalance_s),
-            (self._latency, budget.latency_s),
-            (self._vram, budget.vram_s),
-            (self._verdicts, budget.lists_s),
-            (self._orders, budget.lists_s),
-            (self._scorecard, budget.lists_s),
-        ):
-            pane.interval_s = interval_s
-        self._events.interval_s = budget.lists_s
+        self._secondary = {pane.pane_id: pane for pane in self._panes if pane.beside_ladder}
 
     def compose(self) -> ComposeResult:
         yield self._status
         with Container(id="panes"):
-            yield self._depth
-            yield self._imbalance
-            yield self._latency
-            yield self._vram
-            yield self._verdicts
-            yield self._kev
-            yield self._orders
-            yield self._events
-            yield self._scorecard
+            yield from self._panes
         yield self._footer
 
     def get_driver_class(self) -> type[Driver]:
@@ -303,15 +259,12 @@ class HftConsoleApp(App[None]):
 
     def _show(self, snapshot: ConsoleSnapshot, now: float) -> None:
         self._status.offer(snapshot.status, now)
-        depth, imbalance = self._symbol_views(snapshot)
-        self._depth.offer(depth, now)
-        self._imbalance.offer(imbalance, now)
-        self._verdicts.offer(snapshot.verdicts, now)
-        self._latency.offer(snapshot.latency, now)
-        self._vram.offer(snapshot.vram, now)
-        self._kev.offer(snapshot.kev_decisions, now)
-        self._orders.offer((snapshot.orders, snapshot.fills, snapshot.status.contracts), now)
-        self._scorecard.offer(snapshot.scorecard, now)
+        symbol = self._symbol(snapshot)
+        # Another symbol (picked, or the picked one left the book): at once, whatever the budget.
+        at_once = symbol != self._shown_symbol
+        self._shown_symbol = symbol
+        for pane in self._panes:
+            pane.take(snapshot, symbol, now, at_once)
 
     def _output_rate(self) -> str:
         """What the terminal is sent a second, for the status bar ("" before any output)."""
@@ -320,18 +273,13 @@ class HftConsoleApp(App[None]):
         mode = " (low)" if self.config.bandwidth is Bandwidth.LOW else ""
         return f"screen {fmt.byte_rate(self.output.rate())}{mode}"
 
-    def _symbol_views(
-        self, snapshot: ConsoleSnapshot
-    ) -> tuple[DepthView | None, ImbalanceView | None]:
-        """The depth and imbalance of the symbol `s` has chosen."""
-        symbols = [view.symbol for view in snapshot.depth]
-        if not symbols:
-            return None, None
-        symbol = symbols[self._symbol_index % len(symbols)]
-        return (
-            next((view for view in snapshot.depth if view.symbol == symbol), None),
-            next((view for view in snapshot.imbalance if view.symbol == symbol), None),
-        )
+    def _symbol(self, snapshot: ConsoleSnapshot) -> str | None:
+        """The symbol the detail panes show: the one `s` picked while it is in the book, else
+        the book's first (None: no symbol yet)."""
+        symbols = snapshot.status.symbols
+        if self._picked in symbols:
+            return self._picked
+        return symbols[0] if symbols else None
 
     # Layout
 
@@ -351,8 +299,8 @@ class HftConsoleApp(App[None]):
             pane.set_class(pane_id == shown, "-shown")
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "next_symbol":
-            return self._snapshot is None or len(self._snapshot.depth) > 1
+        if action == "pick_symbol":
+            return self._snapshot is None or len(self._snapshot.status.feeds) > 1
         return True
 
     # Keys
@@ -469,10 +417,18 @@ class HftConsoleApp(App[None]):
             self._one_pane = False
         self._mark_shown_pane()
 
-    def action_next_symbol(self) -> None:
-        self._symbol_index += 1
-        if self._snapshot is not None:  # the other symbol at once, whatever the budget
-            self._depth.view, self._imbalance.view = self._symbol_views(self._snapshot)
+    def action_pick_symbol(self) -> None:
+        snapshot = self._snapshot
+        if snapshot is None or self._dialog_open():
+            return
+
+        def picked(symbol: str | None) -> None:
+            if symbol is None or self._snapshot is None:
+                return
+            self._picked = symbol
+            self._show(self._snapshot, self._clock())
+
+        self.push_screen(SymbolScreen(snapshot.status, self._symbol(snapshot)), picked)
 
     # Commands
 

@@ -36,7 +36,8 @@ class RedrawBudget:
     imbalance_s: float
     latency_s: float
     lists_s: float
-    """Laya's verdicts, the open orders, and how long routine events may wait."""
+    """The book's lines, Laya's verdicts, the open orders, and how long routine events may
+    wait."""
     vram_s: float
     output_rate_s: float
     terminal_colours: bool

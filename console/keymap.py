@@ -68,13 +68,15 @@ CONSOLE_BINDINGS: tuple[Binding, ...] = (
     ),
     Binding(
         "s",
-        "next_symbol",
+        "pick_symbol",
         "Symbol",
-        tooltip="depth and imbalance: the next symbol",
-        id="console.next_symbol",
+        tooltip="pick the symbol depth, imbalance and verdicts show",
+        id="console.pick_symbol",
     ),
 )
 
+RENAMED = {"console.next_symbol": "console.pick_symbol"}
+"""Binding ids a keymap may still use from before, and what they are now."""
 KILL_ID = "console.kill"
 """The kill switch: the App takes its keys ahead of every screen and focused widget, a text
 field's too, so no field may need one of them typed (`refuse_untypable`)."""
@@ -115,7 +117,14 @@ def checked_keymap(
     known = {binding.id for binding in CONSOLE_BINDINGS}
     unknown = sorted(set(keymap) - known)
     if unknown:
-        raise ValueError(f"keymap names unknown bindings {unknown}; known: {sorted(known)}")
+        renamed = "".join(
+            f" ({old} is now {RENAMED[old]}: s picks the symbol from a list)"
+            for old in unknown
+            if old in RENAMED
+        )
+        raise ValueError(
+            f"keymap names unknown bindings {unknown}{renamed}; known: {sorted(known)}"
+        )
     checked: dict[str, str] = {}
     for binding_id, keys in keymap.items():
         default = console_binding(binding_id).key

@@ -19,7 +19,7 @@ from __future__ import annotations
 import enum
 import math
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
 
 from engine.bitget.orders import OrderSide
 from engine.bitget.private_events import FillUpdate, OrderUpdate
@@ -48,13 +48,21 @@ class FeedView:
 
 
 class PositionLine(NamedTuple):
-    """One open position: `size` signed (> 0 long), PnL in USDT."""
+    """One symbol's position: `size` signed (> 0 long), PnL in USDT (`realized_pnl` before
+    `fees`, which are a cost)."""
 
     symbol: str
     size: float
     entry_price: float
     mark_price: float
     unrealized_pnl: float
+    realized_pnl: float = 0.0
+    fees: float = 0.0
+
+    @property
+    def pnl(self) -> float:
+        """Realized less fees plus unrealized, this session."""
+        return self.realized_pnl - self.fees + self.unrealized_pnl
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +121,8 @@ class LayaView:
     runs_on: str
     model_version: str
     warming: str = ""
+    warming_s: tuple[tuple[str, float], ...] = ()
+    """Each symbol Laya stands aside on while it warms up, and the market seconds it waits."""
 
 
 class KevState(enum.StrEnum):
@@ -132,10 +142,21 @@ class KevStatusView:
     detail: str = ""
 
 
+class SymbolRole(enum.StrEnum):
+    """What the engine does with a symbol: quotes it, hedges the book's delta on it, or only
+    reads its market (a leader Laya's cross features read, or everything when watching)."""
+
+    QUOTED = "quoted"
+    HEDGE = "hedge"
+    WATCHED = "watched"
+
+
 @dataclass(frozen=True, slots=True)
 class StatusView:
     """`contracts`: the market's symbols' contracts where known, the quoted symbol's first
-    (the bar names its tick and fees); prices and sizes print at their decimals."""
+    (the bar names its tick and fees); prices and sizes print at their decimals. `feeds` has
+    one entry per symbol of the book, the quoted first; `quoted` and `hedge` name their
+    roles (the rest are watched)."""
 
     mode: TradingMode
     feeds: tuple[FeedView, ...]
@@ -143,9 +164,21 @@ class StatusView:
     laya: LayaView
     kev: KevStatusView
     contracts: tuple[Instrument, ...] = ()
+    quoted: tuple[str, ...] = ()
+    hedge: str | None = None
 
     def contract(self, symbol: str) -> Instrument | None:
         return next((item for item in self.contracts if item.symbol == symbol), None)
+
+    @property
+    def symbols(self) -> tuple[str, ...]:
+        """The book's symbols, in the order the engine lists them."""
+        return tuple(feed.symbol for feed in self.feeds)
+
+    def role(self, symbol: str) -> SymbolRole:
+        if symbol in self.quoted:
+            return SymbolRole.QUOTED
+        return SymbolRole.HEDGE if symbol == self.hedge else SymbolRole.WATCHED
 
 
 # Market
@@ -358,3 +391,11 @@ class ConsoleSnapshot:
     fills: tuple[FillUpdate, ...]
     scorecard: ScorecardView | None = None
     """Laya's scorecard (engine/laya/scorecard.py), as of its last score pass."""
+
+
+SymbolViewT = TypeVar("SymbolViewT", DepthView, ImbalanceView)
+
+
+def symbol_view(views: tuple[SymbolViewT, ...], symbol: str | None) -> SymbolViewT | None:
+    """`symbol`'s entry of `views` (the snapshot's depth or imbalance), None before its book."""
+    return next((view for view in views if view.symbol == symbol), None)

@@ -175,6 +175,12 @@ class SnapshotPublisher:
         trading = node.config.trading
         self._contracts = {instrument.symbol: instrument for instrument in node.config.instruments}
         self._quoted = trading.strategy.symbol if trading is not None else symbols[0]
+        self._roles: tuple[tuple[str, ...], str | None] = (
+            ((trading.strategy.symbol,), trading.strategy.hedge_symbol)
+            if trading is not None
+            else ((), None)
+        )
+        """The quoted symbols and the hedge, as `StatusView` names them (watch only: none)."""
         self._contracts_shown = self._shown_contracts()
         """The status bar's: the quoted symbol's contract first."""
         self._mode = (
@@ -330,8 +336,15 @@ class SnapshotPublisher:
         kev = kev_status_view(hub.status() if hub is not None else None)
         laya = self._laya
         if status.laya_warming:
-            laya = dataclasses.replace(laya, warming=format_warm_up(status.laya_warming))
-        return StatusView(self._mode, tuple(feeds), trading, laya, kev, self._contracts_shown)
+            laya = dataclasses.replace(
+                laya,
+                warming=format_warm_up(status.laya_warming),
+                warming_s=tuple(status.laya_warming.items()),
+            )
+        quoted, hedge = self._roles
+        return StatusView(
+            self._mode, tuple(feeds), trading, laya, kev, self._contracts_shown, quoted, hedge
+        )
 
     def _depth_views(
         self,

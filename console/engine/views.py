@@ -238,7 +238,15 @@ def trading_view(trading: TradingStatus, bounds: OverrideBounds, rearm_phrase: s
         reason=risk.state_reason,
         flattening=trading.running is not None,
         positions=tuple(
-            PositionLine(p.symbol, p.size, p.entry_price, p.mark_price, p.unrealized_pnl)
+            PositionLine(
+                p.symbol,
+                p.size,
+                p.entry_price,
+                p.mark_price,
+                p.unrealized_pnl,
+                p.realized_pnl,
+                p.fees,
+            )
             for p in risk.positions
         ),
         open_orders=risk.open_orders,

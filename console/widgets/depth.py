@@ -6,7 +6,7 @@ from typing import ClassVar
 
 from rich.text import Text
 
-from console.view import DepthLevel, DepthView
+from console.view import ConsoleSnapshot, DepthLevel, DepthView, symbol_view
 from console.widgets import format as fmt
 from console.widgets.lines import LinePane
 from engine.bitget.orders import OrderSide
@@ -45,6 +45,13 @@ class DepthPane(LinePane[DepthView]):
         "depth--own",
         "depth--spread",
     }
+    pane_id = "depth"
+    pane_title = "depth"
+    budget = "ladder_s"
+    beside_ladder = False
+
+    def part(self, snapshot: ConsoleSnapshot, symbol: str | None) -> DepthView | None:
+        return symbol_view(snapshot.depth, symbol)
 
     def title(self, view: DepthView) -> str:
         return f"depth {view.symbol}"

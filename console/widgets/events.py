@@ -8,15 +8,16 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Sequence
-from typing import ClassVar
+from typing import ClassVar, Self
 
 from rich.console import Console, ConsoleOptions, RenderResult
 from rich.measure import Measurement
 from rich.text import Text
 from textual.widgets import RichLog
 
-from console.view import ConsoleEvent, EventKind, Severity
+from console.view import ConsoleEvent, ConsoleSnapshot, EventKind, Severity
 from console.widgets import format as fmt
+from console.widgets.lines import GridPane, PaneSettings
 
 _SEVERITY_STYLE = {
     Severity.INFO: "events--info",
@@ -55,7 +56,7 @@ class EventLine:
             yield Text.assemble(" " * indent, row, no_wrap=True)
 
 
-class EventsPane(RichLog):
+class EventsPane(RichLog, GridPane):  # RichLog first: its default styles outrank Widget's
     """Keeps the last `max_lines` entries; a gap in what the engine still held is an entry of
     its own. Lines are wrapped at the pane's width: when it changes (a resize, the compact
     layout showing the pane again) every kept entry is drawn again at the new one."""
@@ -65,8 +66,19 @@ class EventsPane(RichLog):
         "events--kind",
         "events--gap",
     }
-    interval_s = 0.0
-    """How long routine entries may wait to go with others (the App sets the budget)."""
+    pane_id = "events"
+    pane_title = "events"
+    budget = "lists_s"
+    """How long routine entries may wait to go with others."""
+
+    @classmethod
+    def build(cls, config: PaneSettings) -> Self:
+        return cls(cls.pane_title, config.event_log_lines, id=cls.pane_id, classes="pane secondary")
+
+    def take(
+        self, snapshot: ConsoleSnapshot, symbol: str | None, now: float, at_once: bool = False
+    ) -> None:
+        """Nothing: events come one by one from the engine's log (`add`), not in snapshots."""
 
     def __init__(
         self, title: str, max_lines: int, *, id: str | None = None, classes: str | None = None

@@ -10,7 +10,7 @@ from rich.text import Text
 from textual.color import Color
 from textual_plotext import Plot
 
-from console.view import ImbalanceView
+from console.view import ConsoleSnapshot, ImbalanceView, symbol_view
 from console.widgets.lines import LinePane
 
 _SERIES = (
@@ -32,6 +32,12 @@ class ImbalancePane(LinePane[ImbalanceView]):
         "imbalance--micro",
         "imbalance--label",
     }
+    pane_id = "imbalance"
+    pane_title = "imbalance"
+    budget = "imbalance_s"
+
+    def part(self, snapshot: ConsoleSnapshot, symbol: str | None) -> ImbalanceView | None:
+        return symbol_view(snapshot.imbalance, symbol)
 
     def __init__(self, title: str, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(title, id=id, classes=classes)

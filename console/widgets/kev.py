@@ -8,7 +8,7 @@ from typing import ClassVar
 
 from rich.text import Text
 
-from console.view import KevDecisionView, KevOutcome
+from console.view import ConsoleSnapshot, KevDecisionView, KevOutcome
 from console.widgets import format as fmt
 from console.widgets.lines import LinePane
 
@@ -30,6 +30,12 @@ class KevPane(LinePane[tuple[KevDecisionView, ...]]):
         "kev--label",
         "kev--reasoning",
     }
+    pane_id = "kev"
+    pane_title = "Kev decisions"
+    # No budget: each decision is drawn as it comes (console.bandwidth).
+
+    def part(self, snapshot: ConsoleSnapshot, symbol: str | None) -> tuple[KevDecisionView, ...]:
+        return snapshot.kev_decisions
 
     def rows(self, view: tuple[KevDecisionView, ...], width: int, height: int) -> list[Text]:
         if not view:

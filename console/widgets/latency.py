@@ -7,7 +7,7 @@ from typing import ClassVar
 
 from rich.text import Text
 
-from console.view import HistogramBin, LatencyView, StageLatency
+from console.view import ConsoleSnapshot, HistogramBin, LatencyView, StageLatency
 from console.widgets import format as fmt
 from console.widgets.lines import LinePane
 
@@ -50,6 +50,12 @@ class LatencyPane(LinePane[LatencyView]):
         "latency--label",
         "latency--bars",
     }
+    pane_id = "latency"
+    pane_title = "latency"
+    budget = "latency_s"
+
+    def part(self, snapshot: ConsoleSnapshot, symbol: str | None) -> LatencyView:
+        return snapshot.latency
 
     def rows(self, view: LatencyView, width: int, height: int) -> list[Text]:
         columns = next(

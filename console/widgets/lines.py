@@ -11,7 +11,7 @@ the operator must see at once (`urgent`) at once.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Generic, TypeVar
+from typing import ClassVar, Generic, Protocol, Self, TypeVar
 
 from rich.style import Style
 from rich.text import Span, Text
@@ -20,7 +20,42 @@ from textual.reactive import var
 from textual.strip import Strip
 from textual.widget import Widget
 
+from console.view import ConsoleSnapshot
+
 ViewT = TypeVar("ViewT")
+
+
+class PaneSettings(Protocol):
+    """What of the console's configuration (`console.app.ConsoleConfig`) a pane is built with."""
+
+    @property
+    def event_log_lines(self) -> int: ...
+
+
+class GridPane(Widget):
+    """A pane as the console's registry (`console.panes.PANES`) builds, places and feeds it:
+    `pane_id` (the styles place it by it), its border title, the redraw budget it is held to
+    (a `RedrawBudget` field; None: every change at once), and whether it is one of the panes
+    the compact layout shows beside the ladder one at a time (`v`)."""
+
+    pane_id: ClassVar[str]
+    pane_title: ClassVar[str]
+    budget: ClassVar[str | None] = None
+    beside_ladder: ClassVar[bool] = True
+    interval_s = 0.0
+    """The least time between two ordinary changes it takes, seconds (set from `budget`)."""
+
+    @classmethod
+    def build(cls, config: PaneSettings) -> Self:
+        classes = "pane secondary" if cls.beside_ladder else "pane"
+        return cls(cls.pane_title, id=cls.pane_id, classes=classes)  # type: ignore[arg-type]
+
+    def take(
+        self, snapshot: ConsoleSnapshot, symbol: str | None, now: float, at_once: bool = False
+    ) -> None:
+        """Its part of `snapshot` at `now`, `symbol` being the one the detail panes show;
+        `at_once`: whatever the budget (another symbol is shown)."""
+        raise NotImplementedError
 
 
 def fit(parts: Sequence[tuple[int, Text]], width: int, separator: str = "  ") -> Text:
@@ -44,16 +79,14 @@ def _row(line: Text) -> _Row:
     return line.plain, line.style, line.spans
 
 
-class LinePane(Widget, Generic[ViewT]):
-    """Subclasses implement `rows(view, width, height)`; the component classes they declare
-    are styled in styles/*.tcss and read with `style(name)`."""
+class LinePane(GridPane, Generic[ViewT]):
+    """Subclasses implement `rows(view, width, height)` and, when registered, `part`; the
+    component classes they declare are styled in styles/*.tcss and read with `style(name)`."""
 
     view: var[ViewT | None] = var(None, always_update=True)
     """Set: redrawn (rows that look the same are not sent). `offer` compares before it sets,
     so the var does not compare again."""
     waiting_text = "waiting for the engine"
-    interval_s = 0.0
-    """The least time between two ordinary changes of the view `offer` takes, seconds."""
 
     def __init__(self, title: str, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
@@ -68,20 +101,32 @@ class LinePane(Widget, Generic[ViewT]):
     def rows(self, view: ViewT, width: int, height: int) -> list[Text]:
         raise NotImplementedError
 
+    def part(self, snapshot: ConsoleSnapshot, symbol: str | None) -> ViewT | None:
+        """What it shows of `snapshot`, `symbol` being the one picked: parts the snapshot
+        reuses come back as the same objects, so most polls compare nothing."""
+        raise NotImplementedError
+
+    def take(
+        self, snapshot: ConsoleSnapshot, symbol: str | None, now: float, at_once: bool = False
+    ) -> None:
+        self.offer(self.part(snapshot, symbol), now, at_once)
+
     def urgent(self, shown: ViewT, view: ViewT) -> bool:
         """Whether going from `shown` to `view` must be drawn at once, whatever the budget."""
         return False
 
-    def offer(self, view: ViewT | None, now: float) -> None:
+    def offer(self, view: ViewT | None, now: float, at_once: bool = False) -> None:
         """Take `view` if it differs and the budget allows it at `now` (monotonic seconds),
-        else keep the one shown: the App offers the latest again at its next poll."""
+        or `at_once`, else keep the one shown: the App offers the latest again at its next
+        poll."""
         shown = self.view
         if view is shown:
             return
         # The budget first: most polls fall inside it, and then only `urgent` (a few fields)
         # is compared, not the whole view (a ladder is dozens of levels).
         if not (
-            shown is None
+            at_once
+            or shown is None
             or view is None
             or now - self._taken_at >= self.interval_s
             or self.urgent(shown, view)

@@ -6,6 +6,7 @@ from typing import ClassVar
 
 from rich.text import Text
 
+from console.view import ConsoleSnapshot
 from console.widgets import format as fmt
 from console.widgets.lines import LinePane
 from engine.bitget.orders import OrderSide
@@ -27,6 +28,12 @@ class OrdersPane(LinePane[OrdersView]):
     fills, newest first."""
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {"orders--buy", "orders--sell", "orders--label"}
+    pane_id = "orders"
+    pane_title = "orders and fills"
+    budget = "lists_s"
+
+    def part(self, snapshot: ConsoleSnapshot, symbol: str | None) -> OrdersView:
+        return (snapshot.orders, snapshot.fills, snapshot.status.contracts)
 
     def urgent(self, shown: OrdersView, view: OrdersView) -> bool:
         """A fill at once; the open orders (requoted often) wait for the budget."""

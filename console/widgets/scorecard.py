@@ -9,6 +9,7 @@ from typing import ClassVar
 
 from rich.text import Text
 
+from console.view import ConsoleSnapshot
 from console.widgets import format as fmt
 from console.widgets.latency import SPARK_LEVELS
 from console.widgets.lines import LinePane, fit
@@ -56,6 +57,12 @@ class ScorecardPane(LinePane[ScorecardView]):
         "scorecard--label",
     }
     waiting_text = "waiting for the engine"
+    pane_id = "scorecard"
+    pane_title = "Laya's scorecard"
+    budget = "lists_s"
+
+    def part(self, snapshot: ConsoleSnapshot, symbol: str | None) -> ScorecardView | None:
+        return snapshot.scorecard
 
     def rows(self, view: ScorecardView, width: int, height: int) -> list[Text]:
         label = self.style("scorecard--label")

@@ -23,7 +23,7 @@ _STATE_STYLE = {
     TradingState.REDUCING: "status--warning",
     TradingState.HALTED: "status--bad",
 }
-_FEED_STYLE = {
+FEED_STYLE = {
     FeedState.LIVE: "status--good",
     FeedState.STALE: "status--warning",
     FeedState.CONNECTING: "status--warning",
@@ -96,7 +96,7 @@ class StatusPane(LinePane[StatusView]):
             return self._lost_rows(view, self.lost, width)
         return [
             fit(self._state_parts(view), width, " │ "),
-            fit(self._systems_parts(view), width, " │ "),
+            fit(self._systems_parts(view, width), width, " │ "),
             fit(self._position_parts(view, width), width, " │ "),
         ]
 
@@ -162,18 +162,25 @@ class StatusPane(LinePane[StatusView]):
         parts.append((2, delta))
         return parts
 
-    def _systems_parts(self, view: StatusView) -> list[tuple[int, Text]]:
+    def _systems_parts(self, view: StatusView, width: int) -> list[tuple[int, Text]]:
         parts = [
             (0 if index == 0 else 1, self._feed(feed)) for index, feed in enumerate(view.feeds)
         ]
+        if sum(text.cell_len + 3 for _, text in parts) > max(width // 2, 60):
+            # A book of symbols: the feeds counted by state, the book pane lists each.
+            parts = [(0, self._feeds_counted(view.feeds))]
         if view.contracts:  # after the feeds; dropped before Laya's and Kev's state
             parts.append((3, self._contract(view.contracts[0])))
         laya = self._label("Laya ")
         runs_on = view.laya.runs_on
         laya.append(runs_on, self.style("status--good" if runs_on == "CUDA" else "status--label"))
         parts.append((2, laya))
-        if view.laya.warming:  # why no verdicts come yet
-            parts.append((1, Text(view.laya.warming, self.style("status--warning"))))
+        warming, waits = view.laya.warming, view.laya.warming_s
+        if len(warming) > width // 3 and len(waits) > 1:  # a book: the book pane lists each
+            longest = max(wait for _, wait in waits)
+            warming = f"warming up {len(waits)} symbols: {longest:,.1f} s to go"
+        if warming:  # why no verdicts come yet
+            parts.append((1, Text(warming, self.style("status--warning"))))
         parts.append((5, self._label(view.laya.model_version)))
         kev = view.kev
         status = self._label("Kev ")
@@ -188,9 +195,23 @@ class StatusPane(LinePane[StatusView]):
             parts.append((2, self._label(self.output)))
         return parts
 
+    def _feeds_counted(self, feeds: tuple[FeedView, ...]) -> Text:
+        """ "feeds 8 live, 1 stale ADAUSDT": the symbols named where a feed is not live."""
+        text = self._label("feeds ")
+        for index, state in enumerate(
+            state for state in FeedState if state in {feed.state for feed in feeds}
+        ):
+            named = [feed.symbol for feed in feeds if feed.state is state]
+            if index:
+                text.append(", ")
+            text.append(f"{len(named)} {state.value}", self.style(FEED_STYLE[state]))
+            if state is not FeedState.LIVE:
+                text.append(f" {' '.join(named)}")
+        return text
+
     def _feed(self, feed: FeedView) -> Text:
         text = Text(f"{feed.symbol} ")
-        text.append(feed.state.value, self.style(_FEED_STYLE[feed.state]))
+        text.append(feed.state.value, self.style(FEED_STYLE[feed.state]))
         text.append(f" {feed.frames_per_s:,.1f}/s {fmt.age_ms(feed.last_frame_age_ms)}")
         return text
 
@@ -229,11 +250,13 @@ class StatusPane(LinePane[StatusView]):
                     )
                 text.append_text(self._money(" ", position.unrealized_pnl, unit=True))
                 parts.append((0, text))
-            parts.append(count)
             shown = sum(text.cell_len for _, text in parts) + 3 * (len(parts) - 1)
-            if shown <= width:
-                break
-        return parts
+            if shown <= width:  # the order count goes first where it does not fit too
+                return [*parts, count]
+        # A book of symbols: counted here, listed in the book pane.
+        longs = sum(1 for position in positions if position.size > 0)
+        counted = Text(f"{len(positions)} positions: {longs} long, {len(positions) - longs} short")
+        return [(0, counted), count]
 
 
 def _entry_text(contract: Instrument | None, price: float) -> str:

@@ -8,7 +8,7 @@ from typing import ClassVar
 
 from rich.text import Text
 
-from console.view import VramView
+from console.view import ConsoleSnapshot, VramView
 from console.widgets import format as fmt
 from console.widgets.lines import LinePane
 
@@ -43,6 +43,12 @@ class VramPane(LinePane[VramView]):
         "vram--alert",
         "vram--label",
     }
+    pane_id = "vram"
+    pane_title = "VRAM"
+    budget = "vram_s"
+
+    def part(self, snapshot: ConsoleSnapshot, symbol: str | None) -> VramView:
+        return snapshot.vram
 
     def urgent(self, shown: VramView, view: VramView) -> bool:
         """The GPU appearing or going, and the headroom alert, at once."""

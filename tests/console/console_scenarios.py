@@ -430,6 +430,8 @@ def status_view(
         laya=LayaView("CUDA", "laya-default 2024-08-08 (laya-fs-1)"),
         kev=KevStatusView(KevState.ONLINE, "qwen2.5-7b-instruct-q4_k_m", 2_410.0),
         contracts=(BTC, ETHUSDT),
+        quoted=("BTCUSDT",),
+        hedge="ETHUSDT",
     )
 
 
@@ -564,3 +566,80 @@ class PaneHost(App[None]):
             self.pane.add(self.view, 2, 0.0)
         else:
             self.pane.view = self.view
+
+
+BOOK_QUOTED = (
+    "BTCUSDT",
+    "SOLUSDT",
+    "XRPUSDT",
+    "DOGEUSDT",
+    "ADAUSDT",
+    "LINKUSDT",
+    "AVAXUSDT",
+    "NEXOUSDT",
+)
+"""A book of eight quoted contracts, hedged on ETHUSDT (issue 30's reference book)."""
+
+
+def book_snapshot(picked_missing: str | None = None) -> ConsoleSnapshot:
+    """`fixed_snapshot` with a book of eight quoted symbols and the ETHUSDT hedge: each with a
+    feed, a ladder and an imbalance (BTCUSDT's and ETHUSDT's as in `fixed_snapshot`, the others
+    the ETH ladder renamed), positions with realized PnL and fees on some, quotes on some, Laya
+    warming up on one and a verdict on others; `picked_missing` leaves that symbol out."""
+    base = fixed_snapshot()
+    symbols = tuple(s for s in (*BOOK_QUOTED, "ETHUSDT") if s != picked_missing)
+    feeds = tuple(
+        FeedView(symbol, FeedState.STALE if symbol == "ADAUSDT" else FeedState.LIVE, rate, age)
+        for symbol, rate, age in (
+            (symbol, 4.0 + 1.5 * index, 5_400.0 if symbol == "ADAUSDT" else 40.0)
+            for index, symbol in enumerate(symbols)
+        )
+    )
+    positions = (
+        PositionLine("BTCUSDT", 0.014, 59_990.2, 60_000.05, 0.14, 3.20, 0.41),
+        PositionLine("SOLUSDT", -3.0, 150.12, 150.40, -0.84, 1.10, 0.22),
+        PositionLine("XRPUSDT", 0.0, 0.0, 0.52, 0.0, -0.35, 0.05),
+        PositionLine("DOGEUSDT", 1_200.0, 0.1201, 0.1203, 0.24),
+        PositionLine("ETHUSDT", -0.2, 3_001.1, 3_000.01, 0.22, 0.0, 0.12),
+    )
+    trading = replace(base.status.trading, positions=positions, open_orders=6)
+
+    def depth(symbol: str) -> DepthView:
+        return (
+            depth_view(symbol)
+            if symbol == "BTCUSDT"
+            else replace(depth_view("ETHUSDT"), symbol=symbol)
+        )
+
+    def order(symbol: str, side: OrderSide, index: int) -> OrderUpdate:
+        return orders()[0]._replace(symbol=symbol, side=side, client_oid=f"q-{index}")
+
+    records = (
+        *verdicts_view().recent,
+        VerdictRecord("SOLUSDT", AT_MS - 400, Verdict.LEAN_BUY, 0.66, QuoteIntent.PULL_ASKS),
+        VerdictRecord("XRPUSDT", AT_MS - 300, Verdict.EMERGENCY, 0.91, QuoteIntent.CANCEL_ALL),
+    )
+    verdicts = VerdictStreamView(records, verdicts_view().counts, verdicts_view().total)
+    status = replace(
+        base.status,
+        feeds=feeds,
+        trading=trading,
+        laya=replace(base.status.laya, warming_s=(("LINKUSDT", 12.4),)),
+        quoted=tuple(s for s in BOOK_QUOTED if s != picked_missing),
+        hedge="ETHUSDT",
+    )
+    return replace(
+        base,
+        status=status,
+        depth=tuple(depth(symbol) for symbol in symbols),
+        imbalance=tuple(replace(imbalance_view("ETHUSDT"), symbol=s) for s in symbols),
+        verdicts=verdicts,
+        orders=(
+            order("BTCUSDT", OrderSide.BUY, 1),
+            order("BTCUSDT", OrderSide.SELL, 2),
+            order("SOLUSDT", OrderSide.BUY, 3),
+            order("SOLUSDT", OrderSide.SELL, 4),
+            order("DOGEUSDT", OrderSide.SELL, 5),
+            order("ETHUSDT", OrderSide.BUY, 6),
+        ),
+    )

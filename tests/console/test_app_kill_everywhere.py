@@ -19,6 +19,7 @@ from console.screens.help import HelpScreen
 from console.screens.overrides import OverridesScreen
 from console.screens.quit import QuitScreen
 from console.screens.rearm import RearmScreen
+from console.screens.symbol import SymbolScreen
 from console.widgets.status import StatusPane
 from engine.risk.events import TradingState
 
@@ -29,6 +30,7 @@ OPENED_BY: dict[type[Screen] | None, tuple[TradingState, tuple[str, ...]]] = {
     RearmScreen: (TradingState.HALTED, ("a",)),
     OverridesScreen: (TradingState.ACTIVE, ("r",)),
     HelpScreen: (TradingState.ACTIVE, ("question_mark",)),
+    SymbolScreen: (TradingState.ACTIVE, ("s",)),
 }
 """Each screen the App pushes: the trading state it opens in and the keys that open it."""
 

@@ -55,7 +55,7 @@ async def test_v_when_compact_goes_round_the_panes():
             seen.append(shown)
             await pilot.press("v")
             await pilot.pause()
-    assert seen == [*app._secondary, "verdicts"]
+    assert seen == [*app._secondary, "book"]
 
 
 @pytest.mark.parametrize("size", [FULL, COMPACT], ids=["160x48", "80x24"])

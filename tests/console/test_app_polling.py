@@ -1,22 +1,32 @@
 """What the console does with what the engine hands it: snapshots, events in order, a stale
-or failing engine, the two layouts and the symbol switch."""
+or failing engine, the two layouts and the symbol picked for the detail panes."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
 import pytest
-from console_scenarios import AT_NS, FakeEngineHandle, fixed_events
-from textual.widgets import Footer
+from console_scenarios import (
+    AT_NS,
+    BOOK_QUOTED,
+    FakeEngineHandle,
+    book_snapshot,
+    fixed_events,
+    fixed_snapshot,
+)
+from textual.widgets import Footer, OptionList
 
 from console.app import ConsoleConfig, HftConsoleApp
 from console.bandwidth import BUDGETS, Bandwidth
+from console.screens.symbol import SymbolScreen
 from console.view import ConsoleEvent, EventKind, Severity
+from console.widgets.book import BookPane
 from console.widgets.depth import DepthPane
 from console.widgets.events import EventsPane
 from console.widgets.imbalance import ImbalancePane
 from console.widgets.latency import LatencyPane
 from console.widgets.status import StatusPane
+from console.widgets.verdicts import VerdictsPane
 from engine.risk.events import TradingState
 
 
@@ -112,9 +122,10 @@ async def test_the_compact_layout_shows_one_pane_beside_the_ladder_and_v_cycles(
         await pilot.pause()
         assert app.has_class("-compact")
         shown = [pane.id for pane in app.query(".secondary") if pane.display]
-        assert shown == ["verdicts"]
+        assert shown == ["book"]
         assert app.query_one("#depth").display
-        await pilot.press("v")
+        for _ in range(2):  # the imbalance, then the latency
+            await pilot.press("v")
         await pilot.pause()
         assert [pane.id for pane in app.query(".secondary") if pane.display] == ["latency"]
         # Drawn on being shown, though its view arrived while it was hidden.
@@ -128,7 +139,7 @@ async def test_the_full_layout_shows_every_pane():
         await pilot.pause()
         assert not app.has_class("-compact")
         panes = [pane for pane in app.query(".pane") if pane.id != "scorecard"]
-        assert len(panes) == 9
+        assert len(panes) == 10
         assert all(pane.display and pane.size.height > 0 for pane in panes)
         assert not app.query_one("#scorecard").region.area  # Laya's scorecard: `v` shows it
         assert app.check_action("next_pane", ()) is True  # v: one pane large (test_app_layout)
@@ -153,19 +164,72 @@ async def test_a_terminal_resize_switches_the_layout():
         assert not app.has_class("-compact")
 
 
-async def test_s_shows_the_next_symbol_in_depth_and_imbalance():
-    app = console(FakeEngineHandle())
+def detail_symbols(app: HftConsoleApp) -> tuple[str, str, str]:
+    """The symbols depth, imbalance and Laya's verdicts show."""
+    return (
+        app.query_one(DepthPane).view.symbol,
+        app.query_one(ImbalancePane).view.symbol,
+        app.query_one(VerdictsPane).view.symbol,
+    )
+
+
+async def test_s_picks_the_symbol_the_detail_panes_show_from_the_book():
+    handle = FakeEngineHandle(book_snapshot())
+    app = console(handle)
     async with app.run_test(size=(160, 48)) as pilot:
         await pilot.pause()
-        depth, imbalance = app.query_one(DepthPane), app.query_one(ImbalancePane)
-        assert depth.view.symbol == imbalance.view.symbol == "BTCUSDT"
+        assert detail_symbols(app) == ("BTCUSDT", "BTCUSDT", "BTCUSDT")
         await pilot.press("s")
         await pilot.pause()
-        assert depth.view.symbol == imbalance.view.symbol == "ETHUSDT"
-        assert depth.border_title == "depth ETHUSDT"
+        picker = app.screen
+        assert isinstance(picker, SymbolScreen)
+        options = picker.query_one(OptionList)
+        assert [options.get_option_at_index(i).id for i in range(options.option_count)] == [
+            *BOOK_QUOTED,
+            "ETHUSDT",
+        ]
+        assert options.highlighted == 0  # the symbol shown now
+        await pilot.press("down", "down", "enter")
+        await pilot.pause()
+        assert not isinstance(app.screen, SymbolScreen)
+        assert detail_symbols(app) == ("XRPUSDT", "XRPUSDT", "XRPUSDT")
+        assert app.query_one(DepthPane).border_title == "depth XRPUSDT"
+        book = [strip.text for strip in app.query_one(BookPane)._strips]
+        assert book[3].startswith("▶ XRPUSDT")  # the overview marks it
+        # Escape leaves the pick as it was.
+        await pilot.press("s", "down", "escape")
+        await pilot.pause()
+        assert detail_symbols(app) == ("XRPUSDT", "XRPUSDT", "XRPUSDT")
+
+
+async def test_the_pick_survives_snapshots_and_falls_back_to_the_first_symbol_when_it_goes():
+    handle = FakeEngineHandle(book_snapshot())
+    app = console(handle)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause()
+        await pilot.press("s", "up", "enter")  # round to the last: the hedge
+        await pilot.pause()
+        assert detail_symbols(app) == ("ETHUSDT", "ETHUSDT", "ETHUSDT")
+        handle.current = replace(book_snapshot(), at_ns=AT_NS + 1_000_000_000)
+        app.poll()
+        await pilot.pause()
+        assert detail_symbols(app) == ("ETHUSDT", "ETHUSDT", "ETHUSDT")
+        handle.current = book_snapshot(picked_missing="ETHUSDT")
+        app.poll()
+        await pilot.pause()
+        assert detail_symbols(app) == ("BTCUSDT", "BTCUSDT", "BTCUSDT")
+
+
+async def test_s_is_off_with_a_single_symbol():
+    snapshot = fixed_snapshot()
+    status = replace(snapshot.status, feeds=snapshot.status.feeds[:1])
+    app = console(FakeEngineHandle(replace(snapshot, status=status)))
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause()
+        assert app.check_action("pick_symbol", ()) is False
         await pilot.press("s")
         await pilot.pause()
-        assert depth.view.symbol == "BTCUSDT"
+        assert not isinstance(app.screen, SymbolScreen)
 
 
 @pytest.mark.parametrize(
@@ -176,6 +240,10 @@ async def test_s_shows_the_next_symbol_in_depth_and_imbalance():
         ({"stale_after_s": 0}, "stale_after_s"),
         ({"event_log_lines": 0}, "event_log_lines"),
         ({"keymap": {"console.kill": " "}}, "no key"),
+        (
+            {"keymap": {"console.next_symbol": "S"}},
+            "console.next_symbol is now console.pick_symbol",
+        ),
         ({"bandwidth": "dialup"}, "bandwidth must be one of 'full', 'low'"),
     ],
 )

@@ -16,7 +16,7 @@ COMPACT = (80, 24)
 
 
 def pane_text(app: HftConsoleApp) -> list[str]:
-    pane = app._scorecard
+    pane = app._secondary["scorecard"]
     return [pane.render_line(y).text.rstrip() for y in range(pane.size.height)]
 
 
@@ -26,11 +26,11 @@ async def test_v_shows_the_scorecard_and_it_follows_the_engine():
     app = HftConsoleApp(handle, ConsoleConfig(), clock=lambda: now[0])
     async with app.run_test(size=COMPACT) as pilot:
         await pilot.pause()
-        assert not app._scorecard.region.area
+        assert not app._secondary["scorecard"].region.area
         for _ in range(list(app._secondary).index("scorecard")):
             await pilot.press("v")
         await pilot.pause()
-        assert app._scorecard.region.area
+        assert app._secondary["scorecard"].region.area
         lines = pane_text(app)
         assert lines[0] == "AUC ask/bid 15 min: Laya vs rule"
         btc = next(line for line in lines if line.startswith("BTCUSDT"))

@@ -11,6 +11,7 @@ import pytest
 from console_scenarios import (
     FakeEngineHandle,
     PaneHost,
+    book_snapshot,
     depth_view,
     fixed_events,
     fixed_snapshot,
@@ -27,6 +28,8 @@ from textual.widgets import Input
 
 from console.app import ConsoleConfig, HftConsoleApp
 from console.engine.handle import EngineLost
+from console.view import ConsoleSnapshot
+from console.widgets.book import BookLines, BookPane
 from console.widgets.depth import DepthPane
 from console.widgets.events import EventsPane
 from console.widgets.imbalance import ImbalancePane
@@ -35,7 +38,7 @@ from console.widgets.latency import LatencyPane
 from console.widgets.orders import OrdersPane
 from console.widgets.scorecard import ScorecardPane
 from console.widgets.status import StatusPane
-from console.widgets.verdicts import VerdictsPane
+from console.widgets.verdicts import VerdictsOn, VerdictsPane
 from console.widgets.vram import VramPane
 from engine.risk.events import TradingState
 from engine.trading.config import TradingMode
@@ -45,8 +48,10 @@ def console(
     state: TradingState = TradingState.ACTIVE,
     mode: TradingMode = TradingMode.SIM,
     gone: EngineLost | None = None,
+    snapshot: ConsoleSnapshot | None = None,
 ) -> HftConsoleApp:
-    handle = FakeEngineHandle(fixed_snapshot(state, mode), list(fixed_events()), gone=gone)
+    snapshot = snapshot or fixed_snapshot(state, mode)
+    handle = FakeEngineHandle(snapshot, list(fixed_events()), gone=gone)
     return HftConsoleApp(handle, ConsoleConfig(), clock=lambda: 0.0)
 
 
@@ -71,7 +76,18 @@ PANES = {
         imbalance_view,
         (57, 16),
     ),
-    "verdicts": (lambda: VerdictsPane("Laya verdicts", classes="pane"), verdicts_view, (57, 18)),
+    "verdicts": (
+        lambda: VerdictsPane("Laya verdicts", classes="pane"),
+        lambda: VerdictsOn("BTCUSDT", verdicts_view()),
+        (57, 18),
+    ),
+    "book": (
+        lambda: BookPane("book", classes="pane"),
+        lambda: BookLines(
+            book_snapshot().status, book_snapshot().orders, book_snapshot().verdicts, "SOLUSDT"
+        ),
+        (116, 12),
+    ),
     "latency": (lambda: LatencyPane("latency", classes="pane"), latency_view, (57, 11)),
     "vram": (lambda: VramPane("VRAM", classes="pane"), vram_view, (57, 8)),
     "vram_no_gpu": (
@@ -105,6 +121,11 @@ def test_console(snap_compare, size):
     assert snap_compare(console(), terminal_size=size)
 
 
+@pytest.mark.parametrize("size", [(80, 24), (160, 48)], ids=["80x24", "160x48"])
+def test_console_with_a_book_of_eight_quoted_symbols_and_a_hedge(snap_compare, size):
+    assert snap_compare(console(snapshot=book_snapshot()), terminal_size=size)
+
+
 def test_console_live_and_halted_80x24(snap_compare):
     assert snap_compare(console(TradingState.HALTED, TradingMode.LIVE), terminal_size=(80, 24))
 
@@ -121,3 +142,8 @@ def test_console_after_the_engine_died(snap_compare, size):
 @pytest.mark.parametrize("keys", [("r",), ("q",), ("question_mark",)], ids=["risk", "quit", "help"])
 def test_dialog_80x24(snap_compare, keys):
     assert snap_compare(console(), terminal_size=(80, 24), run_before=opening(keys))
+
+
+def test_symbol_picker_80x24(snap_compare):
+    book = console(snapshot=book_snapshot())
+    assert snap_compare(book, terminal_size=(80, 24), run_before=opening(("s", "down")))

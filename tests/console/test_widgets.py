@@ -9,8 +9,10 @@ from typing import ClassVar
 
 import pytest
 from console_scenarios import (
+    BOOK_QUOTED,
     NEXO,
     PaneHost,
+    book_snapshot,
     depth_view,
     fixed_snapshot,
     kev_decisions,
@@ -260,6 +262,27 @@ async def test_status_says_laya_is_still_warming_up():
         await pilot.pause()
         lines = rows(pane)
     assert f"Laya CUDA │ {warming} │ Kev online" in lines[1]
+
+
+@pytest.mark.parametrize("width", [160, 84])  # 84: the compact bar's 80 columns and the border
+async def test_status_stays_one_glance_with_a_book_of_symbols(width):
+    """Nine feeds, four positions, eight symbols warming: counted, so the state, Laya and Kev
+    keep their place (the book pane lists each symbol)."""
+    book = book_snapshot().status
+    waits = tuple((symbol, 20.1 - index) for index, symbol in enumerate(BOOK_QUOTED))
+    warming = "warming up: " + ", ".join(f"{symbol} {wait} s" for symbol, wait in waits)
+    pane = StatusPane("status", classes="pane")
+    async with PaneHost(pane).run_test(size=(width, 5)) as pilot:
+        pane.view = replace(book, laya=replace(book.laya, warming=warming, warming_s=waits))
+        await pilot.pause()
+        lines = rows(pane)
+    assert lines[0].startswith(" SIM  ACTIVE")
+    assert lines[1].startswith("feeds 8 live, 1 stale ADAUSDT │ ")
+    assert "Laya CUDA │ warming up 8 symbols: 20.1 s to go" in lines[1]
+    if width == 160:
+        assert "to go │ Kev online" in lines[1]
+    positions = "+0.014 BTC @ 59,990.2 +0.14 USDT │ -3 SOL @ 150.12 -0.84 USDT │ "
+    assert lines[2].startswith(positions if width == 160 else "4 positions: 2 long, 2 short")
 
 
 @pytest.mark.parametrize(
