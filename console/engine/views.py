@@ -63,6 +63,7 @@ from engine.risk.events import (
     OrderDenied,
     PositionReconciled,
     RiskLimitChanged,
+    SymbolPauseChanged,
     TradingState,
     TradingStateChanged,
 )
@@ -446,6 +447,8 @@ def _describe(
     if isinstance(event, TradingStateChanged):
         text = f"{event.old.name} -> {event.new.name} ({event.source.value}: {event.reason})"
         return EventKind.STATE, _STATE_SEVERITY[event.new], text, event.at_ns
+    if isinstance(event, SymbolPauseChanged):
+        return EventKind.STATE, warning if event.paused else info, event.text, event.at_ns
     if isinstance(event, CommandExecuted):
         outcome = "ok" if event.ok else "REFUSED"
         text = f"{event.command} {outcome} ({event.elapsed_ms:,.1f} ms): {event.message}"

@@ -43,6 +43,24 @@ class OrderDenied(NamedTuple):
     at_ns: int
 
 
+class SymbolPauseChanged(NamedTuple):
+    """One symbol stood aside (`paused`: no risk-increasing orders on it, the others go on)
+    or let back. `reason` says why it is aside, or, let back, what lifted it; `source` is who:
+    OPERATOR (a console command) or RISK (the venue's contract table)."""
+
+    symbol: str
+    paused: bool
+    reason: str
+    source: Source
+    at_ns: int
+
+    @property
+    def text(self) -> str:
+        if self.paused:
+            return f"{self.symbol} stood aside, its quotes pulled, the others go on: {self.reason}"
+        return f"{self.symbol} let back: {self.reason}"
+
+
 class RiskLimitChanged(NamedTuple):
     """An operator override, a lower risk scale from Kev or a new hedge ratio."""
 
@@ -88,6 +106,7 @@ class EventsDropped(NamedTuple):
 
 RiskEvent = (
     TradingStateChanged
+    | SymbolPauseChanged
     | OrderDenied
     | RiskLimitChanged
     | CommandRejected

@@ -10,8 +10,11 @@ Order of checks in `check` (the first failing one is the denial reason):
     reduce-only orders that shrink a position; REDUCING allows
     only orders that shrink a position                            TRADING_PAUSED / _HALTED /
                                                                   REDUCING_ONLY
- 5. risk-increasing orders only: the feed is healthy and the
-    mark is younger than `max_mark_age_ms`                        FEED_UNHEALTHY /
+ 5. risk-increasing orders only: the symbol is not stood aside
+    on its own (`pause_symbol`: the operator, the venue's
+    contract status)                                              SYMBOL_PAUSED
+    and the feed is healthy and the mark is younger than
+    `max_mark_age_ms`                                             FEED_UNHEALTHY /
                                                                   NO_MARKET_DATA /
                                                                   STALE_MARKET_DATA
  6. size <= the symbol's max order size                           ORDER_SIZE
@@ -73,6 +76,7 @@ from engine.risk.events import (
     PositionReconciled,
     RiskEvent,
     RiskLimitChanged,
+    SymbolPauseChanged,
     TradingState,
     TradingStateChanged,
 )
@@ -148,6 +152,7 @@ _NET_DELTA_LIMIT = DenialReason.NET_DELTA_LIMIT
 _MAX_OPEN_ORDERS = DenialReason.MAX_OPEN_ORDERS
 _ORDER_RATE = DenialReason.ORDER_RATE
 _ENDPOINT_RATE = DenialReason.ENDPOINT_RATE
+_SYMBOL_PAUSED = DenialReason.SYMBOL_PAUSED
 _new_tuple = tuple.__new__  # skips NamedTuple's Python-level __new__ on the hot path
 
 
@@ -184,6 +189,8 @@ class _SymbolRisk:
     price bands are precomputed here whenever a mark or a limit changes."""
 
     __slots__ = (
+        "aside",
+        "aside_reason",
         "best_ask",
         "best_bid",
         "delta_weight",
@@ -243,6 +250,10 @@ class _SymbolRisk:
         self.min_closing_sell_price = _INF
         self.feed_healthy = True
         self.feed_reason = ""
+        self.aside: dict[Source, str] = {}
+        """Who stands this symbol aside on its own, and why (`RiskGateway.pause_symbol`)."""
+        self.aside_reason = ""
+        """The reasons of `aside` joined, "" when it trades: the one field `check` reads."""
 
 
 def _parse_kev_command(
@@ -266,8 +277,8 @@ class RiskGateway:
 
     Inputs: `on_order_acknowledged`, `on_order_closed`, `on_fill`,
     `on_mark`, `on_feed_health`, `on_position_sync`. Operator: `pause`, `resume`, `flatten`,
-    `kill`, `rearm` and `set_limits`. Kev: `apply_kev_command`. Out: `drain_events`,
-    `snapshot`, `closing_intents`.
+    `kill`, `rearm`, `set_limits`, and per symbol `pause_symbol`, `resume_symbol`. Kev:
+    `apply_kev_command`. Out: `drain_events`, `snapshot`, `closing_intents`.
     """
 
     def __init__(self, config: RiskGatewayConfig) -> None:
@@ -399,6 +410,13 @@ class RiskGateway:
                 )
 
         if not reduces:
+            if risk.aside_reason:
+                return self._deny(
+                    intent,
+                    _SYMBOL_PAUSED,
+                    f"{symbol} stood aside: {risk.aside_reason}",
+                    now_ns,
+                )
             if not risk.feed_healthy:
                 return self._deny(
                     intent,
@@ -810,6 +828,49 @@ class RiskGateway:
         self._set_state(_ACTIVE, "operator resume", Source.OPERATOR, now_ns)
         return CommandOutcome(True, "active")
 
+    def pause_symbol(
+        self, symbol: str, now_ns: int, reason: str, source: Source = Source.OPERATOR
+    ) -> CommandOutcome:
+        """Stand `symbol` aside on its own: its risk-increasing orders are refused
+        (SYMBOL_PAUSED), orders that shrink its position pass, the other symbols go on. Each
+        source holds its own pause (the operator's, RISK's for the venue's contract status),
+        lifted only by `resume_symbol` from the same source."""
+        self._advance_day(now_ns)
+        risk = self._symbols.get(symbol)
+        if risk is None:
+            return self._refuse("pause_symbol", f"{symbol!r} is not in the book", source, now_ns)
+        if source in risk.aside:
+            return CommandOutcome(True, f"{symbol} already stood aside: {risk.aside_reason}")
+        risk.aside[source] = reason
+        risk.aside_reason = "; ".join(risk.aside.values())
+        self._outbox.append(SymbolPauseChanged(symbol, True, risk.aside_reason, source, now_ns))
+        return CommandOutcome(True, f"{symbol} paused: {risk.aside_reason}")
+
+    def resume_symbol(
+        self, symbol: str, now_ns: int, reason: str, source: Source = Source.OPERATOR
+    ) -> CommandOutcome:
+        """Lift `source`'s pause of `symbol` (`pause_symbol`); `reason` says what lifted it.
+        The symbol trades again once no source holds it aside."""
+        self._advance_day(now_ns)
+        risk = self._symbols.get(symbol)
+        if risk is None:
+            return self._refuse("resume_symbol", f"{symbol!r} is not in the book", source, now_ns)
+        if risk.aside.pop(source, None) is None:
+            if risk.aside_reason:
+                return self._refuse(
+                    "resume_symbol",
+                    f"{symbol} stays aside: {risk.aside_reason}",
+                    source,
+                    now_ns,
+                )
+            return CommandOutcome(True, f"{symbol} is not paused")
+        risk.aside_reason = "; ".join(risk.aside.values())
+        if risk.aside_reason:
+            self._outbox.append(SymbolPauseChanged(symbol, True, risk.aside_reason, source, now_ns))
+            return CommandOutcome(True, f"{symbol} still stood aside: {risk.aside_reason}")
+        self._outbox.append(SymbolPauseChanged(symbol, False, reason, source, now_ns))
+        return CommandOutcome(True, f"{symbol} resumed")
+
     def flatten(self, now_ns: int) -> CommandOutcome:
         """REDUCING until every position is flat, then PAUSED. The engine cancels resting
         orders and sends `closing_intents` through `check`."""
@@ -1021,6 +1082,7 @@ class RiskGateway:
                 risk.feed_healthy,
                 risk.feed_reason,
                 risk.mark_ns if risk.mark_ns != _NEVER_NS else 0,
+                risk.aside_reason,
             )
             for risk in self._symbol_list
         )
@@ -1081,6 +1143,10 @@ class RiskGateway:
     def mark(self, symbol: str) -> float:
         """The mark (the mid; 0.0 before the first), as `PositionView.mark_price`."""
         return self._symbols[symbol].mid
+
+    def stood_aside(self, symbol: str) -> str:
+        """Why `symbol` alone takes no risk-increasing order, as `PositionView.stood_aside`."""
+        return self._symbols[symbol].aside_reason
 
     def max_position(self, symbol: str) -> float:
         """The max position in force (times the risk scale), as `PositionView.max_position`."""

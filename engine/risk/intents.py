@@ -88,6 +88,8 @@ class DenialReason(enum.IntEnum):
     MAX_OPEN_ORDERS = 14
     ORDER_RATE = 15
     ENDPOINT_RATE = 16
+    SYMBOL_PAUSED = 17
+    """The symbol alone is stood aside (the operator's pause, the venue's status)."""
 
 
 class RiskDecision(NamedTuple):

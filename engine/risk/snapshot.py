@@ -12,8 +12,8 @@ from engine.risk.intents import DenialReason
 
 class PositionView(NamedTuple):
     """One symbol: signed size (base coin, > 0 long), entry and mark (mid) prices, PnL in USDT
-    (`realized_pnl` before fees), the orders reserved on each side, and the caps in force
-    (already multiplied by the risk scale)."""
+    (`realized_pnl` before fees), the orders reserved on each side, the caps in force
+    (already multiplied by the risk scale), and whether it is stood aside on its own."""
 
     symbol: str
     size: float
@@ -32,6 +32,9 @@ class PositionView(NamedTuple):
     feed_healthy: bool
     feed_reason: str
     mark_at_ns: int
+    stood_aside: str
+    """Why the symbol alone takes no risk-increasing order (the operator's pause, the venue's
+    status; "; " between several), "" when it trades."""
 
 
 class LimitsInForce(NamedTuple):

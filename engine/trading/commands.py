@@ -15,6 +15,7 @@ from engine.risk.intents import Source
 from engine.risk.overrides import RiskOverrides
 
 OPERATOR_KILL_REASON = "operator kill switch"
+OPERATOR_PAUSE_REASON = "operator pause"
 
 
 class CommandSource(enum.Enum):
@@ -64,6 +65,26 @@ class Resume:
 
 
 @dataclass(frozen=True, slots=True)
+class PauseSymbol:
+    """Stand one symbol aside, the others go on: its quotes are pulled and the gateway refuses
+    its risk-increasing orders (SYMBOL_PAUSED) until the same source resumes it. `reason`
+    says why (the venue's contract status, when the engine's contract watch asks)."""
+
+    name: ClassVar[str] = "pause_symbol"
+    symbol: str
+    reason: str = OPERATOR_PAUSE_REASON
+
+
+@dataclass(frozen=True, slots=True)
+class ResumeSymbol:
+    """Lift this source's pause of one symbol; `reason` says what lifted it."""
+
+    name: ClassVar[str] = "resume_symbol"
+    symbol: str
+    reason: str = "operator resume"
+
+
+@dataclass(frozen=True, slots=True)
 class Rearm:
     """Release the kill switch into PAUSED; `confirmation` is the phrase the operator typed
     (never journaled: an operator may paste anything into that field)."""
@@ -91,7 +112,7 @@ class KevOrder:
     hedge_ratio: float | None = None
 
 
-OperatorRequest = Kill | Flatten | Pause | Resume | Rearm | SetLimits
+OperatorRequest = Kill | Flatten | Pause | Resume | PauseSymbol | ResumeSymbol | Rearm | SetLimits
 """What an operator asks for (the console's keys and dialogs)."""
 Request = OperatorRequest | KevOrder
 

@@ -40,7 +40,7 @@ from engine.laya.decide import QuoteGate, QuoteIntent
 from engine.market.instruments import Instrument
 from engine.pipeline import EventLog
 from engine.risk.commands import CommandOutcome
-from engine.risk.events import RiskEvent, TradingState, TradingStateChanged
+from engine.risk.events import RiskEvent, SymbolPauseChanged, TradingState, TradingStateChanged
 from engine.risk.gateway import RiskGateway
 from engine.risk.intents import OrderIntent, Source
 from engine.risk.snapshot import RiskSnapshot
@@ -53,9 +53,11 @@ from engine.trading.commands import (
     KevOrder,
     Kill,
     Pause,
+    PauseSymbol,
     Rearm,
     Request,
     Resume,
+    ResumeSymbol,
     SetLimits,
     kev_result,
 )
@@ -368,6 +370,8 @@ class TradingDesk:
             return  # kill or flatten owns the orders now
         gateway = self.gateway
         symbol = self._symbol
+        if gateway.stood_aside(symbol):
+            return  # its quotes were pulled when it was stood aside (`_on_risk_event`)
         plan = self.strategy.quotes(
             bid_price,
             bid_size,
@@ -449,9 +453,9 @@ class TradingDesk:
         if executor.has_open_role(OrderRole.HEDGE):
             return  # one hedge at a time: the next one sees its fills
         gateway = self.gateway
-        if gateway.flatten_requested:
-            return
         hedge_symbol = self._hedge_symbol
+        if gateway.flatten_requested or gateway.stood_aside(hedge_symbol):
+            return  # a hedge stood aside is not asked to trade (its orders would be denied)
         book = self._books.get(hedge_symbol)
         if book is None or not book.ready:
             return
@@ -505,6 +509,10 @@ class TradingDesk:
             self._apply(Command(Kill(f"journal fault: {reason}"), CommandSource.RISK))
 
     def _on_risk_event(self, event: RiskEvent) -> None:
+        if isinstance(event, SymbolPauseChanged):
+            if event.paused:
+                self._pull_symbol(event.symbol, f"{event.symbol} stood aside: {event.reason}")
+            return
         if not isinstance(event, TradingStateChanged):
             return
         new = event.new
@@ -524,6 +532,13 @@ class TradingDesk:
                     client_oid = self._quotes[role]
                     if client_oid is not None:
                         self.executor.cancel(client_oid, Source.RISK, "reducing: requote")
+
+    def _pull_symbol(self, symbol: str, reason: str) -> None:
+        """Cancel every open order of `symbol`; the other symbols' orders stay."""
+        executor = self.executor
+        for order in executor.open_orders():
+            if order.symbol == symbol:
+                executor.cancel(order.client_oid, Source.RISK, reason)
 
     def _start_sequence(
         self, name: str, reason: str, source: Source
@@ -622,6 +637,10 @@ class TradingDesk:
                     outcome = gateway.pause(now)
                 case Resume():
                     outcome = gateway.resume(now)
+                case PauseSymbol(symbol=symbol, reason=reason):
+                    outcome = gateway.pause_symbol(symbol, now, reason, command.source.sequence)
+                case ResumeSymbol(symbol=symbol, reason=reason):
+                    outcome = gateway.resume_symbol(symbol, now, reason, command.source.sequence)
                 case Rearm(confirmation=confirmation):
                     outcome = gateway.rearm(now, confirmation)
                 case SetLimits(overrides=overrides):
@@ -717,4 +736,6 @@ def _journaled_arguments(request: Request) -> dict[str, object]:
         return {"reason": request.reason}
     if isinstance(request, SetLimits):
         return request.overrides.journaled()
+    if isinstance(request, PauseSymbol | ResumeSymbol):
+        return {"symbol": request.symbol, "reason": request.reason}
     return {}

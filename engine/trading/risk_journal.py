@@ -11,6 +11,7 @@ from engine.risk.events import (
     PositionReconciled,
     RiskEvent,
     RiskLimitChanged,
+    SymbolPauseChanged,
     TradingStateChanged,
 )
 from engine.risk.intents import CancelIntent, ClosePositionsIntent, OrderIntent, Source
@@ -29,6 +30,14 @@ def risk_event_entry(event: RiskEvent) -> tuple[EntryKind, dict[str, object], in
         payload = {
             "old": event.old.name,
             "new": event.new.name,
+            "reason": event.reason,
+            "source": event.source.value,
+        }
+        return EntryKind.STATE_CHANGE, payload, event.at_ns
+    if isinstance(event, SymbolPauseChanged):
+        payload = {
+            "symbol": event.symbol,
+            "paused": event.paused,
             "reason": event.reason,
             "source": event.source.value,
         }

@@ -15,6 +15,8 @@ from engine.kev.hub import KevOutcome as HubOutcome
 from engine.market.instruments import BTCUSDT, Instrument
 from engine.pipeline import LayaStoodAside
 from engine.risk.commands import KevAction
+from engine.risk.events import SymbolPauseChanged
+from engine.risk.intents import Source
 from engine.trading.contract_watch import ContractChanged
 from engine.trading.events import OrderFilled
 
@@ -143,3 +145,10 @@ def test_a_symbol_laya_stands_aside_on_for_its_model_is_a_fault_in_the_events():
         f"Laya stands aside on NEXOUSDT, no quotes: its model: {reason}",
         9,
     )
+
+
+def test_a_symbol_stood_aside_is_a_state_warning_and_let_back_an_info():
+    aside = SymbolPauseChanged("ADAUSDT", True, "its status is 'maintain'", Source.RISK, 9)
+    back = SymbolPauseChanged("ADAUSDT", False, "ADAUSDT trades again", Source.RISK, 10)
+    assert console_event(aside, 0, {}) == (EventKind.STATE, Severity.WARNING, aside.text, 9)
+    assert console_event(back, 0, {}) == (EventKind.STATE, Severity.INFO, back.text, 10)

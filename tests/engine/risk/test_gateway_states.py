@@ -7,7 +7,12 @@ import pytest
 from support.risk import BTC, BUY, ETH, MIDS, MS, SECOND, SELL, T0, fill, limit, make_gateway
 
 from engine.bitget.orders import OrderType
-from engine.risk.events import CommandRejected, TradingState, TradingStateChanged
+from engine.risk.events import (
+    CommandRejected,
+    SymbolPauseChanged,
+    TradingState,
+    TradingStateChanged,
+)
 from engine.risk.gateway import RiskGateway
 from engine.risk.intents import DenialReason, Source
 from engine.risk.overrides import RiskOverrides
@@ -264,3 +269,60 @@ def test_snapshot_reports_state_reason_and_is_frozen():
     assert (snapshot.state, snapshot.state_reason) == (TradingState.HALTED, "exchange incident")
     with pytest.raises(AttributeError):
         snapshot.state = TradingState.ACTIVE  # type: ignore[misc]
+
+
+def test_a_paused_symbol_alone_refuses_risk_increasing_orders_the_others_go_on():
+    gateway = make_gateway()
+    gateway.on_position_sync(BTC, 0.4, MIDS[BTC], T0)
+    gateway.drain_events()
+    outcome = gateway.pause_symbol(BTC, T0, "operator pause")
+    assert outcome == (True, "BTCUSDT paused: operator pause")
+    assert gateway.state is TradingState.ACTIVE  # the book goes on
+    decision = gateway.check(limit(BTC, BUY, 0.1), T0)
+    assert (decision.reason, decision.text) == (
+        DenialReason.SYMBOL_PAUSED,
+        "BTCUSDT stood aside: operator pause",
+    )
+    assert gateway.check(limit(BTC, SELL, 0.1), T0).approved  # shrinks the long: passes
+    assert gateway.check(limit(ETH, BUY, 1.0), T0).approved
+    views = {view.symbol: view.stood_aside for view in gateway.snapshot().positions}
+    assert views == {BTC: "operator pause", ETH: ""}
+    assert gateway.snapshot().denial_counts[DenialReason.SYMBOL_PAUSED] == 1
+    (changed,) = [e for e in gateway.drain_events() if isinstance(e, SymbolPauseChanged)]
+    assert changed == SymbolPauseChanged(BTC, True, "operator pause", Source.OPERATOR, T0)
+
+    assert gateway.resume_symbol(BTC, T0 + 1, "operator resume") == (True, "BTCUSDT resumed")
+    assert gateway.check(limit(BTC, BUY, 0.1), T0 + 1).approved
+    (changed,) = [e for e in gateway.drain_events() if isinstance(e, SymbolPauseChanged)]
+    assert changed == SymbolPauseChanged(BTC, False, "operator resume", Source.OPERATOR, T0 + 1)
+
+
+def test_each_source_holds_its_own_symbol_pause():
+    gateway = make_gateway()
+    venue = "BTCUSDT is not trading: its status is 'maintain'"
+    gateway.pause_symbol(BTC, T0, venue, Source.RISK)
+    gateway.drain_events()
+    # The operator cannot lift the venue's stand-aside; said, not silently accepted.
+    outcome = gateway.resume_symbol(BTC, T0, "operator resume")
+    assert outcome == (False, f"BTCUSDT stays aside: {venue}")
+    assert gateway.pause_symbol(BTC, T0, "operator pause").accepted
+    assert gateway.stood_aside(BTC) == f"{venue}; operator pause"
+    assert gateway.resume_symbol(BTC, T0, "back to normal", Source.RISK).text == (
+        "BTCUSDT still stood aside: operator pause"
+    )
+    assert gateway.check(limit(BTC, BUY, 0.1), T0).reason is DenialReason.SYMBOL_PAUSED
+    assert gateway.resume_symbol(BTC, T0, "operator resume").accepted
+    assert gateway.check(limit(BTC, BUY, 0.1), T0).approved
+    assert gateway.resume_symbol(BTC, T0, "operator resume").text == "BTCUSDT is not paused"
+
+
+def test_pausing_a_symbol_not_in_the_book_is_refused_by_name():
+    gateway = make_gateway()
+    gateway.drain_events()
+    assert gateway.pause_symbol("DOGEUSDT", T0, "operator pause") == (
+        False,
+        "'DOGEUSDT' is not in the book",
+    )
+    assert not gateway.resume_symbol("DOGEUSDT", T0, "operator resume").accepted
+    rejected = [e.command for e in gateway.drain_events() if isinstance(e, CommandRejected)]
+    assert rejected == ["pause_symbol", "resume_symbol"]

@@ -16,7 +16,7 @@ from engine.laya.decide import QuoteIntent
 from engine.pipeline import EventLog
 from engine.risk.commands import KevAction
 from engine.risk.events import TradingState
-from engine.risk.intents import Source
+from engine.risk.intents import DenialReason, Source
 from engine.risk.overrides import RiskOverrides
 from engine.trading.commands import (
     Command,
@@ -25,8 +25,10 @@ from engine.trading.commands import (
     KevOrder,
     Kill,
     Pause,
+    PauseSymbol,
     Rearm,
     Resume,
+    ResumeSymbol,
     SetLimits,
 )
 from engine.trading.config import (
@@ -186,6 +188,50 @@ async def test_pause_cancels_quotes_and_resume_brings_them_back(paper_desk):
     await eventually(lambda: len(paper_desk.resting()) == 2, 3.0)
     commands = [e["command"] for e in paper_desk.entries(EntryKind.OPERATOR_COMMAND)]
     assert commands == ["pause", "resume"]
+
+
+async def test_a_paused_symbol_has_its_quotes_pulled_and_the_book_goes_on(paper_desk):
+    desk = paper_desk.desk
+    paper_desk.book()
+    await eventually(lambda: len(paper_desk.resting()) == 2, 3.0)
+    result = await desk.execute(Command(PauseSymbol("BTCUSDT")))
+    assert (result.ok, result.message) == (True, "BTCUSDT paused: operator pause")
+    assert desk.gateway.state is TradingState.ACTIVE
+    await eventually(lambda: not paper_desk.resting(), 3.0)
+    paper_desk.book()  # a new book: still nothing quoted on the paused symbol
+    await asyncio.sleep(0.02)
+    assert paper_desk.resting() == []
+    views = {view.symbol: view.stood_aside for view in desk.status().risk.positions}
+    assert views == {"BTCUSDT": "operator pause", "ETHUSDT": ""}
+    refused = await desk.execute(Command(PauseSymbol("DOGEUSDT")))
+    assert (refused.ok, refused.message) == (False, "'DOGEUSDT' is not in the book")
+    assert (await desk.execute(Command(ResumeSymbol("BTCUSDT")))).ok
+    paper_desk.book()
+    await eventually(lambda: len(paper_desk.resting()) == 2, 3.0)
+    journaled = [  # the desk's entries (a refusal also has the gateway's, without "ok")
+        (e["command"], e["symbol"], e["ok"])
+        for e in paper_desk.entries(EntryKind.OPERATOR_COMMAND)
+        if "ok" in e
+    ]
+    assert journaled == [
+        ("pause_symbol", "BTCUSDT", True),
+        ("pause_symbol", "DOGEUSDT", False),
+        ("resume_symbol", "BTCUSDT", True),
+    ]
+
+
+async def test_a_paused_hedge_is_not_asked_to_trade_and_hedges_once_resumed(paper_desk):
+    desk = paper_desk.desk
+    assert (await desk.execute(Command(PauseSymbol("ETHUSDT")))).ok
+    paper_desk.book()
+    await eventually(lambda: len(paper_desk.resting()) == 2, 3.0)  # BTCUSDT quotes on
+    paper_desk.book(bids=[(63_990.0, 0.5)], asks=[(63_996.0, 0.5)])  # fills our bid
+    await eventually(lambda: desk.executor.stats().fills >= 1, 3.0)
+    await asyncio.sleep(0.01)  # the hedge check a fill schedules has run
+    assert desk.gateway.position("ETHUSDT") == 0
+    assert desk.gateway.snapshot().denial_counts[DenialReason.SYMBOL_PAUSED] == 0
+    assert (await desk.execute(Command(ResumeSymbol("ETHUSDT")))).ok
+    await eventually(lambda: desk.gateway.position("ETHUSDT") != 0, 3.0)
 
 
 async def test_kill_flattens_and_stays_latched_until_rearmed(paper_desk):
