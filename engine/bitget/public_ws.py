@@ -1,6 +1,9 @@
 """Live Bitget v2 public websocket feed: subscribe, keep alive, reconnect, deliver typed frames.
 
-One connection carries every configured symbol. The receive loop is the hot path
+One connection carries up to `channels_per_connection` channels (Bitget recommends fewer than
+50 on one connection, and counts its limits per connection: 10 messages a second, 240
+subscribe requests an hour); a book with more gets as many connections as it needs, each
+symbol's channels on one of them. The receive loop is the hot path
 (receive -> stamp -> record -> parse -> sink): no logging, no file I/O, few allocations.
 Whatever the network does (closes, refused handshakes, silence, garbage) becomes a counted
 stat or a `FeedStateChanged`; nothing escapes the feed's tasks.
@@ -9,6 +12,7 @@ stat or a `FeedStateChanged`; nothing escapes the feed's tasks.
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -51,6 +55,9 @@ from engine.latency import FrameTimings
 BOOK_CHANNELS = frozenset((*DEPTH_CHANNELS, INCREMENTAL_CHANNEL))
 SUPPORTED_CHANNELS = BOOK_CHANNELS | {TRADE_CHANNEL}
 MAX_CHANNELS_PER_CONNECTION = 1000
+RECOMMENDED_CHANNELS_PER_CONNECTION = 49
+"""Bitget: "fewer than 50 channels per connection" for a stable one."""
+MAX_CONNECTIONS_PER_IP = 100
 MAX_SUBSCRIBE_ARGS_BYTES = 4096
 """Bitget's limit on the JSON length of one subscribe message's `args`."""
 SYMBOL_NOT_FOUND = 30001
@@ -63,7 +70,8 @@ _MAX_STALE_CHECK_PERIOD_S = 0.5
 class BitgetPublicFeedConfig(SocketSettings):
     """Where to connect, what to subscribe, and how to keep the connection healthy.
 
-    `symbols` lists the traded symbol first, then the hedge.
+    `symbols` lists the traded symbol first, then the hedge; `connection_symbols` says which
+    connection carries which of them.
     """
 
     url: str = BITGET_PUBLIC_URL
@@ -72,6 +80,7 @@ class BitgetPublicFeedConfig(SocketSettings):
     channels: tuple[str, ...] = ("books15", "trade")
     stale_after_s: float = 2.0
     max_subscribe_args_bytes: int = MAX_SUBSCRIBE_ARGS_BYTES
+    channels_per_connection: int = RECOMMENDED_CHANNELS_PER_CONNECTION
 
     def __post_init__(self) -> None:
         for name in ("symbols", "channels"):
@@ -98,11 +107,19 @@ class BitgetPublicFeedConfig(SocketSettings):
                 f"channels {self.channels} need a book channel ({sorted(BOOK_CHANNELS)}): "
                 "liveness and staleness are judged on book frames"
             )
-        channel_count = len(self.symbols) * len(self.channels)
-        if channel_count > MAX_CHANNELS_PER_CONNECTION:
+        per_connection = self.channels_per_connection
+        if not len(self.channels) <= per_connection <= MAX_CHANNELS_PER_CONNECTION:
             raise ValueError(
-                f"{channel_count} channels exceed Bitget's {MAX_CHANNELS_PER_CONNECTION} "
-                "per connection"
+                f"channels_per_connection must be in {len(self.channels)}.."
+                f"{MAX_CHANNELS_PER_CONNECTION} (a symbol's channels share a connection; "
+                f"Bitget carries at most {MAX_CHANNELS_PER_CONNECTION}), got {per_connection}"
+            )
+        connections = len(self.connection_symbols)
+        if connections > MAX_CONNECTIONS_PER_IP:
+            raise ValueError(
+                f"{len(self.symbols)} symbols x {len(self.channels)} channels need {connections} "
+                f"connections of at most {per_connection} channels, over Bitget's "
+                f"{MAX_CONNECTIONS_PER_IP} per IP"
             )
         check_socket_settings(self, ("stale_after_s",), min_frame_bytes=1)
         if not 2 < self.max_subscribe_args_bytes <= MAX_SUBSCRIBE_ARGS_BYTES:
@@ -120,6 +137,21 @@ class BitgetPublicFeedConfig(SocketSettings):
                 f"one subscribe arg takes {longest} bytes, over max_subscribe_args_bytes "
                 f"({self.max_subscribe_args_bytes})"
             )
+
+    @property
+    def connection_symbols(self) -> tuple[tuple[str, ...], ...]:
+        """The symbols each connection carries, in order: as few connections as
+        `channels_per_connection` allows, their symbols balanced (counts differ by one at most)."""
+        per_connection = self.channels_per_connection // len(self.channels)
+        count = math.ceil(len(self.symbols) / per_connection)
+        size, larger = divmod(len(self.symbols), count)
+        groups = []
+        start = 0
+        for index in range(count):
+            end = start + size + (1 if index < larger else 0)
+            groups.append(self.symbols[start:end])
+            start = end
+        return tuple(groups)
 
 
 def batch_channel_args(args: Sequence[ChannelArg], max_args_bytes: int) -> list[list[ChannelArg]]:
@@ -157,15 +189,16 @@ class SymbolFeedStats:
 class FeedStats(SocketStats):
     """A snapshot of a feed's counters, safe to hand to another thread.
 
-    `frames`/`bytes` count every received frame; `foreign_frames` are market frames for a
-    symbol this feed did not subscribe; `handler_errors` are exceptions raised by the parser
-    or the sink (the frame is skipped); `internal_errors` are unexpected exceptions that ended
-    a connection.
+    `frames`/`bytes` count every received frame, on every connection (`connections`);
+    `foreign_frames` are market frames for a symbol the connection did not subscribe;
+    `handler_errors` are exceptions raised by the parser or the sink (the frame is skipped);
+    `internal_errors` are unexpected exceptions that ended a connection.
     """
 
     channel_errors: int
     resyncs: int
     foreign_frames: int
+    connections: int
     symbols: Mapping[str, SymbolFeedStats]
     parser: Mapping[str, object]
 
@@ -225,8 +258,51 @@ class _SymbolFeed:
         return self.rate_per_s
 
 
+class _Connection:
+    """One of the feed's websockets (a `SocketOwner`) and the symbols it carries."""
+
+    def __init__(
+        self, feed: BitgetPublicFeed, name: str, symbols: Mapping[str, _SymbolFeed]
+    ) -> None:
+        self.feed = feed
+        self.name = name
+        self.symbols = symbols
+        self.socket = ReconnectingSocket(feed.config, feed._counters)
+        self.resync_pending: dict[str, None] = {}  # insertion-ordered set
+        self.resync_requested = asyncio.Event()
+
+    def session_tasks(self, websocket: ClientConnection) -> SessionTasks:
+        self.resync_pending.clear()
+        self.resync_requested.clear()
+        feed, name = self.feed, self.name
+        return SessionTasks(
+            f"{name}-receive",
+            feed._receive(websocket, self),
+            {
+                f"{name}-control": feed._control(self),
+                f"{name}-keepalive": self.socket.keep_alive(),
+                f"{name}-staleness": feed._watch_staleness(self.symbols),
+            },
+        )
+
+    def session_closed(self) -> bool:
+        for symbol_feed in self.symbols.values():
+            symbol_feed.subscribed.clear()
+            symbol_feed.subscribed_ns = 0
+        return True  # no login to fail: a session that lasted counts
+
+    def connection_down(self, reason: str, *, failed: bool) -> None:
+        # Symbols the exchange refused stay FAILED with the exchange's own reason.
+        state = FeedState.FAILED if failed else FeedState.RECONNECTING
+        for symbol_feed in self.symbols.values():
+            if symbol_feed.state is not FeedState.FAILED:
+                self.feed._set_state(symbol_feed, state, reason)
+
+
 class BitgetPublicFeed:
-    """Bitget public market data for `config.symbols` over one websocket connection.
+    """Bitget public market data for `config.symbols`, over as many websocket connections as
+    `config.connection_symbols` says (one for a small book); a connection lost, refused or
+    given up affects its own symbols only.
 
     Per-symbol state: STOPPED (not started) -> CONNECTING -> LIVE on the first book frame ->
     STALE after `stale_after_s` without one -> LIVE again; RECONNECTING after a connection
@@ -248,19 +324,30 @@ class BitgetPublicFeed:
         self._symbols = {symbol: _SymbolFeed(symbol) for symbol in config.symbols}
         self._counters = _FeedCounters()
         self.timings = FrameTimings()
-        self._socket = ReconnectingSocket(config, self._counters)
-        self._resync_pending: dict[str, None] = {}  # insertion-ordered set
-        self._resync_requested = asyncio.Event()
+        groups = config.connection_symbols
+        self._connections = tuple(
+            _Connection(
+                self,
+                "bitget-feed" if len(groups) == 1 else f"bitget-feed-{index}",
+                {symbol: self._symbols[symbol] for symbol in group},
+            )
+            for index, group in enumerate(groups)
+        )
+        self._connection_of = {
+            symbol: connection for connection in self._connections for symbol in connection.symbols
+        }
 
     async def start(self) -> None:
         """Start connecting in the background and return at once."""
-        self._socket.start(self, "bitget-feed")
+        for connection in self._connections:
+            connection.socket.start(connection, connection.name)
         for symbol_feed in self._symbols.values():
             self._set_state(symbol_feed, FeedState.CONNECTING, f"connecting to {self.config.url}")
 
     async def stop(self) -> None:
-        """Cancel every task, close the connection, and move every symbol to STOPPED."""
-        if not await self._socket.stop():
+        """Cancel every task, close the connections, and move every symbol to STOPPED."""
+        stopped = [await connection.socket.stop() for connection in self._connections]
+        if not any(stopped):
             return
         for symbol_feed in self._symbols.values():
             self._set_state(symbol_feed, FeedState.STOPPED, "feed stopped")
@@ -281,8 +368,9 @@ class BitgetPublicFeed:
                 f"request_resync needs the {INCREMENTAL_CHANNEL!r} channel; "
                 f"this feed subscribes {self.config.channels}"
             )
-        self._resync_pending[symbol] = None
-        self._resync_requested.set()
+        connection = self._connection_of[symbol]
+        connection.resync_pending[symbol] = None
+        connection.resync_requested.set()
 
     @property
     def stats(self) -> FeedStats:
@@ -300,8 +388,15 @@ class BitgetPublicFeed:
             )
             for symbol, feed in self._symbols.items()
         }
+        # The counters are the feed's, shared by its connections; the run of failures is the
+        # longest of any one connection's.
+        socket_fields = self._connections[0].socket.stats_fields()
+        socket_fields["consecutive_failures"] = max(
+            connection.socket.consecutive_failures for connection in self._connections
+        )
         return FeedStats(
-            **self._socket.stats_fields(),
+            **socket_fields,
+            connections=len(self._connections),
             symbols=MappingProxyType(symbols),
             parser=MappingProxyType(self._parser.stats.as_dict()),
         )
@@ -312,38 +407,14 @@ class BitgetPublicFeed:
         except KeyError:
             raise KeyError(f"{symbol!r} is not a symbol of this feed") from None
 
-    # Connection lifecycle
+    # A connection's session (`_Connection.session_tasks`)
 
-    def session_tasks(self, websocket: ClientConnection) -> SessionTasks:
-        self._resync_pending.clear()
-        self._resync_requested.clear()
-        return SessionTasks(
-            "bitget-feed-receive",
-            self._receive(websocket),
-            {
-                "bitget-feed-control": self._control(),
-                "bitget-feed-keepalive": self._socket.keep_alive(),
-                "bitget-feed-staleness": self._watch_staleness(),
-            },
-        )
-
-    def session_closed(self) -> bool:
-        for symbol_feed in self._symbols.values():
-            symbol_feed.subscribed.clear()
-            symbol_feed.subscribed_ns = 0
-        return True  # no login to fail: a session that lasted counts
-
-    def connection_down(self, reason: str, *, failed: bool) -> None:
-        # Symbols the exchange refused stay FAILED with the exchange's own reason.
-        state = FeedState.FAILED if failed else FeedState.RECONNECTING
-        for symbol_feed in self._symbols.values():
-            if symbol_feed.state is not FeedState.FAILED:
-                self._set_state(symbol_feed, state, reason)
-
-    async def _control(self) -> SessionEnd:
-        """Subscribe everything, then serve resync requests, all through the rate limiter."""
+    async def _control(self, connection: _Connection) -> SessionEnd:
+        """Subscribe the connection's symbols, then serve their resync requests, all through
+        its rate limiter."""
         config = self.config
-        symbols = self._symbols
+        symbols = connection.symbols
+        socket = connection.socket
         try:
             args = [
                 channel_arg(config.inst_type, channel, symbol)
@@ -352,35 +423,35 @@ class BitgetPublicFeed:
                 for channel in config.channels
             ]
             for batch in batch_channel_args(args, config.max_subscribe_args_bytes):
-                await self._socket.send(encode_op("subscribe", batch))
+                await socket.send(encode_op("subscribe", batch))
                 sent_ns = time.time_ns()
                 for arg in batch:
                     symbols[arg["instId"]].subscribed_ns = sent_ns
             while True:
-                await self._resync_requested.wait()
-                self._resync_requested.clear()
+                await connection.resync_requested.wait()
+                connection.resync_requested.clear()
                 args = [
                     channel_arg(config.inst_type, INCREMENTAL_CHANNEL, symbol)
-                    for symbol in self._resync_pending
+                    for symbol in connection.resync_pending
                     if symbols[symbol].state is not FeedState.FAILED
                 ]
-                self._resync_pending.clear()
+                connection.resync_pending.clear()
                 for op in ("unsubscribe", "subscribe"):
                     for batch in batch_channel_args(args, config.max_subscribe_args_bytes):
-                        await self._socket.send(encode_op(op, batch))
+                        await socket.send(encode_op(op, batch))
                 self._counters.resyncs += len(args)
         except ConnectionClosed as closed:
             return SessionEnd(f"{describe_close(closed)} while sending")
 
-    async def _watch_staleness(self) -> SessionEnd:
-        """Mark symbols STALE when no book frame came for `stale_after_s`; never returns."""
+    async def _watch_staleness(self, symbols: Mapping[str, _SymbolFeed]) -> SessionEnd:
+        """Mark `symbols` STALE when no book frame came for `stale_after_s`; never returns."""
         stale_after_s = self.config.stale_after_s
         stale_after_ns = int(stale_after_s * _NS_PER_S)
         period_s = min(stale_after_s / _STALE_CHECKS_PER_PERIOD, _MAX_STALE_CHECK_PERIOD_S)
         while True:
             await asyncio.sleep(period_s)
             now_ns = time.time_ns()
-            for symbol_feed in self._symbols.values():
+            for symbol_feed in symbols.values():
                 state = symbol_feed.state
                 subscribed_ns = symbol_feed.subscribed_ns
                 if state is FeedState.FAILED or state is FeedState.STALE or not subscribed_ns:
@@ -401,10 +472,11 @@ class BitgetPublicFeed:
 
     # The hot path
 
-    async def _receive(self, websocket: ClientConnection) -> SessionEnd:
+    async def _receive(self, websocket: ClientConnection, connection: _Connection) -> SessionEnd:
         """Receive until the connection closes; returns why it closed."""
         counters = self._counters
-        symbols = self._symbols
+        symbols = connection.symbols
+        pong = connection.socket.pong
         parse = self._parser.parse
         on_market = self._sink.on_market
         record = self._recorder.write if self._recorder is not None else None
@@ -449,7 +521,7 @@ class BitgetPublicFeed:
                     totals.record(time_ns() - recv_ns)
                     parse_times.record(parsed_ns - recv_ns)
                 elif kind is Pong:
-                    self._socket.pong(frame.recv_ns)
+                    pong(frame.recv_ns)
                 elif kind is ChannelAck:
                     self._on_ack(frame)
                 else:

@@ -40,6 +40,8 @@ ParsedFrame = BookSnapshot | BookUpdate | Trades | ChannelAck | ChannelError | P
 DEPTH_CHANNELS = {"books1": 1, "books5": 5, "books15": 15}
 INCREMENTAL_CHANNEL = "books"
 TRADE_CHANNEL = "trade"
+OPEN_PARSER_SYMBOLS = 8
+"""The symbols a parser named none registers, the first seen (frames of more are refused)."""
 _DEPTH_NAMES = {1: "books1", 5: "books5", 15: "books15"}
 _SIDES = {"buy": 1.0, "sell": -1.0}
 _INT64_MAX = 2**63 - 1
@@ -96,7 +98,8 @@ class ParseStats:
 
 
 class FrameParser:
-    """Parses raw public-websocket frames of any number of symbols.
+    """Parses raw public-websocket frames of the `symbols` named (room for every one of them),
+    or, named none, of the first `max_symbols` seen (`OPEN_PARSER_SYMBOLS` by default).
 
     Depth snapshot arrays come from a ring of `pool_size` preallocated buffers, so the hot path
     allocates none; a `BookSnapshot.levels` stays valid for the next `pool_size - 1` depth
@@ -113,9 +116,17 @@ class FrameParser:
         depth_capacity: int = 15,
         pool_size: int = 1024,
         trade_capacity: int = 8192,
-        max_symbols: int = 8,
+        max_symbols: int | None = None,
         max_trades_per_frame: int = 64,
     ) -> None:
+        allowed = None if symbols is None else frozenset(symbols)
+        if max_symbols is None:  # room for every symbol named, or for the first few seen
+            max_symbols = OPEN_PARSER_SYMBOLS if allowed is None else len(allowed)
+        elif allowed is not None and len(allowed) > max_symbols:
+            raise ValueError(
+                f"{len(allowed)} symbols named, over max_symbols ({max_symbols}): the others' "
+                "frames would be refused"
+            )
         if pool_size <= max_symbols or pool_size & (pool_size - 1):
             raise ValueError(
                 f"pool_size must be a power of two above max_symbols ({max_symbols}): every "
@@ -124,7 +135,7 @@ class FrameParser:
         if depth_capacity < 1:
             raise ValueError(f"depth_capacity must be >= 1, got {depth_capacity}")
         self.stats = ParseStats()
-        self._allowed = None if symbols is None else frozenset(symbols)
+        self._allowed = allowed
         self.tape = MarketTape(max_symbols, trade_capacity)
         self._pool = np.zeros((pool_size, 4, depth_capacity))
         self._trade_rows = np.zeros((TRADE_ROWS, max_trades_per_frame))

@@ -47,7 +47,9 @@ from engine.feed.tape import Trades
         ({"max_reconnect_attempts": -1}, "max_reconnect_attempts"),
         ({"max_client_messages_per_s": 0}, "max_client_messages_per_s"),
         ({"max_subscribe_args_bytes": 5000}, "max_subscribe_args_bytes"),
-        ({"symbols": tuple(f"S{i}USDT" for i in range(501))}, "1000 per connection"),
+        ({"symbols": tuple(f"S{i}USDT" for i in range(2401))}, "101 connections of at most 49"),
+        ({"channels_per_connection": 1}, r"channels_per_connection must be in 2\.\.1000"),
+        ({"channels_per_connection": 1001}, "channels_per_connection"),
         ({"symbols": ("X" * 5000,)}, "one subscribe arg takes"),
     ],
 )
@@ -445,7 +447,9 @@ async def test_never_more_than_ten_client_messages_in_any_second(
     bitget_server, make_feed, make_sink, make_config, eventually
 ):
     symbols = tuple(f"SYM{i:03d}USDT" for i in range(500))
-    config = make_config(bitget_server.url, symbols=symbols, ping_interval_s=0.3)
+    config = make_config(
+        bitget_server.url, symbols=symbols, ping_interval_s=0.3, channels_per_connection=1000
+    )  # all of them on one connection: its limit is the one tested
     feed = make_feed(config, make_sink())
     await feed.start()
     await eventually(
@@ -467,6 +471,40 @@ async def test_never_more_than_ten_client_messages_in_any_second(
         what="every sent message counted on both sides",
     )
     assert bitget_server.max_client_messages_in(1.0) <= 10
+
+
+async def test_a_book_over_the_channels_of_one_connection_is_split_and_a_loss_stays_on_its_own(
+    bitget_server, make_feed, make_sink, make_config, eventually
+):
+    # 16 quoted symbols and the hedge, 3 channels each: 51, over the 49 of one connection.
+    symbols = tuple(f"S{i:02d}USDT" for i in range(17))
+    channels = ("books15", "trade", "books")
+    sink = make_sink()
+    feed = make_feed(make_config(bitget_server.url, symbols=symbols, channels=channels), sink)
+    bitget_server.streaming = True
+    await feed.start()
+    await eventually(
+        lambda: all(feed.state(symbol) is FeedState.LIVE for symbol in symbols), what="LIVE"
+    )
+    assert (feed.stats.connections, bitget_server.connections_accepted) == (2, 2)
+    carried = sorted(
+        sorted({symbol for _, symbol in subscriptions})
+        for subscriptions in bitget_server.subscriptions.values()
+    )
+    assert carried == [list(symbols[:9]), list(symbols[9:])]  # every channel of a symbol together
+    assert all(len(subs) <= 49 for subs in bitget_server.subscriptions.values())
+    # One connection lost: its symbols reconnect, the other connection's stay LIVE throughout.
+    lost = next(
+        c for c, subs in bitget_server.subscriptions.items() if ("books", "S00USDT") in subs
+    )
+    lost.transport.abort()
+    await eventually(lambda: feed.stats.connects == 3, what="the lost connection back")
+    await eventually(lambda: feed.state("S00USDT") is FeedState.LIVE, what="LIVE again")
+    assert FeedState.RECONNECTING in sink.states("S08USDT")
+    assert all(
+        sink.states(symbol) == [FeedState.CONNECTING, FeedState.LIVE] for symbol in symbols[9:]
+    )
+    await feed.stop()
 
 
 async def test_request_resync_unsubscribes_and_resubscribes_the_books_channel(

@@ -12,7 +12,7 @@ from support.sim import running_sim, sim_config
 from engine.bitget.contracts import parse_contracts
 from engine.bitget.public_ws import BitgetPublicFeedConfig
 from engine.bitget.record import RecordProgress, record, recorded_contracts, rest_url_of
-from engine.feed.events import ChannelError, FeedState
+from engine.feed.events import BookSnapshot, ChannelError, FeedState
 from engine.feed.parse import FrameParser
 from engine.feed.recorder import FrameRecorder
 from engine.feed.recording import RecordingReadStats, iter_recording, recording_instruments
@@ -58,6 +58,19 @@ async def test_live_recording_replays_to_byte_identical_frames_and_identical_eve
         e for e in live.events if isinstance(e, ChannelError)
     ]
     assert stats.parser == feed.stats.parser
+
+
+async def test_a_book_over_two_connections_is_recorded_whole(tmp_path, bitget_server, make_config):
+    path = tmp_path / "book.gz"
+    bitget_server.streaming = True
+    symbols = tuple(f"S{i:02d}USDT" for i in range(17))  # x 3 channels: two connections
+    config = make_config(bitget_server.url, symbols=symbols, channels=("books15", "trade", "books"))
+    final = await record(config, str(path), 0.5, lambda _: None, progress_interval_s=0.1)
+    assert final.fault is None
+    assert bitget_server.connections_accepted == 2
+    parser = FrameParser(symbols)
+    parsed = [parser.parse(raw, recv_ns) for recv_ns, raw in iter_recording(path)]
+    assert {frame.symbol for frame in parsed if isinstance(frame, BookSnapshot)} == set(symbols)
 
 
 async def test_record_reports_progress_and_leaves_a_complete_file(

@@ -244,6 +244,21 @@ def test_symbols_outside_the_configured_set_are_rejected():
     assert parser.stats.rejected == {RejectReason.UNKNOWN_SYMBOL: 1}
 
 
+def test_every_symbol_named_is_parsed_however_many_they_are():
+    symbols = [f"S{i:02d}USDT" for i in range(17)]  # a book of 16 and its hedge
+    parser = FrameParser(symbols)
+    books = [
+        parser.parse(depth_frame([["100", "1"]], [["101", "1"]], symbol=s), 1) for s in symbols
+    ]
+    assert [book.symbol for book in books] == symbols
+    assert parser.stats.rejected == {}
+
+
+def test_more_symbols_named_than_the_parser_holds_is_refused_up_front():
+    with pytest.raises(ValueError, match=r"^9 symbols named, over max_symbols \(8\)"):
+        FrameParser([f"S{i}USDT" for i in range(9)], max_symbols=8)
+
+
 def test_snapshot_buffers_are_reused_only_after_the_pool_wraps():
     parser = FrameParser(pool_size=4, max_symbols=2)
     books = [parser.parse(depth_frame([[str(100 + i), "1"]], [["500", "1"]]), i) for i in range(4)]
@@ -528,7 +543,7 @@ def test_control_frame_text_nested_too_deep_for_str_is_dropped_not_raised(field:
 def test_an_empty_symbol_is_rejected_not_matched_to_a_free_row(channel: str) -> None:
     """Found by tests/fuzz (atheris): the scanner matched instId "" to the first unregistered
     tape row (its name length is 0), wrote that row, then parse raised IndexError."""
-    parser = FrameParser(("BTCUSDT",))
+    parser = FrameParser(("BTCUSDT",), max_symbols=2)
     parser.parse(trade_frame([trade("1", "1")]), 0)  # BTCUSDT takes row 0; row 1 is free
     raw = (
         trade_frame([trade("2", "1")], symbol="")

@@ -17,6 +17,8 @@ from support.risk import (
     T0,
     fill,
     limit,
+    make_bounds,
+    make_config,
     make_gateway,
     make_limits,
     mark,
@@ -35,6 +37,7 @@ from engine.risk.intents import (
     OrderIntent,
     Source,
 )
+from engine.risk.limits import SymbolLimits
 from engine.risk.overrides import RiskOverrides
 
 
@@ -229,6 +232,32 @@ def test_unhealthy_feed_blocks_risk_increasing_orders_only():
     assert gateway.check(limit(ETH, BUY, 1.0), T0).approved
     gateway.on_feed_health(BTC, True, "")
     assert gateway.check(limit(BTC, BUY, 0.1), T0).approved
+
+
+def test_a_stale_or_gapped_symbol_stands_aside_alone_in_a_book_of_four():
+    sol, xrp = "SOLUSDT", "XRPUSDT"
+    book = (
+        *make_limits().symbols,
+        SymbolLimits(sol, max_position=100.0, max_notional=90_000, max_order_size=10.0),
+        SymbolLimits(xrp, max_position=10_000.0, max_notional=90_000, max_order_size=1_000.0),
+    )
+    bounds = make_bounds(max_position={limits.symbol: limits.max_position for limits in book})
+    gateway = RiskGateway(make_config(limits=make_limits(symbols=book), bounds=bounds))
+    mids = {**MIDS, sol: 150.0, xrp: 0.5}
+    for symbol, mid in mids.items():
+        mark(gateway, symbol, T0, mid=mid, half_spread=mid * 1e-5)
+    gateway.on_feed_health(ETH, False, "no book frame for 2.1 s")
+    gateway.on_feed_health(sol, False, "resyncing: seq gap")
+    reasons = {
+        symbol: gateway.check(limit(BTC, BUY, 0.1)._replace(symbol=symbol, price=mid), T0).reason
+        for symbol, mid in mids.items()
+    }
+    assert reasons == {
+        BTC: None,
+        ETH: DenialReason.FEED_UNHEALTHY,
+        sol: DenialReason.FEED_UNHEALTHY,
+        xrp: None,
+    }
 
 
 def test_stale_mark_blocks_risk_increasing_orders():
