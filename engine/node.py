@@ -382,6 +382,7 @@ class EngineNode:
                 apply=lambda instrument: _change_contract(desk, venue, instrument),
                 on_event=self.events.append,
                 clock=self.clock.time_ns,
+                command=desk.execute,
             )
             await self.contract_watch.start()
         if self.config.kev_client is not None:

@@ -299,6 +299,12 @@ class SimRestApi:
             {**entry, **fields} if entry["symbol"] == symbol else entry for entry in self._contracts
         )
 
+    def delist(self, symbol: str) -> None:
+        """`symbol`'s entry taken out of the contract table (SimExchange.delist)."""
+        if not any(entry["symbol"] == symbol for entry in self._contracts):
+            raise ValueError(f"the contract table has no {symbol}")
+        self._contracts = tuple(entry for entry in self._contracts if entry["symbol"] != symbol)
+
     async def _tickers(self, request: web.Request) -> web.Response:
         """Bitget's tickers of the product type: each traded symbol's last (mark) price, in
         Bitget's field names (the ones a client reads; the volume fields are left out)."""

@@ -278,6 +278,12 @@ class SimExchange:
         assert self._rest is not None, "the exchange is not started"
         self._rest.relist(symbol, fields)
 
+    def delist(self, symbol: str) -> None:
+        """Take `symbol` out of the contract table the REST API serves, as the venue does when
+        it delists a contract; the matching engine goes on (its book still moves)."""
+        assert self._rest is not None, "the exchange is not started"
+        self._rest.delist(symbol)
+
     def engine(self, symbol: str) -> MatchingEngine:
         return self._engines[symbol]
 

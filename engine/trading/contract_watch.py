@@ -1,17 +1,26 @@
 """The venue's contract table, read again while trading: Bitget changes a contract's tick or
-lot now and then, and an order off the new grid is refused."""
+lot now and then, and an order off the new grid is refused; it also stops a contract's
+trading (its status leaves "normal", or the table lists it no longer), and a symbol that does
+is stood aside alone until it trades again."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import NamedTuple
 
 from engine.bitget.contracts import ContractTableError, fetch_contracts
 from engine.bitget.rest import BitgetRestClient, BitgetRestError
 from engine.market.instruments import Instrument
+from engine.trading.commands import (
+    Command,
+    CommandResult,
+    CommandSource,
+    PauseSymbol,
+    ResumeSymbol,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -52,8 +61,12 @@ def grid_changed(old: Instrument, new: Instrument) -> bool:
 class ContractWatcher:
     """Reads the venue's table every `interval_s` (through `client`, public); each traded
     contract whose grid changed goes to `apply` (the desk and the venue take it) and to
-    `on_event` as a `ContractChanged`. A table that cannot be read is logged and tried again
-    at the next period: the grid in force stands."""
+    `on_event` as a `ContractChanged`. A traded contract the table lists no longer, or whose
+    status is not normal trading, is stood aside through `command` (the desk's one way in:
+    `PauseSymbol` from `CommandSource.RISK`, which pulls its orders; the gateway's
+    `SymbolPauseChanged` says it), and let back (`ResumeSymbol`) when it trades again. A table
+    that cannot be read is logged and tried again at the next period: what is in force
+    stands."""
 
     def __init__(
         self,
@@ -64,13 +77,17 @@ class ContractWatcher:
         apply: Callable[[Instrument], None],
         on_event: Callable[[object], None],
         clock: Callable[[], int],
+        command: Callable[[Command], Awaitable[CommandResult]],
     ) -> None:
         self._interval_s = interval_s
         self._client = client
         self._in_force = {instrument.symbol: instrument for instrument in instruments}
         self._apply = apply
         self._on_event = on_event
+        self._command = command
         self._clock = clock
+        self._not_trading: dict[str, str] = {}
+        """The symbols this watcher stood aside, and why."""
         self._task: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
@@ -84,11 +101,20 @@ class ContractWatcher:
             self._task = None
 
     async def check(self) -> list[ContractChanged]:
-        """Read the table once; apply and say each change."""
+        """Read the table once; stand aside or let back each symbol whose trading stopped or
+        resumed; apply and say each grid change (the grid of a symbol stood aside too: it
+        comes back on the venue's grid)."""
         table = await fetch_contracts(self._client)
         changes = []
         for symbol, old in list(self._in_force.items()):
             spec = table.specs.get(symbol)
+            refusal = f"{symbol} is no longer listed by the venue" if spec is None else spec.refusal
+            if refusal is not None and symbol not in self._not_trading:
+                self._not_trading[symbol] = refusal
+                await self._carry_out(PauseSymbol(symbol, refusal))
+            elif refusal is None and symbol in self._not_trading:
+                del self._not_trading[symbol]
+                await self._carry_out(ResumeSymbol(symbol, f"{symbol} trades again at the venue"))
             if spec is None:
                 continue
             new = Instrument(
@@ -109,6 +135,10 @@ class ContractWatcher:
             changes.append(change)
         return changes
 
+    async def _carry_out(self, request: PauseSymbol | ResumeSymbol) -> None:
+        result = await self._command(Command(request, CommandSource.RISK))
+        logger.warning("%s: %s", request.reason, result.message)
+
     async def _watch(self) -> None:
         while True:
             await asyncio.sleep(self._interval_s)
@@ -116,5 +146,6 @@ class ContractWatcher:
                 await self.check()
             except (BitgetRestError, ContractTableError) as error:
                 logger.warning(
-                    "contract table not read again (%s): the grid in force stands", error
+                    "contract table not read again (%s): the grids and statuses in force stand",
+                    error,
                 )
