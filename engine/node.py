@@ -74,6 +74,7 @@ from engine.trading.config import TradingConfig, TradingMode
 from engine.trading.contract_watch import ContractWatcher
 from engine.trading.desk import TradingDesk, TradingStatus
 from engine.trading.paper_venue import PaperVenue
+from engine.trading.quote_skews import QuoteSkews
 from engine.trading.rest_venue import RestVenue
 from engine.trading.venue import Venue
 from engine.units import amount, coin
@@ -363,6 +364,7 @@ class EngineNode:
                 journal.register_secret(secret)
         journal.start()
         venue = self._build_venue(trading)
+        skews = QuoteSkews(self.clock.time_ns) if self.config.kev_client is not None else None
         desk = TradingDesk(
             trading,
             venue,
@@ -371,6 +373,7 @@ class EngineNode:
             self.books,
             clock=self.clock,
             gate=self.config.quote_gate,
+            quote_skews=skews,
         )
         self.desk = desk
         await desk.start()
@@ -386,9 +389,12 @@ class EngineNode:
             )
             await self.contract_watch.start()
         if self.config.kev_client is not None:
-            await self._start_kev(self.config.kev_client, desk)
+            assert skews is not None
+            await self._start_kev(self.config.kev_client, desk, skews)
 
-    async def _start_kev(self, client_config: KevClientConfig, desk: TradingDesk) -> None:
+    async def _start_kev(
+        self, client_config: KevClientConfig, desk: TradingDesk, skews: QuoteSkews
+    ) -> None:
         """Kev's hub on this loop, on the desk's clock: non-HOLD verdicts go to its queue, its
         commands to the desk (which drains the gateway's events), its decisions to the journal,
         its events to the event log, accepted quote skews to the strategy. It starts offline
@@ -420,10 +426,10 @@ class EngineNode:
             on_event=self.events.append,
             engine_clock=self.clock,
             recorder=recorder,
+            skews=skews,
         )
         await hub.start()
         self.kev = hub
-        desk.quote_skew_bps = hub.quote_skew_bps
 
     def _offer_to_kev(
         self, snapshot: BookSnapshot, verdict: int, probabilities: list[float], features: np.ndarray

@@ -57,6 +57,7 @@ from engine.risk.commands import KevCommandOutcome
 from engine.risk.gateway import RiskGateway
 from engine.trading.commands import Command, CommandResult, CommandSource, KevOrder, kev_result
 from engine.trading.events import TradingFault
+from engine.trading.quote_skews import QuoteSkews
 
 logger = logging.getLogger(__name__)
 
@@ -171,6 +172,7 @@ class KevHub:
         on_event: Callable[[object], None] | None = None,
         engine_clock: EngineClock | None = None,
         recorder: KevAnswerRecorder | None = None,
+        skews: QuoteSkews | None = None,
     ) -> None:
         self.config = config
         self._client = client
@@ -203,7 +205,8 @@ class KevHub:
         self._log: deque[KevDecision] = deque(maxlen=config.decision_log_size)
         self._next_id = 0
         self._outcomes = dict.fromkeys((outcome.value for outcome in KevOutcome), 0)
-        self._skews: dict[str, tuple[float, int]] = {}
+        self.skews = skews if skews is not None else QuoteSkews(clock)
+        """The quote skews of Kev's accepted commands (the desk quotes with the same)."""
 
     # Lifecycle
 
@@ -230,16 +233,6 @@ class KevHub:
             self._wake()  # a no-op while already set
             return True
         return False
-
-    def quote_skew_bps(self, symbol: str) -> float:
-        """The quote skew Kev's last accepted command set for `symbol`, until its ttl ends."""
-        skew = self._skews.get(symbol)
-        if skew is None:
-            return 0.0
-        if self._clock() >= skew[1]:
-            del self._skews[symbol]
-            return 0.0
-        return skew[0]
 
     # The UI's view
 
@@ -417,9 +410,8 @@ class KevHub:
         if not outcome.accepted:
             self._conclude(request, KevOutcome.REFUSED, notes, reply, waited_ms, now_ns, outcome)
             return
-        self._skews[snapshot.symbol] = (
-            command.skew_bps,
-            request.context_ns + command.ttl_ms * 1_000_000,
+        self.skews.set(
+            snapshot.symbol, command.skew_bps, request.context_ns + command.ttl_ms * 1_000_000
         )
         summary = (
             f"{command.action.value}: {outcome.state.name}, risk {outcome.risk_scale:g}, "

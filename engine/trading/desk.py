@@ -65,6 +65,7 @@ from engine.trading.config import TradingConfig
 from engine.trading.events import CommandExecuted, TradingFault, VerdictActed
 from engine.trading.executor import ExecutorStats, OrderExecutor
 from engine.trading.paper_venue import PaperVenue
+from engine.trading.quote_skews import QuoteSkews
 from engine.trading.strategy import QuotingStrategy
 from engine.trading.tracked_order import OrderRole, OrderState, OrderView
 from engine.trading.venue import CancelAllTicket, Venue
@@ -160,10 +161,6 @@ def orders_open_in_journal(entries: Sequence[JournalEntry], venue: str) -> list[
     return open_orders
 
 
-def _no_skew(_symbol: str) -> float:
-    return 0.0
-
-
 class TradingDesk:
     """See the module docstring. Build it, `start` it before the market feed, `stop` it
     after the feed has stopped."""
@@ -178,7 +175,9 @@ class TradingDesk:
         *,
         clock: EngineClock | None = None,
         gate: QuoteGate = QuoteGate.LAYA,
+        quote_skews: QuoteSkews | None = None,
     ) -> None:
+        """`quote_skews`: Kev's, when Kev runs (none: quotes are not skewed)."""
         self.config = config
         self.venue = venue
         self.journal = journal
@@ -187,8 +186,7 @@ class TradingDesk:
         self._actor = gate.actor  # who pulls quotes, named in the journaled reasons
         self._engine_clock = clock if clock is not None else WallClock()
         self._clock = self._engine_clock.time_ns
-        self.quote_skew_bps: Callable[[str], float] = _no_skew
-        """Kev's quote skew per symbol; the node points it at KevHub.quote_skew_bps."""
+        self.quote_skews = quote_skews
         # Live, a fresh session per start keeps clientOids unique at the exchange across
         # restarts; in a replay the recording's start names it, so a rerun is identical.
         engine_clock = self._engine_clock
@@ -383,7 +381,7 @@ class TradingDesk:
             gateway.state,
             intent,
             now,
-            self.quote_skew_bps(symbol),
+            self.quote_skews.bps(symbol) if self.quote_skews is not None else 0.0,
         )
         self._work_side(OrderRole.BID, OrderSide.BUY, plan.bid, intent, previous, now)
         self._work_side(OrderRole.ASK, OrderSide.SELL, plan.ask, intent, previous, now)

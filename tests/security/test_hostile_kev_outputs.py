@@ -196,7 +196,7 @@ async def test_no_hostile_output_widens_a_limit_or_the_state(
             decision = hub.decisions()[-1]
             outcomes[name] = decision.outcome
             assert_not_widened(before, gateway.snapshot(), f"{start}: {name}")
-            assert abs(hub.quote_skew_bps(BTC)) <= spec.max_skew_tenths_bps / 10, name
+            assert abs(hub.skews.bps(BTC)) <= spec.max_skew_tenths_bps / 10, name
     finally:
         await hub.stop()
         await client.stop()

@@ -142,9 +142,9 @@ async def test_an_accepted_command_is_applied_through_the_gateway(
         ("risk_scale", 0.8, Source.KEV),
         ("hedge_ratio", 0.6, Source.KEV),
     }
-    assert hub.quote_skew_bps(BTC) == pytest.approx(-1.2) and hub.quote_skew_bps(ETH) == 0.0
+    assert hub.skews.bps(BTC) == pytest.approx(-1.2) and hub.skews.bps(ETH) == 0.0
     clock.advance_ms(3000)
-    assert hub.quote_skew_bps(BTC) == 0.0
+    assert hub.skews.bps(BTC) == 0.0
 
 
 async def test_raising_the_risk_scale_is_refused_by_the_gateway(scripted, start_hub, gateway):
@@ -156,7 +156,7 @@ async def test_raising_the_risk_scale_is_refused_by_the_gateway(scripted, start_
     assert decision.outcome is KevOutcome.REFUSED
     assert decision.reason == "Kev cannot raise the risk scale (0.5 -> 1)"
     assert gateway.snapshot().risk_scale == 0.5
-    assert hub.quote_skew_bps(BTC) == 0.0  # nothing more of a refused command is applied
+    assert hub.skews.bps(BTC) == 0.0  # nothing more of a refused command is applied
 
 
 async def test_leaving_paused_is_refused_by_the_gateway(scripted, start_hub, gateway):

@@ -53,7 +53,8 @@ async def test_a_verdict_reaches_kev_and_its_command_lowers_the_risk_scale(
         assert decision.outcome is KevOutcome.ACCEPTED, decision.reason
         assert decision.verdict == "LEAN_BUY" and decision.symbol in ("BTCUSDT", "ETHUSDT")
         assert desk.gateway.snapshot().risk_scale == 0.4
-        assert desk.quote_skew_bps("BTCUSDT") in (0.0, -0.5)  # only the consulted symbol's
+        assert desk.quote_skews is hub.skews  # the desk quotes with what Kev set
+        assert hub.skews.bps("BTCUSDT") in (0.0, -0.5)  # only the consulted symbol's
         warm_up, asked = (r["messages"][-1]["content"] for r in scripted.requests[:2])
         assert " HOLD p 100 0 0 0" in warm_up  # the warm-up came first: a neutral context
         assert decision.symbol in asked and "LEAN_BUY" in asked
