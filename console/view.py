@@ -58,6 +58,9 @@ class PositionLine(NamedTuple):
     unrealized_pnl: float
     realized_pnl: float = 0.0
     fees: float = 0.0
+    stood_aside: str = ""
+    """Why the symbol is paused alone at the gateway (the venue stopped it, the operator);
+    "" while it trades."""
 
     @property
     def pnl(self) -> float:
@@ -123,6 +126,8 @@ class LayaView:
     warming: str = ""
     warming_s: tuple[tuple[str, float], ...] = ()
     """Each symbol Laya stands aside on while it warms up, and the market seconds it waits."""
+    stood_aside: tuple[tuple[str, str], ...] = ()
+    """Each symbol Laya stands aside on for good, and why (its model would not start)."""
 
 
 class KevState(enum.StrEnum):

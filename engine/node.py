@@ -118,6 +118,8 @@ class EngineStatus:
     """Market seconds each symbol Laya still stands aside on has to wait."""
     laya_scorecard: ScorecardView | None = None
     """Laya's scorecard as of its last score pass."""
+    laya_stood_aside: dict[str, str] = field(default_factory=dict)
+    """The symbols Laya stands aside on for good, with why (their model would not start)."""
 
 
 def engine_clock(config: EngineConfig) -> EngineClock:
@@ -628,6 +630,7 @@ class EngineNode:
             self.desk.status() if self.desk is not None else None,
             self.pipeline.warm_up_left_s(),
             self.scorecard.view(),
+            dict(self.pipeline.stood_aside),
         )
 
 

@@ -341,6 +341,8 @@ class SnapshotPublisher:
                 warming=format_warm_up(status.laya_warming),
                 warming_s=tuple(status.laya_warming.items()),
             )
+        if status.laya_stood_aside:
+            laya = dataclasses.replace(laya, stood_aside=tuple(status.laya_stood_aside.items()))
         quoted, hedge = self._roles
         return StatusView(
             self._mode, tuple(feeds), trading, laya, kev, self._contracts_shown, quoted, hedge

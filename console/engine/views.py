@@ -247,6 +247,7 @@ def trading_view(trading: TradingStatus, bounds: OverrideBounds, rearm_phrase: s
                 p.unrealized_pnl,
                 p.realized_pnl,
                 p.fees,
+                p.stood_aside,
             )
             for p in risk.positions
         ),

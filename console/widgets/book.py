@@ -17,6 +17,7 @@ from engine.bitget.orders import OrderSide
 from engine.bitget.private_events import OrderUpdate
 from engine.feed.events import FeedState
 from engine.laya.decide import VerdictRecord, VerdictStreamView
+from engine.laya.verdict import Verdict
 from engine.units import amount, coin
 
 
@@ -55,9 +56,10 @@ class BookPane(LinePane[BookLines]):
     """One row per symbol, in the engine's order, under a header; the columns a pane too
     narrow for all of them drops go first by rank (the role, the feed, the quotes), so the
     position and its PnL stay. PnL is the symbol's session PnL (realized less fees plus
-    unrealized); quotes count our open orders on each side; Laya's state is its warm-up wait
-    or its latest verdict with its probability (none while a symbol has had only HOLDs); the
-    feed's rate is books a second and its age that of the last book (`<1 s` while they
+    unrealized); the role says `paused` while the gateway stands the symbol aside alone;
+    quotes count our open orders on each side; Laya's state is its warm-up wait, `no model`
+    where its model would not start, or its verdict on the symbol's last book (with its
+    probability while the verdict stream's last record of the symbol agrees); the feed's rate is books a second and its age that of the last book (`<1 s` while they
     flow). Every change waits for the lists' budget: the status bar draws what must be seen
     at once."""
 
@@ -111,6 +113,8 @@ class BookPane(LinePane[BookLines]):
         status = view.status
         positions = {line.symbol: line for line in status.trading.positions}
         waits = dict(status.laya.warming_s)
+        laya_aside = dict(status.laya.stood_aside)
+        current = view.verdicts.current
         latest = _latest_verdicts(view.verdicts, {feed.symbol for feed in status.feeds})
         quotes = _quotes(view.orders)
         for feed in status.feeds:
@@ -122,8 +126,11 @@ class BookPane(LinePane[BookLines]):
                 self.style("book--picked") if marked else "",
             )
             role = status.role(symbol)
-            cells["role"] = Text(role.value, label)
             position = positions.get(symbol)
+            paused = position is not None and position.stood_aside
+            cells["role"] = (
+                Text("paused", self.style("status--warning")) if paused else Text(role.value, label)
+            )
             if position is not None:
                 size = coin(symbol, position.size, signed=True) if position.size else "flat"
                 cells["position"] = Text(size, "" if position.size else label)
@@ -134,7 +141,9 @@ class BookPane(LinePane[BookLines]):
             if role is not SymbolRole.WATCHED:
                 bids, asks = quotes.get(symbol, (0, 0))
                 cells["quotes b/a"] = Text(f"{bids}/{asks}", "" if bids or asks else label)
-            cells["Laya"] = self._laya(waits.get(symbol), latest.get(symbol))
+            cells["Laya"] = self._laya(
+                waits.get(symbol), laya_aside.get(symbol), latest.get(symbol), current.get(symbol)
+            )
             cells["feed"] = self._feed(feed)
             row = []
             for column in columns:
@@ -145,13 +154,26 @@ class BookPane(LinePane[BookLines]):
             lines.append(Text(_GAP).join(row))
         return lines
 
-    def _laya(self, wait_s: float | None, verdict: VerdictRecord | None) -> Text:
+    def _laya(
+        self,
+        wait_s: float | None,
+        aside: str | None,
+        record: VerdictRecord | None,
+        current: Verdict | None,
+    ) -> Text:
+        """Warming up, no model (it would not start: Laya stands aside), else its verdict on
+        its last book, with the probability while the stream's last record of it is that
+        verdict."""
         if wait_s is not None:
             return Text(f"warming {wait_s:,.0f} s", self.style("status--warning"))
+        if aside is not None:
+            return Text("no model", self.style("status--loss"))
+        verdict = current if current is not None else record.verdict if record else None
         if verdict is None:
             return Text()
-        text = Text(verdict.verdict.name, self.style(CLASS_STYLE[verdict.verdict]))
-        text.append(f" {verdict.probability:.2f}")
+        text = Text(verdict.name, self.style(CLASS_STYLE[verdict]))
+        if record is not None and record.verdict is verdict:
+            text.append(f" {record.probability:.2f}")
         return text
 
     def _feed(self, feed: FeedView) -> Text:

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import enum
 from collections import deque
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from engine.laya.verdict import Verdict
@@ -73,6 +74,9 @@ class VerdictStreamView:
     recent: tuple[VerdictRecord, ...]
     counts: dict[str, int]
     total: int
+    current: Mapping[str, Verdict] = field(default_factory=dict)
+    """Each symbol's verdict on its last book (a HOLD too: the stream keeps HOLDs only when
+    the verdict changes, so a symbol long in HOLD has left it)."""
 
 
 class DecisionStage:
@@ -105,4 +109,5 @@ class DecisionStage:
 
     def view(self, limit: int = 100) -> VerdictStreamView:
         recent = tuple(self._recent)[-limit:] if limit > 0 else ()
-        return VerdictStreamView(recent, self.counts(), sum(self._counts))
+        current = {symbol: Verdict(verdict) for symbol, verdict in self._last_verdict.items()}
+        return VerdictStreamView(recent, self.counts(), sum(self._counts), current)

@@ -585,7 +585,9 @@ def book_snapshot(picked_missing: str | None = None) -> ConsoleSnapshot:
     """`fixed_snapshot` with a book of eight quoted symbols and the ETHUSDT hedge: each with a
     feed, a ladder and an imbalance (BTCUSDT's and ETHUSDT's as in `fixed_snapshot`, the others
     the ETH ladder renamed), positions with realized PnL and fees on some, quotes on some, Laya
-    warming up on one and a verdict on others; `picked_missing` leaves that symbol out."""
+    warming up on one, standing aside on another (its model), a verdict on others (DOGEUSDT's
+    a HOLD the stream no longer holds), AVAXUSDT paused at the gateway; `picked_missing` leaves
+    that symbol out."""
     base = fixed_snapshot()
     symbols = tuple(s for s in (*BOOK_QUOTED, "ETHUSDT") if s != picked_missing)
     feeds = tuple(
@@ -600,6 +602,7 @@ def book_snapshot(picked_missing: str | None = None) -> ConsoleSnapshot:
         PositionLine("SOLUSDT", -3.0, 150.12, 150.40, -0.84, 1.10, 0.22),
         PositionLine("XRPUSDT", 0.0, 0.0, 0.52, 0.0, -0.35, 0.05),
         PositionLine("DOGEUSDT", 1_200.0, 0.1201, 0.1203, 0.24),
+        PositionLine("AVAXUSDT", 0.0, 0.0, 24.1, 0.0, stood_aside="its status is 'maintain'"),
         PositionLine("ETHUSDT", -0.2, 3_001.1, 3_000.01, 0.22, 0.0, 0.12),
     )
     trading = replace(base.status.trading, positions=positions, open_orders=6)
@@ -619,12 +622,17 @@ def book_snapshot(picked_missing: str | None = None) -> ConsoleSnapshot:
         VerdictRecord("SOLUSDT", AT_MS - 400, Verdict.LEAN_BUY, 0.66, QuoteIntent.PULL_ASKS),
         VerdictRecord("XRPUSDT", AT_MS - 300, Verdict.EMERGENCY, 0.91, QuoteIntent.CANCEL_ALL),
     )
-    verdicts = VerdictStreamView(records, verdicts_view().counts, verdicts_view().total)
+    current = {"SOLUSDT": Verdict.LEAN_BUY, "XRPUSDT": Verdict.EMERGENCY, "DOGEUSDT": Verdict.HOLD}
+    verdicts = VerdictStreamView(records, verdicts_view().counts, verdicts_view().total, current)
     status = replace(
         base.status,
         feeds=feeds,
         trading=trading,
-        laya=replace(base.status.laya, warming_s=(("LINKUSDT", 12.4),)),
+        laya=replace(
+            base.status.laya,
+            warming_s=(("LINKUSDT", 12.4),),
+            stood_aside=(("NEXOUSDT", "LayaModelError: /m/nexo.onnx is not a Laya model"),),
+        ),
         quoted=tuple(s for s in BOOK_QUOTED if s != picked_missing),
         hedge="ETHUSDT",
     )

@@ -28,7 +28,9 @@ from textual.geometry import Region
 from textual.widget import Widget
 from textual.widgets._footer import FooterKey
 
+from console.app import ConsoleConfig
 from console.view import DepthLevel, HistogramBin, PositionLine, StageLatency
+from console.widgets.book import BookPane
 from console.widgets.depth import DepthPane
 from console.widgets.footer import KeysFooter
 from console.widgets.kev import KevPane
@@ -453,3 +455,19 @@ async def test_the_footer_is_composed_again_only_when_its_keys_change():
         app.set_keymap({"console.kill": "K"})
         await pilot.pause()
         assert [key.key for key in app.query(FooterKey)] == ["K"]
+
+
+async def test_the_book_says_each_symbols_laya_state_and_a_symbol_paused_alone():
+    """Laya: warming up, aside for its model, the current verdict (with its probability while
+    the stream's last record of it agrees; a HOLD the stream no longer holds, bare); the role
+    says a symbol the gateway paused alone."""
+    snapshot = book_snapshot()
+    pane = BookPane.build(ConsoleConfig())
+    async with PaneHost(pane).run_test(size=(160, 14)) as pilot:
+        pane.view = pane.part(snapshot, "BTCUSDT")
+        await pilot.pause()
+        lines = {line.split()[0].strip("▶"): line for line in rows(pane)[1:] if line.split()}
+    assert "LEAN_BUY 0.66" in lines["SOLUSDT"] and "EMERGENCY 0.91" in lines["XRPUSDT"]
+    assert "HOLD" in lines["DOGEUSDT"] and "HOLD 0" not in lines["DOGEUSDT"]
+    assert "warming 12 s" in lines["LINKUSDT"] and "no model" in lines["NEXOUSDT"]
+    assert "paused" in lines["AVAXUSDT"] and "paused" not in lines["DOGEUSDT"]

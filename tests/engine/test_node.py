@@ -272,6 +272,7 @@ def test_a_model_that_will_not_start_stands_its_symbol_aside(recording, laya_mod
     assert sum(node.pipeline.decisions.counts().values()) == 0
     stood_aside = [e for _, e in node.events.since(-1)[0] if isinstance(e, LayaStoodAside)]
     assert [event.symbol for event in stood_aside] == ["BTCUSDT"]
+    assert node.status().laya_stood_aside == {"BTCUSDT": node.model_faults["BTCUSDT"]}
 
 
 def test_a_model_of_an_unknown_label_version_at_start_stands_its_symbol_aside(

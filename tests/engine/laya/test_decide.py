@@ -48,3 +48,13 @@ def test_stream_is_bounded():
 def test_stream_size_must_be_positive():
     with pytest.raises(ValueError, match="stream_size"):
         DecisionStage(stream_size=0)
+
+
+def test_the_view_says_each_symbols_verdict_on_its_last_book_a_long_hold_too():
+    stage = DecisionStage(stream_size=2)
+    stage.decide("ETHUSDT", 1, Verdict.HOLD, 0.9)
+    for ts in range(2, 6):
+        stage.decide("BTCUSDT", ts, Verdict.EMERGENCY if ts % 2 else Verdict.HOLD, 0.8)
+    view = stage.view()
+    assert {record.symbol for record in view.recent} == {"BTCUSDT"}  # ETH's HOLD never entered
+    assert view.current == {"ETHUSDT": Verdict.HOLD, "BTCUSDT": Verdict.EMERGENCY}
