@@ -130,10 +130,13 @@ def book_shelf(symbols: Iterable[str]) -> dict[str, OrderBook]:
     return {symbol: OrderBook(symbol) for symbol in symbols}
 
 
-def feature_extractor(symbols: Sequence[str], tape: MarketTape) -> FeatureExtractor:
-    """Laya's feature extractor for `symbols` on `tape` (the parser's trades); cross features
-    pair the first two."""
-    return FeatureExtractor(FeatureExtractorConfig(symbols=tuple(symbols[:2])), tape)
+def feature_extractor(
+    symbols: Sequence[str], tape: MarketTape, leader: str | None = None
+) -> FeatureExtractor:
+    """Laya's feature extractor for every one of `symbols` on `tape` (the parser's trades);
+    their cross features read `leader` (the book's hedge; None: the last symbol, where the
+    hedge comes, so a pair reads each other), see `FeatureExtractorConfig`."""
+    return FeatureExtractor(FeatureExtractorConfig(symbols=tuple(symbols), leader=leader), tape)
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,10 +6,12 @@ z-score against the symbol's own recent past (`Z_SCORED_FEATURES`); four raw val
 Kev and the console (`VENUE_SCALED_FEATURES`). State per symbol lives in one float64 row
 (running sums, exponentially weighted averages, a ring of recent (time, mid) pairs, the
 z-scores' statistics), so each frame costs O(1) apart from short bounded scans of the mid
-ring. Trades are read from the parser's `MarketTape` at the next book frame of either symbol;
-nothing is ever read from the future. `docs/features.md` documents each feature, and their
-shift between venues; `FEATURE_NAMES` is the authoritative order. The kernels keep the GIL,
-as the fast path's others do (`engine.feed.frame_kernel` says why).
+ring, however many symbols the book has: a book's cross features read one other row, the
+leader's (`FeatureExtractorConfig`). Trades are read from the parser's `MarketTape` at the next
+book frame of their symbol or of one whose cross features read it; nothing is ever read from
+the future. `docs/features.md` documents each feature, and their shift between venues;
+`FEATURE_NAMES` is the authoritative order. The kernels keep the GIL, as the fast path's others
+do (`engine.feed.frame_kernel` says why).
 """
 
 from __future__ import annotations
@@ -165,9 +167,10 @@ reversed): `features[:, MIRROR_SOURCE] * MIRROR_SIGN`. Its labels swap LEAN_BUY 
 LEAN_SELL; training adds it, so a model reads the two sides alike."""
 _Z_SLOTS = np.array([FEATURE_NAMES.index(name) for name in Z_SCORED_FEATURES], np.int64)
 _CROSS_FIRST = FEATURE_NAMES.index("other_return_1s_sigmas")
-"""Features from here on need the other symbol; without it they read 0 (neutral)."""
+"""Features from here on need another symbol; without one they read 0 (neutral)."""
 CROSS_FEATURES: tuple[str, ...] = ("other_jump_sigmas_1s", *FEATURE_NAMES[_CROSS_FIRST:])
-"""The features read from the other symbol of the pair: 0 (neutral) without one."""
+"""The features read from another symbol, the leader (the leader's: the first other symbol):
+0 (neutral) for a symbol alone."""
 
 # --- per-symbol state row layout -------------------------------------------------------------
 (
@@ -284,18 +287,25 @@ _MISSING_LOG_SIZE = -7.0
 
 @dataclass(frozen=True, slots=True)
 class FeatureExtractorConfig:
-    """`symbols`: traded first, then the hedge; cross features of each use the other."""
+    """`symbols`: the book's, quoted first, then the hedge. Every symbol's cross features read
+    `leader`'s state (the hedge, the market's leader; None: the last symbol), the leader's own
+    read the first other symbol's, so a pair reads each other; one symbol alone has none."""
 
     symbols: tuple[str, ...] = ("BTCUSDT", "ETHUSDT")
+    leader: str | None = None
 
     def __post_init__(self) -> None:
-        if not 1 <= len(self.symbols) <= 2:
-            raise ValueError(
-                f"FeatureExtractorConfig.symbols takes the traded symbol and optionally the "
-                f"hedge, got {self.symbols!r}"
-            )
+        if not self.symbols:
+            raise ValueError("FeatureExtractorConfig.symbols must name at least one symbol")
         if len(set(self.symbols)) != len(self.symbols):
             raise ValueError(f"FeatureExtractorConfig.symbols has duplicates: {self.symbols!r}")
+        if self.leader is None:
+            object.__setattr__(self, "leader", self.symbols[-1])
+        elif self.leader not in self.symbols:
+            raise ValueError(
+                f"FeatureExtractorConfig.leader {self.leader!r} is not among the symbols "
+                f"{self.symbols!r}"
+            )
 
 
 @njit(cache=True, _nrt=False, inline="always")
@@ -767,7 +777,7 @@ def compute_features(
             volume_rate * _VPIN_BUCKET_SECONDS - bucket
         )
 
-    # Cross features against the other symbol.
+    # Cross features against the other symbol (the leader, or the leader's first other).
     has_other = other >= 0 and state[other, S_FRAMES] > 0.0
     if has_other:
         other_mid = state[other, S_MID]
@@ -867,8 +877,12 @@ class FeatureExtractor:
         # Horizon pointers start before the first ring entry: nothing is old enough yet.
         self._state[:, [S_PTR_500MS, S_PTR_1S, S_PTR_5S, S_PTR_30S]] = -1.0
         self._rows = {symbol: row for row, symbol in enumerate(config.symbols)}
+        leader = self._rows[config.leader]
+        first_other = 1 if leader == 0 else 0
+        # The row each symbol's cross features read: a row each, so the kernel's work per book
+        # does not grow with the book (-1: none, for a symbol alone).
         self._others = {
-            symbol: (1 - row if len(config.symbols) == 2 else -1)
+            symbol: -1 if len(config.symbols) == 1 else first_other if row == leader else leader
             for row, symbol in enumerate(config.symbols)
         }
         self._tape_rows: dict[str, int] = {}

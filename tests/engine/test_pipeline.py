@@ -28,6 +28,17 @@ from engine.pipeline import (
 from engine.tools.bench.trading import ALWAYS_EMERGENCY
 
 OBI5 = FEATURE_NAMES.index("obi_5")
+BOOK_SYMBOLS = (
+    "ETHUSDT",
+    "SOLUSDT",
+    "XRPUSDT",
+    "DOGEUSDT",
+    "ADAUSDT",
+    "TRXUSDT",
+    "LINKUSDT",
+    "AVAXUSDT",
+)
+"""Eight quoted symbols of a book (the simulator's table), BTCUSDT their hedge."""
 
 
 def depth(symbol, ts, bid="99", ask="101"):
@@ -293,3 +304,24 @@ def test_the_scorecard_gets_each_book_by_number_and_the_kernel_keeps_its_mid_and
     assert len({mid for _, mid, _ in seen}) == len({imbalance for _, _, imbalance in seen}) == 6
     with pytest.raises(ValueError, match="another feature extractor"):
         MarketPipeline(config, parser.tape, classifier, scores=queue)
+
+
+def test_every_symbol_of_a_book_gets_features_and_verdicts(classifier):
+    """Eight quoted symbols and their hedge: each book of each gets its features (kept under
+    its number) and a verdict, none left out past the first two."""
+    symbols = (*BOOK_SYMBOLS, "BTCUSDT")
+    parser = FrameParser(symbols)
+    decided = []
+    pipeline = MarketPipeline(
+        MarketPipelineConfig(symbols=symbols),
+        parser.tape,
+        classifier,
+        sinks=PipelineSinks(on_decided=lambda snapshot, _: decided.append(snapshot.symbol)),
+    )
+    assert pipeline.features.config.leader == "BTCUSDT"
+    for k in range(3):
+        for symbol in symbols:
+            pipeline.on_market(parser.parse(depth(symbol, 1_000 + 100 * k), 0))
+    assert decided == list(symbols) * 3
+    for symbol in symbols:
+        assert pipeline.features.recorded_book(symbol, 3) == (100.0, pytest.approx(1 / 3))

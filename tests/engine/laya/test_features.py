@@ -10,20 +10,30 @@ import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.recordings import shared_spot
 
 from engine.feed.events import BookSnapshot
 from engine.feed.parse import FrameParser
+from engine.feed.recording import iter_recording
 from engine.laya.feature_set import FEATURE_COUNT, FEATURE_SET_VERSION
 from engine.laya.features import (
     CROSS_FEATURES,
     FEATURE_NAMES,
     MIRROR_SIGN,
     MIRROR_SOURCE,
+    S_PTR_1S,
+    S_PTR_5S,
+    S_PTR_30S,
+    S_PTR_500MS,
+    STATE_WIDTH,
     VENUE_SCALED_FEATURES,
     Z_SCORED_FEATURES,
     FeatureExtractor,
     FeatureExtractorConfig,
+    compute_features,
 )
+from engine.sim.market import sim_book
+from engine.sim.recording import simulate_recording
 
 DOCS = Path(__file__).resolve().parents[3] / "docs" / "features.md"
 F = {name: index for index, name in enumerate(FEATURE_NAMES)}
@@ -199,6 +209,92 @@ def test_cross_features_use_the_other_symbol():
         row = alone.feed(depth("BTCUSDT", ts, [["99", "1"]], [[f"{101 + ts % 3}", "1"]]))
         # Without a hedge every cross feature is 0, the neutral value, frame after frame.
         assert not any(row[F[name]] for name in CROSS_FEATURES)
+
+
+def book_features(path, symbols, leader=None):
+    """Every book of `symbols` in the recording at `path`: (symbol, its features' bytes)."""
+    parser = FrameParser(symbols)
+    extractor = FeatureExtractor(FeatureExtractorConfig(symbols, leader), parser.tape)
+    books = []
+    for recv_ns, raw in iter_recording(path):
+        event = parser.parse(raw, recv_ns)
+        if type(event) is BookSnapshot:
+            books.append((event.symbol, extractor.on_book(event).tobytes()))
+    return books
+
+
+def book_features_paired_as_before(path, pair):
+    """`book_features` as the extractor of before computed them: the two symbols of a pair,
+    each one's cross features reading the other's row."""
+    parser = FrameParser(pair)
+    tape = parser.tape
+    state = np.zeros((2, STATE_WIDTH))
+    state[:, [S_PTR_500MS, S_PTR_1S, S_PTR_5S, S_PTR_30S]] = -1.0
+    features = np.zeros((1, FEATURE_COUNT), np.float32)
+    books = []
+    for recv_ns, raw in iter_recording(path):
+        event = parser.parse(raw, recv_ns)
+        if type(event) is not BookSnapshot:
+            continue
+        row = pair.index(event.symbol)
+        tape_rows = [-1 if tape.index(symbol) is None else tape.index(symbol) for symbol in pair]
+        compute_features(
+            event.levels,
+            event.n_bids,
+            event.n_asks,
+            event.exchange_ts_ms,
+            0,
+            row,
+            1 - row,
+            tape_rows[row],
+            tape_rows[1 - row],
+            state,
+            tape.state,
+            tape.trades,
+            features,
+        )
+        books.append((event.symbol, features.tobytes()))
+    return books
+
+
+def test_a_pair_led_by_its_hedge_gives_the_features_of_before():
+    """Traded BTCUSDT, hedge ETHUSDT as the leader: byte for byte what the pairing of before
+    computed on the shared recording (and the other way round, a pair reads each other)."""
+    path = shared_spot()
+    pair = ("BTCUSDT", "ETHUSDT")
+    before = book_features_paired_as_before(path, pair)
+    assert len(before) > 10_000 and {symbol for symbol, _ in before} == set(pair)
+    assert book_features(path, pair, "ETHUSDT") == before
+    assert book_features(path, pair, "BTCUSDT") == before
+    assert book_features(path, pair) == before
+
+
+@pytest.fixture(scope="module")
+def sim_book_recording(tmp_path_factory):
+    """Half a minute of the simulator's book: ETHUSDT and SOLUSDT following BTCUSDT."""
+    path = tmp_path_factory.mktemp("book") / "book.bitget.gz"
+    market = sim_book(("ETHUSDT", "SOLUSDT"), seed=5, hedge="BTCUSDT")
+    return simulate_recording(path, 0.5, seed=5, market=market).path
+
+
+def test_every_symbol_of_a_book_reads_the_leader(sim_book_recording):
+    """In a book, each quoted symbol's features are those of its pair with the leader, and the
+    leader's those of its pair with the first quoted symbol."""
+    book = book_features(sim_book_recording, ("ETHUSDT", "SOLUSDT", "BTCUSDT"), "BTCUSDT")
+    with_eth = book_features(sim_book_recording, ("ETHUSDT", "BTCUSDT"))
+    with_sol = book_features(sim_book_recording, ("SOLUSDT", "BTCUSDT"))
+
+    def of(books, symbol):
+        return [features for name, features in books if name == symbol]
+
+    assert len(of(book, "SOLUSDT")) > 200
+    assert of(book, "ETHUSDT") == of(with_eth, "ETHUSDT")
+    assert of(book, "SOLUSDT") == of(with_sol, "SOLUSDT")
+    assert of(book, "BTCUSDT") == of(with_eth, "BTCUSDT")
+    # The cross features say something: SOLUSDT's differ from what it reads next to ETHUSDT.
+    assert of(book, "SOLUSDT") != of(
+        book_features(sim_book_recording, ("SOLUSDT", "ETHUSDT")), "SOLUSDT"
+    )
 
 
 def reference_sigma_features(times, mids):
@@ -395,7 +491,13 @@ def test_unconfigured_symbol_gives_no_features():
 
 
 def test_config_validation():
-    with pytest.raises(ValueError, match="traded symbol"):
-        FeatureExtractorConfig(symbols=("A", "B", "C"))
+    with pytest.raises(ValueError, match="at least one symbol"):
+        FeatureExtractorConfig(symbols=())
     with pytest.raises(ValueError, match="duplicates"):
-        FeatureExtractorConfig(symbols=("A", "A"))
+        FeatureExtractorConfig(symbols=("A", "B", "A"))
+    with pytest.raises(ValueError, match="leader 'D' is not among the symbols"):
+        FeatureExtractorConfig(symbols=("A", "B", "C"), leader="D")
+    # The hedge comes last: without a leader named, the last symbol leads.
+    assert FeatureExtractorConfig(symbols=("A", "B", "C")).leader == "C"
+    assert FeatureExtractorConfig(symbols=("A",)).leader == "A"
+    assert FeatureExtractorConfig(symbols=("A", "B", "C"), leader="B").leader == "B"
