@@ -255,6 +255,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--kill", action="store_true", help="instead: kill switch to confirmed flat, on the sim"
     )
     bench.add_argument(
+        "--book",
+        type=count,
+        metavar="N",
+        help="instead: a books15 frame's p50/p99 with 1 and with N quoted symbols and their "
+        "hedge on the simulator's book, and their ratio (--passes rounds)",
+    )
+    bench.add_argument(
         "--samples", type=count, default=60, help="reaction samples per run and path (60)"
     )
     bench.add_argument("--runs", type=count, default=3, help="reaction runs per path (3)")
@@ -430,6 +437,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _bench(args: argparse.Namespace) -> int:
+    if args.book is not None:
+        return _bench_book(args)
     if args.reaction or args.kill:
         return _bench_trading(args)
     if args.replay is None:
@@ -447,6 +456,18 @@ def _bench(args: argparse.Namespace) -> int:
     if result["recording_problem"]:
         print(f"hft-console bench: {result['recording_problem']}", file=sys.stderr)
     print(json.dumps(result) if args.json else format_table(result))
+    return 0
+
+
+def _bench_book(args: argparse.Namespace) -> int:
+    if args.replay or args.reaction or args.kill:
+        raise ValueError(
+            "--book N runs the simulator's book alone: drop --replay, --reaction, --kill"
+        )
+    from engine.tools.bench.fast_path import format_book_table, run_book_bench
+
+    result = run_book_bench(args.book, rounds=args.passes, laya=_laya_config(args))
+    print(json.dumps(result) if args.json else format_book_table(result))
     return 0
 
 

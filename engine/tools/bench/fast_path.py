@@ -10,12 +10,17 @@ every sample once (the clock reads inside `total` stay in: the live path pays th
 A steady-state pass over at least `memory_frames` frames (the recording repeated with its
 times and trade ids shifted forward) reports resident-memory growth. Last, always, the order
 path's hot spot: `RiskGateway.check` (`engine.tools.bench.risk`), under a second per run.
+
+`run_book_bench` (`bench --book N`) times the same path on the simulator's book with one quoted
+symbol and with N, and their hedge: a frame's cost must not grow with the book.
 """
 
 from __future__ import annotations
 
 import re
 import resource
+import statistics
+import tempfile
 import time
 from collections.abc import Callable
 from itertools import islice
@@ -30,6 +35,9 @@ from engine.laya.classifier import LayaClassifier, laya_runs_on
 from engine.laya.config import LayaClassifierConfig
 from engine.laya.scorecard import ScorecardQueue
 from engine.pipeline import TIMED_STAGES, MarketPipeline, feature_extractor
+from engine.sim.contracts import sim_instruments
+from engine.sim.market import DEFAULT_HEDGE, sim_book
+from engine.sim.recording import simulate_recording
 from engine.tools.bench.risk import benchmark_check
 
 WARMUP_PASSES = 2
@@ -38,6 +46,8 @@ DRAINED_BOOKS = 64
 frames: the engine drains it each market second (`LayaScorecardConfig.drain_every_s`), some
 20 books of two symbols at 100 ms."""
 RISK_CHECK_TARGET_P50_US = 3.0
+BOOK_RATIO_TARGET = 1.10
+"""A frame's p50 and p99 with N quoted symbols over those with one (issue 30's benchmark)."""
 
 Frames = list[tuple[int, bytes]]
 
@@ -63,13 +73,24 @@ def _symbols(frames: Frames) -> tuple[str, ...]:
         symbol = getattr(parser.parse(raw, recv_ns), "symbol", None)
         if symbol is not None:
             seen.setdefault(symbol)
-    return tuple(seen)[:2] or ("BTCUSDT",)
+    return tuple(seen) or ("BTCUSDT",)
 
 
 class _Bench:
-    def __init__(self, frames: Frames, classifier: LayaClassifier, clock: Callable[[], int]):
+    """The fast path over `frames`, on `symbols` (None: every one the frames have) with their
+    cross features reading `leader` (None: `feature_extractor`'s)."""
+
+    def __init__(
+        self,
+        frames: Frames,
+        classifier: LayaClassifier,
+        clock: Callable[[], int],
+        symbols: tuple[str, ...] | None = None,
+        leader: str | None = None,
+    ):
         self.frames = frames
-        self.symbols = _symbols(frames)
+        self.symbols = symbols or _symbols(frames)
+        self.leader = leader
         self.classifier = classifier
         self.clock = clock
 
@@ -77,7 +98,7 @@ class _Bench:
         """A pipeline as the engine's: its books go to a scorecard's queue too, as small as
         what the engine's scorer finds at a drain (its work is off the path)."""
         parser = FrameParser(self.symbols)
-        features = feature_extractor(self.symbols, parser.tape)
+        features = feature_extractor(self.symbols, parser.tape, self.leader)
         scores = ScorecardQueue(DRAINED_BOOKS, features)
         pipeline = MarketPipeline(
             MarketPipelineConfig(symbols=self.symbols),
@@ -231,6 +252,138 @@ def run_bench(
             "target_p50": RISK_CHECK_TARGET_P50_US,
         },
     }
+
+
+def book_symbols(quoted: int, hedge: str = DEFAULT_HEDGE) -> tuple[str, ...]:
+    """The first `quoted` contracts of the simulator's table besides `hedge`, then `hedge`: a
+    book as the engine orders it; a one-line ValueError when the table has too few."""
+    table = [symbol for symbol in sim_instruments() if symbol != hedge]
+    if not 1 <= quoted <= len(table):
+        raise ValueError(
+            f"a book of the simulator quotes 1 to {len(table)} symbols besides its hedge "
+            f"{hedge}, got {quoted}"
+        )
+    return (*table[:quoted], hedge)
+
+
+def run_book_bench(
+    quoted: int,
+    minutes: float = 2.0,
+    rounds: int = 3,
+    laya: LayaClassifierConfig | None = None,
+    seed: int = 7,
+) -> dict[str, object]:
+    """The fast path per books15 frame on the simulator's book of one quoted symbol and of
+    `quoted`, each with the hedge (`book_symbols`) its cross features read: `minutes` of the
+    larger book and as many books15 frames of the smaller, timed in `rounds` that alternate
+    the two (a shared machine's noise hits both alike). Each stage's p50 and p99 are the
+    median over the rounds; `ratio`: the larger book's over the smaller's."""
+    if rounds < 1:
+        raise ValueError(f"rounds (bench --passes) must be >= 1, got {rounds}")
+    if not 0 < minutes <= 60:
+        raise ValueError(f"minutes must be within (0, 60], got {minutes}")
+    books = {"one": book_symbols(1), "book": book_symbols(quoted)}
+    classifier = LayaClassifier(laya or LayaClassifierConfig())
+    classifier.start()
+    try:
+        with tempfile.TemporaryDirectory(prefix="hft-bench-book-") as folder:
+            benches = {}
+            for name, symbols in books.items():
+                # The same number of books either way: the percentiles rest on as many samples.
+                span = minutes * len(books["book"]) / len(symbols)
+                recording = simulate_recording(
+                    Path(folder) / f"{name}.bitget",
+                    span,
+                    seed,
+                    market=sim_book(symbols[:-1], seed, symbols[-1]),
+                )
+                frames = load_frames(recording.path)
+                benches[name] = _Bench(
+                    frames, classifier, time.perf_counter_ns, symbols, symbols[-1]
+                )
+        for bench in benches.values():
+            for _ in range(WARMUP_PASSES):
+                bench.throughput(bench.frames)
+        timer_cost = timer_cost_ns(time.perf_counter_ns)
+        passes: dict[str, list[dict[str, LatencyHistogram]]] = {name: [] for name in benches}
+        for _ in range(rounds):
+            for name, bench in benches.items():
+                passes[name].append(bench.timed_pass())
+        provider, runner = classifier.provider, classifier.runner
+    finally:
+        classifier.stop()
+    result: dict[str, object] = {
+        "quoted": quoted,
+        "rounds": rounds,
+        "provider": provider,
+        "runner": runner,
+        "timer_overhead_ns": timer_cost,
+        "target_ratio": BOOK_RATIO_TARGET,
+    }
+    for name, bench in benches.items():
+        figures = {}
+        for stage in TIMED_STAGES:
+            summaries = [
+                stages[stage].summary_us(overhead_ns=timer_cost) for stages in passes[name]
+            ]
+            figures[stage] = {
+                percentile: statistics.median(summary[percentile] for summary in summaries)
+                for percentile in ("p50", "p99")
+            }
+        result[name] = {
+            "symbols": list(bench.symbols),
+            "depth_frames": passes[name][0]["parse"].count,
+            "inferred": passes[name][0]["infer"].count,
+            "stages_us": figures,
+        }
+    one, book = (result[name]["stages_us"] for name in books)
+    result["ratio"] = {
+        stage: {
+            percentile: book[stage][percentile] / one[stage][percentile]
+            if one[stage][percentile] > 0
+            else None
+            for percentile in ("p50", "p99")
+        }
+        for stage in TIMED_STAGES
+    }
+    return result
+
+
+def format_book_table(result: dict[str, object]) -> str:
+    """The human-readable form of `run_book_bench`'s result."""
+    one, book, ratio = result["one"], result["book"], result["ratio"]
+    lines = [
+        f"a books15 frame's cost, 1 vs {result['quoted']} quoted symbols and their hedge on the "
+        f"simulator's book (median of {result['rounds']} alternating rounds; Laya on "
+        f"{laya_runs_on(str(result['provider']), str(result['runner']))}; clock read "
+        f"{result['timer_overhead_ns']} ns, taken out of each stage)",
+        f"  1: {', '.join(one['symbols'])} ({one['depth_frames']:,} books15)",
+        f"  {result['quoted']}: {', '.join(book['symbols'])} ({book['depth_frames']:,} books15)",
+        f"{'stage (us)':<12}{'p50 1':>9}{'p50 ' + str(result['quoted']):>9}{'ratio':>7}"
+        f"{'p99 1':>9}{'p99 ' + str(result['quoted']):>9}{'ratio':>7}",
+    ]
+    for stage in TIMED_STAGES:
+        cells = []
+        for percentile in ("p50", "p99"):
+            share = ratio[stage][percentile]
+            cells.append(
+                f"{one['stages_us'][stage][percentile]:>9.2f}"
+                f"{book['stages_us'][stage][percentile]:>9.2f}{_times(share):>7}"
+            )
+        lines.append(f"{stage:<12}{''.join(cells)}")
+    target = result["target_ratio"]
+    total = ratio["total"]
+    met = all(share is not None and share <= target for share in total.values())
+    lines.append(
+        f"total per frame with the book: p50 {_times(total['p50'])}, p99 {_times(total['p99'])} "
+        f"(target <= x{target:g}: {'met' if met else 'MISSED'})"
+    )
+    return "\n".join(lines)
+
+
+def _times(ratio: float | None) -> str:
+    """A ratio as 'x1.02'; '-' where the smaller book's figure was 0."""
+    return "-" if ratio is None else f"x{ratio:.2f}"
 
 
 def format_table(result: dict[str, object]) -> str:

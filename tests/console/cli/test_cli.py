@@ -107,6 +107,32 @@ def test_bench_of_a_truncated_recording_runs_what_it_holds_and_says_so(
     assert 0 < figures["frames"] < 50
 
 
+def test_bench_book_times_a_frame_with_one_and_with_n_quoted_symbols(laya_model):
+    result = hft_console("bench", "--book", "2", "--passes", "1", "--model", str(laya_model))
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("a books15 frame's cost, 1 vs 2 quoted symbols and their hedge")
+    assert lines[1] == "  1: ETHUSDT, BTCUSDT (3,600 books15)"
+    assert lines[2] == "  2: ETHUSDT, SOLUSDT, BTCUSDT (3,600 books15)"
+    assert lines[-1].startswith("total per frame with the book: p50 x")
+
+
+def test_bench_book_runs_the_simulator_alone(tmp_path):
+    for other in (("--replay", str(tmp_path / "x.gz")), ("--kill",)):
+        result = hft_console("bench", "--book", "8", *other)
+        assert result.returncode == 2
+        assert result.stderr == (
+            "hft-console bench: --book N runs the simulator's book alone: drop --replay, "
+            "--reaction, --kill\n"
+        )
+    result = hft_console("bench", "--book", "10")
+    assert result.returncode == 2
+    assert result.stderr == (
+        "hft-console bench: a book of the simulator quotes 1 to 9 symbols besides its hedge "
+        "BTCUSDT, got 10\n"
+    )
+
+
 def test_bad_speed_is_rejected_by_the_parser():
     result = hft_console("run", "--speed", "0")
     assert result.returncode == 2

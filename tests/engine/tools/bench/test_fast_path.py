@@ -1,4 +1,5 @@
-"""`run_bench` on a small recording made here: JSON shape, counts, and the table."""
+"""`run_bench` on a small recording made here: JSON shape, counts, and the table; `run_book_bench`
+on the simulator's book."""
 
 from __future__ import annotations
 
@@ -15,15 +16,20 @@ from engine.laya.classifier import LayaClassifier
 from engine.laya.config import LayaClassifierConfig
 from engine.laya.features import FeatureExtractor
 from engine.laya.scorecard import ScorecardQueue
+from engine.sim.market import sim_book
+from engine.sim.recording import simulate_recording
 from engine.tools.bench import fast_path
 from engine.tools.bench.fast_path import (
     DRAINED_BOOKS,
     RISK_CHECK_TARGET_P50_US,
     _Bench,
+    book_symbols,
     extended_frames,
+    format_book_table,
     format_table,
     load_frames,
     run_bench,
+    run_book_bench,
 )
 
 
@@ -159,3 +165,41 @@ def test_the_timed_pass_drains_the_scorecards_queue_between_frames(
     full = [read for read, length in enumerate(lengths[:-1]) if length == DRAINED_BOOKS]
     assert len(full) == 600 // DRAINED_BOOKS
     assert all(lengths[read + 1] == 0 for read in full)
+
+
+def test_the_book_bench_times_a_frame_with_one_and_with_n_quoted_symbols(laya_model):
+    result = run_book_bench(
+        2, minutes=0.05, rounds=2, laya=LayaClassifierConfig(model_path=laya_model)
+    )
+    json.dumps(result)  # the --json output must serialize
+    one, book = result["one"], result["book"]
+    assert one["symbols"] == ["ETHUSDT", "BTCUSDT"]
+    assert book["symbols"] == ["ETHUSDT", "SOLUSDT", "BTCUSDT"]
+    # As many books either way, and every one of every symbol gets features and a verdict.
+    assert one["depth_frames"] == book["depth_frames"] == 3 * 30
+    assert one["inferred"] == book["inferred"] == 3 * 30
+    for stage in ("parse", "book", "features", "infer", "decide", "total", "trade"):
+        for percentile in ("p50", "p99"):
+            ratio = result["ratio"][stage][percentile]
+            smaller = one["stages_us"][stage][percentile]
+            assert ratio == (book["stages_us"][stage][percentile] / smaller if smaller else None)
+    table = format_book_table(result)
+    assert "1 vs 2 quoted symbols" in table and "ETHUSDT, SOLUSDT, BTCUSDT (90 books15)" in table
+    assert f"p50 x{result['ratio']['total']['p50']:.2f}" in table
+
+
+def test_a_book_is_the_simulators_contracts_then_the_hedge():
+    assert book_symbols(1) == ("ETHUSDT", "BTCUSDT")
+    assert book_symbols(2, "ETHUSDT") == ("BTCUSDT", "SOLUSDT", "ETHUSDT")
+    assert len(book_symbols(9)) == 10
+    for quoted in (0, 10):
+        with pytest.raises(
+            ValueError, match=f"1 to 9 symbols besides its hedge BTCUSDT, got {quoted}"
+        ):
+            book_symbols(quoted)
+
+
+def test_the_bench_runs_every_symbol_of_a_recording(tmp_path):
+    market = sim_book(("ETHUSDT", "SOLUSDT"), seed=3, hedge="BTCUSDT")
+    recording = simulate_recording(tmp_path / "book.bitget", 0.05, seed=3, market=market)
+    assert set(fast_path._symbols(load_frames(recording.path))) == {"ETHUSDT", "SOLUSDT", "BTCUSDT"}
