@@ -44,8 +44,8 @@ class MarketPipelineConfig:
 
 
 MAX_SYMBOLS = 2
-"""The traded symbol and its hedge: Laya's features (cross features against the other symbol)
-and the trading desk use no more, so a third would only ever be watched half-way."""
+"""The traded symbol and its hedge: the trading desk quotes one symbol and hedges on another,
+so a third would only ever be watched (Laya's features take a book of any size)."""
 
 
 @dataclass(frozen=True, slots=True)

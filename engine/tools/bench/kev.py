@@ -24,7 +24,6 @@ from typing import NamedTuple
 
 import numpy as np
 
-from engine.book import OrderBook
 from engine.feed.events import BookSnapshot
 from engine.feed.parse import FrameParser
 from engine.feed.recording import iter_recording
@@ -41,8 +40,8 @@ from engine.latency import LatencyHistogram, timer_cost_ns
 from engine.laya.classifier import LayaClassifier, choose_verdict
 from engine.laya.config import LayaClassifierConfig
 from engine.laya.feature_set import FEATURE_COUNT
-from engine.laya.features import FeatureExtractor, FeatureExtractorConfig
 from engine.laya.verdict import Verdict
+from engine.pipeline import book_shelf, feature_extractor
 from engine.risk.gateway import RiskGateway
 from engine.risk.limits import OverrideBounds, RiskGatewayConfig, RiskLimits, SymbolLimits
 from engine.risk.overrides import RiskOverrides
@@ -74,8 +73,8 @@ def market_contexts(
     classifier.start()
     symbols = (TRADED, HEDGE)
     parser = FrameParser(symbols)
-    extractor = FeatureExtractor(FeatureExtractorConfig(symbols), parser.tape)
-    books = {symbol: OrderBook(symbol) for symbol in symbols}
+    extractor = feature_extractor(symbols, parser.tape)
+    books = book_shelf(symbols)
     hedge = HedgeAnalytics(HedgeAnalyticsConfig())
     contexts: list[MarketContext] = []
     with tempfile.TemporaryDirectory(prefix="kev-bench-") as folder:
