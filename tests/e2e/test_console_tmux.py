@@ -346,10 +346,12 @@ async def test_80x24_compact_layout_resize_and_quit_with_open_orders(
         "the ladder, the status bar and the footer",
         session,
     )
-    assert "latency" not in screen(session)  # compact: one pane beside the ladder
-
-    tmux("send-keys", "-t", session, "v")
-    await on_screen(lambda: "latency" in screen(session), 5, "the next pane", session)
+    # Compact: one pane beside the ladder, the book's overview first, `v` the next in turn.
+    await on_screen(lambda: "book: 2 symbols" in screen(session), 5, "the book", session)
+    assert "latency" not in screen(session)
+    for title in ("imbalance BTCUSDT", "latency"):
+        tmux("send-keys", "-t", session, "v")
+        await on_screen(lambda title=title: title in screen(session), 5, title, session)
 
     tmux("resize-window", "-t", session, "-x", "160", "-y", "48")
     await on_screen(
