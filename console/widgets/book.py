@@ -59,9 +59,9 @@ class BookPane(LinePane[BookLines]):
     unrealized); the role says `paused` while the gateway stands the symbol aside alone;
     quotes count our open orders on each side; Laya's state is its warm-up wait, `no model`
     where its model would not start, or its verdict on the symbol's last book (with its
-    probability while the verdict stream's last record of the symbol agrees); the feed's rate is books a second and its age that of the last book (`<1 s` while they
-    flow). Every change waits for the lists' budget: the status bar draws what must be seen
-    at once."""
+    probability while the verdict stream's last record of the symbol agrees); the feed's rate
+    is books a second and its age that of the last book (`<1 s` while they flow). Every change
+    waits for the lists' budget: the status bar draws what must be seen at once."""
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {
         "book--label",
