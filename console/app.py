@@ -53,8 +53,10 @@ from engine.trading.commands import (
     Kill,
     OperatorRequest,
     Pause,
+    PauseSymbol,
     Rearm,
     Resume,
+    ResumeSymbol,
     SetLimits,
 )
 
@@ -324,6 +326,22 @@ class HftConsoleApp(App[None]):
             self._send("resume", Resume(), safety=True)
         else:
             self._send("pause", Pause(), safety=True)
+
+    def action_pause_symbol(self) -> None:
+        """The symbol the detail panes show: stood aside alone, or let back when the operator
+        stood it aside (a pause the venue's contract status holds is the venue's to lift)."""
+        trading = self._trading()
+        snapshot = self._snapshot
+        if trading is None or snapshot is None:
+            return
+        symbol = self._symbol(snapshot)
+        if symbol is None:
+            return
+        position = next((line for line in trading.positions if line.symbol == symbol), None)
+        if position is not None and position.stood_aside:
+            self._send(f"resume {symbol}", ResumeSymbol(symbol), safety=True)
+        else:
+            self._send(f"pause {symbol}", PauseSymbol(symbol), safety=True)
 
     def action_flatten(self) -> None:
         trading = self._trading()

@@ -24,6 +24,14 @@ CONSOLE_BINDINGS: tuple[Binding, ...] = (
         id="console.pause_resume",
     ),
     Binding(
+        "x",
+        "pause_symbol",
+        "Symbol aside",
+        tooltip="stand the symbol shown aside alone / let it back",
+        id="console.pause_symbol",
+        show=False,  # the footer keeps its one row at 80 columns: the help lists it
+    ),
+    Binding(
         "f",
         "flatten",
         "Flatten",

@@ -54,7 +54,14 @@ from engine.market.instruments import BTCUSDT, ETHUSDT, Instrument
 from engine.risk.events import TradingState
 from engine.risk.limits import OverrideBounds
 from engine.risk.overrides import RiskOverrides
-from engine.trading.commands import Command, CommandResult, Rearm, SetLimits
+from engine.trading.commands import (
+    Command,
+    CommandResult,
+    PauseSymbol,
+    Rearm,
+    ResumeSymbol,
+    SetLimits,
+)
 from engine.trading.config import TradingMode
 
 STYLES = Path(__file__).resolve().parents[2] / "styles"
@@ -531,6 +538,8 @@ class FakeEngineHandle:
                 gate = self._record(command.name, confirmation)
             case SetLimits(overrides):
                 gate = self._record(command.name, overrides)
+            case PauseSymbol(symbol) | ResumeSymbol(symbol):
+                gate = self._record(command.name, symbol)
             case _:
                 gate = self._record(command.name)
         return self._answer(command.name, gate)

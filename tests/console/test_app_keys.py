@@ -14,6 +14,7 @@ from textual.widgets import Button, Input, Static
 
 from console.app import COMMAND_NOTE_S, ConsoleConfig, HftConsoleApp
 from console.engine.handle import ShutdownPolicy
+from console.keymap import CONSOLE_BINDINGS
 from console.screens.confirm import ConfirmScreen
 from console.screens.help import HelpScreen
 from console.screens.overrides import OverridesScreen
@@ -88,6 +89,7 @@ KEY_CASES = {
         ("p",), [], TradingState.HALTED, shows=(notice_containing("Re-arm with a"),)
     ),
     "f-then-y-flattens": KeyCase(("f", "y"), [("flatten",)]),
+    "x-stands-the-symbol-shown-aside": KeyCase(("x",), [("pause_symbol", "BTCUSDT")]),
     "k-kills-at-once-without-a-dialog": KeyCase(("k",), [("kill",)], shows=(on_the_main_screen,)),
     "f-asks-first-and-n-sends-nothing": KeyCase(
         ("f", "n"), [], opens=ConfirmScreen, shows=(on_the_main_screen,)
@@ -528,7 +530,7 @@ async def test_each_help_line_fits_on_one_row(size):
         await pilot.press("question_mark")
         await pilot.pause()
         texts = list(app.screen.query(".help-text"))
-        assert len(texts) == 9
+        assert len(texts) == len(CONSOLE_BINDINGS)
         dialog = app.screen.query_one(".help").content_region
         for text in texts:
             assert text.region.height == 1, str(text.render())

@@ -349,3 +349,17 @@ async def test_on_ready_is_called_once_the_first_frame_is_up():
     async with app.run_test() as pilot:
         await pilot.pause()
         assert ready == [True]
+
+
+async def test_x_stands_the_picked_symbol_aside_and_lets_a_paused_one_back():
+    handle = FakeEngineHandle(book_snapshot())
+    app = console(handle)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause()
+        shown = 0  # the list opens on the symbol shown
+        for symbol in ("SOLUSDT", "AVAXUSDT"):  # AVAXUSDT is stood aside in the book
+            picked = BOOK_QUOTED.index(symbol)
+            await pilot.press("s", *["down"] * (picked - shown), "enter", "x")
+            await pilot.pause(0.2)
+            shown = picked
+    assert handle.commands == [("pause_symbol", "SOLUSDT"), ("resume_symbol", "AVAXUSDT")]
