@@ -437,8 +437,7 @@ class EngineNode:
         self, snapshot: BookSnapshot, verdict: int, probabilities: list[float], features: np.ndarray
     ) -> None:
         hub = self.kev
-        if hub is None:
-            return
+        assert hub is not None  # the pipeline's sink only where Kev runs (`_build_pipeline`)
         bid, ask = snapshot.levels[0, 0], snapshot.levels[2, 0]
         hub.offer(
             snapshot_of(
