@@ -10,7 +10,7 @@ from engine.laya.config import LayaClassifierConfig, require_model_keys, require
 from engine.laya.decide import QuoteGate
 from engine.market.instruments import Instrument
 from engine.trading.config import TradingConfig, TradingMode
-from engine.validation import require_count, require_integer
+from engine.validation import require_count, require_integer, require_symbol
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,11 +43,6 @@ class MarketPipelineConfig:
             require_count("MarketPipelineConfig", name, getattr(self, name))
 
 
-MAX_SYMBOLS = 2
-"""The traded symbol and its hedge: the trading desk quotes one symbol and hedges on another,
-so a third would only ever be watched (Laya's features take a book of any size)."""
-
-
 @dataclass(frozen=True, slots=True)
 class EngineConfig:
     """Where market data comes from (a recording, a live websocket, or by default the
@@ -60,6 +55,8 @@ class EngineConfig:
     """
 
     symbols: tuple[str, ...] = ("BTCUSDT", "ETHUSDT")
+    """The market's symbols: a book's quoted ones, then its hedge, or with no hedge the leader
+    that every symbol's cross features read (subscribed, not traded; the last symbol)."""
     replay_path: str | None = None
     replay_speed: float | None = 1.0
     live_url: str | None = None
@@ -101,11 +98,10 @@ class EngineConfig:
     def __post_init__(self) -> None:
         if not self.symbols:
             raise ValueError("EngineConfig.symbols must name at least one symbol")
-        if len(self.symbols) > MAX_SYMBOLS:
-            raise ValueError(
-                f"the engine takes at most {MAX_SYMBOLS} symbols, the traded one and then its "
-                f"hedge; got {len(self.symbols)}"
-            )
+        for symbol in self.symbols:
+            require_symbol("EngineConfig", "symbols", symbol)
+        if len(set(self.symbols)) != len(self.symbols):
+            raise ValueError(f"EngineConfig.symbols names a symbol twice: {self.symbols}")
         require_integer("EngineConfig", "sim_seed", self.sim_seed, 0)
         if self.replay_path is not None and self.live_url is not None:
             raise ValueError("choose a recording or a live url, not both")
@@ -141,9 +137,15 @@ class EngineConfig:
             "instruments",
             self.instruments + tuple(i for i in trading.instruments if i.symbol not in known),
         )
-        missing = [symbol for symbol in trading.symbols if symbol not in self.symbols]
-        if missing:
-            raise ValueError(f"trading symbols {missing} are not among the market symbols")
+        book = trading.symbols
+        if self.symbols[: len(book)] != book or len(self.symbols) > len(book) + (
+            trading.hedge is None
+        ):
+            raise ValueError(
+                f"the market symbols {', '.join(self.symbols)} must be the book's "
+                f"{', '.join(book)}"
+                + ("" if trading.hedge is not None else ", then at most a leader it does not trade")
+            )
         mode = trading.mode
         if self.replay_path is not None and mode is not TradingMode.PAPER:
             raise ValueError("a recording can only be traded on paper (--mode paper)")

@@ -67,7 +67,7 @@ from engine.pipeline import (
     book_shelf,
     feature_extractor,
 )
-from engine.sim.market import sim_market
+from engine.sim.market import sim_book, sim_market
 from engine.sim.server import SimExchange, SimExchangeConfig
 from engine.trading.commands import Command, CommandResult
 from engine.trading.config import TradingConfig, TradingMode
@@ -86,8 +86,11 @@ logger = logging.getLogger(__name__)
 
 
 def _sim_config(symbols: tuple[str, ...], seed: int) -> SimExchangeConfig:
-    """The in-process simulator of the engine's symbols (any of its table's contracts)."""
-    return SimExchangeConfig(market=sim_market(symbols, seed))
+    """The in-process simulator of the engine's symbols (any of its table's contracts): a
+    traded symbol and its hedge, or a book of quoted symbols following the last, its leader."""
+    if len(symbols) <= 2:
+        return SimExchangeConfig(market=sim_market(symbols, seed))
+    return SimExchangeConfig(market=sim_book(symbols[:-1], seed, symbols[-1]))
 
 
 @dataclass(frozen=True, slots=True)
@@ -539,11 +542,13 @@ class EngineNode:
                 self.latest_status = self.status()
 
     def _sample_hedge_pair(self) -> None:
-        """Feeds the pair's hedge analytics (Kev's context) off the fast path."""
+        """Feeds the hedge analytics of the first quoted symbol and the hedge (Kev's context)
+        off the fast path."""
         analytics = self.hedge_analytics
         if analytics is None:
             return
-        traded, hedge = (self.books[symbol] for symbol in self.config.symbols[:2])
+        symbols = self.config.symbols  # the first quoted symbol and the hedge (or leader)
+        traded, hedge = self.books[symbols[0]], self.books[symbols[-1]]
         if not (traded.ready and hedge.ready):
             return
         traded_bid, _, traded_ask, _ = traded.best()

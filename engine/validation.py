@@ -35,6 +35,12 @@ def require_positive(owner: str, name: str, value: float) -> None:
         raise ValueError(f"{owner}.{name} must be a positive finite number, got {value!r}")
 
 
+def require_symbol(owner: str, name: str, value: object) -> None:
+    """A contract symbol: upper-case ASCII letters and digits, like BTCUSDT."""
+    if not (isinstance(value, str) and value.isascii() and value.isalnum() and value.isupper()):
+        raise ValueError(f"{owner}.{name} must be a symbol like BTCUSDT, got {value!r}")
+
+
 def finite_number(value: object) -> bool:
     """A real number (not a bool), finite."""
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)

@@ -76,23 +76,52 @@ def symbol_list(text: str) -> tuple[str, ...]:
 
 def traded_symbols(text: str) -> tuple[str, ...]:
     """A `symbol_list` the engine trades: the traded symbol, then its hedge (optional)."""
-    from engine.config import MAX_SYMBOLS
-
     symbols = symbol_list(text)
-    if len(symbols) > MAX_SYMBOLS:
+    if len(symbols) > 2:
         raise argparse.ArgumentTypeError(
-            f"at most {MAX_SYMBOLS} symbols (the traded one, then its hedge), got {text!r}"
+            f"at most 2 symbols (the traded one, then its hedge), got {text!r}"
         )
     return symbols
 
 
 def add_recording_symbols(parser: argparse.ArgumentParser) -> None:
-    """`--symbols` of the commands that read recordings (backtest, optimize, train, eval)."""
+    """`--symbols` of the commands that replay recordings (backtest, optimize)."""
     parser.add_argument(
         "--symbols",
         type=traded_symbols,
         help="traded symbol first, then the hedge (default: each recording's own two busiest)",
     )
+
+
+def add_dataset_symbols(parser: argparse.ArgumentParser) -> None:
+    """`--symbols` and `--hedge` of the commands that build Laya's datasets (train, eval): a
+    book as the engine runs it (`dataset_symbols`)."""
+    parser.add_argument(
+        "--symbols",
+        type=symbol_list,
+        help="the quoted symbols of a book; one or two without --hedge: the traded symbol, then "
+        "its hedge (default: each recording's own, led by the symbol its contracts line lists "
+        "last, else by its busiest)",
+    )
+    parser.add_argument(
+        "--hedge",
+        type=str.upper,
+        metavar="SYMBOL",
+        help="the hedge of --symbols, the leader every symbol's cross features read (default "
+        "BTCUSDT when --symbols lists three or more)",
+    )
+
+
+def dataset_symbols(args: argparse.Namespace) -> tuple[str, ...] | None:
+    """The book `--symbols` and `--hedge` name, the hedge last (None: each recording's own);
+    a ValueError for a hedge without the symbols it hedges, or a book that is not one."""
+    from engine.lab.dataset import book_symbols
+
+    if args.symbols is None:
+        if args.hedge is not None:
+            raise ValueError("--hedge names the hedge of --symbols: give the quoted symbols too")
+        return None
+    return book_symbols(args.symbols, args.hedge)
 
 
 def add_ray_argument(parser: argparse.ArgumentParser, runs: str) -> None:

@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from engine.bitget.credentials import mask_api_key
 from engine.risk.limits import RiskLimits
 from engine.units import plain
+from engine.validation import require_symbol
 
 _RULE = "=" * 72
 
@@ -50,10 +51,7 @@ def confirm_live(
     if not symbols:
         raise ValueError("symbols must name at least one symbol")
     for symbol in symbols:
-        if not (symbol.isascii() and symbol.isalnum() and symbol.isupper()):
-            raise ValueError(
-                f"symbols must be upper-case letters/digits like BTCUSDT, got {symbol!r}"
-            )
+        require_symbol("live confirmation", "symbols", symbol)
     phrase = confirmation_phrase(symbols)
     write(_RULE)
     write("  LIVE TRADING: real orders with real money on Bitget USDT-M perpetual futures")

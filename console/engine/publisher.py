@@ -174,11 +174,9 @@ class SnapshotPublisher:
         self._symbols = symbols
         trading = node.config.trading
         self._contracts = {instrument.symbol: instrument for instrument in node.config.instruments}
-        self._quoted = trading.strategy.symbol if trading is not None else symbols[0]
+        self._quoted = trading.quoted[0] if trading is not None else symbols[0]
         self._roles: tuple[tuple[str, ...], str | None] = (
-            ((trading.strategy.symbol,), trading.strategy.hedge_symbol)
-            if trading is not None
-            else ((), None)
+            (trading.quoted, trading.hedge_symbol) if trading is not None else ((), None)
         )
         """The quoted symbols and the hedge, as `StatusView` names them (watch only: none)."""
         self._contracts_shown = self._shown_contracts()

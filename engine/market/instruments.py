@@ -7,6 +7,8 @@ import math
 from dataclasses import dataclass, field
 from decimal import Decimal
 
+from engine.validation import require_symbol
+
 # Tolerance, in units of one tick or one size step, for treating a float as on the grid. Far
 # below any real mistake (a price off by a fraction of a tick) and far above float noise.
 _GRID_TOLERANCE = 1e-6
@@ -33,10 +35,7 @@ class Instrument:
     _size_scale: float = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        if not self.symbol or not self.symbol.isalnum() or not self.symbol.isupper():
-            raise ValueError(
-                f"symbol must be upper-case letters/digits like BTCUSDT, got {self.symbol!r}"
-            )
+        require_symbol("Instrument", "symbol", self.symbol)
         for name in ("tick_size", "size_step"):
             value = getattr(self, name)
             if not (math.isfinite(value) and value > 0):

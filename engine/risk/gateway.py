@@ -40,8 +40,8 @@ orders are counted like any other (conservative: the exchange caps them, but the
 the position that other reserved orders would have offset). A buy is risk-increasing unless
 q < 0 and q + B + size <= 0, i.e. it can only shrink a short, never flip it; sells mirror.
 
-Net delta (USDT). With w_s = 1 for traded symbols and w_H = h (the hedge ratio in force) for
-the hedge symbol, and m_s the mid:
+Net delta (USDT). With w_s = beta_s for the quoted symbols (their configured beta to the book,
+1 unless set) and w_H = h (the hedge ratio in force) for the hedge symbol, and m_s the mid:
     net delta       = sum_s w_s * q_s * m_s
     long bound      = sum_s w_s * (q_s + B_s) * m_s      (every reserved buy filled)
     short bound     = sum_s w_s * (q_s - S_s) * m_s      (every reserved sell filled)
@@ -286,9 +286,17 @@ class RiskGateway:
         limits = config.limits
         self._symbols: dict[str, _SymbolRisk] = {}
         for symbol_limits in limits.symbols:
-            weight = config.hedge_ratio if symbol_limits.symbol == config.hedge_symbol else 1.0
-            self._symbols[symbol_limits.symbol] = _SymbolRisk(symbol_limits, weight)
+            symbol = symbol_limits.symbol
+            weight = (
+                config.hedge_ratio
+                if symbol == config.hedge_symbol
+                else config.betas.get(symbol, 1.0)
+            )
+            self._symbols[symbol] = _SymbolRisk(symbol_limits, weight)
         self._symbol_list = tuple(self._symbols.values())
+        self._book_list = tuple(
+            risk for risk in self._symbol_list if risk.symbol != config.hedge_symbol
+        )
         self._state = _ACTIVE
         self._state_reason = "started"
         self._flatten_requested = False
@@ -1159,6 +1167,17 @@ class RiskGateway:
     @property
     def hedge_ratio(self) -> float:
         return self._hedge_ratio
+
+    def book_delta(self) -> float | None:
+        """The beta-weighted notional (USDT at the mids) of every symbol but the hedge: what
+        the hedge offsets; None while a symbol that holds a position has no mid yet."""
+        delta = 0.0
+        for risk in self._book_list:
+            if risk.position:
+                if risk.mid <= 0.0:
+                    return None
+                delta += risk.delta_weight * risk.position * risk.mid
+        return delta
 
     @property
     def max_slippage_bps(self) -> float:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from engine.bitget.models import CLIENT_OID_PATTERN
 from engine.risk.events import OutboxOverflow
-from engine.validation import require_count, require_positive
+from engine.validation import finite_number, require_count, require_positive, require_symbol
 
 _CLOSING_OID_COUNTER_DIGITS = 12
 """Room left in a 32-character clientOid for the closing-order counter."""
@@ -30,11 +30,7 @@ class SymbolLimits:
     max_order_size: float
 
     def __post_init__(self) -> None:
-        if not (self.symbol and self.symbol.isalnum() and self.symbol.isupper()):
-            raise ValueError(
-                f"SymbolLimits.symbol must be upper-case letters/digits like BTCUSDT, "
-                f"got {self.symbol!r}"
-            )
+        require_symbol("SymbolLimits", "symbol", self.symbol)
         for name in ("max_position", "max_notional", "max_order_size"):
             require_positive(f"SymbolLimits({self.symbol})", name, getattr(self, name))
 
@@ -153,10 +149,12 @@ class RiskGatewayConfig:
 
     `hedge_symbol` is the instrument whose notional counts toward net delta multiplied by the
     hedge ratio (see `RiskGateway`); the ratio starts at `hedge_ratio` and Kev may move it only
-    inside `hedge_ratio_band`. `risk_scale` (0..1) multiplies the position, notional and net
-    delta limits. A mark older than `max_mark_age_ms` blocks risk-increasing orders. The
-    daily loss counter restarts at `daily_reset_hour_utc`. The kill switch is re-armed only
-    with `rearm_confirmation` typed back.
+    inside `hedge_ratio_band`. Every other symbol's notional counts multiplied by its beta to
+    the book (`betas`; 1 for a symbol not named), so the hedge offsets each in proportion.
+    `risk_scale` (0..1) multiplies the position, notional and net delta limits. A mark older
+    than `max_mark_age_ms` blocks risk-increasing orders. The daily loss counter restarts at
+    `daily_reset_hour_utc`. The kill switch is re-armed only with `rearm_confirmation` typed
+    back.
     """
 
     limits: RiskLimits
@@ -164,6 +162,7 @@ class RiskGatewayConfig:
     hedge_symbol: str | None = None
     hedge_ratio: float = 1.0
     hedge_ratio_band: tuple[float, float] = (0.0, 1.0)
+    betas: Mapping[str, float] = field(default_factory=dict)
     risk_scale: float = 1.0
     max_mark_age_ms: int = 2_000
     daily_reset_hour_utc: int = 0
@@ -214,6 +213,15 @@ class RiskGatewayConfig:
             )
         if self.hedge_symbol is not None and self.hedge_symbol not in symbols:
             raise ValueError(f"hedge_symbol {self.hedge_symbol!r} is not a configured symbol")
+        object.__setattr__(self, "betas", types.MappingProxyType(dict(self.betas)))
+        for symbol, beta in self.betas.items():
+            if symbol not in symbols or symbol == self.hedge_symbol:
+                raise ValueError(
+                    f"a beta for {symbol}, which is not a quoted symbol of the book "
+                    f"({', '.join(sorted(symbols - {self.hedge_symbol}))})"
+                )
+            if not (finite_number(beta) and 0 < beta <= 10):
+                raise ValueError(f"{symbol} beta must be within (0, 10], got {beta!r}")
         low, high = self.hedge_ratio_band
         if not (math.isfinite(low) and math.isfinite(high) and 0 <= low <= high):
             raise ValueError(

@@ -32,6 +32,7 @@ from engine.laya.config import (
     require_shadow_model,
 )
 from engine.laya.decide import QuoteGate
+from engine.market.book_symbols import check_book_symbols
 from engine.market.contracts import (
     ContractMissing,
     ContractOrigin,
@@ -63,6 +64,7 @@ from engine.settings.sources import (
     blame,
 )
 from engine.trading.config import (
+    HedgeConfig,
     OrderExecutorConfig,
     PaperVenueConfig,
     QuotingStrategyConfig,
@@ -81,7 +83,8 @@ _ENGINE = EngineConfig()
 _LAYA = LayaClassifierConfig()
 _PIPELINE = MarketPipelineConfig()
 _TRADING = TradingConfig()
-_STRATEGY = _TRADING.strategy
+_STRATEGY = _TRADING.strategies[0]
+_HEDGE = HedgeConfig()
 _EXECUTOR = _TRADING.executor
 _PAPER = _TRADING.paper
 _RISK = default_risk_config()
@@ -147,7 +150,11 @@ class EngineSettings:
         EngineConfig(
             symbols=self.symbols, sim_seed=self.sim_seed, status_interval_s=self.status_interval_s
         )
-        QuotingStrategyConfig(symbol=self.symbols[0], hedge_symbol=self.hedge_symbol)
+        check_book_symbols(self.quoted, self.hedge_symbol)
+
+    @property
+    def quoted(self) -> tuple[str, ...]:
+        return self.symbols[:1]
 
     @property
     def hedge_symbol(self) -> str | None:
@@ -268,29 +275,37 @@ class StrategySettings:
     )
     post_only: bool = setting(_STRATEGY.post_only, "quotes are post-only (never take liquidity)")
     hedge_deadband_usdt: float = setting(
-        _STRATEGY.hedge_deadband_usdt, "hedge when the beta-adjusted net delta leaves this, USDT"
+        _HEDGE.deadband_usdt,
+        "hedge when the beta-adjusted net delta leaves this, USDT",
+        engine="deadband_usdt",
     )
     hedge_slippage_bps: float = setting(
-        _STRATEGY.hedge_slippage_bps, "hedge orders are IOC limits this far through the touch, bps"
+        _HEDGE.slippage_bps,
+        "hedge orders are IOC limits this far through the touch, bps",
+        engine="slippage_bps",
     )
 
     def __post_init__(self) -> None:
         whole_numbers_as_floats(self)
         require_positive("trading.strategy", "quote_size_usdt", self.quote_size_usdt)
         self.config()
+        self.hedge_config(_HEDGE.symbol)
 
     def config(
-        self,
-        symbol: str = _STRATEGY.symbol,
-        hedge_symbol: str | None = _STRATEGY.hedge_symbol,
-        contract: MarketContract | None = None,
+        self, symbol: str = _STRATEGY.symbol, contract: MarketContract | None = None
     ) -> QuotingStrategyConfig:
         """The strategy on `symbol`; without `quote_size`, `contract` turns quote_size_usdt
         into lots (none given: the engine's default size, for checking the other values)."""
         values = engine_values(self, QuotingStrategyConfig)
         if self.quote_size is None:
             values["quote_size"] = self._quote_size_of(symbol, contract)
-        return QuotingStrategyConfig(symbol=symbol, hedge_symbol=hedge_symbol, **values)
+        return QuotingStrategyConfig(symbol=symbol, **values)
+
+    def hedge_config(self, symbol: str | None) -> HedgeConfig | None:
+        """The book's hedge on `symbol` (None: no hedge)."""
+        if symbol is None:
+            return None
+        return HedgeConfig(symbol=symbol, **engine_values(self, HedgeConfig))
 
     def _quote_size_of(self, symbol: str, contract: MarketContract | None) -> float:
         if contract is None:
@@ -443,11 +458,17 @@ class TradingSettings:
         object.__setattr__(self, "mode", TradingMode(self.mode))
         # The live gate is the command line's (--live and the typed confirmation); this checks
         # every other value.
-        self.config(self.strategy.config(), _RISK, live_confirmed=True)
+        self.config(
+            (self.strategy.config(),),
+            self.strategy.hedge_config(_HEDGE.symbol),
+            _RISK,
+            live_confirmed=True,
+        )
 
     def config(
         self,
-        strategy: QuotingStrategyConfig,
+        strategies: tuple[QuotingStrategyConfig, ...],
+        hedge: HedgeConfig | None,
         risk: RiskGatewayConfig,
         *,
         instruments: tuple[Instrument, ...] = (BTCUSDT, ETHUSDT),
@@ -457,7 +478,8 @@ class TradingSettings:
     ) -> TradingConfig:
         return TradingConfig(
             mode=self.mode,
-            strategy=strategy,
+            strategies=strategies,
+            hedge=hedge,
             risk=risk,
             instruments=instruments,
             executor=self.executor.config(),
@@ -941,14 +963,15 @@ class Settings:
             missing_hint=missing_hint,
         )
 
-    def strategy_config(self, contracts: MarketContracts | None = None) -> QuotingStrategyConfig:
-        engine = self.engine
-        traded = engine.symbols[0]
+    def strategy_configs(
+        self, contracts: MarketContracts | None = None
+    ) -> tuple[QuotingStrategyConfig, ...]:
+        """Each quoted symbol's strategy, sized on `contracts`."""
+        strategy = self.trading.strategy
         return self._built(
-            lambda: self.trading.strategy.config(
-                traded,
-                engine.hedge_symbol,
-                self._contract_for_sizes(traded, contracts),
+            lambda: tuple(
+                strategy.config(symbol, self._contract_for_sizes(symbol, contracts))
+                for symbol in self.engine.quoted
             ),
             "engine",
             "trading",
@@ -998,11 +1021,12 @@ class Settings:
                 for symbol in self.engine.symbols
                 if instrument_for(symbol) is None and symbol not in self.engine.instruments
             )
-        strategy, risk = self.strategy_config(contracts), self.risk_config(contracts)
+        strategies, risk = self.strategy_configs(contracts), self.risk_config(contracts)
         known = (contracts if contracts is not None else self.contracts()).instruments
         return self._built(
             lambda: self.trading.config(
-                strategy,
+                strategies,
+                self.trading.strategy.hedge_config(self.engine.hedge_symbol),
                 risk,
                 instruments=tuple(
                     spec

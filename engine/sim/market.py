@@ -53,6 +53,7 @@ from typing import NamedTuple
 import numpy as np
 
 from engine.bitget.orders import OrderSide
+from engine.market.book_symbols import check_book_symbols
 from engine.market.instruments import Instrument
 from engine.sim.contracts import sim_instrument
 from engine.validation import require_number, require_positive
@@ -236,8 +237,6 @@ _REGIMES = {
     "DOTUSDT": _Regime(6.0, 6_000.0, 60.0, 3.0, 7e-5, 1.2, 4.5e-5, 250.0),
 }
 
-MAX_QUOTED_SYMBOLS = 16
-"""The most symbols a simulated book quotes (besides its hedge)."""
 DEFAULT_HEDGE = "BTCUSDT"
 """A book's hedge, the market's leader, unless one is named."""
 
@@ -301,23 +300,6 @@ def sim_book(quoted: Sequence[str], seed: int, hedge: str = DEFAULT_HEDGE) -> Ma
         volatility_1s=leader.volatility_1s,
         quoted=tuple(legs),
     )
-
-
-def check_book_symbols(quoted: Sequence[str], hedge: str) -> None:
-    """A ValueError, one line naming it, for a book of no symbols or too many, a symbol quoted
-    twice or the hedge also quoted."""
-    if not 1 <= len(quoted) <= MAX_QUOTED_SYMBOLS:
-        raise ValueError(
-            f"a book quotes 1 to {MAX_QUOTED_SYMBOLS} symbols besides its hedge, got "
-            f"{len(quoted)}: {', '.join(quoted) or 'none'}"
-        )
-    seen: set[str] = set()
-    for symbol in quoted:
-        if symbol in seen:
-            raise ValueError(f"{symbol} is quoted twice")
-        seen.add(symbol)
-    if hedge in seen:
-        raise ValueError(f"{hedge} is the hedge and cannot also be quoted")
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,9 +13,16 @@ from pathlib import Path
 from engine.bitget.endpoints import BITGET_DEMO_PRIVATE_URL, BITGET_PRIVATE_URL, BITGET_REST_URL
 from engine.bitget.models import CLIENT_OID_PATTERN
 from engine.journal import default_journal_path
+from engine.market.book_symbols import check_book_symbols
 from engine.market.instruments import BTCUSDT, ETHUSDT, Instrument
 from engine.risk.limits import OverrideBounds, RiskGatewayConfig, RiskLimits, SymbolLimits
-from engine.validation import require_count, require_integer, require_number, require_positive
+from engine.validation import (
+    require_count,
+    require_integer,
+    require_number,
+    require_positive,
+    require_symbol,
+)
 
 
 class TradingMode(enum.StrEnum):
@@ -29,14 +36,9 @@ class TradingMode(enum.StrEnum):
     LIVE = "live"
 
 
-def _require_symbol(owner: str, name: str, value: str) -> None:
-    if not (isinstance(value, str) and value.isalnum() and value.isupper()):
-        raise ValueError(f"{owner}.{name} must be a symbol like BTCUSDT, got {value!r}")
-
-
 @dataclass(frozen=True, slots=True)
 class QuotingStrategyConfig:
-    """Passive quotes on `symbol` and a delta hedge on `hedge_symbol`.
+    """Passive quotes on `symbol`.
 
     Quotes sit `half_spread_bps` either side of a centre: the microprice shifted by
     `inventory_skew_bps` times the position as a share of max position (long: both quotes
@@ -44,14 +46,9 @@ class QuotingStrategyConfig:
     quote is replaced only when the wanted price moves `requote_threshold_bps` away from it, or
     its size by `requote_size_fraction`. After EMERGENCY nothing is quoted for
     `emergency_cooldown_ms`; after a denial, that side waits `denial_backoff_ms`.
-
-    The hedge keeps the beta-adjusted net delta (hedge ratio in force) within
-    `hedge_deadband_usdt` with marketable IOC limit orders `hedge_slippage_bps` through the
-    touch, never beyond the gateway's slippage band.
     """
 
     symbol: str = "BTCUSDT"
-    hedge_symbol: str | None = "ETHUSDT"
     quote_size: float = 0.002
     half_spread_bps: float = 0.5
     inventory_skew_bps: float = 1.0
@@ -60,16 +57,10 @@ class QuotingStrategyConfig:
     emergency_cooldown_ms: int = 1_000
     denial_backoff_ms: int = 250
     post_only: bool = True
-    hedge_deadband_usdt: float = 50.0
-    hedge_slippage_bps: float = 3.0
 
     def __post_init__(self) -> None:
         owner = "QuotingStrategyConfig"
-        _require_symbol(owner, "symbol", self.symbol)
-        if self.hedge_symbol is not None:
-            _require_symbol(owner, "hedge_symbol", self.hedge_symbol)
-            if self.hedge_symbol == self.symbol:
-                raise ValueError(f"{owner}: the hedge symbol must differ from the quoted one")
+        require_symbol(owner, "symbol", self.symbol)
         require_positive(owner, "quote_size", self.quote_size)
         require_number(owner, "half_spread_bps", self.half_spread_bps, low=0.0, high=1_000.0)
         require_number(owner, "inventory_skew_bps", self.inventory_skew_bps, low=0.0, high=1_000.0)
@@ -83,8 +74,24 @@ class QuotingStrategyConfig:
             owner, "emergency_cooldown_ms", self.emergency_cooldown_ms, low=0, high=3.6e6
         )
         require_number(owner, "denial_backoff_ms", self.denial_backoff_ms, low=0, high=3.6e6)
-        require_number(owner, "hedge_deadband_usdt", self.hedge_deadband_usdt, low=0.0)
-        require_number(owner, "hedge_slippage_bps", self.hedge_slippage_bps, low=0.0, high=1_000.0)
+
+
+@dataclass(frozen=True, slots=True)
+class HedgeConfig:
+    """The book's delta hedge on `symbol`: it keeps the beta-adjusted net delta of every
+    quoted symbol and the hedge (as the risk gateway counts it) within `deadband_usdt`, with
+    marketable IOC limit orders `slippage_bps` through the touch, never beyond the gateway's
+    slippage band."""
+
+    symbol: str = "ETHUSDT"
+    deadband_usdt: float = 50.0
+    slippage_bps: float = 3.0
+
+    def __post_init__(self) -> None:
+        owner = "HedgeConfig"
+        require_symbol(owner, "symbol", self.symbol)
+        require_number(owner, "deadband_usdt", self.deadband_usdt, low=0.0)
+        require_number(owner, "slippage_bps", self.slippage_bps, low=0.0, high=1_000.0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,12 +199,10 @@ class PaperVenueConfig:
         )
 
 
-def default_risk_config(symbol: str = "BTCUSDT", hedge_symbol: str | None = "ETHUSDT"):
-    """Small, conservative limits for the default pair (a few hundred USDT per symbol)."""
-    if (symbol, hedge_symbol) != ("BTCUSDT", "ETHUSDT"):
-        raise ValueError(
-            f"no default risk limits for {symbol}/{hedge_symbol}: pass TradingConfig.risk"
-        )
+def default_risk_config() -> RiskGatewayConfig:
+    """Small, conservative limits for the default book, BTCUSDT quoted and hedged with
+    ETHUSDT (a few hundred USDT per symbol); any other book passes its own (the settings
+    size them from notionals per symbol)."""
     limits = RiskLimits(
         symbols=(
             SymbolLimits("BTCUSDT", max_position=0.02, max_notional=2_000, max_order_size=0.01),
@@ -233,7 +238,10 @@ class TradingConfig:
     """
 
     mode: TradingMode = TradingMode.SIM
-    strategy: QuotingStrategyConfig = field(default_factory=QuotingStrategyConfig)
+    strategies: tuple[QuotingStrategyConfig, ...] = (QuotingStrategyConfig(),)
+    """One per quoted symbol, in the book's order."""
+    hedge: HedgeConfig | None = field(default_factory=HedgeConfig)
+    """The book's hedge; None: the book is not hedged."""
     risk: RiskGatewayConfig = field(default_factory=default_risk_config)
     executor: OrderExecutorConfig = field(default_factory=OrderExecutorConfig)
     paper: PaperVenueConfig = field(default_factory=PaperVenueConfig)
@@ -263,16 +271,19 @@ class TradingConfig:
         )
         if self.journal_path is not None:
             object.__setattr__(self, "journal_path", Path(self.journal_path))
+        if not self.strategies:
+            raise ValueError("TradingConfig.strategies must quote at least one symbol")
+        check_book_symbols(self.quoted, self.hedge_symbol)
         risk_symbols = [limits.symbol for limits in self.risk.limits.symbols]
-        strategy = self.strategy
-        for name, symbol in (("symbol", strategy.symbol), ("hedge_symbol", strategy.hedge_symbol)):
-            if symbol is not None and symbol not in risk_symbols:
-                raise ValueError(
-                    f"strategy {name} {symbol} has no risk limits (limits cover {risk_symbols})"
-                )
-        if strategy.hedge_symbol != self.risk.hedge_symbol:
+        without = [symbol for symbol in self.symbols if symbol not in risk_symbols]
+        if without:
             raise ValueError(
-                f"the strategy hedges on {strategy.hedge_symbol} but the risk gateway counts "
+                f"{', '.join(without)} {'has' if len(without) == 1 else 'have'} no risk limits "
+                f"(limits cover {', '.join(risk_symbols)})"
+            )
+        if self.hedge_symbol != self.risk.hedge_symbol:
+            raise ValueError(
+                f"the book hedges on {self.hedge_symbol} but the risk gateway counts "
                 f"{self.risk.hedge_symbol} as the hedge: they must be the same symbol"
             )
         specs = {instrument.symbol for instrument in self.instruments}
@@ -287,33 +298,48 @@ class TradingConfig:
 
     def _require_a_lot_to_quote(self) -> None:
         """Quotes are whole lots, rounded down: a quote size or a max position (each times the
-        starting risk scale) below one lot of the quoted symbol would never send a quote."""
-        symbol = self.strategy.symbol
-        instrument = self.instrument(symbol)
-        lot = instrument.size_step
+        starting risk scale) below one lot of its symbol would never send a quote."""
         scale = self.risk.risk_scale
-        below = [
-            f"{name} {size:g}"
-            for name, size in (
-                ("quote_size", self.strategy.quote_size),
-                ("max_position", self.risk.limits.for_symbol(symbol).max_position),
-            )
-            if size * scale < lot and not instrument.is_on_step(size * scale)
-        ]
-        if below:
-            scaled = "" if scale == 1 else f" at risk_scale {scale:g}"
-            raise ValueError(
-                f"{' and '.join(below)}{scaled} is below one lot of {symbol} ({lot:g}): no "
-                "quote could be sent; make it one lot or more"
-            )
+        for strategy in self.strategies:
+            symbol = strategy.symbol
+            instrument = self.instrument(symbol)
+            lot = instrument.size_step
+            below = [
+                f"{name} {size:g}"
+                for name, size in (
+                    ("quote_size", strategy.quote_size),
+                    ("max_position", self.risk.limits.for_symbol(symbol).max_position),
+                )
+                if size * scale < lot and not instrument.is_on_step(size * scale)
+            ]
+            if below:
+                scaled = "" if scale == 1 else f" at risk_scale {scale:g}"
+                raise ValueError(
+                    f"{' and '.join(below)}{scaled} is below one lot of {symbol} ({lot:g}): no "
+                    "quote could be sent; make it one lot or more"
+                )
+
+    @property
+    def quoted(self) -> tuple[str, ...]:
+        """The quoted symbols, in the book's order."""
+        return tuple(strategy.symbol for strategy in self.strategies)
+
+    @property
+    def hedge_symbol(self) -> str | None:
+        return self.hedge.symbol if self.hedge is not None else None
 
     @property
     def symbols(self) -> tuple[str, ...]:
-        """The quoted symbol first, then the hedge."""
-        strategy = self.strategy
-        return (strategy.symbol,) + (
-            (strategy.hedge_symbol,) if strategy.hedge_symbol is not None else ()
-        )
+        """The quoted symbols, then the hedge."""
+        hedge = self.hedge_symbol
+        return self.quoted + ((hedge,) if hedge is not None else ())
+
+    def strategy(self, symbol: str) -> QuotingStrategyConfig:
+        """The quoting settings of `symbol` (KeyError: not quoted)."""
+        for strategy in self.strategies:
+            if strategy.symbol == symbol:
+                return strategy
+        raise KeyError(symbol)
 
     def instrument(self, symbol: str) -> Instrument:
         for instrument in self.instruments:

@@ -1,11 +1,15 @@
-"""TradingDesk: the strategy, the risk gateway, the executor and the venue of one engine.
+"""TradingDesk: the book's quoting strategies, its hedge, the risk gateway, the executor and
+the venue of one engine.
 
 The pipeline calls `on_book` after Laya has judged each books15 frame, on the engine loop.
 On EMERGENCY the desk's first act is the cancel-all request (before it even records the new
 mark): that is the reaction path the benchmark times, from the frame's receive to the cancel's
-bytes on the socket. Then the mark reaches the gateway and, for the quoted symbol, the quotes
-are compared with what rests and replaced where they drifted. The hedge is looked at after
-every fill and every `hedge_interval_ms`.
+bytes on the socket. One request pulls every symbol's orders, the fastest way there is; then
+the symbol whose verdict it was cools down (the hedge's, the market's leader, cools down every
+quoted symbol) and the others quote again on their next book. Then the mark reaches the gateway
+and, for a quoted symbol, its quotes are compared with what rests and replaced where they
+drifted. The hedge, on the book's net delta, is looked at after every fill and every
+`hedge_interval_ms`.
 
 Every command that changes risk or orders (the operator's keys, the run's exit policy, a
 journal that cannot write, Kev's) comes in through `execute` as a `Command` with its source,
@@ -66,7 +70,7 @@ from engine.trading.events import CommandExecuted, TradingFault, VerdictActed
 from engine.trading.executor import ExecutorStats, OrderExecutor
 from engine.trading.paper_venue import PaperVenue
 from engine.trading.quote_skews import QuoteSkews
-from engine.trading.strategy import QuotingStrategy
+from engine.trading.strategy import BookHedger, QuotingStrategy
 from engine.trading.tracked_order import OrderRole, OrderState, OrderView
 from engine.trading.venue import CancelAllTicket, Venue
 
@@ -114,8 +118,8 @@ class TradingStatus:
     running: str | None
     """The kill or flatten sequence in progress, if any."""
     last_kill: CommandResult | None
-    cooldown_ms: float
-    """What is left of the EMERGENCY cooldown (0 when quoting is allowed)."""
+    cooldowns_ms: Mapping[str, float]
+    """What is left of each quoted symbol's EMERGENCY cooldown (0 when it may quote)."""
 
     @property
     def state(self) -> TradingState:
@@ -161,6 +165,18 @@ def orders_open_in_journal(entries: Sequence[JournalEntry], venue: str) -> list[
     return open_orders
 
 
+class _QuotedSymbol:
+    """One quoted symbol's strategy and the client oids of its resting quotes."""
+
+    __slots__ = ("quotes", "strategy", "symbol", "time_in_force")
+
+    def __init__(self, strategy: QuotingStrategy) -> None:
+        self.strategy = strategy
+        self.symbol = strategy.config.symbol
+        self.quotes: dict[OrderRole, str | None] = {OrderRole.BID: None, OrderRole.ASK: None}
+        self.time_in_force = TimeInForce.POST_ONLY if strategy.config.post_only else TimeInForce.GTC
+
+
 class TradingDesk:
     """See the module docstring. Build it, `start` it before the market feed, `stop` it
     after the feed has stopped."""
@@ -199,12 +215,15 @@ class TradingDesk:
         self.gateway = RiskGateway(
             dataclasses.replace(config.risk, closing_client_oid_prefix=f"{prefix}{self.session}x")
         )
-        strategy_config = config.strategy
-        hedge_symbol = strategy_config.hedge_symbol
-        self.strategy = QuotingStrategy(
-            strategy_config,
-            config.instrument(strategy_config.symbol),
-            config.instrument(hedge_symbol) if hedge_symbol is not None else None,
+        self.strategies = {
+            strategy.symbol: QuotingStrategy(strategy, config.instrument(strategy.symbol))
+            for strategy in config.strategies
+        }
+        """Each quoted symbol's, in the book's order."""
+        self.hedger = (
+            BookHedger(config.hedge, config.instrument(config.hedge.symbol))
+            if config.hedge is not None
+            else None
         )
         self.executor = OrderExecutor(
             config.executor,
@@ -219,9 +238,10 @@ class TradingDesk:
         )
         self.reaction = LatencyHistogram()
         self.paper = venue if isinstance(venue, PaperVenue) else None
-        self._symbol = strategy_config.symbol
-        self._hedge_symbol = hedge_symbol
-        self._quotes: dict[OrderRole, str | None] = {OrderRole.BID: None, OrderRole.ASK: None}
+        self._quoted = {
+            symbol: _QuotedSymbol(strategy) for symbol, strategy in self.strategies.items()
+        }
+        self._hedge_symbol = config.hedge_symbol
         self._intents: dict[str, QuoteIntent] = {}
         self._resyncing: set[str] = set()
         self._sequence: asyncio.Task[CommandResult] | None = None
@@ -284,8 +304,11 @@ class TradingDesk:
                 paper.on_levels(symbol, levels, snapshot.n_bids, snapshot.n_asks)
             previous = self._intents.get(symbol)
             self._intents[symbol] = intent
-            if symbol == self._symbol:
-                self._requote(bid_price, bid_size, ask_price, ask_size, intent, previous, now)
+            quoted = self._quoted.get(symbol)
+            if quoted is not None:
+                self._requote(
+                    quoted, bid_price, bid_size, ask_price, ask_size, intent, previous, now
+                )
         except Exception as error:  # the feed goes on; the operator sees why trading did not
             logger.exception("trading desk failed on a book")
             self.events.append(
@@ -320,8 +343,12 @@ class TradingDesk:
                     lambda _done, recv_ns=snapshot.recv_ns: self._reaction(ticket, recv_ns)
                 )
         now = self._clock()
-        first = not self.strategy.in_cooldown(now)
-        self.strategy.on_emergency(now)
+        quoted = self._quoted.get(snapshot.symbol)
+        # The leader's (the hedge's, or a watched one's) EMERGENCY is the whole market's.
+        cooled = (quoted.strategy,) if quoted is not None else tuple(self.strategies.values())
+        first = any(not strategy.in_cooldown(now) for strategy in cooled)
+        for strategy in cooled:
+            strategy.on_emergency(now)
         if ticket is not None or first:
             action = f"cancel all ({ticket.path})" if ticket is not None else "cool down"
             self._verdict_acted(snapshot.symbol, _CANCEL_ALL, action, now, snapshot, reaction_ns)
@@ -356,6 +383,7 @@ class TradingDesk:
 
     def _requote(
         self,
+        quoted: _QuotedSymbol,
         bid_price: float,
         bid_size: float,
         ask_price: float,
@@ -367,10 +395,10 @@ class TradingDesk:
         if self._sequence is not None and not self._sequence.done():
             return  # kill or flatten owns the orders now
         gateway = self.gateway
-        symbol = self._symbol
+        symbol = quoted.symbol
         if gateway.stood_aside(symbol):
             return  # its quotes were pulled when it was stood aside (`_on_risk_event`)
-        plan = self.strategy.quotes(
+        plan = quoted.strategy.quotes(
             bid_price,
             bid_size,
             ask_price,
@@ -383,11 +411,12 @@ class TradingDesk:
             now,
             self.quote_skews.bps(symbol) if self.quote_skews is not None else 0.0,
         )
-        self._work_side(OrderRole.BID, OrderSide.BUY, plan.bid, intent, previous, now)
-        self._work_side(OrderRole.ASK, OrderSide.SELL, plan.ask, intent, previous, now)
+        self._work_side(quoted, OrderRole.BID, OrderSide.BUY, plan.bid, intent, previous, now)
+        self._work_side(quoted, OrderRole.ASK, OrderSide.SELL, plan.ask, intent, previous, now)
 
     def _work_side(
         self,
+        quoted: _QuotedSymbol,
         role: OrderRole,
         side: OrderSide,
         wanted: Any,
@@ -396,28 +425,28 @@ class TradingDesk:
         now: int,
     ) -> None:
         executor = self.executor
-        client_oid = self._quotes[role]
+        client_oid = quoted.quotes[role]
         order = executor.order(client_oid) if client_oid is not None else None
         if order is None:
-            self._quotes[role] = None
+            quoted.quotes[role] = None
             if wanted is None:
                 return
             intent_order = OrderIntent(
-                self._symbol,
+                quoted.symbol,
                 side,
                 wanted.size,
                 wanted.price,
                 OrderType.LIMIT,
                 executor.new_client_oid(role),
                 Source.STRATEGY,
-                TimeInForce.POST_ONLY if self.config.strategy.post_only else TimeInForce.GTC,
+                quoted.time_in_force,
                 wanted.reduce_only,
                 f"quote {role.value}",
             )
             if executor.submit(intent_order, role).approved:
-                self._quotes[role] = intent_order.client_oid
+                quoted.quotes[role] = intent_order.client_oid
             else:
-                self.strategy.on_denied(side, now)
+                quoted.strategy.on_denied(side, now)
             return
         if order.cancel_requested:
             return
@@ -428,12 +457,12 @@ class TradingDesk:
             reason = f"{self._actor} {intent.name}" if pulled else "not quoted now"
             executor.cancel(order.intent.client_oid, Source.STRATEGY, reason)
             if pulled and previous is not intent:
-                self._verdict_acted(self._symbol, intent, f"pull {role.value}", now)
+                self._verdict_acted(quoted.symbol, intent, f"pull {role.value}", now)
             return
         if order.state in _WAITING_STATES:
             return
         price = order.intent.price
-        if price is not None and self.strategy.wants_requote(price, order.remaining, wanted):
+        if price is not None and quoted.strategy.wants_requote(price, order.remaining, wanted):
             executor.cancel(order.intent.client_oid, Source.STRATEGY, "requote")
 
     # Hedge
@@ -445,23 +474,26 @@ class TradingDesk:
 
     def _hedge(self) -> None:
         self._hedge_scheduled = False
-        if self._hedge_symbol is None or (self._sequence is not None and not self._sequence.done()):
+        hedger = self.hedger
+        if hedger is None or (self._sequence is not None and not self._sequence.done()):
             return
         executor = self.executor
         if executor.has_open_role(OrderRole.HEDGE):
             return  # one hedge at a time: the next one sees its fills
         gateway = self.gateway
-        hedge_symbol = self._hedge_symbol
+        hedge_symbol = hedger.config.symbol
         if gateway.flatten_requested or gateway.stood_aside(hedge_symbol):
             return  # a hedge stood aside is not asked to trade (its orders would be denied)
         book = self._books.get(hedge_symbol)
         if book is None or not book.ready:
             return
+        book_delta = gateway.book_delta()
+        if book_delta is None:
+            return  # a symbol holds a position without a mark yet: its delta is unknown
         bid, _, ask, _ = book.best()
         microprice = book.microprice()
-        order = self.strategy.hedge_order(
-            gateway.position(self._symbol),
-            gateway.mark(self._symbol),
+        order = hedger.order(
+            book_delta,
             gateway.position(hedge_symbol),
             bid,
             ask,
@@ -497,7 +529,10 @@ class TradingDesk:
 
     def change_contract(self, instrument: Instrument) -> None:
         """The venue changed a traded contract's grid: new quotes and hedges follow it."""
-        self.strategy.change_grid(instrument)
+        if instrument.symbol == self._hedge_symbol and self.hedger is not None:
+            self.hedger.change_grid(instrument)
+        else:
+            self.strategies[instrument.symbol].change_grid(instrument)
 
     def on_journal_fault(self, reason: str) -> None:
         """The journal cannot write: trading must not go on unjournaled, so HALT."""
@@ -526,10 +561,10 @@ class TradingDesk:
             if self.gateway.snapshot().flatten_requested:
                 self._start_sequence("flatten", event.reason, source)
             else:
-                for role in (OrderRole.BID, OrderRole.ASK):
-                    client_oid = self._quotes[role]
-                    if client_oid is not None:
-                        self.executor.cancel(client_oid, Source.RISK, "reducing: requote")
+                for quoted in self._quoted.values():
+                    for client_oid in quoted.quotes.values():
+                        if client_oid is not None:
+                            self.executor.cancel(client_oid, Source.RISK, "reducing: requote")
 
     def _pull_symbol(self, symbol: str, reason: str) -> None:
         """Cancel every open order of `symbol`; the other symbols' orders stay."""
@@ -662,18 +697,24 @@ class TradingDesk:
             self.executor.drain_risk_events()
 
     def _said_if_unquotable(self, result: CommandResult) -> CommandResult:
-        """A limit change that leaves the quote size or the max position (times the risk
-        scale) under one lot stops all quoting (TradingConfig refuses that at start): say so."""
-        gateway, grid, symbol = self.gateway, self.strategy.grid, self._symbol
-        quote = self.config.strategy.quote_size * gateway.risk_scale
-        room = gateway.max_position(symbol)
-        if not result.ok or (grid.floor_size(quote) > 0 and grid.floor_size(room) > 0):
+        """A limit change that leaves a symbol's quote size or max position (times the risk
+        scale) under one lot stops its quoting (TradingConfig refuses that at start): say so."""
+        if not result.ok:
             return result
-        note = (
-            f"the quote size {quote:g} or the max position {room:g} {symbol} is now under one "
-            f"lot ({grid.lot:g}): nothing is quoted until it is raised"
-        )
-        return dataclasses.replace(result, message=f"{result.message}; {note}")
+        gateway = self.gateway
+        notes = []
+        for symbol, strategy in self.strategies.items():
+            grid = strategy.grid
+            quote = strategy.config.quote_size * gateway.risk_scale
+            room = gateway.max_position(symbol)
+            if grid.floor_size(quote) <= 0 or grid.floor_size(room) <= 0:
+                notes.append(
+                    f"the quote size {quote:g} or the max position {room:g} {symbol} is now "
+                    f"under one lot ({grid.lot:g}): {symbol} is not quoted until it is raised"
+                )
+        if not notes:
+            return result
+        return dataclasses.replace(result, message="; ".join((result.message, *notes)))
 
     @property
     def clock(self) -> Callable[[], int]:
@@ -724,7 +765,10 @@ class TradingDesk:
             ),
             running=running,
             last_kill=self.last_kill,
-            cooldown_ms=max(0.0, (self.strategy.cooldown_until_ns - now) / 1e6),
+            cooldowns_ms={
+                symbol: max(0.0, (strategy.cooldown_until_ns - now) / 1e6)
+                for symbol, strategy in self.strategies.items()
+            },
         )
 
 

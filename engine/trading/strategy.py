@@ -15,9 +15,10 @@ Laya's intents: CANCEL_ALL cancels everything and starts the cooldown; STAND_ASI
 up) quotes nothing, without a cooldown; PULL_ASKS / PULL_BIDS drop that side; KEEP_QUOTING quotes
 both.
 
-Hedge. Net delta (USDT) = q * m_T + h * q_H * m_H with h the hedge ratio in force. Beyond the
-deadband the hedge trades towards q_H* = -q * m_T / (h * m_H), rounded to the lot, with an IOC
-limit `hedge_slippage_bps` through the touch, kept inside the gateway's slippage band.
+Hedge (BookHedger). The book's delta D = sum_s beta_s * q_s * m_s over the quoted symbols (the
+risk gateway's weights), net delta = D + h * q_H * m_H with h the hedge ratio in force. Beyond
+the deadband the hedge trades towards q_H* = -D / (h * m_H), rounded to the lot, with an IOC
+limit `slippage_bps` through the touch, kept inside the gateway's slippage band.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from engine.bitget.orders import OrderSide
 from engine.laya.decide import QuoteIntent
 from engine.market.instruments import Instrument
 from engine.risk.events import TradingState
-from engine.trading.config import QuotingStrategyConfig
+from engine.trading.config import HedgeConfig, QuotingStrategyConfig
 
 _BPS = 1e-4
 _GRID_SLACK = 1e-9
@@ -123,31 +124,18 @@ class Grid:
 
 
 class QuotingStrategy:
-    """Quotes and hedge orders from the market, the position and the trading state.
+    """One symbol's quotes from its market, its position and the trading state.
 
     Its only memory is time: the EMERGENCY cooldown and each side's backoff after a denial,
     so the same inputs at the same `now_ns` always give the same answer (the last one is kept
     and given again while the inputs stay the same).
     """
 
-    def __init__(
-        self,
-        config: QuotingStrategyConfig,
-        instrument: Instrument,
-        hedge_instrument: Instrument | None = None,
-    ) -> None:
+    def __init__(self, config: QuotingStrategyConfig, instrument: Instrument) -> None:
         if instrument.symbol != config.symbol:
             raise ValueError(f"instrument {instrument.symbol} is not the quoted {config.symbol}")
-        if (hedge_instrument is None) != (config.hedge_symbol is None) or (
-            hedge_instrument is not None and hedge_instrument.symbol != config.hedge_symbol
-        ):
-            raise ValueError(
-                f"hedge instrument {getattr(hedge_instrument, 'symbol', None)} does not match "
-                f"the hedge symbol {config.hedge_symbol}"
-            )
         self.config = config
         self.grid = Grid(instrument)
-        self.hedge_grid = Grid(hedge_instrument) if hedge_instrument is not None else None
         self._half_spread = config.half_spread_bps * _BPS
         self._skew = config.inventory_skew_bps * _BPS
         self._cooldown_ns = config.emergency_cooldown_ms * 1_000_000
@@ -159,13 +147,10 @@ class QuotingStrategy:
         self._last_plan = NO_QUOTES
 
     def change_grid(self, instrument: Instrument) -> None:
-        """Quote (or hedge) `instrument`'s symbol on its new grid from the next plan on."""
-        if instrument.symbol == self.config.symbol:
-            self.grid = Grid(instrument)
-        elif instrument.symbol == self.config.hedge_symbol:
-            self.hedge_grid = Grid(instrument)
-        else:
-            raise ValueError(f"{instrument.symbol} is neither quoted nor the hedge")
+        """Quote on `instrument`'s new grid from the next plan on."""
+        if instrument.symbol != self.config.symbol:
+            raise ValueError(f"{instrument.symbol} is not the quoted {self.config.symbol}")
+        self.grid = Grid(instrument)
         self._last_inputs = None
 
     # Time-based memory
@@ -292,12 +277,25 @@ class QuotingStrategy:
             return True
         return abs(wanted.size - resting_size) > resting_size * config.requote_size_fraction
 
-    # Hedge
 
-    def hedge_order(
+class BookHedger:
+    """The hedge order that brings the book's net delta back inside the deadband (pure)."""
+
+    def __init__(self, config: HedgeConfig, instrument: Instrument) -> None:
+        if instrument.symbol != config.symbol:
+            raise ValueError(f"instrument {instrument.symbol} is not the hedge {config.symbol}")
+        self.config = config
+        self.grid = Grid(instrument)
+
+    def change_grid(self, instrument: Instrument) -> None:
+        """Hedge on `instrument`'s new grid from the next order on."""
+        if instrument.symbol != self.config.symbol:
+            raise ValueError(f"{instrument.symbol} is not the hedge {self.config.symbol}")
+        self.grid = Grid(instrument)
+
+    def order(
         self,
-        position: float,
-        mid: float,
+        book_delta: float,
         hedge_position: float,
         hedge_best_bid: float,
         hedge_best_ask: float,
@@ -306,17 +304,18 @@ class QuotingStrategy:
         max_slippage_bps: float,
         state: TradingState,
     ) -> HedgeOrder | None:
-        """The IOC order that brings net delta back inside the deadband, or None."""
-        grid = self.hedge_grid
-        if grid is None or (state is not _ACTIVE and state is not _REDUCING):
+        """The IOC order that brings net delta back inside the deadband, or None.
+        `book_delta`: the quoted symbols' beta-weighted notional (`RiskGateway.book_delta`)."""
+        grid = self.grid
+        if state is not _ACTIVE and state is not _REDUCING:
             return None
-        if not (0.0 < hedge_best_bid < hedge_best_ask) or hedge_ratio <= 0.0 or mid <= 0.0:
+        if not (0.0 < hedge_best_bid < hedge_best_ask) or hedge_ratio <= 0.0:
             return None
         hedge_mid = 0.5 * (hedge_best_bid + hedge_best_ask)
-        net_delta = position * mid + hedge_ratio * hedge_position * hedge_mid
-        if abs(net_delta) <= self.config.hedge_deadband_usdt:
+        net_delta = book_delta + hedge_ratio * hedge_position * hedge_mid
+        if abs(net_delta) <= self.config.deadband_usdt:
             return None
-        target = -position * mid / (hedge_ratio * hedge_mid)
+        target = -book_delta / (hedge_ratio * hedge_mid)
         size = grid.round_size(abs(target - hedge_position))
         if size <= 0.0:
             return None
@@ -327,7 +326,7 @@ class QuotingStrategy:
         )
         if state is _REDUCING and not reduce_only:
             return None
-        slippage = self.config.hedge_slippage_bps * _BPS
+        slippage = self.config.slippage_bps * _BPS
         band = max_slippage_bps * _BPS
         if buy:
             limit = min(

@@ -41,10 +41,10 @@ async def test_an_engine_killed_by_sigkill_is_said_at_once_and_quitting_exits_1(
     # Quotes that rest where they are: a requote (cancel, then place) could otherwise fall
     # between the last picture and the kill, and leave nothing open to report.
     strategy = replace(
-        config.trading.strategy, requote_threshold_bps=1_000.0, requote_size_fraction=1.0
+        config.trading.strategies[0], requote_threshold_bps=1_000.0, requote_size_fraction=1.0
     )
     handle = EngineNodeHandle(
-        replace(config, trading=replace(config.trading, strategy=strategy)), FAST
+        replace(config, trading=replace(config.trading, strategies=(strategy,))), FAST
     )
     await asyncio.to_thread(handle.start)
     try:

@@ -31,7 +31,7 @@ async def sim_exchange() -> AsyncIterator[SimExchange]:
 def sim_engine(sim: SimExchange, model: Path, journal: Path) -> EngineConfig:
     """The engine on `sim` (started apart), quoting close to the touch, Laya never EMERGENCY."""
     trading = TradingConfig(
-        strategy=QuotingStrategyConfig(half_spread_bps=0.05, emergency_cooldown_ms=200),
+        strategies=(QuotingStrategyConfig(half_spread_bps=0.05, emergency_cooldown_ms=200),),
         journal_path=journal,
         rest_url=sim.rest_url,
     )

@@ -352,7 +352,7 @@ async def _play(
         label=spec.label,
         recording=str(spec.recording),
         symbols=node.config.symbols,
-        quoted=node.desk.config.strategy.symbol,
+        quoted=node.desk.config.quoted[0],
         start_ns=stats.first_recv_ns if spec.window is None else spec.window.start_ns,
         end_ns=stats.last_recv_ns,
         entries=(),

@@ -198,7 +198,7 @@ def _engine_config(
     # the bench's own order rests, so each sample cancels exactly one known order.
     unquoted = replace(BTCUSDT, min_notional=_UNREACHABLE_NOTIONAL)
     trading = TradingConfig(
-        strategy=QuotingStrategyConfig(emergency_cooldown_ms=0),
+        strategies=(QuotingStrategyConfig(emergency_cooldown_ms=0),),
         risk=risk,
         instruments=(BTCUSDT if quoting else unquoted, ETHUSDT),
         journal_path=journal,
@@ -234,7 +234,7 @@ async def _one_reaction(node: EngineNode, symbol: str, into: LatencyHistogram) -
     await _until(lambda: not executor.has_open_orders(), 5, "the previous order to go")
     risk = executor.risk_view()
     mark = next(p.mark_price for p in risk.positions if p.symbol == symbol)
-    grid = desk.strategy.grid
+    grid = desk.strategies[symbol].grid
     intent = OrderIntent(
         symbol,
         OrderSide.BUY,
@@ -287,7 +287,7 @@ async def bench_reaction(
             assert desk is not None and isinstance(desk.venue, RestVenue)
             venue = desk.venue
             await _until(lambda: venue.lane is not None and venue.lane.ready, 10, "the lane")
-            symbol = desk.config.strategy.symbol
+            symbol = desk.config.quoted[0]
             pooled = {"lane": LatencyHistogram(), "client": LatencyHistogram()}
             per_run: dict[str, list[tuple[float, float]]] = {"lane": [], "client": []}
             for _ in range(5):  # warm-up samples, not counted
@@ -337,8 +337,7 @@ async def _open_risk(desk: TradingDesk) -> None:
     placed = []
     for symbol, side, size, factor in takers:
         mark = marks[symbol].mark_price
-        grid = desk.strategy.grid if symbol == "BTCUSDT" else desk.strategy.hedge_grid
-        assert grid is not None
+        grid = desk.strategies[symbol].grid if symbol == "BTCUSDT" else desk.hedger.grid
         price = (
             grid.floor_price(mark * factor)
             if side is OrderSide.BUY

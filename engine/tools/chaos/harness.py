@@ -139,7 +139,7 @@ class ChaosRig:
         self._directory = tempfile.TemporaryDirectory(prefix="hft-chaos-")
         await self.sim.start()
         trading = TradingConfig(
-            strategy=config.strategy,
+            strategies=(config.strategy,),
             journal_path=Path(self._directory.name) / "journal.sqlite",
             rest_url=self.sim.rest_url,
             rest_timeout_s=config.rest_timeout_s,

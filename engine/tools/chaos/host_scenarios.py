@@ -64,7 +64,7 @@ def _engine_config(
         laya=LayaClassifierConfig(prefer_gpu=False, thresholds=thresholds),
         # Quotes at the microprice fill within a second on the simulator: a position to close.
         trading=TradingConfig(
-            journal_path=journal, strategy=QuotingStrategyConfig(half_spread_bps=0.0)
+            journal_path=journal, strategies=(QuotingStrategyConfig(half_spread_bps=0.0),)
         ),
         kev_client=kev_client,
         kev_hub=KevHubConfig(health_interval_s=0.2, max_mid_move_bps=500.0),

@@ -113,7 +113,10 @@ def test_optional_maxima_are_read_when_present() -> None:
         (docs_entry(takerFeeRate=["0.0006"]), "BTCUSDT: takerFeeRate: expected text, got list"),
         (docs_entry(symbolStatus=None), "BTCUSDT: symbolStatus: missing"),
         (docs_entry(maxOrderQty="-3"), "BTCUSDT: maxOrderQty: expected a number >= 0"),
-        (docs_entry(symbol="btc-usdt"), "btc-usdt: symbol must be upper-case letters/digits"),
+        (
+            docs_entry(symbol="btc-usdt"),
+            "btc-usdt: Instrument.symbol must be a symbol like BTCUSDT",
+        ),
         (docs_entry(symbol=None), "entry 0: symbol: missing"),
     ],
 )

@@ -20,7 +20,7 @@ def test_symbol_limits_reject_a_cap_that_is_not_positive_and_finite(field, value
 
 
 def test_symbol_limits_reject_a_symbol_not_spelled_like_bitget():
-    with pytest.raises(ValueError, match="upper-case"):
+    with pytest.raises(ValueError, match="a symbol like BTCUSDT"):
         SymbolLimits("btc-usdt", 1.0, 1.0, 1.0)
 
 

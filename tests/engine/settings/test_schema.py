@@ -32,6 +32,7 @@ from engine.settings.schema import (
 )
 from engine.settings.sources import SettingsError
 from engine.trading.config import (
+    HedgeConfig,
     OrderExecutorConfig,
     PaperVenueConfig,
     QuotingStrategyConfig,
@@ -44,7 +45,7 @@ from engine.trading.config import (
 def test_defaults_build_exactly_the_engine_defaults():
     settings = Settings()
     assert settings.laya_config() == LayaClassifierConfig()
-    assert settings.strategy_config() == QuotingStrategyConfig()
+    assert settings.strategy_configs() == (QuotingStrategyConfig(),)
     assert settings.risk_config() == default_risk_config()
     # The one addition: the fee rates that apply, the paper venue's defaults, on each contract.
     charged = tuple(
@@ -70,7 +71,7 @@ def test_defaults_build_exactly_the_engine_defaults():
 @pytest.mark.parametrize(
     ("section", "configs", "built_apart"),
     [
-        (StrategySettings, (QuotingStrategyConfig,), ("quote_size_usdt",)),
+        (StrategySettings, (QuotingStrategyConfig, HedgeConfig), ("quote_size_usdt",)),
         (ExecutorSettings, (OrderExecutorConfig,), ()),
         (PaperSettings, (PaperVenueConfig,), ()),
         (

@@ -30,14 +30,14 @@ def test_a_default_config_trades_a_large_tick_coin_and_btc_without_editing() -> 
         2_000.0,
     )
     assert trading.risk.bounds.max_position["NEXOUSDT"] == 2479.3
-    assert trading.strategy.quote_size == 99.2
+    assert trading.strategies[0].quote_size == 99.2
     assert trading.instrument("NEXOUSDT") == NEXO.__class__(
         "NEXOUSDT", 0.001, 0.1, 5.0, maker_fee_rate=0.0002, taker_fee_rate=0.0006
     )
     btc = Settings()
     at_60k = btc.contracts(prices={"BTCUSDT": 60_000.0, "ETHUSDT": 3_000.0})
     trading = btc.trading_config(contracts=at_60k)
-    assert trading.strategy.quote_size == 0.002  # BTC keeps its built-in caps in coin
+    assert trading.strategies[0].quote_size == 0.002  # BTC keeps its built-in caps in coin
     assert trading.risk.limits.for_symbol("BTCUSDT").max_position == 0.02
 
 
@@ -53,7 +53,7 @@ def test_a_base_coin_setting_wins_over_the_usdt_one() -> None:
         }
     )
     trading = settings.trading_config(contracts=_contracts(settings, 1.21))
-    assert trading.strategy.quote_size == 50
+    assert trading.strategies[0].quote_size == 50
     assert trading.risk.limits.for_symbol("NEXOUSDT").max_position == 400
 
 

@@ -9,8 +9,8 @@ from typing import NamedTuple
 import numpy as np
 import pytest
 
+from engine.market.book_symbols import MAX_QUOTED_SYMBOLS
 from engine.sim.market import (
-    MAX_QUOTED_SYMBOLS,
     InformedBurst,
     MarketGenerator,
     MarketGeneratorConfig,

@@ -30,7 +30,7 @@ def engine_config(
     settings: dict[str, object] = {"half_spread_bps": 0.05, "emergency_cooldown_ms": 200}
     settings.update(strategy)
     trading = TradingConfig(
-        strategy=QuotingStrategyConfig(**settings),  # type: ignore[arg-type]
+        strategies=(QuotingStrategyConfig(**settings),),  # type: ignore[arg-type]
         journal_path=journal,
         rest_url=sim.rest_url,
         rest_timeout_s=rest_timeout_s,

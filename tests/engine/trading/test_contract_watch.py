@@ -33,7 +33,7 @@ async def test_a_tick_changed_at_the_venue_is_said_and_new_quotes_follow_it(sim,
     )
     events, _ = node.events.since(-1)
     assert change in [event for _, event in events]
-    assert node.desk.strategy.grid.tick == 0.5
+    assert node.desk.strategies["BTCUSDT"].grid.tick == 0.5
     before = {order.client_oid for order in ours(sim, node, "BTCUSDT")}
 
     def requoted_on_the_new_grid() -> bool:
@@ -51,7 +51,7 @@ async def test_a_table_that_cannot_be_read_leaves_the_grid_in_force(sim, node):
     assert watch is not None
     with pytest.raises(ValueError, match="BTCUSDT: pricePlace"):
         await watch.check()
-    assert node.desk.strategy.grid.tick == 0.1
+    assert node.desk.strategies["BTCUSDT"].grid.tick == 0.1
 
 
 def node_watch(node) -> ContractWatcher:

@@ -57,7 +57,7 @@ class Desk:
         settings.update(strategy)
         self.config = TradingConfig(
             mode=TradingMode.PAPER,
-            strategy=QuotingStrategyConfig(**settings),
+            strategies=(QuotingStrategyConfig(**settings),),
             risk=dataclasses.replace(default_risk_config(), max_mark_age_ms=60_000),
             paper=PaperVenueConfig(round_trip_ms=1.0, reaction_us=0.0),
             journal_path=tmp_path / "journal.sqlite",
@@ -171,7 +171,7 @@ async def test_a_fill_is_hedged_back_inside_the_deadband(paper_desk):
     positions = {p.symbol: p.size for p in risk.positions}
     assert positions["BTCUSDT"] == pytest.approx(0.002)
     assert positions["ETHUSDT"] == pytest.approx(-0.04)  # 128 / 3400 = 0.0376 -> 0.04
-    assert abs(risk.net_delta) <= paper_desk.config.strategy.hedge_deadband_usdt
+    assert abs(risk.net_delta) <= paper_desk.config.hedge.deadband_usdt
 
 
 async def test_pause_cancels_quotes_and_resume_brings_them_back(paper_desk):
@@ -360,15 +360,15 @@ async def test_a_risk_scale_that_leaves_no_whole_lot_to_quote_says_so(paper_desk
     """0.002 BTC quotes: at 0.5 one lot (0.001) is left, at 0.4 none, and nothing is quoted."""
     desk = paper_desk.desk
     half = await desk.execute(Command(SetLimits(RiskOverrides(risk_scale=0.5))))
-    assert half.ok and "nothing is quoted" not in half.message
+    assert half.ok and "not quoted" not in half.message
     lower = await desk.execute(Command(SetLimits(RiskOverrides(risk_scale=0.4))))
     assert lower.ok
     assert lower.message.endswith(
         "; the quote size 0.0008 or the max position 0.008 BTCUSDT is now under one lot "
-        "(0.001): nothing is quoted until it is raised"
+        "(0.001): BTCUSDT is not quoted until it is raised"
     )
     by_kev = await desk.execute(Command(KevOrder(KevAction.HOLD, 0.3, None), CommandSource.KEV))
-    assert by_kev.ok and by_kev.message.endswith("nothing is quoted until it is raised")
+    assert by_kev.ok and by_kev.message.endswith("BTCUSDT is not quoted until it is raised")
 
 
 async def kev(desk, action, risk_scale, hedge_ratio):

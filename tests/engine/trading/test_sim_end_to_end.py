@@ -37,7 +37,7 @@ async def test_quotes_rest_at_the_exchange_on_both_sides(sim, node):
 async def test_fills_arrive_and_the_hedge_keeps_net_delta_near_zero(sim, node):
     desk = node.desk
     executor = desk.executor
-    deadband = desk.config.strategy.hedge_deadband_usdt
+    deadband = desk.config.hedge.deadband_usdt
 
     def hedged() -> bool:
         positions = {p.symbol: p.size for p in executor.risk_view().positions}

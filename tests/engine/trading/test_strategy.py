@@ -1,4 +1,5 @@
-"""QuotingStrategy: quotes and hedge orders checked against hand-computed values."""
+"""QuotingStrategy and BookHedger: quotes and hedge orders checked against hand-computed
+values."""
 
 from __future__ import annotations
 
@@ -11,8 +12,8 @@ from engine.bitget.orders import OrderSide
 from engine.laya.decide import QuoteIntent
 from engine.market.instruments import BTCUSDT, ETHUSDT, Instrument
 from engine.risk.events import TradingState
-from engine.trading.config import QuotingStrategyConfig
-from engine.trading.strategy import Grid, Quote, QuotePlan, QuotingStrategy
+from engine.trading.config import HedgeConfig, QuotingStrategyConfig
+from engine.trading.strategy import BookHedger, Grid, Quote, QuotePlan, QuotingStrategy
 
 ACTIVE = TradingState.ACTIVE
 KEEP = QuoteIntent.KEEP_QUOTING
@@ -28,7 +29,7 @@ def strategy(**overrides) -> QuotingStrategy:
         "denial_backoff_ms": 250,
     }
     settings.update(overrides)
-    return QuotingStrategy(QuotingStrategyConfig(**settings), BTCUSDT, ETHUSDT)
+    return QuotingStrategy(QuotingStrategyConfig(**settings), BTCUSDT)
 
 
 def quote(
@@ -98,7 +99,7 @@ def test_room_to_the_max_position_caps_each_side():
 
 def test_minimum_notional_is_respected():
     tiny = Instrument("BTCUSDT", tick_size=0.1, size_step=0.001, min_notional=200.0)
-    subject = QuotingStrategy(QuotingStrategyConfig(hedge_symbol=None), tiny)
+    subject = QuotingStrategy(QuotingStrategyConfig(), tiny)
     assert quote(subject) == QuotePlan(None, None)  # 0.002 * 64000 = 128 < 200
 
 
@@ -178,10 +179,13 @@ def test_requote_only_when_price_or_size_drift_enough():
     assert subject.wants_requote(64_000.0, 0.001, Quote(64_000.0, 0.002))
 
 
+def hedger(**overrides) -> BookHedger:
+    return BookHedger(HedgeConfig(**overrides), ETHUSDT)
+
+
 def hedge(subject, **overrides):
     arguments = {
-        "position": 0.01,
-        "mid": 64_000.0,
+        "book_delta": 0.01 * 64_000.0,
         "hedge_position": 0.0,
         "hedge_best_bid": 3_400.00,
         "hedge_best_ask": 3_400.02,
@@ -191,13 +195,13 @@ def hedge(subject, **overrides):
         "state": ACTIVE,
     }
     arguments.update(overrides)
-    return subject.hedge_order(**arguments)
+    return subject.order(**arguments)
 
 
 def test_hedge_sells_the_beta_adjusted_delta_back_to_zero():
     # Net delta 0.01 * 64000 = 640 USDT; target -640 / 3400.01 = -0.18823 -> 0.19 ETH;
     # limit 3400.00 * (1 - 3e-4) = 3398.98, inside the 10 bps band (3396.61).
-    order = hedge(strategy())
+    order = hedge(hedger())
     assert order is not None
     assert (order.side, order.size, order.price, order.reduce_only) == (
         OrderSide.SELL,
@@ -210,26 +214,26 @@ def test_hedge_sells_the_beta_adjusted_delta_back_to_zero():
 
 def test_hedge_ratio_scales_the_hedge():
     # h = 0.5: target -640 / (0.5 * 3400.01) = -0.37647 -> 0.38.
-    order = hedge(strategy(), hedge_ratio=0.5)
+    order = hedge(hedger(), hedge_ratio=0.5)
     assert order is not None and order.size == 0.38
 
 
 def test_inside_the_deadband_nothing_is_hedged():
-    assert hedge(strategy(), position=0.0005) is None  # 32 USDT
-    assert hedge(strategy(), hedge_position=-0.19) is None  # 640 - 646 = -6 USDT
-    assert hedge(strategy(), hedge_ratio=0.0) is None  # the hedge offsets nothing
+    assert hedge(hedger(), book_delta=32.0) is None
+    assert hedge(hedger(), hedge_position=-0.19) is None  # 640 - 646 = -6 USDT
+    assert hedge(hedger(), hedge_ratio=0.0) is None  # the hedge offsets nothing
 
 
 def test_hedge_price_stays_inside_the_gateway_band():
     # 1 bps band around min(mid, microprice) = 3400.01: at most 3400.35 for a buy.
-    order = hedge(strategy(hedge_slippage_bps=3.0), position=-0.01, max_slippage_bps=1.0)
+    order = hedge(hedger(slippage_bps=3.0), book_delta=-640.0, max_slippage_bps=1.0)
     assert order is not None and order.side is OrderSide.BUY
     assert order.price == 3_400.35
 
 
 def test_reducing_hedges_only_by_shrinking_the_hedge():
-    assert hedge(strategy(), state=TradingState.REDUCING) is None
-    order = hedge(strategy(), position=0.0, hedge_position=-0.19, state=TradingState.REDUCING)
+    assert hedge(hedger(), state=TradingState.REDUCING) is None
+    order = hedge(hedger(), book_delta=0.0, hedge_position=-0.19, state=TradingState.REDUCING)
     assert order is not None
     assert (order.side, order.size, order.reduce_only) == (OrderSide.BUY, 0.19, True)
 
@@ -269,9 +273,9 @@ def test_grid_gives_what_rounding_the_product_to_its_decimals_gave(tick, step):
 
 def test_instruments_must_match_the_configuration():
     with pytest.raises(ValueError, match="is not the quoted"):
-        QuotingStrategy(QuotingStrategyConfig(), ETHUSDT, ETHUSDT)
-    with pytest.raises(ValueError, match="hedge instrument"):
-        QuotingStrategy(QuotingStrategyConfig(), BTCUSDT, None)
+        QuotingStrategy(QuotingStrategyConfig(), ETHUSDT)
+    with pytest.raises(ValueError, match="is not the hedge"):
+        BookHedger(HedgeConfig(), BTCUSDT)
 
 
 @pytest.mark.parametrize(
@@ -280,7 +284,6 @@ def test_instruments_must_match_the_configuration():
         ("quote_size", 0.0),
         ("half_spread_bps", -1.0),
         ("requote_size_fraction", 2.0),
-        ("hedge_symbol", "BTCUSDT"),
         ("symbol", "btc"),
     ],
 )
