@@ -28,10 +28,13 @@ from engine.node import EngineNode, EngineStatus, SymbolStatus, format_status, f
 from engine.pipeline import LayaStoodAside
 from engine.tools.bench.trading import NEVER_EMERGENCY
 from engine.trading.commands import Command, Kill, Pause, Resume
-from engine.trading.config import TradingConfig, TradingMode
+from engine.trading.config import TradingConfig, TradingMode, default_risk_config
 from engine.trading.desk import TradingStatus
 
 HOUR = 3_600_000_000_000
+UNHEDGED = TradingConfig(
+    hedge=None, risk=dataclasses.replace(default_risk_config(), hedge_symbol=None)
+)
 
 
 def laya(model) -> LayaClassifierConfig:
@@ -45,7 +48,18 @@ def laya(model) -> LayaClassifierConfig:
         ({"trading": TradingConfig(mode=TradingMode.DEMO)}, "needs Bitget's public feed"),
         ({"live_url": "ws://127.0.0.1:1/v2/ws/public", "trading": TradingConfig()}, "REST url"),
         ({"trading": TradingConfig(rest_url="http://127.0.0.1:1")}, "that simulator.s public feed"),
-        ({"symbols": ("BTCUSDT",), "trading": TradingConfig()}, "not among the market"),
+        ({"symbols": ("BTCUSDT",), "trading": TradingConfig()}, "must be the book's"),
+        ({"symbols": ("ETHUSDT", "BTCUSDT"), "trading": TradingConfig()}, "must be the book's"),
+        (
+            {"symbols": ("BTCUSDT", "ETHUSDT", "SOLUSDT"), "trading": TradingConfig()},
+            "must be the book's BTCUSDT, ETHUSDT$",
+        ),
+        (
+            {"symbols": ("BTCUSDT", "SOLUSDT", "XRPUSDT"), "trading": UNHEDGED},
+            "then at most a leader it does not trade",
+        ),
+        ({"symbols": ("BTCUSDT", "BTCUSDT")}, "names a symbol twice"),
+        ({"symbols": ("btcusdt",)}, "must be a symbol like BTCUSDT"),
     ],
 )
 def test_config_refuses_trading_it_cannot_do(settings, message):
