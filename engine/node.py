@@ -210,7 +210,8 @@ class EngineNode:
         self.fast_path_compile_s: float | None = None
         self.warmer: InferenceWarmer | None = None
         self.kev: KevHub | None = None
-        self.hedge_analytics: HedgeAnalytics | None = None
+        self.hedge_analytics: dict[str, HedgeAnalytics] = {}
+        """Each quoted symbol's pair with the hedge (or leader), where Kev runs."""
         self._kev_client: KevClient | RecordedKevClient | None = None
         self._kev_answers: KevAnswerRecorder | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -418,8 +419,8 @@ class EngineNode:
             recorder = KevAnswerRecorder(config.kev_answers_out)
             recorder.open()
         self._kev_answers = recorder
-        if len(self.config.symbols) >= 2:
-            self.hedge_analytics = HedgeAnalytics()
+        *paired, _ = self.config.symbols  # each quoted symbol with the hedge (or leader)
+        self.hedge_analytics = {symbol: HedgeAnalytics() for symbol in paired}
         hub = KevHub(
             self.config.kev_hub,
             client,
@@ -533,7 +534,7 @@ class EngineNode:
         built_s = time.perf_counter()
         while True:
             await asyncio.sleep(interval_s)
-            self._sample_hedge_pair()
+            self._sample_hedge_pairs()
             # A fast replay's market time outruns any reader: a new picture at most about as
             # often in real time (a picture costs ~0.3 ms; at max speed most wakes skip it).
             now_s = time.perf_counter()
@@ -541,23 +542,22 @@ class EngineNode:
                 built_s = now_s
                 self.latest_status = self.status()
 
-    def _sample_hedge_pair(self) -> None:
-        """Feeds the hedge analytics of the first quoted symbol and the hedge (Kev's context)
-        off the fast path."""
-        analytics = self.hedge_analytics
-        if analytics is None:
+    def _sample_hedge_pairs(self) -> None:
+        """Feeds each quoted symbol's hedge analytics with the hedge (Kev's context) off the
+        fast path."""
+        if not self.hedge_analytics:
             return
-        symbols = self.config.symbols  # the first quoted symbol and the hedge (or leader)
-        traded, hedge = self.books[symbols[0]], self.books[symbols[-1]]
-        if not (traded.ready and hedge.ready):
+        hedge = self.books[self.config.symbols[-1]]
+        if not hedge.ready:
             return
-        traded_bid, _, traded_ask, _ = traded.best()
         hedge_bid, _, hedge_ask, _ = hedge.best()
-        analytics.on_mids(
-            self.clock.time_ns() // 1_000_000,
-            0.5 * (traded_bid + traded_ask),
-            0.5 * (hedge_bid + hedge_ask),
-        )
+        hedge_mid = 0.5 * (hedge_bid + hedge_ask)
+        now_ms = self.clock.time_ns() // 1_000_000
+        for symbol, analytics in self.hedge_analytics.items():
+            traded = self.books[symbol]
+            if traded.ready:
+                traded_bid, _, traded_ask, _ = traded.best()
+                analytics.on_mids(now_ms, 0.5 * (traded_bid + traded_ask), hedge_mid)
 
     def _journal_fault(self, fault: Exception) -> None:
         """From the journal's writer thread: halt on the engine loop (HALTED, then the desk

@@ -50,7 +50,7 @@ from engine.kev.client import (
 from engine.kev.command import KevCommand, stale_reason
 from engine.kev.config import KevHubConfig
 from engine.kev.context import displayed_percent, format_context, warmup_context
-from engine.kev.hedge import HedgeAnalytics
+from engine.kev.hedge import HedgeAnalytics, HedgeStats
 from engine.kev.queue import KevQueue, KevRequest, KevSnapshot
 from engine.laya.verdict import Verdict
 from engine.risk.commands import KevCommandOutcome
@@ -146,8 +146,9 @@ class KevHub:
 
     `clock` is the engine's clock in epoch ns (the gateway's `now_ns`): contexts' ages, ttls,
     skews and journal times all follow it. `mid_of(symbol)` gives the current mid for the
-    staleness check; without it the gateway's marks are used. `hedge` is the pair's analytics,
-    fed by the engine; its statistics join every context. `execute` takes a command to the
+    staleness check; without it the gateway's marks are used. `hedge` holds each quoted
+    symbol's analytics with the hedge, fed by the engine; a context on a symbol carries its
+    pair's statistics (`_pair_stats`). `execute` takes a command to the
     gateway (without a desk: the gateway's own `apply_kev_command`). `journal` gets one
     `kev_decision` entry per decision. `on_event` gets the hub's events (the warm-up's end, a
     decision the journal refused) for the engine's event log.
@@ -165,7 +166,7 @@ class KevHub:
         gateway: RiskGateway,
         clock: Callable[[], int] = WallClock.time_ns,
         *,
-        hedge: HedgeAnalytics | None = None,
+        hedge: Mapping[str, HedgeAnalytics] | None = None,
         mid_of: Callable[[str], float | None] | None = None,
         execute: KevExecute | None = None,
         journal: Journal | None = None,
@@ -180,7 +181,7 @@ class KevHub:
         self._recorder = recorder
         self._gateway = gateway
         self._clock = clock
-        self._hedge = hedge
+        self._hedge: Mapping[str, HedgeAnalytics] = hedge or {}
         self._mid_of = mid_of or self._gateway_mid
         self._execute = execute or self._apply_to_gateway
         self._journal = journal
@@ -316,8 +317,9 @@ class KevHub:
         self._set_link(KevLink.WARMING, f"warming the prompt cache (up to {timeout_s:g} s)")
         self._warmup = "warming the prompt cache"
         symbol = self._gateway.config.limits.symbols[0].symbol
-        hedge = self._hedge.stats() if self._hedge is not None else None
-        context = warmup_context(symbol, self._gateway.snapshot(), hedge, self._clock())
+        context = warmup_context(
+            symbol, self._gateway.snapshot(), self._pair_stats(symbol), self._clock()
+        )
         client = self._client
         assert isinstance(client, KevClient)
         reply = await self._on_real_clock(
@@ -372,7 +374,7 @@ class KevHub:
 
     async def _consult(self, request: KevRequest) -> None:
         risk = self._gateway.snapshot()
-        hedge = self._hedge.stats() if self._hedge is not None else None
+        hedge = self._pair_stats(request.snapshot.symbol)
         waited_ms = (self._clock() - request.first_queued_ns) / 1e6
         reply = await self._answer(request, format_context(request, risk, hedge, waited_ms))
         self._last_latency_ms = reply.wall_ms
@@ -457,6 +459,12 @@ class KevHub:
                 order.action, order.risk_scale, order.hedge_ratio, self._clock()
             )
         )
+
+    def _pair_stats(self, symbol: str) -> HedgeStats | None:
+        """The statistics of `symbol`'s pair with the hedge; for the hedge itself (or a
+        symbol without one), the first quoted symbol's pair (a pair's only one)."""
+        analytics = self._hedge.get(symbol) or next(iter(self._hedge.values()), None)
+        return analytics.stats() if analytics is not None else None
 
     def _gateway_mid(self, symbol: str) -> float | None:
         for view in self._gateway.snapshot().positions:

@@ -225,7 +225,7 @@ async def run_decisions(
     async with KevClient(config, spec) as client:
         props = await client.props()
         hub_config = KevHubConfig(health_interval_s=0.5)
-        hub = KevHub(hub_config, client, gateway, hedge=hedge)
+        hub = KevHub(hub_config, client, gateway, hedge={TRADED: hedge})
         await hub.start()
         try:
             await _online(hub, (hub_config.warmup_timeout_s or 0) + 30)

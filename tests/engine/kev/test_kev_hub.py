@@ -244,7 +244,7 @@ async def test_the_context_carries_market_risk_and_hedge_analytics(
     gateway.on_position_sync(BTC, 0.2, 59_000.0, T0)
     gateway.on_position_sync(ETH, -2.5, 3_100.0, T0)
     scripted.script(CHAT, command())
-    hub = await start_hub(hedge=hedge)
+    hub = await start_hub(hedge={BTC: hedge})
     hub.offer(snap(verdict=Verdict.LEAN_BUY))
     clock.advance_ms(1_234)
     hub.offer(snap(verdict=Verdict.EMERGENCY))
@@ -260,6 +260,32 @@ async def test_the_context_carries_market_risk_and_hedge_analytics(
         "BTCUSDT EMERGENCY p 5 7 5 83; 1.2s: LEAN_BUY 1 EMERGENCY 1",
         "imb 40 30 10 vpin 60 flow -50 -30 micro 0.8 spread 0.2 vol 3.1 2.2",
     ]
+
+
+def pair_with_beta(beta: float) -> HedgeAnalytics:
+    """A pair whose hedge moves `beta` times its quoted symbol (in logs)."""
+    pair = HedgeAnalytics(HedgeAnalyticsConfig(window=60, min_samples=30))
+    for k in range(60):
+        quoted = 60_000 * math.exp(1e-4 * math.sin(k / 3) + 3e-4 * k)
+        spread = math.exp(5e-5 * math.sin(1.7 * k))
+        pair.on_mids(
+            1_700_006_400_000 + 1_000 * k, quoted, 3_000 * (quoted / 60_000) ** beta * spread
+        )
+    return pair
+
+
+async def test_a_context_on_a_symbol_of_a_book_carries_that_symbols_pair(scripted, start_hub):
+    scripted.script(CHAT, command(), command())
+    hub = await start_hub(hedge={BTC: pair_with_beta(0.8), ETH: pair_with_beta(1.3)})
+    hub.offer(snap(ETH))
+    await decisions(hub, 1)
+    hub.offer(snap(BTC))
+    await decisions(hub, 2)
+    pairs = [
+        next(line for line in request["messages"][1]["content"].splitlines() if "pair" in line)
+        for request in scripted.requests
+    ]
+    assert [line.split()[:2] for line in pairs] == [["pair", "1.30"], ["pair", "0.80"]]
 
 
 async def test_offline_until_the_server_appears(clock, gateway, start_hub):
