@@ -15,13 +15,14 @@ from engine.journal import Journal, JournalConfig
 from engine.laya.decide import QuoteIntent
 from engine.market.instruments import BTCUSDT, ETHUSDT, Instrument
 from engine.pipeline import EventLog
-from engine.risk.limits import OverrideBounds, RiskGatewayConfig, RiskLimits, SymbolLimits
+from engine.risk.limits import RiskGatewayConfig, SymbolLimits
 from engine.trading.config import (
     HedgeConfig,
     PaperVenueConfig,
     QuotingStrategyConfig,
     TradingConfig,
     TradingMode,
+    default_risk_config,
 )
 from engine.trading.desk import TradingDesk
 from engine.trading.paper_venue import PaperVenue
@@ -36,33 +37,17 @@ MARKETS = {
 
 
 def book_risk(**changes) -> RiskGatewayConfig:
-    limits = RiskLimits(
-        symbols=(
-            SymbolLimits("BTCUSDT", max_position=0.02, max_notional=2_000, max_order_size=0.01),
-            SymbolLimits("SOLUSDT", max_position=10.0, max_notional=2_000, max_order_size=5.0),
-            SymbolLimits("ETHUSDT", max_position=0.6, max_notional=2_500, max_order_size=0.3),
+    """The default pair's limits with SOLUSDT added, at a beta of 1.5 to the book."""
+    pair = default_risk_config()
+    sol = SymbolLimits("SOLUSDT", max_position=10.0, max_notional=2_000, max_order_size=5.0)
+    return dataclasses.replace(
+        pair,
+        limits=dataclasses.replace(pair.limits, symbols=(*pair.limits.symbols, sol)),
+        bounds=dataclasses.replace(
+            pair.bounds, max_position={**pair.bounds.max_position, "SOLUSDT": 20.0}
         ),
-        max_net_delta=1_500,
-        daily_loss_soft=150,
-        daily_loss_hard=300,
+        **{"betas": {"SOLUSDT": 1.5}, "max_mark_age_ms": 60_000, **changes},
     )
-    bounds = OverrideBounds(
-        max_position={"BTCUSDT": 0.05, "SOLUSDT": 20.0, "ETHUSDT": 1.5},
-        max_net_delta=3_000,
-        max_slippage_bps=20,
-        max_orders_per_second=10,
-        max_orders_per_minute=400,
-    )
-    config = RiskGatewayConfig(
-        limits=limits,
-        bounds=bounds,
-        hedge_symbol="ETHUSDT",
-        hedge_ratio=1.0,
-        hedge_ratio_band=(0.5, 1.0),
-        betas={"SOLUSDT": 1.5},
-        max_mark_age_ms=60_000,
-    )
-    return dataclasses.replace(config, **changes)
 
 
 def book_config(tmp_path, **changes) -> TradingConfig:
