@@ -35,12 +35,14 @@ def confirm_live(
     *,
     account: str,
     symbols: Sequence[str],
+    hedge: str | None = None,
     read: Callable[[str], str] = read_from_terminal,
     write: Callable[[str], None] = print,
     api_key: str | None = None,
     limits: RiskLimits | None = None,
 ) -> bool:
     """Show what going live means and ask for the phrase; True only for an exact match.
+    `symbols` are every symbol that will trade: the quoted ones and `hedge`, the book's hedge.
 
     One attempt: a mismatch, end of input, Ctrl+C or (with the default reader) a standard input
     that is not a terminal answers False (nothing has been sent, and the caller must send
@@ -59,7 +61,7 @@ def confirm_live(
     write(f"  account   {_printable(account)}")
     if api_key is not None:
         write(f"  API key   {mask_api_key(api_key)}")
-    write(f"  symbols   {_symbols_line(symbols)}")
+    write(f"  symbols   {_symbols_line(symbols, hedge)}")
     if limits is not None:
         for number, line in enumerate(_limits_lines(limits)):
             write(f"  {'limits' if number == 0 else '':<8}  {line}")
@@ -83,10 +85,8 @@ def confirm_live(
     return True
 
 
-def _symbols_line(symbols: Sequence[str]) -> str:
-    if len(symbols) == 1:
-        return symbols[0]
-    return f"{symbols[0]} (traded), " + ", ".join(f"{s} (hedge)" for s in symbols[1:])
+def _symbols_line(symbols: Sequence[str], hedge: str | None) -> str:
+    return ", ".join(f"{s} ({'hedge' if s == hedge else 'quoted'})" for s in symbols)
 
 
 def _limits_lines(limits: RiskLimits) -> list[str]:

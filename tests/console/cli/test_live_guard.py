@@ -49,6 +49,7 @@ def ask(operator: Operator, **overrides: object) -> bool:
     arguments: dict[str, object] = {
         "account": "Bitget main account",
         "symbols": SYMBOLS,
+        "hedge": "ETHUSDT",
         "read": operator.read,
         "write": operator.write,
         "api_key": API_KEY,
@@ -74,7 +75,7 @@ def test_the_screen_says_live_real_money_the_masked_key_symbols_and_limits() -> 
     assert "Bitget main account" in screen
     assert "bg_…8f9" not in screen and "bg_…e8f9" in screen
     assert API_KEY not in screen
-    assert "BTCUSDT (traded), ETHUSDT (hedge)" in screen
+    assert "BTCUSDT (quoted), ETHUSDT (hedge)" in screen
     assert "BTCUSDT: position <= 0.5, notional <= 40,000 USDT, order <= 0.05" in screen
     assert "ETHUSDT: position <= 8, notional <= 30,000 USDT, order <= 1" in screen
     assert "reduce-only at 750, halt at 1,500 USDT" in screen
@@ -145,13 +146,22 @@ def test_control_sequences_in_the_account_label_are_neutralised() -> None:
     assert "\x1b" not in operator.screen and "main?[2J?[H" in operator.screen
 
 
+def test_the_screen_names_each_symbol_of_a_book_quoted_or_the_hedge() -> None:
+    operator = Operator("no")
+    ask(operator, symbols=("SOLUSDT", "XRPUSDT", "ETHUSDT"), limits=None)
+    assert "SOLUSDT (quoted), XRPUSDT (quoted), ETHUSDT (hedge)" in operator.screen
+    operator = Operator("no")
+    ask(operator, symbols=("SOLUSDT", "XRPUSDT"), hedge=None, limits=None)
+    assert "SOLUSDT (quoted), XRPUSDT (quoted)" in operator.screen
+
+
 @pytest.mark.parametrize(
     ("overrides", "message"),
     [
         ({"account": "  "}, "account"),
         ({"symbols": ()}, "at least one symbol"),
-        ({"symbols": ("btcusdt",)}, "upper-case"),
-        ({"symbols": ("BTC USDT",)}, "upper-case"),
+        ({"symbols": ("btcusdt",)}, "a symbol like BTCUSDT"),
+        ({"symbols": ("BTC USDT",)}, "a symbol like BTCUSDT"),
     ],
 )
 def test_bad_arguments_are_refused_before_anything_is_asked(
