@@ -1179,6 +1179,22 @@ class RiskGateway:
                 delta += risk.delta_weight * risk.position * risk.mid
         return delta
 
+    def has_order_room(self, now_ns: int, spare: int = 0) -> bool:
+        """Whether a risk-increasing order now would pass our own pace and Bitget's place-order
+        limit with `spare` more orders (at most all but one of a window) still to go: a book of
+        symbols asks before it quotes, so its requotes wait for room instead of being denied,
+        and leaves the hedge the spare."""
+        for window, span_ns in (
+            (self._own_second, _SECOND_NS),
+            (self._own_minute, _MINUTE_NS),
+            (self._place_order, _SECOND_NS),
+        ):
+            times, limit = window.times, window.limit
+            oldest_kept = times[(window.index + min(spare, limit - 1)) % limit]
+            if now_ns - oldest_kept < span_ns:
+                return False
+        return True
+
     @property
     def max_slippage_bps(self) -> float:
         return self._max_slippage_bps

@@ -242,6 +242,8 @@ class TradingDesk:
             symbol: _QuotedSymbol(strategy) for symbol, strategy in self.strategies.items()
         }
         self._hedge_symbol = config.hedge_symbol
+        self._hedge_spare = 1 if config.hedge is not None else 0
+        """Orders a second the quotes leave to the hedge."""
         self._intents: dict[str, QuoteIntent] = {}
         self._resyncing: set[str] = set()
         self._sequence: asyncio.Task[CommandResult] | None = None
@@ -429,8 +431,8 @@ class TradingDesk:
         order = executor.order(client_oid) if client_oid is not None else None
         if order is None:
             quoted.quotes[role] = None
-            if wanted is None:
-                return
+            if wanted is None or not self.gateway.has_order_room(now, self._hedge_spare):
+                return  # no room in the order rate now: the next book asks again
             intent_order = OrderIntent(
                 quoted.symbol,
                 side,

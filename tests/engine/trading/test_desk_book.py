@@ -10,11 +10,13 @@ import pytest
 from market_frames import MarketScript
 from support.waiting import eventually
 
+from engine.bitget.orders import OrderSide, OrderType
 from engine.book import OrderBook
 from engine.journal import Journal, JournalConfig
 from engine.laya.decide import QuoteIntent
 from engine.market.instruments import BTCUSDT, ETHUSDT, Instrument
 from engine.pipeline import EventLog
+from engine.risk.intents import DenialReason, OrderIntent, Source
 from engine.risk.limits import RiskGatewayConfig, SymbolLimits
 from engine.trading.config import (
     HedgeConfig,
@@ -87,6 +89,17 @@ class BookDesk:
         for symbol in MARKETS:
             self.book(symbol)
 
+    async def until_quoted(self, *symbols: str, timeout_s: float = 3.0) -> None:
+        """Books for `symbols`, as the feed sends them, until both sides of each rest (a
+        quote waits for room in the order rate, then goes on a later book)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        while any(len(self.resting(symbol)) < 2 for symbol in symbols):
+            assert loop.time() < deadline, f"not quoted on both sides: {symbols}"
+            for symbol in symbols:
+                self.book(symbol)
+            await asyncio.sleep(0.02)
+
     def resting(self, symbol):
         return sorted(
             (order.side.value, order.price, order.size)
@@ -105,9 +118,8 @@ async def book_desk(tmp_path):
 
 
 async def test_each_quoted_symbol_rests_its_own_quotes_and_the_hedge_none(book_desk):
-    book_desk.quote_all()
-    await eventually(lambda: len(book_desk.resting("SOLUSDT")) == 2, 3.0)
-    await eventually(lambda: len(book_desk.resting("BTCUSDT")) == 2, 3.0)
+    book_desk.book("ETHUSDT")
+    await book_desk.until_quoted("SOLUSDT", "BTCUSDT")
     # SOL: microprice 150.01, 0.5 bps either side, one whole SOL each.
     assert book_desk.resting("SOLUSDT") == [
         ("buy", pytest.approx(150.0), 1.0),
@@ -118,9 +130,8 @@ async def test_each_quoted_symbol_rests_its_own_quotes_and_the_hedge_none(book_d
 
 
 async def test_an_emergency_on_one_symbol_cools_down_that_symbol_alone(book_desk):
-    book_desk.quote_all()
-    await eventually(lambda: len(book_desk.resting("BTCUSDT")) == 2, 3.0)
-    await eventually(lambda: len(book_desk.resting("SOLUSDT")) == 2, 3.0)
+    book_desk.book("ETHUSDT")
+    await book_desk.until_quoted("BTCUSDT", "SOLUSDT")
     book_desk.book("SOLUSDT", intent=QuoteIntent.CANCEL_ALL)
     # One cancel-all pulls every symbol's orders, the fastest way there is ...
     await eventually(lambda: not book_desk.resting("BTCUSDT"), 3.0)
@@ -128,18 +139,17 @@ async def test_an_emergency_on_one_symbol_cools_down_that_symbol_alone(book_desk
     cooldowns = book_desk.desk.status().cooldowns_ms
     assert cooldowns["SOLUSDT"] > 0 and cooldowns["BTCUSDT"] == 0
     # ... then BTC quotes again on its next book while SOL waits out its cooldown.
-    book_desk.quote_all()
-    await eventually(lambda: len(book_desk.resting("BTCUSDT")) == 2, 3.0)
+    await book_desk.until_quoted("BTCUSDT")
+    book_desk.book("SOLUSDT")
     await asyncio.sleep(0.05)
     assert book_desk.resting("SOLUSDT") == []
     await asyncio.sleep(0.3)
-    book_desk.book("SOLUSDT")
-    await eventually(lambda: len(book_desk.resting("SOLUSDT")) == 2, 3.0)
+    await book_desk.until_quoted("SOLUSDT")
 
 
 async def test_the_hedge_emergency_cools_down_every_quoted_symbol(book_desk):
-    book_desk.quote_all()
-    await eventually(lambda: len(book_desk.resting("BTCUSDT")) == 2, 3.0)
+    book_desk.book("ETHUSDT")
+    await book_desk.until_quoted("BTCUSDT")
     book_desk.book("ETHUSDT", intent=QuoteIntent.CANCEL_ALL)
     cooldowns = book_desk.desk.status().cooldowns_ms
     assert cooldowns["SOLUSDT"] > 0 and cooldowns["BTCUSDT"] > 0
@@ -150,9 +160,8 @@ async def test_the_hedge_emergency_cools_down_every_quoted_symbol(book_desk):
 
 
 async def test_the_hedge_offsets_the_books_beta_weighted_delta(book_desk):
-    book_desk.quote_all()
-    await eventually(lambda: len(book_desk.resting("BTCUSDT")) == 2, 3.0)
-    await eventually(lambda: len(book_desk.resting("SOLUSDT")) == 2, 3.0)
+    book_desk.book("ETHUSDT")
+    await book_desk.until_quoted("BTCUSDT", "SOLUSDT")
     # The market trades through both bids: long 0.002 BTC (128 USDT) and 1 SOL (150 USDT,
     # counted 1.5 times: 225). The book's delta 353 USDT is sold in ETH: 353 / 3400 -> 0.10.
     book_desk.book("BTCUSDT", bids=[(63_990.0, 0.5)], asks=[(63_996.0, 0.5)])
@@ -169,6 +178,52 @@ async def test_the_hedge_offsets_the_books_beta_weighted_delta(book_desk):
     assert abs(risk.net_delta) <= book_desk.config.hedge.deadband_usdt
     book_delta = gateway.book_delta()
     assert book_delta == pytest.approx(0.002 * 63_993.0 + 1.5 * 1.0 * 149.925)
+
+
+async def test_requotes_wait_for_room_in_the_order_rate_and_leave_the_hedge_one(tmp_path):
+    """At 3 orders a second the two symbols' four quotes do not fit: the quotes take two (one
+    is the hedge's), the rest go a second later, and nothing is denied for the rate."""
+    desk = BookDesk(tmp_path)
+    risk = desk.config.risk
+    limits = dataclasses.replace(risk.limits, orders_per_second=3)
+    desk.config = dataclasses.replace(desk.config, risk=dataclasses.replace(risk, limits=limits))
+    desk.desk = TradingDesk(desk.config, desk.venue, desk.journal, EventLog(100), desk.books)
+    desk.journal.start()
+    await desk.desk.start()
+    try:
+        desk.book("ETHUSDT")
+        for _ in range(20):
+            desk.book("BTCUSDT")
+            desk.book("SOLUSDT")
+            await asyncio.sleep(0.01)
+        assert len(desk.resting("BTCUSDT")) + len(desk.resting("SOLUSDT")) == 2
+        await asyncio.sleep(1.0)
+        await desk.until_quoted("BTCUSDT", "SOLUSDT")
+        denials = desk.desk.gateway.snapshot().denial_counts
+        assert denials[DenialReason.ORDER_RATE] == denials[DenialReason.ENDPOINT_RATE] == 0
+    finally:
+        await desk.desk.stop()
+        desk.journal.stop()
+
+
+def test_room_in_the_order_rate_keeps_the_spare_and_follows_each_window():
+    from engine.risk.gateway import RiskGateway
+
+    risk = book_risk()
+    gateway = RiskGateway(
+        dataclasses.replace(risk, limits=dataclasses.replace(risk.limits, orders_per_second=3))
+    )
+    gateway.on_mark("BTCUSDT", 64_000.1, 64_000.1, 64_000.0, 64_000.2, 1)
+    second = 1_000_000_000
+    for k in range(2):
+        order = OrderIntent(
+            "BTCUSDT", OrderSide.BUY, 0.001, 63_990.0, OrderType.LIMIT, f"q{k}", Source.STRATEGY
+        )
+        assert gateway.has_order_room(10 + k, spare=1)
+        assert gateway.check(order, 10 + k).approved
+    assert gateway.has_order_room(20) and not gateway.has_order_room(20, spare=1)
+    assert not gateway.has_order_room(20, spare=5)  # a spare past the window is all but one
+    assert gateway.has_order_room(10 + second, spare=1)
 
 
 @pytest.mark.parametrize(
