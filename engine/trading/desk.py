@@ -464,7 +464,13 @@ class TradingDesk:
         if order.state in _WAITING_STATES:
             return
         price = order.intent.price
-        if price is not None and quoted.strategy.wants_requote(price, order.remaining, wanted):
+        # A quote that drifted stays until its replacement has room in the order rate: a
+        # slightly stale quote rests better than none.
+        if (
+            price is not None
+            and quoted.strategy.wants_requote(price, order.remaining, wanted)
+            and self.gateway.has_order_room(now, self._hedge_spare)
+        ):
             executor.cancel(order.intent.client_oid, Source.STRATEGY, "requote")
 
     # Hedge

@@ -206,6 +206,36 @@ async def test_requotes_wait_for_room_in_the_order_rate_and_leave_the_hedge_one(
         desk.journal.stop()
 
 
+async def test_a_drifted_quote_rests_until_its_replacement_has_room(tmp_path):
+    desk = BookDesk(tmp_path)
+    risk = desk.config.risk
+    limits = dataclasses.replace(risk.limits, orders_per_second=3)
+    desk.config = dataclasses.replace(desk.config, risk=dataclasses.replace(risk, limits=limits))
+    desk.desk = TradingDesk(desk.config, desk.venue, desk.journal, EventLog(100), desk.books)
+    desk.journal.start()
+    await desk.desk.start()
+    try:
+        desk.book("ETHUSDT")
+        await desk.until_quoted("BTCUSDT")  # two orders: the second's room is the hedge's
+        before = desk.resting("BTCUSDT")
+        moved = [(64_003.0, 0.5)], [(64_003.2, 0.5)]  # past the requote threshold
+        for _ in range(5):
+            desk.book("BTCUSDT", *moved)
+            await asyncio.sleep(0.01)
+        assert desk.resting("BTCUSDT") == before  # kept, not pulled with nothing to follow
+        await asyncio.sleep(1.0)
+
+        def requoted() -> bool:
+            desk.book("BTCUSDT", *moved)  # the feed goes on
+            bids = [price for side, price, _ in desk.resting("BTCUSDT") if side == "buy"]
+            return bool(bids) and bids[0] > 63_999.0
+
+        await eventually(requoted, 3.0, interval_s=0.02)
+    finally:
+        await desk.desk.stop()
+        desk.journal.stop()
+
+
 def test_room_in_the_order_rate_keeps_the_spare_and_follows_each_window():
     from engine.risk.gateway import RiskGateway
 
