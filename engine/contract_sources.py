@@ -1,8 +1,9 @@
 """A run's contracts from its market source: a recording's stored ones and first prices, the
 simulator's table and start prices, or the venue's table and last prices.
 
-Each returns `MarketContracts` for the settings' [engine] symbols (engine/market/contracts.py
-says which source wins); a symbol the venue lists but does not trade is refused with its status.
+Each returns `MarketContracts` for the market symbols of the settings' book, its leader
+included (engine/market/contracts.py says which source wins); a symbol the venue lists but does
+not trade is refused with its status.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from engine.market.contracts import ContractOrigin, MarketContracts
 from engine.market.instruments import Instrument
 from engine.settings.schema import Settings
 from engine.sim.contracts import sim_instruments
-from engine.sim.market import sim_market
+from engine.sim.market import engine_market
 
 PRICE_SCAN_LINES = 200_000
 """Lines of a recording read at most for each symbol's first book."""
@@ -54,7 +55,7 @@ def recording_contracts(
     """The contracts a replay of `path` runs on: [engine.instruments], the recording's stored
     ones, the built-in ones; priced at each symbol's first book (`market`: read already). A
     configured tick its prices are not on is refused (`RecordingContractsError`)."""
-    symbols = settings.engine.symbols
+    symbols = settings.engine.market_symbols
     if market is None:
         market = RecordedMarket.read(path, symbols)
     contracts = settings.contracts(
@@ -73,12 +74,15 @@ def recording_contracts(
 
 
 def simulator_contracts(settings: Settings) -> MarketContracts:
-    """The contracts of the in-process simulator's market, at its start prices."""
-    market = sim_market(settings.engine.symbols, settings.engine.sim_seed)
+    """The contracts of the in-process simulator's market (a pair, or the book of more), at
+    its start prices."""
+    market = engine_market(settings.engine.market_symbols, settings.engine.sim_seed)
+    followers = [quoted.market for quoted in market.quoted] or [market.traded]  # a book, a pair
+    legs = (*followers, market.hedge)
     return settings.contracts(
         listed=sim_instruments(),
         listed_origin=ContractOrigin.SIMULATOR,
-        prices={leg.instrument.symbol: leg.start_price for leg in (market.traded, market.hedge)},
+        prices={leg.instrument.symbol: leg.start_price for leg in legs},
     )
 
 
@@ -92,7 +96,7 @@ async def venue_contracts(
     """The contracts of a venue's market (Bitget's, or a simulator started apart): its table
     (cached per venue, see `load_contracts`) and last prices. A symbol the table does not trade is
     refused (`ContractNotTrading`) unless [engine.instruments] gives it."""
-    symbols = settings.engine.symbols
+    symbols = settings.engine.market_symbols
     async with BitgetRestClient(BitgetRestConfig(base_url=rest_url), None) as client:
         loaded = await load_contracts(client, refresh=refresh, notice=notice)
         _refuse_not_trading(loaded.table, symbols, settings.engine.instruments)

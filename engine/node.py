@@ -67,7 +67,7 @@ from engine.pipeline import (
     book_shelf,
     feature_extractor,
 )
-from engine.sim.market import sim_book, sim_market
+from engine.sim.market import engine_market
 from engine.sim.server import SimExchange, SimExchangeConfig
 from engine.trading.commands import Command, CommandResult
 from engine.trading.config import TradingConfig, TradingMode
@@ -88,9 +88,7 @@ logger = logging.getLogger(__name__)
 def _sim_config(symbols: tuple[str, ...], seed: int) -> SimExchangeConfig:
     """The in-process simulator of the engine's symbols (any of its table's contracts): a
     traded symbol and its hedge, or a book of quoted symbols following the last, its leader."""
-    if len(symbols) <= 2:
-        return SimExchangeConfig(market=sim_market(symbols, seed))
-    return SimExchangeConfig(market=sim_book(symbols[:-1], seed, symbols[-1]))
+    return SimExchangeConfig(market=engine_market(symbols, seed))
 
 
 @dataclass(frozen=True, slots=True)

@@ -74,54 +74,37 @@ def symbol_list(text: str) -> tuple[str, ...]:
     return symbols
 
 
-def traded_symbols(text: str) -> tuple[str, ...]:
-    """A `symbol_list` the engine trades: the traded symbol, then its hedge (optional)."""
-    symbols = symbol_list(text)
-    if len(symbols) > 2:
-        raise argparse.ArgumentTypeError(
-            f"at most 2 symbols (the traded one, then its hedge), got {text!r}"
-        )
-    return symbols
+def book_symbol(text: str) -> str:
+    """`--hedge`, `--leader`: a symbol, upper-cased, or `none`."""
+    from engine.settings.schema import NO_SYMBOL
+
+    return NO_SYMBOL if text.strip().lower() == NO_SYMBOL else text.strip().upper()
 
 
-def add_recording_symbols(parser: argparse.ArgumentParser) -> None:
-    """`--symbols` of the commands that replay recordings (backtest, optimize)."""
-    parser.add_argument(
-        "--symbols",
-        type=traded_symbols,
-        help="traded symbol first, then the hedge (default: each recording's own two busiest)",
-    )
-
-
-def add_dataset_symbols(parser: argparse.ArgumentParser) -> None:
-    """`--symbols` and `--hedge` of the commands that build Laya's datasets (train, eval): a
-    book as the engine runs it (`dataset_symbols`)."""
+def add_book_options(parser: argparse.ArgumentParser, default: str) -> None:
+    """`--symbols`, `--hedge` and `--leader`: the book a command runs (`default` says what
+    runs without them), over [engine] symbols, hedge and leader (console/cli/config.py)."""
     parser.add_argument(
         "--symbols",
         type=symbol_list,
-        help="the quoted symbols of a book; one or two without --hedge: the traded symbol, then "
-        "its hedge (default: each recording's own, led by the symbol its contracts line lists "
-        "last, else by its busiest)",
+        metavar="A,B,...",
+        help=f"the quoted symbols, 1 to 16 (default: {default}); one or two need --hedge too: "
+        "they once meant the traded symbol, then its hedge",
     )
     parser.add_argument(
         "--hedge",
-        type=str.upper,
-        metavar="SYMBOL",
-        help="the hedge of --symbols, the leader every symbol's cross features read (default "
-        "BTCUSDT when --symbols lists three or more)",
+        type=book_symbol,
+        metavar="SYMBOL|none",
+        help="the symbol that hedges the quoted ones' combined delta, never quoted itself "
+        "(default: [engine] hedge, ETHUSDT); none: no hedge",
     )
-
-
-def dataset_symbols(args: argparse.Namespace) -> tuple[str, ...] | None:
-    """The book `--symbols` and `--hedge` name, the hedge last (None: each recording's own);
-    a ValueError for a hedge without the symbols it hedges, or a book that is not one."""
-    from engine.lab.dataset import book_symbols
-
-    if args.symbols is None:
-        if args.hedge is not None:
-            raise ValueError("--hedge names the hedge of --symbols: give the quoted symbols too")
-        return None
-    return book_symbols(args.symbols, args.hedge)
+    parser.add_argument(
+        "--leader",
+        type=book_symbol,
+        metavar="SYMBOL|none",
+        help="with --hedge none: the symbol the quoted ones' cross features read, watched, not "
+        "traded (default: [engine] leader, BTCUSDT); none: the last quoted symbol leads",
+    )
 
 
 def add_ray_argument(parser: argparse.ArgumentParser, runs: str) -> None:

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from console.cli.arguments import (
+    add_book_options,
     add_ray_argument,
-    add_recording_symbols,
     count,
     ray_address,
     ray_workers,
@@ -38,7 +38,9 @@ def add_backtest_parser(commands: argparse._SubParsersAction) -> None:
         "deterministically, and reports PnL, activity, markouts and what Laya did.",
     )
     parser.add_argument("--replay", metavar="FILE", nargs="+", required=True, help="recordings")
-    add_recording_symbols(parser)
+    add_book_options(
+        parser, "each recording's own two busiest, the first quoted, the second its hedge"
+    )
     parser.add_argument("--config", metavar="FILE", help="settings file (default: the user's)")
     parser.add_argument(
         "--set",
@@ -168,7 +170,7 @@ def _say_building(name: str, where: str) -> None:
 
 
 def _backtest(args: argparse.Namespace, scratch: Path) -> int:
-    from console.cli.config import load_console_settings
+    from console.cli.config import load_console_settings, recording_book
     from engine.feed.recording import check_recording, require_distinct_recordings
     from engine.kev.command import KevCommandSpec
     from engine.settings.sources import SettingsError
@@ -208,12 +210,12 @@ def _backtest(args: argparse.Namespace, scratch: Path) -> int:
             _check_blocks(args, recordings)
         sets = [parse_set(text) for text in args.set]
         sources = {key: f"--set {key}" for key, _ in sets}
-        settings = load_console_settings(args.config)
+        settings, symbols = recording_book(load_console_settings(args.config), args)
         gates = COMPARED_GATES if args.compare else (None,)
         specs = backtest_specs(
             settings,
             recordings,
-            args.symbols,
+            symbols,
             grid(sets),
             gates,
             kev_record=Path(args.kev) if args.kev else None,

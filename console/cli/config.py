@@ -24,9 +24,17 @@ if TYPE_CHECKING:
     from engine.kev.config import LlamaServerConfig
     from engine.settings.schema import Settings
 
+BOOK_FLAGS = {
+    # the flag -> (its attribute, the setting it overrides)
+    "--symbols": ("symbols", "engine.symbols"),
+    "--hedge": ("hedge", "engine.hedge"),
+    "--leader": ("leader", "engine.leader"),
+}
+"""The book's flags (`add_book_options`) of `run` and the commands that replay recordings."""
+
 RUN_FLAGS = {
     # run's flag -> (its attribute, the setting it overrides)
-    "--symbols": ("symbols", "engine.symbols"),
+    **BOOK_FLAGS,
     "--seed": ("seed", "engine.sim_seed"),
     "--model": ("model", "laya.model_path"),
     "--shadow-model": ("shadow_model", "laya.shadow_model"),
@@ -248,6 +256,25 @@ def settings_for_run(args: argparse.Namespace) -> Settings:
     if flagged is not settings:
         check_console_settings(flagged)
     return flagged
+
+
+def recording_book(
+    settings: Settings, args: argparse.Namespace
+) -> tuple[Settings, tuple[str, ...] | None]:
+    """The settings of a command that reads recordings (backtest, optimize, train, eval) with
+    the book its `BOOK_FLAGS` name, and that book's market symbols; None without --symbols:
+    each recording's own. A ValueError for --hedge or --leader without the --symbols they go
+    with."""
+    if args.symbols is None:
+        given = [flag for flag, (attribute, _) in BOOK_FLAGS.items() if getattr(args, attribute)]
+        if given:
+            raise ValueError(
+                f"{' and '.join(given)}: only with --symbols (without it each recording's own "
+                "symbols run): give the quoted symbols too"
+            )
+        return settings, None
+    settings = _with_flags(settings, args, BOOK_FLAGS)
+    return settings, settings.engine.market_symbols
 
 
 def kev_serve_config(

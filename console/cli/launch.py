@@ -55,6 +55,7 @@ from engine.user_files import user_log_dir
 
 if TYPE_CHECKING:
     from console.app import HftConsoleApp
+    from engine.settings.schema import EngineSettings
 
 STOP_SIGNALS = (signal.SIGHUP, signal.SIGTERM)
 SIGNAL_REASONS = {
@@ -222,10 +223,10 @@ class RunEnding:
         self._lines.clear()
 
 
-def refused_recording(path: str, symbols: tuple[str, ...]) -> str | None:
+def refused_recording(path: str, book: EngineSettings) -> str | None:
     """Why the recording cannot be replayed, found before anything is read from it for the
-    run (its contracts) as the backtest finds it (None: it can): unreadable, or without
-    `symbols` (the hedge included)."""
+    run (its contracts) as the backtest finds it (None: it can): unreadable, or without a
+    symbol of the `book` (its hedge or leader included)."""
     try:
         check_recording(path)
     except FileNotFoundError:
@@ -235,9 +236,14 @@ def refused_recording(path: str, symbols: tuple[str, ...]) -> str | None:
     except RecordingUnreadable as error:
         return str(error)
     try:
-        require_recording_symbols(path, symbols)
+        require_recording_symbols(
+            path, book.market_symbols, hedge=book.hedge_symbol, leader=book.leader_symbol
+        )
     except ValueError as error:
-        return f"{error}; --symbols names the ones to replay, the traded one first"
+        return (
+            f"{error}; --symbols names the quoted ones, --hedge their hedge (or none), --leader "
+            "the leader without one (or none)"
+        )
     return None
 
 

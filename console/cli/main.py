@@ -11,8 +11,8 @@ import sys
 from collections.abc import Sequence
 
 from console.cli.arguments import (
+    add_book_options,
     add_ray_argument,
-    add_recording_symbols,
     count,
     non_negative_number,
     positive_number,
@@ -20,7 +20,6 @@ from console.cli.arguments import (
     ray_workers,
     replay_speed,
     symbol_list,
-    traded_symbols,
 )
 from console.cli.backtest import add_backtest_parser, run_backtest_command
 from console.cli.chaos import add_chaos_parser, run_chaos
@@ -34,14 +33,12 @@ from console.cli.soak import add_soak_parser, run_soak
 from engine.bitget.endpoints import BITGET_DEMO_PUBLIC_URL, BITGET_PUBLIC_URL
 
 DEFAULT_SYMBOLS = "BTCUSDT,ETHUSDT"
+LAB_BOOK = "each recording's own symbols, a book's as its contracts line lists them"
+"""What `train` and `eval` read without --symbols (`recording_symbols_of`)."""
 
 
 def _add_market_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--symbols",
-        type=traded_symbols,
-        help="traded symbol first, then the hedge (default: [engine] symbols, BTCUSDT,ETHUSDT)",
-    )
+    add_book_options(parser, "[engine] symbols, BTCUSDT")
     source = parser.add_mutually_exclusive_group()
     source.add_argument(
         "--replay", metavar="FILE", help="replay a recording instead of a live feed"
@@ -207,7 +204,7 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument(
         "--replay", nargs="+", required=True, metavar="FILE", help="recordings, a session each"
     )
-    add_recording_symbols(train)
+    add_book_options(train, LAB_BOOK)
     train.add_argument(
         "--out", required=True, metavar="MODEL.onnx", help="model to write, its card beside it"
     )
@@ -231,7 +228,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     evaluate = commands.add_parser("eval", help="evaluate a Laya model against baselines")
     evaluate.add_argument("--replay", nargs="+", required=True, metavar="FILE", help="recordings")
-    add_recording_symbols(evaluate)
+    add_book_options(evaluate, LAB_BOOK)
     evaluate.add_argument("--model", metavar="ONNX", help="model (default: the shipped one)")
     evaluate.add_argument("--json", action="store_true", help="print one JSON object")
     evaluate.add_argument("--predictions-out", metavar="CSV", help="write every prediction")
@@ -552,11 +549,12 @@ def _journal(args: argparse.Namespace) -> int:
 
 
 def _train(args: argparse.Namespace) -> int:
-    from console.cli.config import load_console_settings
+    from console.cli.config import load_console_settings, recording_book
     from engine.lab.train import train_command
 
+    settings, symbols = recording_book(load_console_settings(), args)
     try:
-        ray = ray_workers(ray_address(args, load_console_settings()), train_command.__module__)
+        ray = ray_workers(ray_address(args, settings), train_command.__module__)
     except ImportError as error:  # not the train extra's: the main handler would say so
         print(f"hft-console train: {error}", file=sys.stderr)
         return 2
@@ -564,7 +562,7 @@ def _train(args: argparse.Namespace) -> int:
         train_command(
             args.replay,
             args.out,
-            symbols=args.symbols,
+            symbols=symbols,
             sim_minutes=args.sim_minutes,
             seed=args.seed,
             backtest=args.backtest,
@@ -576,10 +574,11 @@ def _train(args: argparse.Namespace) -> int:
 
 
 def _eval(args: argparse.Namespace) -> int:
-    from console.cli.config import load_console_settings
+    from console.cli.config import load_console_settings, recording_book
     from engine.lab.evaluate import eval_command
     from engine.laya.config import DEFAULT_MODEL_PATH
 
+    settings, symbols = recording_book(load_console_settings(), args)
     print(
         eval_command(
             args.replay,
@@ -588,8 +587,8 @@ def _eval(args: argparse.Namespace) -> int:
             predictions_out=args.predictions_out,
             force=args.force,
             all_frames=args.all,
-            symbols=args.symbols,
-            models=load_console_settings().laya.models,
+            symbols=symbols,
+            models=settings.laya.models,
         )
     )
     return 0
@@ -643,7 +642,7 @@ def _run(args: argparse.Namespace) -> int:
     from console.cli.launch import refused_recording
     from engine.bitget.rest import BitgetRestError
 
-    if args.replay and (refused := refused_recording(args.replay, settings.engine.symbols)):
+    if args.replay and (refused := refused_recording(args.replay, settings.engine)):
         print(f"hft-console: {refused}", file=sys.stderr)
         return 2
     credentials = _credentials(args, settings) if mode else None
@@ -758,7 +757,8 @@ def _confirmed_live(settings, credentials, limits=None) -> bool:
 
     return confirm_live(
         account=f"Bitget USDT-M, API key {mask_api_key(credentials.api_key)}",
-        symbols=settings.engine.symbols,
+        symbols=settings.engine.traded_symbols,
+        hedge=settings.engine.hedge_symbol,
         api_key=credentials.api_key,
         limits=limits,
     )

@@ -11,8 +11,8 @@ import time
 from pathlib import Path
 
 from console.cli.arguments import (
+    add_book_options,
     add_ray_argument,
-    add_recording_symbols,
     count,
     finite_number,
     non_negative_number,
@@ -82,7 +82,9 @@ def add_optimize_parser(commands: argparse._SubParsersAction) -> None:
         metavar="USDT",
         help="constraint: the net PnL's largest fall from its high at most this",
     )
-    add_recording_symbols(parser)
+    add_book_options(
+        parser, "each recording's own two busiest, the first quoted, the second its hedge"
+    )
     parser.add_argument("--config", metavar="FILE", help="settings file (default: the user's)")
     parser.add_argument(
         "--report",
@@ -124,7 +126,7 @@ def run_optimize_command(args: argparse.Namespace) -> int:
 
 
 def _optimize(args: argparse.Namespace) -> int:
-    from console.cli.config import load_console_settings
+    from console.cli.config import load_console_settings, recording_book
     from engine.feed.recording import (
         check_recording,
         require_distinct_recordings,
@@ -140,10 +142,17 @@ def _optimize(args: argparse.Namespace) -> int:
 
     report_dir = Path(args.report) if args.report else None
     try:
+        settings, symbols = recording_book(load_console_settings(args.config), args)
+        book = settings.engine if symbols else None
         recordings = [Path(path) for path in args.replay]
         for recording in recordings:
             check_recording(recording)
-            require_recording_symbols(recording, args.symbols)
+            require_recording_symbols(
+                recording,
+                symbols,
+                hedge=book.hedge_symbol if book else None,
+                leader=book.leader_symbol if book else None,
+            )
         require_distinct_recordings(recordings)
         space = tuple(parse_space(text) for text in args.space)
         fixed: dict[str, object] = {}
@@ -152,12 +161,11 @@ def _optimize(args: argparse.Namespace) -> int:
             if len(values) != 1 or key in fixed:
                 raise ValueError(f"--set {key}: one value each here (a search is --space)")
             fixed[key] = values[0]
-        settings = load_console_settings(args.config)
         check_space(settings, space, fixed)
         goal = Goal(args.objective, args.min_markout_1s_bps, args.max_drawdown_usdt)
         spans = tuple(recording_span(recording) for recording in recordings)
         folds = tuple(walk_forward_folds(spans, args.folds))
-        search = Search(space, spans, folds, goal, args.seed, tuple(fixed.items()), args.symbols)
+        search = Search(space, spans, folds, goal, args.seed, tuple(fixed.items()), symbols)
         if report_dir is not None:
             from engine.tools.backtest.files import check_report_dir
 

@@ -12,7 +12,6 @@ stat or a `FeedStateChanged`; nothing escapes the feed's tasks.
 from __future__ import annotations
 
 import asyncio
-import math
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -22,6 +21,12 @@ import orjson
 from websockets.asyncio.client import ClientConnection
 from websockets.exceptions import ConnectionClosed
 
+from engine.bitget.connections import (
+    MAX_CHANNELS_PER_CONNECTION,
+    RECOMMENDED_CHANNELS_PER_CONNECTION,
+    check_connections,
+    connection_symbols,
+)
 from engine.bitget.endpoints import BITGET_PUBLIC_URL
 from engine.bitget.websocket import (
     ChannelArg,
@@ -54,10 +59,6 @@ from engine.latency import FrameTimings
 
 BOOK_CHANNELS = frozenset((*DEPTH_CHANNELS, INCREMENTAL_CHANNEL))
 SUPPORTED_CHANNELS = BOOK_CHANNELS | {TRADE_CHANNEL}
-MAX_CHANNELS_PER_CONNECTION = 1000
-RECOMMENDED_CHANNELS_PER_CONNECTION = 49
-"""Bitget: "fewer than 50 channels per connection" for a stable one."""
-MAX_CONNECTIONS_PER_IP = 100
 MAX_SUBSCRIBE_ARGS_BYTES = 4096
 """Bitget's limit on the JSON length of one subscribe message's `args`."""
 SYMBOL_NOT_FOUND = 30001
@@ -114,13 +115,7 @@ class BitgetPublicFeedConfig(SocketSettings):
                 f"{MAX_CHANNELS_PER_CONNECTION} (a symbol's channels share a connection; "
                 f"Bitget carries at most {MAX_CHANNELS_PER_CONNECTION}), got {per_connection}"
             )
-        connections = len(self.connection_symbols)
-        if connections > MAX_CONNECTIONS_PER_IP:
-            raise ValueError(
-                f"{len(self.symbols)} symbols x {len(self.channels)} channels need {connections} "
-                f"connections of at most {per_connection} channels, over Bitget's "
-                f"{MAX_CONNECTIONS_PER_IP} per IP"
-            )
+        check_connections(self.symbols, self.channels, per_connection)
         check_socket_settings(self, ("stale_after_s",), min_frame_bytes=1)
         if not 2 < self.max_subscribe_args_bytes <= MAX_SUBSCRIBE_ARGS_BYTES:
             raise ValueError(
@@ -140,18 +135,8 @@ class BitgetPublicFeedConfig(SocketSettings):
 
     @property
     def connection_symbols(self) -> tuple[tuple[str, ...], ...]:
-        """The symbols each connection carries, in order: as few connections as
-        `channels_per_connection` allows, their symbols balanced (counts differ by one at most)."""
-        per_connection = self.channels_per_connection // len(self.channels)
-        count = math.ceil(len(self.symbols) / per_connection)
-        size, larger = divmod(len(self.symbols), count)
-        groups = []
-        start = 0
-        for index in range(count):
-            end = start + size + (1 if index < larger else 0)
-            groups.append(self.symbols[start:end])
-            start = end
-        return tuple(groups)
+        """The symbols each connection carries (`connection_symbols`)."""
+        return connection_symbols(self.symbols, self.channels, self.channels_per_connection)
 
 
 def batch_channel_args(args: Sequence[ChannelArg], max_args_bytes: int) -> list[list[ChannelArg]]:

@@ -24,7 +24,7 @@ import math
 import os
 import zlib
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
@@ -556,19 +556,27 @@ def recording_symbols(path: str | os.PathLike[str], max_lines: int = SYMBOL_SCAN
 
 
 def require_recording_symbols(
-    path: str | os.PathLike[str], symbols: tuple[str, ...] | None
+    path: str | os.PathLike[str],
+    symbols: Sequence[str] | None,
+    *,
+    hedge: str | None = None,
+    leader: str | None = None,
 ) -> tuple[str, ...]:
-    """The symbols a replay of `path` runs on: `symbols` (the traded one, then the hedge), or
-    the recording's two busiest. Before a run (backtest, `run --replay`): raises ValueError
-    naming those the recording lacks, the hedge as such, and those it has."""
+    """The symbols a replay of `path` runs on: `symbols`, a book's market symbols (its quoted
+    ones, then `hedge` or `leader`), or the recording's two busiest (traded, then hedge).
+    Before a run (backtest, `run --replay`): raises ValueError naming those the recording
+    lacks, the hedge and the leader as such, and those it has."""
     found = recording_symbols(path)
-    chosen = symbols or found[:2]
+    chosen = tuple(symbols) if symbols else found[:2]
     name = os.fspath(path)
     if not chosen:
         raise ValueError(f"{name}: no books or trades in its first frames")
+    roles = {
+        symbol: role for symbol, role in ((hedge, "the hedge"), (leader, "the leader")) if symbol
+    }
     missing = [
-        f"{symbol} (the hedge)" if index == 1 else symbol
-        for index, symbol in enumerate(chosen)
+        f"{symbol} ({roles[symbol]})" if symbol in roles else symbol
+        for symbol in chosen
         if symbol not in found
     ]
     if missing:

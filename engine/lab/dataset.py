@@ -31,12 +31,15 @@ from engine.feed.recording import (
     RecordingReadStats,
     check_recording,
     iter_recording,
+    recording_instruments,
+    recording_symbols,
+    require_recording_symbols,
 )
 from engine.feed.tape import Trades
 from engine.laya.feature_set import FEATURE_COUNT, FEATURE_SET_VERSION
 from engine.laya.labels import UNLABELLED, LabelConfig, label_frames
 from engine.laya.verdict import Verdict
-from engine.pipeline import MarketPipeline
+from engine.pipeline import MarketPipeline, feature_extractor
 
 DEPTH_CHANNEL = "books15"
 """The frames Laya classifies (and the dataset has a row for)."""
@@ -45,23 +48,24 @@ IMBALANCE_LEVELS = 5
 
 @dataclass(frozen=True, slots=True)
 class DatasetConfig:
-    """Which symbols to take from the recordings (traded first, then the hedge; None: each
-    recording's own, its two busiest) and how to label their frames. Frames in the first
-    `warmup_ms` of a symbol's books, and as long after a gap as long, get no label: Laya
-    stands aside there (`[laya] warmup_s`), so no verdict is ever judged on them."""
+    """Which symbols to take from the recordings and how to label their frames. `symbols`
+    are a book's as the engine subscribes them: the quoted ones, then the hedge, the leader
+    every symbol's cross features read (a pair: the traded symbol, then its hedge); None:
+    each recording's own (`recording_symbols_of`). Frames in the first `warmup_ms` of a
+    symbol's books, and as long after a gap as long, get no label: Laya stands aside there
+    (`[laya] warmup_s`), so no verdict is ever judged on them."""
 
     symbols: tuple[str, ...] | None = None
     labels: LabelConfig = dataclasses.field(default_factory=LabelConfig)
     warmup_ms: int = 30_000
 
     def __post_init__(self) -> None:
-        if self.symbols is not None and (
-            not 1 <= len(self.symbols) <= 2 or len(set(self.symbols)) != len(self.symbols)
-        ):
-            raise ValueError(
-                "DatasetConfig.symbols takes the traded symbol and optionally a different "
-                f"hedge, got {self.symbols!r}"
-            )
+        if self.symbols is not None:
+            if not self.symbols:
+                raise ValueError("DatasetConfig.symbols must name at least one symbol")
+            twice = next((s for s in self.symbols if self.symbols.count(s) > 1), None)
+            if twice is not None:
+                raise ValueError(f"{twice} is listed twice in {', '.join(self.symbols)}")
         if self.warmup_ms < 0:
             raise ValueError(f"DatasetConfig.warmup_ms must be >= 0, got {self.warmup_ms}")
 
@@ -149,8 +153,9 @@ def build_dataset(
     file to the next), frame by frame as `ReplayFeed` does. The features stream to a spool
     file (memory holds one chunk of them, and ~40 bytes a frame for the labels); `on_bytes(n)`
     reports the recording bytes read (compressed), for a progress bar over their sizes.
-    Raises RecordingUnreadable for a recording without a frame, ValueError for one without a
-    books15 frame of the symbols asked for (naming those it has).
+    Raises RecordingUnreadable for a recording without a frame, ValueError (before replaying
+    any) for one that lacks a symbol asked for, or later for one without a books15 frame of
+    them (each naming those it has).
     """
     config = config or DatasetConfig()
     if not recordings:
@@ -162,6 +167,8 @@ def build_dataset(
         chosen = config.symbols or recording_symbols_of(path)
         if not chosen:
             raise ValueError(f"{os.fspath(path)}: no books or trades in its first frames")
+        if config.symbols:
+            require_symbols(path, chosen)
         per_recording.append(chosen)
         symbols += [symbol for symbol in chosen if symbol not in symbols]
     spool = _FeatureSpool()
@@ -173,7 +180,7 @@ def build_dataset(
                 Path(path), index, per_recording[index], symbols, spool, on_bytes
             )
             if not part["mid"].size:
-                found = recording_symbols_of(path)
+                found = recording_symbols(path)
                 raise ValueError(
                     f"{os.fspath(path)} has no books15 frames of "
                     f"{', '.join(per_recording[index])}: it has {', '.join(found) or 'none'}"
@@ -219,10 +226,27 @@ def build_dataset(
 
 
 def recording_symbols_of(path: str | os.PathLike[str]) -> tuple[str, ...]:
-    """A recording's traded symbol and hedge as the backtest takes them: its two busiest."""
-    from engine.feed.recording import recording_symbols
+    """A recording's own book, its leader last: every symbol it has books or trades for.
 
-    return recording_symbols(path)[:2]
+    A pair keeps its busiest first, as the backtest takes it (each reads the other, whichever
+    leads). A book keeps the order of its contracts line (the simulator's: the quoted symbols,
+    then the hedge; `hft-console record`'s: its --symbols'), so its leader is the last listed
+    and reads the first; without one (older recordings), its busiest leads, reading the next.
+    """
+    found = recording_symbols(path)
+    if len(found) <= 2:
+        return found
+    listed = [symbol for symbol in recording_instruments(path) if symbol in found]
+    if not listed:
+        return (*found[1:], found[0])
+    unlisted = [symbol for symbol in found if symbol not in listed]
+    return (*listed[:-1], *unlisted, listed[-1])
+
+
+def require_symbols(path: str | os.PathLike[str], symbols: tuple[str, ...]) -> None:
+    """A ValueError naming the symbols `path` lacks (the leader, the last, as such) and those
+    it has: a book without its leader would read cross features off one that never moves."""
+    require_recording_symbols(path, symbols, leader=symbols[-1] if len(symbols) > 1 else None)
 
 
 def warming_up(exchange_ts_ms: np.ndarray, warmup_ms: int) -> np.ndarray:
@@ -288,10 +312,13 @@ def _replay(
     on_bytes: Callable[[int], None] | None,
 ) -> tuple[dict[str, np.ndarray], str | None]:
     """The recording's rows (features into `spool`), and what was wrong with it (None:
-    nothing). `symbol_index` points into `all_symbols`."""
+    nothing). Every symbol's cross features read the last of `symbols`, the book's leader, as
+    the engine's do. `symbol_index` points into `all_symbols`."""
     parser = FrameParser(symbols)
-    pipeline = MarketPipeline(MarketPipelineConfig(symbols=symbols), parser.tape)
-    extractor = pipeline.features
+    extractor = feature_extractor(symbols, parser.tape, leader=symbols[-1])
+    pipeline = MarketPipeline(
+        MarketPipelineConfig(symbols=symbols), parser.tape, features=extractor
+    )
     symbol_rows = {symbol: all_symbols.index(symbol) for symbol in symbols}
     symbol_index = array("b")
     timestamps = array("q")

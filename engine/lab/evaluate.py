@@ -222,13 +222,34 @@ class EvalConfig:
     """What to evaluate on: the hold-out of the time split (default) or every labelled frame.
 
     The baselines are always fitted on the training part of the split; the symbols are those
-    the model's engine computes features for (traded first, then the hedge; None: each
-    recording's own).
+    the model's engine computes features for (a book's, its hedge last, as
+    `DatasetConfig.symbols`; None: each recording's own).
     """
 
     split: TimeSplitConfig = field(default_factory=TimeSplitConfig)
     all_frames: bool = False
     symbols: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class SymbolScores:
+    """The model on one symbol's frames of the evaluation (a book's symbols differ)."""
+
+    symbol: str
+    frames: int
+    model: ClassificationMetrics
+    ask_auc: float
+    bid_auc: float
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "frames": self.frames,
+            **self.model.as_dict(),
+            **{
+                name: None if math.isnan(value) else value
+                for name, value in (("ask_auc", self.ask_auc), ("bid_auc", self.bid_auc))
+            },
+        }
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -262,6 +283,8 @@ class EvalReport:
     symbol_models: tuple[tuple[str, str], ...] = ()
     """(symbol, model) for each symbol evaluated: the model the engine would run it on
     ([laya.models], `model_for`; this model for the rest)."""
+    per_symbol: tuple[SymbolScores, ...] = ()
+    """The model on each symbol's frames, in the dataset's order of symbols."""
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -293,6 +316,7 @@ class EvalReport:
             "recording_problems": list(self.recording_problems),
             "trained_on": list(self.trained_on),
             "symbol_models": dict(self.symbol_models),
+            "per_symbol": {scores.symbol: scores.as_dict() for scores in self.per_symbol},
         }
 
     def format_table(self) -> str:
@@ -339,6 +363,13 @@ class EvalReport:
         lines += [
             f"{label:>12}" + "".join(f"{count:11d}" for count in self.model.confusion[k])
             for k, label in enumerate(CLASS_NAMES)
+        ]
+        width = max((len(scores.symbol) for scores in self.per_symbol), default=0)
+        lines += ["", "model per symbol: frames, macro-F1, ask / bid run over AUC:"]
+        lines += [
+            f"  {scores.symbol:{width}}  {scores.frames:8d}  {scores.model.macro_f1:.3f}  "
+            f"{scores.ask_auc:.3f} / {scores.bid_auc:.3f}"
+            for scores in self.per_symbol
         ]
         return "\n".join(lines)
 
@@ -437,8 +468,30 @@ def evaluate_dataset(
         ask_auc=ranking_auc(ask, frames.ask_run),
         bid_auc=ranking_auc(bid, frames.bid_run),
         recording_problems=tuple(filter(None, dataset.recording_problems)),
+        per_symbol=tuple(
+            _symbol_scores(frames, frames.symbol_index == k, labels, predictions, ask, bid)
+            for k in np.unique(frames.symbol_index)
+        ),
     )
     return report, FramePredictions(frames, probabilities, predictions)
+
+
+def _symbol_scores(
+    frames: Dataset,
+    rows: np.ndarray,
+    labels: np.ndarray,
+    predictions: np.ndarray,
+    ask: np.ndarray,
+    bid: np.ndarray,
+) -> SymbolScores:
+    """The model's scores on the scored `frames` of one symbol, those `rows` select."""
+    return SymbolScores(
+        symbol=frames.symbols[int(frames.symbol_index[rows][0])],
+        frames=int(rows.sum()),
+        model=classification_metrics(labels[rows], predictions[rows]),
+        ask_auc=ranking_auc(ask[rows], frames.ask_run[rows]),
+        bid_auc=ranking_auc(bid[rows], frames.bid_run[rows]),
+    )
 
 
 def label_config_of(classifier: LayaClassifier) -> LabelConfig:

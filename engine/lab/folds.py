@@ -424,12 +424,13 @@ def ks_statistic(a: np.ndarray, b: np.ndarray) -> float:
 def feature_shift(sessions: Sequence[Dataset]) -> tuple[tuple[str, ...], np.ndarray]:
     """The KS statistic of every feature between every pair of sessions (labelled frames),
     [features, pairs], with the pairs' names. A cross feature is compared only between
-    sessions that both have a hedge (without one it is 0 by design)."""
+    sessions that both have a leader (a pair's hedge, a book's; without one it is 0 by
+    design)."""
     pairs = list(itertools.combinations(range(len(sessions)), 2))
     names = tuple(f"{session_name(sessions[a])} / {session_name(sessions[b])}" for a, b in pairs)
     samples = [np.asarray(session.features[session.labelled]) for session in sessions]
     hedged = [
-        all(len(symbols) == 2 for symbols in session.recording_symbols) for session in sessions
+        all(len(symbols) > 1 for symbols in session.recording_symbols) for session in sessions
     ]
     shift = np.full((len(FEATURE_NAMES), len(pairs)), np.nan)
     for column, (a, b) in enumerate(pairs):

@@ -140,9 +140,8 @@ def model_card(report: TrainReport) -> str:
         "",
         "## Data",
         "",
-        "| recording | content digest | kind | symbols | books15 frames | labelled | minutes | "
-        + " | ".join(CLASS_NAMES)
-        + " |",
+        "| recording | content digest | kind | symbols (the leader last) | books15 frames | "
+        "labelled | minutes | " + " | ".join(CLASS_NAMES) + " |",
         "|---|---|---|---|---|---|---|" + "---|" * len(CLASS_NAMES),
     ]
     lines += [

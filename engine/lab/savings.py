@@ -51,7 +51,7 @@ class GateRun:
         return cls(
             name=name,
             net_per_hour=metrics.net / metrics.hours if metrics.hours else float("nan"),
-            fills=metrics.result(metrics.quoted).maker_fills,
+            fills=metrics.quote_fills,
             markout_1s_bps=one_second.mean_bps,
             markout_1s_se_bps=one_second.standard_error_bps,
             markout_5s_bps=metrics.markout(FIVE_SECONDS_MS).mean_bps,

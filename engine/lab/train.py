@@ -48,9 +48,9 @@ from pathlib import Path
 
 import numpy as np
 
-from engine.feed.recording import require_distinct_recordings
+from engine.feed.recording import check_recording, require_distinct_recordings
 from engine.lab.candidates import GATE_SUFFIX, IMBALANCE_RULE, FittedCandidate
-from engine.lab.dataset import Dataset, DatasetConfig, build_dataset
+from engine.lab.dataset import Dataset, DatasetConfig, build_dataset, require_symbols
 from engine.lab.evaluate import burst_warnings, started_classifier
 from engine.lab.fit import fit_candidate
 from engine.lab.folds import (
@@ -282,6 +282,10 @@ def train(
         )
     # The same recording twice would be "left out" while its copy trains the candidates.
     digests = require_distinct_recordings(paths)
+    if config.dataset.symbols is not None:  # here, not first on a worker
+        for path in paths:
+            check_recording(path)
+            require_symbols(path, config.dataset.symbols)
     names = [path.name for path in paths]
     repeated = next((name for name in names if names.count(name) > 1), None)
     if repeated is not None:
@@ -321,7 +325,9 @@ def train(
             recording = simulate_recording(
                 Path(folder) / name, simulation.minutes, simulation.seed, market=market
             )
-            simulated.append(build_dataset([recording.path], config.dataset))
+            # The simulator's own symbols: `config.dataset.symbols` name the recordings'.
+            own = dataclasses.replace(config.dataset, symbols=None)
+            simulated.append(build_dataset([recording.path], own))
     savings = None
     bar = _progress_bar(config.progress, desc="folds", unit=" epochs")
     fit = _candidate_fitter(config, bar)

@@ -287,12 +287,7 @@ class RiskGateway:
         self._symbols: dict[str, _SymbolRisk] = {}
         for symbol_limits in limits.symbols:
             symbol = symbol_limits.symbol
-            weight = (
-                config.hedge_ratio
-                if symbol == config.hedge_symbol
-                else config.betas.get(symbol, 1.0)
-            )
-            self._symbols[symbol] = _SymbolRisk(symbol_limits, weight)
+            self._symbols[symbol] = _SymbolRisk(symbol_limits, config.delta_weight(symbol))
         self._symbol_list = tuple(self._symbols.values())
         self._book_list = tuple(
             risk for risk in self._symbol_list if risk.symbol != config.hedge_symbol

@@ -251,3 +251,8 @@ class RiskGatewayConfig:
                 f"closing_client_oid_prefix must be at most {32 - _CLOSING_OID_COUNTER_DIGITS} "
                 f"characters of [0-9A-Za-z_#-], got {prefix!r}"
             )
+
+    def delta_weight(self, symbol: str) -> float:
+        """`symbol`'s weight in the net delta at the start: the hedge ratio for the hedge, its
+        beta for any other (1 unless set)."""
+        return self.hedge_ratio if symbol == self.hedge_symbol else self.betas.get(symbol, 1.0)

@@ -41,9 +41,10 @@ def setting(
     return field(default=default, metadata=metadata)
 
 
-def section(factory: Callable[[], Any], doc: str = "") -> Any:
-    """A table of keys: a settings class, or a table of them (`factory` makes its default)."""
-    return field(default_factory=factory, metadata={"doc": doc, "engine": "", "example": None})
+def section(factory: Callable[[], Any], doc: str = "", *, example: Any = None) -> Any:
+    """A table of keys: a settings class, or a table of them (`factory` makes its default;
+    for a table of them, `example` shows entries commented out while it has none)."""
+    return field(default_factory=factory, metadata={"doc": doc, "engine": "", "example": example})
 
 
 def whole_numbers_as_floats(settings: object) -> None:

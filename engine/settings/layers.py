@@ -54,7 +54,7 @@ def _assemble(
     arguments: dict[str, object] = {}
     missing: list[str] = []
     failed = False
-    for name, (annotation, _) in fields_of(cls).items():
+    for name, (annotation, item) in fields_of(cls).items():
         here = (*prefix, name)
         current = getattr(base, name) if base is not None else None
         value_type = mapping_of(annotation)
@@ -92,15 +92,16 @@ def _assemble(
             arguments[name] = values[here]
         elif base is not None:
             arguments[name] = current
-        else:
+        elif not _has_default(item):
             missing.append(name)
     if missing:
         where = next(
             source for key, (_, source) in overrides.items() if key[: len(prefix)] == prefix
         )
+        required = [name for name, (_, item) in fields_of(cls).items() if not _has_default(item)]
         problems.append(
             f"{where}: [{'.'.join(prefix)}] lacks {', '.join(missing)}: a table with no built-in "
-            f"values needs all of {', '.join(fields_of(cls))}"
+            f"values needs all of {', '.join(required)}"
         )
         return None
     if failed:
@@ -111,3 +112,10 @@ def _assemble(
         keys = {key: (values[key], source) for key, (_, source) in overrides.items()}
         problems.append(blame(root, error, [prefix], keys))
         return None
+
+
+def _has_default(item: dataclasses.Field) -> bool:
+    """Whether a key may be left out of a new table (its class gives a default)."""
+    return (
+        item.default is not dataclasses.MISSING or item.default_factory is not dataclasses.MISSING
+    )

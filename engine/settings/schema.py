@@ -15,11 +15,12 @@ import math
 import types
 import typing
 import urllib.parse
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from engine.bitget.connections import check_connections
 from engine.config import EngineConfig, MarketPipelineConfig
 from engine.gpu import GIB, GpuMonitorConfig, VramBudget
 from engine.kev.command import KevCommandSpec
@@ -32,7 +33,7 @@ from engine.laya.config import (
     require_shadow_model,
 )
 from engine.laya.decide import QuoteGate
-from engine.market.book_symbols import check_book_symbols
+from engine.market.book_symbols import MAX_QUOTED_SYMBOLS, check_book_symbols
 from engine.market.contracts import (
     ContractMissing,
     ContractOrigin,
@@ -49,6 +50,8 @@ from engine.settings.keys import (
     PathText,
     coerce,
     engine_values,
+    fields_of,
+    render_value,
     resolve,
     section,
     setting,
@@ -72,8 +75,10 @@ from engine.trading.config import (
     TradingMode,
     default_risk_config,
 )
-from engine.validation import require_number, require_positive
+from engine.validation import require_number, require_positive, require_symbol
 
+NO_SYMBOL = "none"
+"""What [engine] hedge and leader say (and run --hedge, --leader) for no symbol."""
 SHUTDOWN_POLICIES = ("flatten", "keep")
 """The console's `ShutdownPolicy` values (the console checks they stay the same)."""
 
@@ -130,11 +135,21 @@ class InstrumentSettings:
 
 @dataclass(frozen=True, slots=True)
 class EngineSettings:
-    """What the engine watches."""
+    """What the engine watches and trades: a book of quoted symbols and the one that hedges
+    their combined delta, or with no hedge a leader it only watches."""
 
     symbols: tuple[str, ...] = setting(
-        _ENGINE.symbols,
-        "market symbols: the traded one first, then its hedge (optional); at most 2",
+        _TRADING.quoted, f"the quoted symbols: the book's contracts (1 to {MAX_QUOTED_SYMBOLS})"
+    )
+    hedge: str = setting(
+        _HEDGE.symbol,
+        'the symbol that hedges the quoted ones\' combined delta (never quoted itself); "none": '
+        "no hedge",
+    )
+    leader: str = setting(
+        BTCUSDT.symbol,
+        'with hedge "none": the symbol every quoted one\'s cross features read, watched, not '
+        'traded (unless quoted); "none": none (the last quoted symbol leads)',
     )
     sim_seed: int = setting(_ENGINE.sim_seed, "seed of the built-in simulated market")
     status_interval_s: float = setting(
@@ -147,18 +162,45 @@ class EngineSettings:
     def __post_init__(self) -> None:
         whole_numbers_as_floats(self)
         object.__setattr__(self, "instruments", types.MappingProxyType(dict(self.instruments)))
-        EngineConfig(
-            symbols=self.symbols, sim_seed=self.sim_seed, status_interval_s=self.status_interval_s
-        )
-        check_book_symbols(self.quoted, self.hedge_symbol)
+        for name in ("hedge", "leader"):
+            value = getattr(self, name)
+            if isinstance(value, str) and value.lower() == NO_SYMBOL:
+                object.__setattr__(self, name, NO_SYMBOL)
+            else:
+                require_symbol("engine", name, value)
+        for symbol in self.symbols:
+            require_symbol("engine", "symbols", symbol)
+        # The book as a whole (a symbol twice, the hedge quoted) is checked by `Settings`,
+        # which knows where each value came from (the old form: `Settings._refuse_old_form`).
+        EngineConfig(sim_seed=self.sim_seed, status_interval_s=self.status_interval_s)
 
     @property
     def quoted(self) -> tuple[str, ...]:
-        return self.symbols[:1]
+        return self.symbols
 
     @property
     def hedge_symbol(self) -> str | None:
-        return self.symbols[1] if len(self.symbols) > 1 else None
+        return None if self.hedge == NO_SYMBOL else self.hedge
+
+    @property
+    def leader_symbol(self) -> str | None:
+        """The symbol watched, not traded, that the quoted ones' cross features read: with no
+        hedge, the leader unless it is none or quoted."""
+        if self.hedge_symbol is not None or self.leader == NO_SYMBOL:
+            return None
+        return None if self.leader in self.symbols else self.leader
+
+    @property
+    def traded_symbols(self) -> tuple[str, ...]:
+        """The quoted symbols, then the hedge: each with its contract and risk limits."""
+        hedge = self.hedge_symbol
+        return self.symbols + ((hedge,) if hedge is not None else ())
+
+    @property
+    def market_symbols(self) -> tuple[str, ...]:
+        """`EngineConfig.symbols`: the traded symbols, then the leader (watched only)."""
+        leader = self.leader_symbol
+        return self.traded_symbols + ((leader,) if leader is not None else ())
 
 
 @dataclass(frozen=True, slots=True)
@@ -307,6 +349,20 @@ class StrategySettings:
             return None
         return HedgeConfig(symbol=symbol, **engine_values(self, HedgeConfig))
 
+    def for_symbol(self, table: SymbolStrategySettings | None) -> StrategySettings:
+        """These settings with a symbol's [trading.symbols] table on top (None: as they are);
+        its quote_size_usdt alone sizes it in USDT even where quote_size is set here."""
+        if table is None:
+            return self
+        values = {
+            name: getattr(table, name)
+            for name in fields_of(SymbolStrategySettings)
+            if name != "beta" and getattr(table, name) is not None
+        }
+        if table.quote_size_usdt is not None and table.quote_size is None:
+            values["quote_size"] = None
+        return dataclasses.replace(self, **values)
+
     def _quote_size_of(self, symbol: str, contract: MarketContract | None) -> float:
         if contract is None:
             return _STRATEGY.quote_size
@@ -317,6 +373,43 @@ class StrategySettings:
                 "trading.strategy.quote_size (base coin)"
             )
         return contract.instrument.size_of(max(lots, 1))
+
+
+@dataclass(frozen=True, slots=True)
+class SymbolStrategySettings:
+    """One quoted symbol's strategy: any [trading.strategy] quoting key, for it alone (unset:
+    [trading.strategy]'s), and its beta to the book."""
+
+    quote_size: float | None = setting(None, "size of each quote, base coin", example=0.1)
+    quote_size_usdt: float | None = setting(None, "size of each quote, USDT", example=200.0)
+    half_spread_bps: float | None = setting(
+        None, "bid and ask this far either side of the microprice, bps", example=2.0
+    )
+    inventory_skew_bps: float | None = setting(
+        None, "quote shift per unit of position / max position, bps", example=1.5
+    )
+    requote_threshold_bps: float | None = setting(
+        None, "a resting quote is replaced when its price is this off, bps", example=0.5
+    )
+    requote_size_fraction: float | None = setting(
+        None, "... or when its size is this fraction off (0..1)", example=0.25
+    )
+    emergency_cooldown_ms: int | None = setting(
+        None, "no quotes for this long after an EMERGENCY verdict, ms", example=1_000
+    )
+    denial_backoff_ms: int | None = setting(
+        None, "a side waits this long after the risk gateway denied it, ms", example=250
+    )
+    post_only: bool | None = setting(None, "quotes are post-only", example=True)
+    beta: float = setting(
+        1.0,
+        "its beta to the book: the weight of its notional in the net delta the hedge trades "
+        "(the hedge's own weight is [risk] hedge_ratio)",
+    )
+
+    def __post_init__(self) -> None:
+        whole_numbers_as_floats(self)
+        StrategySettings().for_symbol(self).config()  # the beta: by the gateway (risk_config)
 
 
 @dataclass(frozen=True, slots=True)
@@ -449,6 +542,12 @@ class TradingSettings:
         "the venue's contract table is read again this often while trading (tick, lot), s",
     )
     strategy: StrategySettings = section(StrategySettings)
+    symbols: Mapping[str, SymbolStrategySettings] = section(
+        dict,
+        "one quoted symbol's strategy: [trading.strategy]'s quoting keys for it alone, and its "
+        "beta to the book",
+        example={"SOLUSDT": {"half_spread_bps": 2.0, "quote_size_usdt": 200.0, "beta": 1.3}},
+    )
     executor: ExecutorSettings = section(ExecutorSettings)
     paper: PaperSettings = section(PaperSettings)
     fees: FeeSettings = section(FeeSettings)
@@ -620,10 +719,12 @@ class RiskSettings:
         hedge_symbol: str | None,
         traded: tuple[str, ...] = (),
         contracts: MarketContracts | None = None,
+        betas: Mapping[str, float] = types.MappingProxyType({}),
     ) -> RiskGatewayConfig:
-        """The gateway's config; a `traded` symbol without a table of its own takes the caps of
-        the built-in one with its base coin (BTCUSD those of BTCUSDT), which hold in coin, else
-        the USDT caps above in whole lots at its contract's price at start."""
+        """The gateway's config, the quoted symbols weighed by `betas` in the net delta; a
+        `traded` symbol without a table of its own takes the caps of the built-in one with its
+        base coin (BTCUSD those of BTCUSDT), which hold in coin, else the USDT caps above in
+        whole lots at its contract's price at start."""
         entries = dict(self.symbols)
         for symbol in traded:
             twin = built_in_twin(symbol)
@@ -644,6 +745,7 @@ class RiskSettings:
             limits=limits,
             bounds=override_bounds,
             hedge_symbol=hedge_symbol,
+            betas=betas,
             **engine_values(self, RiskGatewayConfig),
         )
 
@@ -677,6 +779,14 @@ class RiskSettings:
             max_order_size=sizes["max_order_usdt"],
             max_position_ceiling=sizes["max_position_ceiling_usdt"],
         )
+
+
+def recorded_book(symbols: Sequence[str]) -> dict[str, object]:
+    """The [engine] book of a replay on a recording's own symbols, its busiest first
+    (`require_recording_symbols`): the first quoted, hedged by the second (none: no hedge and
+    no leader), as settings to put on top."""
+    hedge = symbols[1] if len(symbols) > 1 else NO_SYMBOL
+    return {"engine.symbols": list(symbols[:1]), "engine.hedge": hedge, "engine.leader": NO_SYMBOL}
 
 
 class MarketNeeded(ValueError):
@@ -878,6 +988,7 @@ class Settings:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "sources", types.MappingProxyType(dict(self.sources)))
+        self._check_book()
 
     def source_of(self, key: str) -> SettingSource:
         """Where the value of `key` ("risk.max_net_delta_usdt") came from; KeyError for a key
@@ -930,6 +1041,117 @@ class Settings:
     def _set_keys(self) -> dict[tuple[str, ...], tuple[object, SettingSource]]:
         return {path: (value_at(self, path), source) for path, source in self.sources.items()}
 
+    # The book as a whole: here, where each value's source is known
+
+    def _check_book(self) -> None:
+        """[engine]'s book: its old form refused saying what it means now
+        (`_refuse_old_form`), then a symbol twice, the hedge quoted, too many symbols, more
+        feed connections than Bitget takes, a --leader beside a hedge, and [trading.symbols]
+        (`_check_symbol_tables`); `SettingsError` naming it."""
+        engine = self.engine
+        if len(set(engine.symbols)) == len(engine.symbols):  # a symbol twice: said as such
+            self._refuse_old_form()
+        try:
+            check_book_symbols(engine.quoted, engine.hedge_symbol)
+            check_connections(engine.market_symbols, _ENGINE.feed_channels)  # the feed's rule
+        except ValueError as error:
+            raise self.invalid(error, "engine") from error
+        if engine.hedge_symbol is not None and self.source_of("engine.leader").where == "--leader":
+            raise SettingsError(
+                [
+                    f"--leader {engine.leader}: a leader is watched only without a hedge (--hedge "
+                    f"none); {engine.hedge_symbol}, the hedge, leads this book"
+                ]
+            )
+        self._check_symbol_tables()
+
+    def _check_symbol_tables(self) -> None:
+        """A [trading.symbols] table for a symbol the book does not quote (the hedge
+        included) is refused, naming it and where it was set."""
+        engine = self.engine
+        problems = []
+        for symbol in self.trading.symbols:
+            if symbol in engine.quoted:
+                continue
+            if symbol == engine.hedge_symbol:
+                why = (
+                    f"{symbol} is the hedge, not quoted: it has no quoting keys or beta of its "
+                    "own (its weight in the net delta is [risk] hedge_ratio)"
+                )
+            else:
+                why = (
+                    f"{symbol} is not quoted (the book quotes {', '.join(engine.quoted)}): "
+                    "quote it ([engine] symbols, --symbols) or drop the table"
+                )
+            problems.append(
+                f"[trading.symbols.{symbol}]{self._where(('trading', 'symbols', symbol))}: {why}"
+            )
+        if problems:
+            raise SettingsError(problems)
+
+    def _refuse_old_form(self) -> None:
+        """[engine] symbols (and --symbols) once listed the traded symbol, then its hedge. One
+        or two symbols given (a flag, the file, the environment) without their hedge may be
+        that form, which would now quote them all and hedge with another: refused, saying what
+        they mean now and how to say each. Their hedge is given when its source is not the
+        default, and for --symbols when it is the command line too (a file's hedge, which
+        `config init` writes, says nothing of what --symbols means)."""
+        engine = self.engine
+        given = self.source_of("engine.symbols")
+        hedge_source = self.source_of("engine.hedge")
+        on_command_line = given.kind is SourceKind.FLAG and given.where == "--symbols"
+        if on_command_line:
+            hedge_given = hedge_source.kind is SourceKind.FLAG
+        else:
+            hedge_given = hedge_source.kind is not SourceKind.DEFAULT
+        if given.kind is SourceKind.DEFAULT or hedge_given or not 1 <= len(engine.symbols) <= 2:
+            return
+        verb, joined = ("say", " ") if on_command_line else ("write", " and ")
+
+        def symbols_as(symbols: Sequence[str]) -> str:
+            if on_command_line:
+                return f"--symbols {','.join(symbols)}"
+            return f"symbols = {render_value(list(symbols))}"
+
+        def hedge_as(symbol: str) -> str:
+            return f"--hedge {symbol}" if on_command_line else f"hedge = {render_value(symbol)}"
+
+        keys = (
+            ("--symbols", "--hedge") if on_command_line else ("[engine] symbols", "[engine] hedge")
+        )
+        named = symbols_as(engine.symbols)
+        if not on_command_line:
+            named = f"[engine] {named} ({given})"
+        if len(engine.symbols) == 2:
+            (traded, old_hedge), them = engine.symbols, "both"
+            old = f"{traded} traded, {old_hedge} its hedge"
+        else:
+            (traded,), old_hedge, them = engine.symbols, NO_SYMBOL, "it"
+            old = f"{traded} traded alone"
+        now = f"{keys[0]} now lists the quoted symbols and {keys[1]} their hedge"
+        hedge = engine.hedge
+        defaulted = hedge_source.kind is SourceKind.DEFAULT
+        if hedge in engine.symbols:
+            now += f": {hedge} is the hedge ({'default' if defaulted else f'from {hedge_source}'})"
+            now += " and cannot also be quoted"
+            other = f"to quote {them}, {verb} another {hedge_as('SYMBOL')} or {hedge_as(NO_SYMBOL)}"
+        else:
+            now += (
+                f" (default {hedge}, given nowhere)"
+                if defaulted
+                else f" ({hedge} from {hedge_source}, not on the command line)"
+            )
+            other = f"to quote {them} hedged by {hedge}, {verb} {hedge_as(hedge)}"
+        say_old = f"{verb} {symbols_as([traded])}{joined}{hedge_as(old_hedge)}"
+        raise SettingsError([f"{named}: {now}; for the old meaning ({old}) {say_old}; {other}"])
+
+    def _where(self, table: tuple[str, ...]) -> str:
+        """(where the first key of `table` was set), or nothing when none was."""
+        for path, source in self.sources.items():
+            if path[: len(table)] == table:
+                return f" ({source})"
+        return ""
+
     # The engine's configs
 
     def laya_config(self) -> LayaClassifierConfig:
@@ -944,13 +1166,14 @@ class Settings:
         prices: Mapping[str, float] = types.MappingProxyType({}),
         missing_hint: str = "[engine.instruments.SYMBOL] tick_size, size_step, min_notional_usdt",
     ) -> MarketContracts:
-        """The contracts of [engine] symbols: [instruments] first, then `recorded`, `listed`,
-        the built-in ones (engine/market/contracts.py), at the fees that apply."""
+        """The contracts of the market's symbols (the book's, and its leader): [instruments]
+        first, then `recorded`, `listed`, the built-in ones (engine/market/contracts.py), at the
+        fees that apply."""
         configured = {
             symbol: entry.instrument(symbol) for symbol, entry in self.engine.instruments.items()
         }
         return resolve_contracts(
-            self.engine.symbols,
+            self.engine.market_symbols,
             configured=configured,
             recorded=recorded,
             listed=listed,
@@ -966,11 +1189,14 @@ class Settings:
     def strategy_configs(
         self, contracts: MarketContracts | None = None
     ) -> tuple[QuotingStrategyConfig, ...]:
-        """Each quoted symbol's strategy, sized on `contracts`."""
-        strategy = self.trading.strategy
+        """Each quoted symbol's strategy ([trading.strategy] with its [trading.symbols] table
+        on top), sized on `contracts`."""
+        trading = self.trading
         return self._built(
             lambda: tuple(
-                strategy.config(symbol, self._contract_for_sizes(symbol, contracts))
+                trading.strategy.for_symbol(trading.symbols.get(symbol)).config(
+                    symbol, self._contract_for_sizes(symbol, contracts)
+                )
                 for symbol in self.engine.quoted
             ),
             "engine",
@@ -983,12 +1209,16 @@ class Settings:
         engine = self.engine
         if contracts is None:
             self._require_sized_without_a_market(
-                s for s in engine.symbols if not self.risk.has_caps_in_coin(s)
+                s for s in engine.traded_symbols if not self.risk.has_caps_in_coin(s)
             )
+        betas = {symbol: table.beta for symbol, table in self.trading.symbols.items()}
         return self._built(
-            lambda: self.risk.gateway_config(engine.hedge_symbol, engine.symbols, contracts),
+            lambda: self.risk.gateway_config(
+                engine.hedge_symbol, engine.traded_symbols, contracts, betas
+            ),
             "engine",
             "risk",
+            "trading",
         )
 
     def _contract_for_sizes(
@@ -1018,7 +1248,7 @@ class Settings:
         if contracts is None:
             self._require_sized_without_a_market(
                 symbol
-                for symbol in self.engine.symbols
+                for symbol in self.engine.traded_symbols
                 if instrument_for(symbol) is None and symbol not in self.engine.instruments
             )
         strategies, risk = self.strategy_configs(contracts), self.risk_config(contracts)
@@ -1058,7 +1288,7 @@ class Settings:
         engine = self.engine
         return self._built(
             lambda: EngineConfig(
-                symbols=engine.symbols,
+                symbols=engine.market_symbols,
                 replay_path=replay_path,
                 replay_speed=replay_speed,
                 live_url=live_url,

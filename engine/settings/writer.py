@@ -43,9 +43,7 @@ class _Writer:
                 later.append(lambda a=annotation, c=current, h=here: self.table(a, c, h))
             elif value_type is not None and dataclasses.is_dataclass(value_type):
                 later.append(
-                    lambda v=value_type, c=current, h=here, d=item.metadata["doc"]: self.entries(
-                        v, c, h, d
-                    )
+                    lambda v=value_type, c=current, h=here, i=item: self.entries(v, c, h, i)
                 )
             elif value_type is not None:
                 later.append(lambda c=current, h=here, i=item: self.string_map(c, h, i))
@@ -64,8 +62,14 @@ class _Writer:
         else:
             self.lines.append(f"{name} = {render_value(value)}{self.origin(key_path, value)}")
 
-    def entries(self, cls: Any, entries: Mapping[str, Any], path: tuple[str, ...], doc: str):
-        self.lines += ["", f"# [{'.'.join(path)}.<NAME>]: {doc}"]
+    def entries(
+        self, cls: Any, entries: Mapping[str, Any], path: tuple[str, ...], item: dataclasses.Field
+    ) -> None:
+        self.lines += ["", f"# [{'.'.join(path)}.<NAME>]: {item.metadata['doc']}"]
+        if not entries:  # an example, commented out
+            for entry, keys in (item.metadata["example"] or {}).items():
+                self.lines.append(f"# [{'.'.join((*path, render_key(entry)))}]")
+                self.lines += [f"# {render_key(k)} = {render_value(v)}" for k, v in keys.items()]
         for entry, value in entries.items():
             self.table(cls, value, (*path, entry))
 

@@ -275,6 +275,14 @@ def sim_market(symbols: Sequence[str], seed: int) -> MarketGeneratorConfig:
     )
 
 
+def engine_market(symbols: Sequence[str], seed: int) -> MarketGeneratorConfig:
+    """The simulated market of the engine's symbols (`EngineConfig.symbols`): `sim_market`'s
+    pair for two or fewer, else `sim_book`'s book of the others following the last."""
+    if len(symbols) <= 2:
+        return sim_market(symbols, seed)
+    return sim_book(symbols[:-1], seed, symbols[-1])
+
+
 def sim_book(quoted: Sequence[str], seed: int, hedge: str = DEFAULT_HEDGE) -> MarketGeneratorConfig:
     """The simulated market of a book: `quoted` (1..MAX_QUOTED_SYMBOLS of the table) follow
     `hedge`, the leader, each with its regime's beta, lag and idiosyncratic volatility; a

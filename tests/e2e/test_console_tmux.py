@@ -501,7 +501,7 @@ async def test_a_large_tick_contract_quotes_fills_and_the_kill_leaves_it_flat(
     """ADAUSDT on the simulator: its contract from the simulator's table, the default quote
     of 120 USDT in whole lots, the ladder a row per tick, then `k` closes what it holds."""
     session = "large-tick"
-    options = ("--symbols", "ADAUSDT,DOGEUSDT")
+    options = ("--symbols", "ADAUSDT", "--hedge", "DOGEUSDT")
     start_console(session, (160, 48), large_tick_sim_urls, hold_model, tmp_path, options=options)
     client = BitgetRestClient(
         BitgetRestConfig(base_url=large_tick_sim_urls[1]), SimExchangeConfig().credentials()
@@ -567,6 +567,7 @@ async def test_a_large_tick_day_imported_then_paper_traded_in_the_console(hold_m
     assert "contract stored: NEXOUSDT tick 0.001" in imported.stdout
     session = "nexo"
     arguments = [*CLI, "run", "--replay", str(recording), "--symbols", "NEXOUSDT"]
+    arguments += ["--hedge", "none", "--leader", "none"]  # the recording has NEXOUSDT alone
     arguments += ["--mode", "paper", "--speed", "100", "--model", str(hold_model), "--cpu"]
     arguments += ["--journal", str(tmp_path / "journal.sqlite"), "--refresh-hz", "10"]
     environment = {"PYTHONPATH": str(REPO), "XDG_DATA_HOME": str(tmp_path / "data")}

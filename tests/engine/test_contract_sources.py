@@ -35,8 +35,12 @@ def nexo_recording(path, *, stored: bool):
     return path
 
 
+NEXO_ALONE = {"engine.symbols": ["NEXOUSDT"], "engine.hedge": "none", "engine.leader": "none"}
+"""A book of NEXOUSDT alone: no hedge, no leader (the recordings here have no other symbol)."""
+
+
 def test_a_recording_gives_its_stored_contracts_priced_at_its_first_books(tmp_path):
-    settings = Settings().with_overrides({"engine.symbols": ["NEXOUSDT"]})
+    settings = Settings().with_overrides(NEXO_ALONE)
     contract = recording_contracts(settings, nexo_recording(tmp_path / "n.gz", stored=True)).get(
         "NEXOUSDT"
     )
@@ -58,13 +62,30 @@ def test_an_old_recording_of_btc_and_eth_runs_on_the_built_in_contracts():
 
 
 def test_the_simulator_gives_its_tables_contracts_at_its_start_prices():
-    settings = Settings().with_overrides({"engine.symbols": ["ADAUSDT", "DOGEUSDT"]})
+    settings = Settings().with_overrides(
+        {"engine.symbols": ["ADAUSDT"], "engine.hedge": "DOGEUSDT"}
+    )
     contracts = simulator_contracts(settings)
     ada = contracts.get("ADAUSDT")
     assert ada is not None and ada.origin is ContractOrigin.SIMULATOR
     assert ada.fee_origin is FeeOrigin.CONTRACT and ada.reference_price == pytest.approx(0.25)
     trading = settings.trading_config(contracts=contracts)
-    assert trading.strategy.quote_size == 480  # 120 USDT at 0.25, lots of 1
+    assert trading.strategy("ADAUSDT").quote_size == 480  # 120 USDT at 0.25, lots of 1
+
+
+def test_the_simulator_prices_every_symbol_of_a_book():
+    """More than two market symbols are the simulator's book (sim_book), not a pair: each
+    quoted symbol and the hedge at its start price, each quote sized on its own."""
+    book = {"engine.symbols": ["ADAUSDT", "SOLUSDT", "XRPUSDT"], "engine.hedge": "BTCUSDT"}
+    settings = Settings().with_overrides(book)
+    contracts = simulator_contracts(settings)
+    prices = {symbol: c.reference_price for symbol, c in contracts.by_symbol.items()}
+    assert prices == pytest.approx(
+        {"ADAUSDT": 0.25, "SOLUSDT": 150.0, "XRPUSDT": 0.5, "BTCUSDT": 64_000.0}
+    )
+    trading = settings.trading_config(contracts=contracts)
+    assert [strategy.quote_size for strategy in trading.strategies] == [480, 0.8, 240]
+    assert trading.hedge_symbol == "BTCUSDT"
 
 
 async def test_the_venue_gives_its_table_and_last_prices(tmp_path, monkeypatch):
@@ -79,25 +100,23 @@ async def test_the_venue_gives_its_table_and_last_prices(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize(
-    ("symbols", "relisted", "message"),
+    ("book", "relisted", "message"),
     [
-        (["XYZUSDT"], {}, r"XYZUSDT is not a USDT-M contract of this venue"),
-        (
-            ["BTCUSDT", "ETHUSDT"],
-            {"symbolStatus": "maintain"},
-            r"BTCUSDT is not trading: its status is 'maintain'",
-        ),
-        (["BTCUSDT", "ETHUSDT"], {"symbolType": "delivery"}, r"not a perpetual"),
+        ({"engine.hedge": "none", "engine.symbols": ["XYZUSDT"]}, {}, r"XYZUSDT is not a USDT-M"),
+        ({}, {"symbolStatus": "maintain"}, r"BTCUSDT is not trading: its status is 'maintain'"),
+        ({}, {"symbolType": "delivery"}, r"not a perpetual"),
+        # the leader, watched only, must be listed too
+        ({"engine.hedge": "none", "engine.leader": "XYZUSDT"}, {}, r"XYZUSDT is not a USDT-M"),
     ],
 )
 async def test_a_symbol_the_venue_does_not_trade_is_refused_with_its_status(
-    tmp_path, monkeypatch, symbols, relisted, message
+    tmp_path, monkeypatch, book, relisted, message
 ):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     async with running_sim(sim_config(3)) as sim:
         if relisted:
             sim.relist("BTCUSDT", **relisted)
-        settings = Settings().with_overrides({"engine.symbols": symbols})
+        settings = Settings().with_overrides(book)
         with pytest.raises(ContractNotTrading, match=message):
             await venue_contracts(settings, sim.rest_url)
 
@@ -114,7 +133,7 @@ def test_a_configured_tick_the_recordings_prices_are_not_on_is_refused(tmp_path)
     recording = nexo_recording(tmp_path / "n.gz", stored=True)
     settings = Settings().with_overrides(
         {
-            "engine.symbols": ["NEXOUSDT"],
+            **NEXO_ALONE,
             "engine.instruments.NEXOUSDT.tick_size": 0.005,
             "engine.instruments.NEXOUSDT.size_step": 0.1,
             "engine.instruments.NEXOUSDT.min_notional_usdt": 5,

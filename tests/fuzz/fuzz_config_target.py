@@ -20,7 +20,7 @@ import orjson
 from fuzz_tally import require
 
 from engine.settings.reader import ENV_PREFIX, load_settings
-from engine.settings.schema import Settings
+from engine.settings.schema import MarketNeeded, Settings
 from engine.settings.sources import SettingsError, SourceKind
 from engine.settings.writer import dump_settings
 
@@ -65,6 +65,8 @@ class ConfigTarget:
         for name, build in settings.configurations():
             try:
                 build()
+            except MarketNeeded:  # a symbol only its market sizes: checked at start (config show)
+                continue
             except SettingsError as error:
                 _check_names_key(str(error), key, environ, building=name)
         return settings

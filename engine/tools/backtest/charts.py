@@ -4,7 +4,9 @@ with plotext, and as PNG for the HTML report with matplotlib (html_report.py).
 For each group of runs (the gates compared on one recording, or one recording's runs): the net
 PnL with what is open marked to the mid and the quoted symbol's position over the session, a
 line per run, and the markout curve of the quotes' fills (the mean at each horizon). For each
-run: the quoted symbol's mid with our buys and sells on it. Time is market time, in UTC.
+run: the quoted symbol's mid with our buys and sells on it. A book of several quoted symbols
+shows its net delta instead of a position, and for each run its delta before and after the
+hedge. Time is market time, in UTC.
 """
 
 from __future__ import annotations
@@ -105,7 +107,6 @@ def group_figure(number: int, group: RunGroup) -> Figure:
         runs = sorted(runs, key=lambda run: run.net, reverse=True)[:LINES_AT_MOST]
         note = f" (the best {LINES_AT_MOST} of {len(group.runs)} by net PnL)"
     first = runs[0]
-    quoted = first.quoted
     colours = [PALETTE[index % len(PALETTE)] for index in range(len(runs))]
     equity = Chart(
         f"net PnL, marked to market at the mid, after fees{note}",
@@ -118,17 +119,30 @@ def group_figure(number: int, group: RunGroup) -> Figure:
         ),
         zero_line=True,
     )
-    position = Chart(
-        f"{quoted} position",
-        first.result(quoted).base_coin if first.symbols else "",
-        tuple(
-            Series(run.label, run.series.at_ns, run.series.position, "step", colour)
-            for run, colour in zip(runs, colours, strict=True)
-        ),
-        zero_line=True,
-    )
+    if first.is_book:
+        position = Chart(
+            "the book's net delta",
+            _quote_coin(first),
+            tuple(
+                Series(run.label, run.series.at_ns, run.series.net_delta, "step", colour)
+                for run, colour in zip(runs, colours, strict=True)
+            ),
+            zero_line=True,
+        )
+        quotes = "the book's"
+    else:
+        quotes = first.quoted[0]
+        position = Chart(
+            f"{quotes} position",
+            first.result(quotes).base_coin if first.symbols else "",
+            tuple(
+                Series(run.label, run.series.at_ns, run.series.position, "step", colour)
+                for run, colour in zip(runs, colours, strict=True)
+            ),
+            zero_line=True,
+        )
     markouts = Chart(
-        f"{quoted} quotes' fills: mean markout",
+        f"{quotes} quotes' fills: mean markout",
         "bps",
         tuple(
             Series(
@@ -148,7 +162,30 @@ def group_figure(number: int, group: RunGroup) -> Figure:
 
 
 def run_figure(number: int, run: SessionMetrics) -> Figure:
-    fills = [fill for fill in run.fills if fill.symbol == run.quoted]
+    chart = _delta_chart(run) if run.is_book else _fills_chart(run)
+    slug = re.sub(r"[^A-Za-z0-9._]+", "-", run.label).strip("-")[:80]
+    return Figure(f"run-{number}-{slug}", f"{Path(run.recording).name} [{run.label}]", (chart,))
+
+
+def _delta_chart(run: SessionMetrics) -> Chart:
+    """A book's delta before the hedge and, hedged, after it."""
+    series = [Series("the quoted symbols", run.series.at_ns, run.series.book_delta, "step")]
+    if run.hedge is not None:
+        series.append(
+            Series(
+                f"net, with the hedge {run.hedge}",
+                run.series.at_ns,
+                run.series.net_delta,
+                "step",
+                PALETTE[1],
+            )
+        )
+    return Chart("the book's delta", _quote_coin(run), tuple(series), zero_line=True)
+
+
+def _fills_chart(run: SessionMetrics) -> Chart:
+    quoted = run.quoted[0]
+    fills = [fill for fill in run.fills if fill.symbol == quoted]
     marks = []
     for side, colour in (("buy", BUY_COLOUR), ("sell", SELL_COLOUR)):
         mine = [fill for fill in fills if fill.side == side]
@@ -161,14 +198,12 @@ def run_figure(number: int, run: SessionMetrics) -> Figure:
                 colour,
             )
         )
-    chart = Chart(
-        f"{run.quoted} mid and our fills",
+    return Chart(
+        f"{quoted} mid and our fills",
         _quote_coin(run),
         (Series("mid", run.series.at_ns, run.series.mid, colour=MID_COLOUR), *marks),
         empty="no books of the quoted symbol",
     )
-    slug = re.sub(r"[^A-Za-z0-9._]+", "-", run.label).strip("-")[:80]
-    return Figure(f"run-{number}-{slug}", f"{Path(run.recording).name} [{run.label}]", (chart,))
 
 
 def _quote_coin(run: SessionMetrics) -> str:

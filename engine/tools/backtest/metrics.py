@@ -5,15 +5,20 @@
   by their effect on PnL (paid: negative), net = realized + unrealized + fees. Money in the
   symbol's quote coin (USDT for the USDT-M perpetuals).
 - Activity: orders sent, cancels, denials, fills (maker / taker) and their volume, the fill
-  ratio (orders that traded / orders sent), the time each side of the quoted symbol had a quote
-  resting, the inventory (largest, time-weighted mean of the position and of its size), the
-  time spent in each trading state.
+  ratio (orders that traded / orders sent), the time each side of each quoted symbol had a
+  quote resting, the inventory (largest, time-weighted mean of the position and of its size),
+  the time spent in each trading state.
 - Markouts, the market maker's measure of adverse selection: for a fill at price p on side s
   (+1 buy, -1 sell), s * (mid(t + h) - p) / p in bps at h = 100 ms, 1 s, 5 s, 30 s: positive
   when the market moved our way after the fill. The same for every quote a gate pulled
   (EMERGENCY's cancel-all, a pulled side): what it would have made or lost had it filled then.
 - Series for the charts, on a fixed market-time grid: the net PnL marked to the mid (equity),
-  the quoted symbol's position and its mid.
+  the first quoted symbol's position and its mid, and the book's delta before and after the
+  hedge.
+
+A book quotes several symbols (`SessionRecord.quoted`) and may hedge them on one more: its
+figures are the book's (the PnL summed, the quotes' fills of every quoted symbol) and each
+quoted symbol's (`SymbolResult`, `QuotingResult`, `SessionMetrics.quote_figures(symbol)`).
 """
 
 from __future__ import annotations
@@ -179,6 +184,31 @@ class SymbolResult:
     """Where that contract and its fees came from, where the run said."""
 
 
+@dataclass(frozen=True, slots=True)
+class DeltaFigures:
+    """A delta series (`SessionSeries.book_delta`, `net_delta`): its value at the end, its
+    mean size and its largest size over the series' points, in USDT."""
+
+    end: float
+    mean_abs: float
+    max_abs: float
+
+    @classmethod
+    def of(cls, delta: np.ndarray) -> DeltaFigures:
+        size = np.abs(delta)
+        return cls(float(delta[-1]), float(size.mean()), float(size.max()))
+
+
+@dataclass(frozen=True, slots=True)
+class QuotingResult:
+    """One quoted symbol's quotes: the time each side rested, and their fills' markouts."""
+
+    symbol: str
+    uptime: dict[str, float]
+    """Fraction of the session a quote of ours rested on it, per side ("bid", "ask")."""
+    quote_fill_markouts: tuple[MarkoutStats, ...]
+
+
 @dataclass(frozen=True, slots=True, eq=False)
 class SessionSeries:
     """The session sampled every `step_s` of market time from its first frame, and at its end
@@ -189,9 +219,14 @@ class SessionSeries:
     """Net PnL so far over every symbol, in the quote coin: realized, fees, and what is open
     marked to the mid in force."""
     position: np.ndarray
-    """The quoted symbol's, in its base coin."""
+    """The first quoted symbol's, in its base coin."""
     mid: np.ndarray
-    """The quoted symbol's; NaN before its first book."""
+    """The first quoted symbol's; NaN before its first book."""
+    book_delta: np.ndarray
+    """The quoted symbols' positions at the mid in force, each times its weight in the net
+    delta (`SessionRecord.delta_weights`), summed: what the hedge offsets, in USDT."""
+    net_delta: np.ndarray
+    """`book_delta` with the hedge's weighted position: the net delta the risk gateway caps."""
     step_s: float
 
 
@@ -199,18 +234,19 @@ class SessionSeries:
 class SessionMetrics:
     label: str
     recording: str
-    quoted: str
+    quoted: tuple[str, ...]
+    """The book's quoted symbols, in its order (a pair's one)."""
     span_s: float
     symbols: tuple[SymbolResult, ...]
     orders_sent: int
     cancels: int
     denials: int
     orders_filled: int
-    uptime: dict[str, float]
-    """Fraction of the session a quote of ours rested, per side ("bid", "ask")."""
+    quoting: tuple[QuotingResult, ...]
+    """Each quoted symbol's, in the book's order."""
     state_seconds: dict[str, float]
     quote_fill_markouts: tuple[MarkoutStats, ...]
-    """Over the quoted symbol's maker fills (the quotes): adverse selection."""
+    """Over the quoted symbols' maker fills (the quotes): adverse selection."""
     hedge_markouts: tuple[MarkoutStats, ...]
     pulled_markouts: tuple[MarkoutStats, ...]
     verdicts: dict[str, int]
@@ -234,6 +270,22 @@ class SessionMetrics:
     """Non-HOLD verdicts offered to Kev; `kev` counts the decisions it made of them."""
     scorecard: ScorecardView | None = None
     """Laya's scorecard at the end (SessionRecord's)."""
+    hedge: str | None = None
+    """The book's hedge (None: not hedged)."""
+
+    @property
+    def is_book(self) -> bool:
+        """Whether it quoted several symbols (a pair quotes one)."""
+        return len(self.quoted) > 1
+
+    @property
+    def uptime(self) -> dict[str, float]:
+        """Fraction of the session a quote of ours rested, per side ("bid", "ask"): a pair's
+        on its quoted symbol, a book's the mean over its quoted symbols."""
+        return {
+            side: sum(quoting.uptime[side] for quoting in self.quoting) / len(self.quoting)
+            for side in ("bid", "ask")
+        }
 
     @property
     def hours(self) -> float:
@@ -262,8 +314,8 @@ class SessionMetrics:
 
     @property
     def quote_fills(self) -> int:
-        """The quoted symbol's maker fills: the quotes that traded ("quote fills")."""
-        return self.result(self.quoted).maker_fills
+        """The quoted symbols' maker fills: the quotes that traded ("quote fills")."""
+        return sum(self.result(symbol).maker_fills for symbol in self.quoted)
 
     @property
     def frames_per_s(self) -> float:
@@ -286,13 +338,18 @@ class SessionMetrics:
     def result(self, symbol: str) -> SymbolResult:
         return next(result for result in self.symbols if result.symbol == symbol)
 
-    def quote_figures(self) -> QuoteFigures:
-        """The whole run's."""
-        _, markouts = self._quote_markouts_1s()
+    def quote_figures(self, symbol: str | None = None) -> QuoteFigures:
+        """The whole run's: the book's, or one quoted symbol's (its net, its quotes' fills)."""
+        _, markouts = self._quote_markouts_1s(symbol)
         start_ns = int(self.marks.at_ns[0])
         span_ns = round(self.span_s * 1e9)
+        if symbol is None:
+            net, quote_fills = self.net, self.quote_fills
+        else:
+            result = self.result(symbol)
+            net, quote_fills = result.net, result.maker_fills
         return QuoteFigures(
-            start_ns, start_ns + span_ns, self.net, self.quote_fills, MarkoutMean.of(markouts)
+            start_ns, start_ns + span_ns, net, quote_fills, MarkoutMean.of(markouts)
         )
 
     def block_figures(self, block_s: int) -> tuple[QuoteFigures, ...]:
@@ -328,10 +385,11 @@ class SessionMetrics:
             for block in range(count)
         )
 
-    def _quote_markouts_1s(self) -> tuple[np.ndarray, np.ndarray]:
-        """The quotes' fills' times and 1 s markouts."""
+    def _quote_markouts_1s(self, symbol: str | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """The quotes' fills' times and 1 s markouts: the book's, or `symbol`'s."""
         column = HORIZONS_MS.index(1_000)
-        quotes = [row for row in self.fills if row.symbol == self.quoted and row.maker]
+        quoted = self.quoted if symbol is None else (symbol,)
+        quotes = [row for row in self.fills if row.symbol in quoted and row.maker]
         times = np.array([row.at_ns for row in quotes], np.int64)
         return times, np.array([row.markouts_bps[column] for row in quotes], float)
 
@@ -348,8 +406,16 @@ def session_metrics(record: SessionRecord) -> SessionMetrics:
     symbols = tuple(
         _symbol_result(symbol, fills, paths[symbol], record) for symbol in record.symbols
     )
-    quoted_maker = [f for f in fills if f.symbol == record.quoted and f.maker]
-    hedge = [f for f in fills if f.symbol != record.quoted]
+    quoted_maker = [f for f in fills if f.symbol in record.quoted and f.maker]
+    hedge = [f for f in fills if f.symbol not in record.quoted]
+    quoting = tuple(
+        QuotingResult(
+            symbol,
+            _uptime(orders, record, symbol),
+            markout_stats(row.markouts_bps for row in quoted_maker if row.symbol == symbol),
+        )
+        for symbol in record.quoted
+    )
     pulled = _pulled_quotes(entries, orders, record)
     kinds = Counter(entry.kind for entry in entries)
     return SessionMetrics(
@@ -366,7 +432,7 @@ def session_metrics(record: SessionRecord) -> SessionMetrics:
         ),
         denials=kinds["order_denied"],
         orders_filled=len(_filled_oids(entries)),
-        uptime=_uptime(orders, record),
+        quoting=quoting,
         state_seconds=_state_seconds(entries, record),
         quote_fill_markouts=markout_stats(row.markouts_bps for row in quoted_maker),
         hedge_markouts=markout_stats(row.markouts_bps for row in hedge),
@@ -399,6 +465,7 @@ def session_metrics(record: SessionRecord) -> SessionMetrics:
         laya_warming=record.laya_warming,
         kev_offered=record.kev_offered,
         scorecard=record.scorecard,
+        hedge=record.hedge,
     )
 
 
@@ -617,13 +684,24 @@ def _series(
     equity = np.zeros(len(grid))
     position = np.zeros(len(grid))
     mid = np.full(len(grid), np.nan)
+    book_delta = np.zeros(len(grid))
+    hedge_delta = np.zeros(len(grid))
     for symbol, path in paths.items():
         index = path.index(grid)
         symbol_mid = _in_force(record.mids.get(symbol), grid)
         equity += path.realized[index] + path.fees[index] + path.unrealized(index, symbol_mid)
-        if symbol == record.quoted:
+        # A flat symbol adds nothing, with a mid or not (NaN before its first book).
+        notional = np.where(path.position[index] != 0, path.position[index] * symbol_mid, 0.0)
+        weighted = record.delta_weights.get(symbol, 1.0) * notional
+        if symbol in record.quoted:
+            book_delta += weighted
+        elif symbol == record.hedge:
+            hedge_delta += weighted
+        if symbol == record.quoted[0]:
             position, mid = path.position[index], symbol_mid
-    return SessionSeries(grid, equity, position, mid, step_ns / 1e9)
+    return SessionSeries(
+        grid, equity, position, mid, book_delta, book_delta + hedge_delta, step_ns / 1e9
+    )
 
 
 def _in_force(mids: MidSeries | None, times_ns: np.ndarray) -> np.ndarray:
@@ -647,7 +725,7 @@ def _time_weighted(path: list[tuple[int, float]], end_ns: int) -> tuple[float, f
     return weighted / total, weighted_abs / total
 
 
-def _uptime(orders: dict[str, _Order], record: SessionRecord) -> dict[str, float]:
+def _uptime(orders: dict[str, _Order], record: SessionRecord, symbol: str) -> dict[str, float]:
     span = record.end_ns - record.start_ns
     uptime = {}
     for role in ("bid", "ask"):
@@ -657,7 +735,7 @@ def _uptime(orders: dict[str, _Order], record: SessionRecord) -> dict[str, float
                 min(order.ended_ns or record.end_ns, record.end_ns),
             )
             for order in orders.values()
-            if order.symbol == record.quoted and order.role == role and order.placed_ns is not None
+            if order.symbol == symbol and order.role == role and order.placed_ns is not None
         )
         covered = 0
         reach = record.start_ns

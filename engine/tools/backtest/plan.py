@@ -14,7 +14,7 @@ from pathlib import Path
 from engine.contract_sources import RecordedMarket, recording_contracts
 from engine.feed.recording import require_recording_symbols
 from engine.laya.decide import QuoteGate
-from engine.settings.schema import Settings
+from engine.settings.schema import Settings, recorded_book
 from engine.tools.backtest.metrics import SessionMetrics, session_metrics
 from engine.tools.backtest.session import (
     BacktestProgress,
@@ -91,8 +91,9 @@ def backtest_specs(
     sources: Mapping[str, str] | None = None,
     window: MarketWindow | None = None,
 ) -> list[BacktestSpec]:
-    """One spec a run (over `window` of each recording when given); a gate of None is the one
-    the settings (and `--set`) name. Kev runs only
+    """One spec a run (over `window` of each recording when given), on the book of `settings`
+    whose market `symbols` are (None: each recording's own, `recorded_book`); a gate of None is
+    the one the settings (and `--set`) name. Kev runs only
     when asked: against the [kev] server with its answers recorded to `kev_record`, or from
     the answers in `kev_answers` (one run: one server). Raises ValueError naming a symbol a
     recording does not have, or a setting that is not valid (SettingsError)."""
@@ -107,11 +108,19 @@ def backtest_specs(
             "no grid, no --compare"
         )
     specs = []
+    book = settings.engine if symbols else None
     for recording in recordings:
-        chosen = require_recording_symbols(recording, symbols)
+        chosen = require_recording_symbols(
+            recording,
+            symbols,
+            hedge=book.hedge_symbol if book else None,
+            leader=book.leader_symbol if book else None,
+        )
         market = RecordedMarket.read(recording, chosen)
         for point in points:
-            values: dict[str, object] = {"engine.symbols": list(chosen), "trading.mode": "paper"}
+            values: dict[str, object] = {"trading.mode": "paper"}
+            if book is None:  # the recording's own
+                values.update(recorded_book(chosen))
             values.update(dict(point.values))
             for gate in gates:
                 if gate is not None:

@@ -3,11 +3,14 @@
 Money is in the quote coin (USDT for the USDT-M perpetuals), signed by its effect on PnL (a fee
 paid is negative); markouts in bps, positive when the market moved our way after the fill.
 Each report is a list of parts, lines of text and tables, so the terminal and the HTML report
-show the same figures.
+show the same figures. A book's report (several quoted symbols) is a pair's with the book's
+figures in its totals, and adds each quoted symbol's quoting and the book's delta before and
+after the hedge; its comparison adds each quoted symbol's figures against no gate's.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -21,6 +24,7 @@ from engine.laya.scorecard import score_lines
 from engine.market.instruments import size_text
 from engine.tools.backtest.metrics import (
     HORIZONS_MS,
+    DeltaFigures,
     MarkoutStats,
     QuoteFigures,
     Saving,
@@ -155,7 +159,7 @@ def session_parts(metrics: SessionMetrics) -> list[Part]:
         instrument = result.instrument
         rows.append(
             [
-                result.symbol,
+                _symbol_title(metrics, result.symbol),
                 _signed(result.realized),
                 _signed(result.unrealized),
                 _signed(result.fees),
@@ -182,6 +186,8 @@ def session_parts(metrics: SessionMetrics) -> list[Part]:
     per_hour = metrics.net / metrics.hours if metrics.hours else math.nan
     lines.append(f"net per hour: {_signed(per_hour)} {quote}")
     lines += [_contract_line(result) for result in metrics.symbols if result.instrument]
+    if metrics.is_book:
+        lines += ["", _quoting_table(metrics, quote), "", _delta_table(metrics, quote)]
     states = ", ".join(
         f"{state} {seconds / metrics.span_s:.0%}"
         for state, seconds in metrics.state_seconds.items()
@@ -192,7 +198,7 @@ def session_parts(metrics: SessionMetrics) -> list[Part]:
         f"orders {metrics.orders_sent:,} sent, {metrics.cancels:,} cancelled, "
         f"{metrics.denials:,} denied; {metrics.orders_filled:,} traded "
         f"({metrics.fill_ratio:.1%} fill ratio)",
-        f"quotes resting on {metrics.quoted}: bid {metrics.uptime['bid']:.1%} of the time, "
+        f"quotes resting {_resting_on(metrics)}: bid {metrics.uptime['bid']:.1%} of the time, "
         f"ask {metrics.uptime['ask']:.1%}; trading state: {states}",
         "",
         _markout_table(metrics),
@@ -213,14 +219,87 @@ def session_parts(metrics: SessionMetrics) -> list[Part]:
     return lines
 
 
+def _symbol_title(metrics: SessionMetrics, symbol: str) -> str:
+    """A PnL row's title: a book names its hedge and a leader it does not trade."""
+    if not metrics.is_book or symbol in metrics.quoted:
+        return symbol
+    return f"{symbol} (hedge)" if symbol == metrics.hedge else f"{symbol} (leader)"
+
+
+def _resting_on(metrics: SessionMetrics) -> str:
+    if metrics.is_book:
+        return f"(the mean of the {len(metrics.quoted)} quoted symbols)"
+    return f"on {metrics.quoted[0]}"
+
+
+def _quotes_title(metrics: SessionMetrics) -> str:
+    return "the book's" if metrics.is_book else metrics.quoted[0]
+
+
+def _quoting_table(metrics: SessionMetrics, quote: str) -> Table:
+    """Each quoted symbol of a book: what it made and how its quotes did."""
+    rows = [
+        [
+            "quoted symbol",
+            f"net {quote}",
+            "net/h",
+            "quote fills",
+            "up bid/ask",
+            *(f"{horizon_label(horizon)} mo" for horizon in HORIZONS_MS),
+        ]
+    ]
+    for quoting in metrics.quoting:
+        result = metrics.result(quoting.symbol)
+        rows.append(
+            [
+                quoting.symbol,
+                _signed(result.net),
+                _signed(result.net / metrics.hours) if metrics.hours else "-",
+                f"{result.maker_fills:,}",
+                f"{quoting.uptime['bid']:.0%}/{quoting.uptime['ask']:.0%}",
+                *(
+                    _signed(stats.mean_bps) if stats.count else "-"
+                    for stats in quoting.quote_fill_markouts
+                ),
+            ]
+        )
+    return _table(rows)
+
+
+def _delta_table(metrics: SessionMetrics, quote: str) -> Table:
+    """The book's delta before and after the hedge, over the run."""
+    series = metrics.series
+    rows = [
+        [
+            f"delta, {quote} (weighted as the risk gateway counts it, every {series.step_s:g} s)",
+            "end",
+            "mean size",
+            "largest",
+        ],
+    ]
+    if metrics.hedge is None:
+        rows.append(_delta_row("the quoted symbols, not hedged", series.book_delta))
+    else:
+        rows += [
+            _delta_row("the quoted symbols (what the hedge offsets)", series.book_delta),
+            _delta_row(f"net, with the hedge {metrics.hedge}", series.net_delta),
+        ]
+    return _table(rows)
+
+
+def _delta_row(title: str, delta: np.ndarray) -> list[str]:
+    figures = DeltaFigures.of(delta)
+    return [title, _signed(figures.end, 0), f"{figures.mean_abs:,.0f}", f"{figures.max_abs:,.0f}"]
+
+
 def _markout_table(metrics: SessionMetrics) -> Table:
     header = ["markouts, mean bps (median)", *(horizon_label(h) for h in HORIZONS_MS)]
     rows = [header]
-    for title, stats in (
-        (f"{metrics.quoted} quotes' fills", metrics.quote_fill_markouts),
-        ("hedge fills", metrics.hedge_markouts),
-        ("quotes pulled (had they filled)", metrics.pulled_markouts),
-    ):
+    tables = [(f"{_quotes_title(metrics)} quotes' fills", metrics.quote_fill_markouts)]
+    if metrics.hedge is not None or not metrics.is_book:  # an unhedged book trades its quotes
+        tables.append(("hedge fills", metrics.hedge_markouts))
+    tables.append(("quotes pulled (had they filled)", metrics.pulled_markouts))
+    for title, stats in tables:
         count = stats[0].count if stats else 0
         rows.append([f"{title} ({count:,})", *(_markout_cell(item) for item in stats)])
     return _table(rows)
@@ -315,11 +394,16 @@ def _saved_text(saved: Saving) -> str:
 
 
 def compared_gates(runs: Sequence[SessionMetrics]) -> list[GateFigures]:
-    """Each run's figures against the run with no gate (none where none is among them)."""
-    figures = [run.quote_figures() for run in runs]
-    base = next((f for f, m in zip(figures, runs, strict=True) if _is_ungated(m)), None)
+    """Each run's figures (the book's) against the run with no gate (none where none is among
+    them)."""
+    return _against_ungated(runs, [run.quote_figures() for run in runs])
+
+
+def compared_symbols(runs: Sequence[SessionMetrics]) -> list[tuple[str, list[GateFigures]]]:
+    """Per quoted symbol, each run's figures of that symbol against the run with no gate's."""
     return [
-        GateFigures.against(run.label, item, base) for run, item in zip(runs, figures, strict=True)
+        (symbol, _against_ungated(runs, [run.quote_figures(symbol) for run in runs]))
+        for symbol in runs[0].quoted
     ]
 
 
@@ -327,13 +411,19 @@ def compared_blocks(runs: Sequence[SessionMetrics], block_s: int) -> list[list[G
     """Per block of `block_s` (`SessionMetrics.block_figures`), each run's figures against the
     run with no gate in the same block."""
     blocks = [run.block_figures(block_s) for run in runs]
-    base = next((b for b, m in zip(blocks, runs, strict=True) if _is_ungated(m)), None)
     return [
-        [
-            GateFigures.against(run.label, run_blocks[index], base[index] if base else None)
-            for run, run_blocks in zip(runs, blocks, strict=True)
-        ]
+        _against_ungated(runs, [run_blocks[index] for run_blocks in blocks])
         for index in range(len(blocks[0]))
+    ]
+
+
+def _against_ungated(
+    runs: Sequence[SessionMetrics], figures: Sequence[QuoteFigures]
+) -> list[GateFigures]:
+    """`figures` (one a run, in the same time) each against the ungated run's."""
+    base = next((f for f, m in zip(figures, runs, strict=True) if _is_ungated(m)), None)
+    return [
+        GateFigures.against(run.label, item, base) for run, item in zip(runs, figures, strict=True)
     ]
 
 
@@ -378,14 +468,40 @@ def compare_parts(runs: Sequence[SessionMetrics], block_s: int | None = None) ->
             ]
         )
     name = Path(runs[0].recording).name if runs else ""
+    book = bool(runs) and runs[0].is_book
+    whose = "the quoted symbols' maker fills" if book else "the quoted symbol's maker fills"
     parts: list[Part] = [
-        f"compare on {name} (quote fills: the quoted symbol's maker fills; mo = markout)",
+        f"compare on {name} (quote fills: {whose}; mo = markout)",
         _table(rows),
         SAVED_CAPTION,
     ]
+    if book:
+        parts += ["", *_symbol_parts(runs, quote)]
     if block_s is not None:
         parts += ["", *_block_parts(runs, block_s, quote)]
     return parts
+
+
+def _symbol_parts(runs: Sequence[SessionMetrics], quote: str) -> list[Part]:
+    rows = [
+        [
+            "quoted symbol",
+            "gate",
+            f"net {quote}",
+            "net/h",
+            "quote fills",
+            "quote fills lost",
+            "saved/fill 1 s",
+            "interval",
+        ]
+    ]
+    for symbol, gates in compared_symbols(runs):
+        rows += [[symbol, gate.label, _signed(gate.figures.net), *gate.cells()] for gate in gates]
+    return [
+        "per quoted symbol: its net (without the hedge's) and its quotes' fills, each gate "
+        "against no gate's on the same symbol",
+        _table(rows, right_from=2),
+    ]
 
 
 def _block_parts(runs: Sequence[SessionMetrics], block_s: int, quote: str) -> list[Part]:
@@ -438,6 +554,10 @@ def compare_json(runs: Sequence[SessionMetrics], block_s: int | None = None) -> 
     return {
         "recording": runs[0].recording,
         "gates": [gate.as_json() for gate in compared_gates(runs)],
+        "symbols": [
+            {"symbol": symbol, "gates": [gate.as_json() for gate in gates]}
+            for symbol, gates in compared_symbols(runs)
+        ],
         "block_s": block_s,
         "blocks": (
             [[gate.as_json() for gate in gates] for gates in compared_blocks(runs, block_s)]
@@ -514,7 +634,8 @@ def metrics_json(metrics: SessionMetrics) -> dict[str, object]:
         "recording": metrics.recording,
         "recording_problem": metrics.recording_problem,
         "laya_still_warming_up": [event.text for event in metrics.laya_warming],
-        "quoted": metrics.quoted,
+        "quoted": list(metrics.quoted),
+        "hedge": metrics.hedge,
         "market_span_s": metrics.span_s,
         "frames": metrics.frames,
         "wall_s": metrics.wall_s,
@@ -563,6 +684,21 @@ def metrics_json(metrics: SessionMetrics) -> dict[str, object]:
         "orders_filled": metrics.orders_filled,
         "fill_ratio": metrics.fill_ratio,
         "uptime": metrics.uptime,
+        "quoting": [
+            {
+                "symbol": quoting.symbol,
+                "uptime": quoting.uptime,
+                "quote_fill_markouts": markouts(quoting.quote_fill_markouts),
+            }
+            for quoting in metrics.quoting
+        ],
+        "delta": {
+            name: dataclasses.asdict(DeltaFigures.of(values))
+            for name, values in (
+                ("book", metrics.series.book_delta),
+                ("net", metrics.series.net_delta),
+            )
+        },
         "state_seconds": metrics.state_seconds,
         "markouts": {
             "quote_fills": markouts(metrics.quote_fill_markouts),
@@ -579,6 +715,8 @@ def metrics_json(metrics: SessionMetrics) -> dict[str, object]:
             "equity": _finite_list(metrics.series.equity),
             "position": _finite_list(metrics.series.position),
             "mid": _finite_list(metrics.series.mid),
+            "book_delta": _finite_list(metrics.series.book_delta),
+            "net_delta": _finite_list(metrics.series.net_delta),
         },
     }
 

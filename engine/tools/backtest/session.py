@@ -14,8 +14,8 @@ import os
 import tempfile
 import time
 from array import array
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -122,7 +122,8 @@ class SessionRecord:
     label: str
     recording: str
     symbols: tuple[str, ...]
-    quoted: str
+    quoted: tuple[str, ...]
+    """The book's quoted symbols, in its order (a pair's one)."""
     start_ns: int
     """The first frame's market time (a window's start)."""
     end_ns: int
@@ -154,6 +155,11 @@ class SessionRecord:
     left unanswered."""
     scorecard: ScorecardView | None = None
     """Laya's scorecard at the end (engine/laya/scorecard.py)."""
+    hedge: str | None = None
+    """The book's hedge (None: not hedged)."""
+    delta_weights: Mapping[str, float] = field(default_factory=dict)
+    """Each traded symbol's weight in the net delta, as the risk gateway counts it at the
+    start (RiskGatewayConfig.delta_weight)."""
 
     @property
     def span_s(self) -> float:
@@ -348,11 +354,14 @@ async def _play(
         await node.stop()
     problem = feed.problem()
     events, _ = node.events.since(-1)
+    trading = node.desk.config
     return SessionRecord(
         label=spec.label,
         recording=str(spec.recording),
         symbols=node.config.symbols,
-        quoted=node.desk.config.quoted[0],
+        quoted=trading.quoted,
+        hedge=trading.hedge_symbol,
+        delta_weights={symbol: trading.risk.delta_weight(symbol) for symbol in trading.symbols},
         start_ns=stats.first_recv_ns if spec.window is None else spec.window.start_ns,
         end_ns=stats.last_recv_ns,
         entries=(),

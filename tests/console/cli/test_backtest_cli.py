@@ -58,7 +58,9 @@ def test_an_unreadable_recording_is_one_line_and_exit_2(tmp_path, capsys, write,
         (["--set", "trading.strategy.nope=1"], "trading.strategy.nope"),
         (["--set", "trading.strategy.half_spread_bps=-1"], "half_spread_bps"),
         (["--set", "trading.strategy.half_spread_bps"], "expected KEY=VALUE"),
-        (["--symbols", "BTCUSDT,SOLUSDT"], "has no SOLUSDT"),
+        (["--symbols", "BTCUSDT", "--hedge", "SOLUSDT"], "has no SOLUSDT (the hedge)"),
+        (["--symbols", "BTCUSDT,SOLUSDT"], "--symbols now lists the quoted symbols and --hedge"),
+        (["--hedge", "none"], "--hedge: only with --symbols (without it each recording's own"),
         (["--compare", "--set", "laya.gate=none"], "--set laya.gate would undo it"),
     ],
 )
@@ -195,7 +197,7 @@ def test_a_compare_report_is_written_whole_and_named_last(recording, tmp_path, c
     assert all(f"[{gate}]" in page for gate in ("laya", "none", "imbalance"))
     assert "fills lost" in page and "Ranking by net PnL" in page
     for shown in json.loads((folder / "report.json").read_text("utf-8"))["runs"]:
-        (quoted,) = [item for item in shown["symbols"] if item["symbol"] == shown["quoted"]]
+        (quoted,) = [item for item in shown["symbols"] if item["symbol"] in shown["quoted"]]
         assert shown["series"]["equity"][-1] == pytest.approx(shown["pnl"]["net"])
         assert shown["series"]["position"][-1] == quoted["end_position"]
 
@@ -267,13 +269,25 @@ def test_a_folder_as_a_recording_is_said_in_words_by_every_command(tmp_path, cap
     assert err == f"hft-console {command[0]}: {folder}: is a folder, not a recording\n"
 
 
-@pytest.mark.parametrize("command", ["backtest", "run", "train", "eval"])
-def test_three_symbols_are_at_most_two(recording, capsys, command):
-    with pytest.raises(SystemExit) as exited:
-        main([command, "--replay", str(recording), "--symbols", "BTCUSDT,ETHUSDT,SOLUSDT"])
-    err = capsys.readouterr().err
-    assert exited.value.code == 2
-    assert "--symbols: at most 2 symbols (the traded one, then its hedge)" in err
+@pytest.mark.parametrize("command", ["backtest", "run"])  # train, eval: test_lab_cli.py
+def test_a_book_of_three_names_what_the_recording_lacks(recording, capsys, command):
+    book = ("--symbols", "BTCUSDT,SOLUSDT,XRPUSDT", "--hedge", "ETHUSDT")
+    assert main([command, "--replay", str(recording), *book]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert f"{recording} has no SOLUSDT, XRPUSDT: it has BTCUSDT, ETHUSDT" in line
+
+
+def test_a_book_is_backtested_on_a_recording_of_it(tmp_path, capsys):
+    from engine.sim.market import sim_book
+    from engine.sim.recording import simulate_recording
+
+    path = tmp_path / "book.bitget.gz"
+    simulate_recording(path, 0.5, seed=3, market=sim_book(("ETHUSDT", "SOLUSDT"), seed=3))
+    book = ("--symbols", "ETHUSDT,SOLUSDT", "--hedge", "BTCUSDT")
+    code, out, err = run(capsys, "--replay", str(path), *book, "--no-charts", "--json")
+    assert code == 0, err
+    (shown,) = json.loads(out)["runs"]
+    assert {item["symbol"] for item in shown["symbols"]} == {"ETHUSDT", "SOLUSDT", "BTCUSDT"}
 
 
 def test_a_grid_value_given_twice_is_refused(recording, capsys):
@@ -426,3 +440,28 @@ def test_compare_per_block_in_the_tables_and_the_json(tmp_path, capsys):
     assert [gate["gate"] for gate in compare["blocks"][0]] == ["laya", "none", "imbalance"]
     code, out, _ = run(capsys, *argv, "--no-charts")
     assert code == 0 and "per block of 1 min of market time" in out
+
+
+def test_a_books_compare_is_per_quoted_symbol_and_for_the_book(tmp_path, capsys):
+    from engine.sim.market import sim_book
+    from engine.sim.recording import simulate_recording
+
+    path = tmp_path / "book.bitget.gz"
+    simulate_recording(path, 2.0, seed=3, market=sim_book(("ETHUSDT", "SOLUSDT"), seed=3))
+    book = ("--symbols", "ETHUSDT,SOLUSDT", "--hedge", "BTCUSDT")
+    argv = ["--replay", str(path), *book, "--compare", "--jobs", "1"]
+    code, out, err = run(capsys, *argv, "--json")
+    assert code == 0, err
+    shown = json.loads(out)
+    (compare,) = shown["compare"]
+    assert [item["symbol"] for item in compare["symbols"]] == ["ETHUSDT", "SOLUSDT"]
+    quoted = ["ETHUSDT", "SOLUSDT"]
+    per_symbol = zip(*(item["gates"] for item in compare["symbols"]), strict=True)
+    for gate, each, run_shown in zip(compare["gates"], per_symbol, shown["runs"], strict=True):
+        assert (run_shown["quoted"], run_shown["hedge"]) == (quoted, "BTCUSDT")
+        makers = {item["symbol"]: item["maker_fills"] for item in run_shown["symbols"]}
+        assert [figures["quote_fills"] for figures in each] == [makers[s] for s in quoted]
+        assert gate["quote_fills"] == sum(makers[s] for s in quoted) > 0
+    code, out, _ = run(capsys, *argv, "--no-charts")
+    assert code == 0 and "per quoted symbol: its net (without the hedge's)" in out
+    assert "BTCUSDT (hedge)" in out and "net, with the hedge BTCUSDT" in out

@@ -118,13 +118,9 @@ def test_bench_book_times_a_frame_with_one_and_with_n_quoted_symbols(laya_model)
 
 
 def test_bench_book_runs_the_simulator_alone(tmp_path):
-    for other in (("--replay", str(tmp_path / "x.gz")), ("--kill",)):
-        result = hft_console("bench", "--book", "8", *other)
-        assert result.returncode == 2
-        assert result.stderr == (
-            "hft-console bench: --book N runs the simulator's book alone: drop --replay, "
-            "--reaction, --kill\n"
-        )
+    result = hft_console("bench", "--book", "8", "--replay", str(tmp_path / "x.gz"))
+    assert result.returncode == 2
+    assert result.stderr == "hft-console bench: --book N runs the simulator's book: drop --replay\n"
     result = hft_console("bench", "--book", "10")
     assert result.returncode == 2
     assert result.stderr == (
@@ -165,23 +161,84 @@ def test_numeric_flags_refuse_inf_and_nan_saying_finite(capsys, arguments, messa
     assert error.startswith(f"hft-console {arguments[0]}") and message in error
 
 
-def test_more_symbols_than_the_engine_takes_is_refused_by_the_flag_or_the_setting(
-    capsys, monkeypatch
+def test_run_quotes_a_book_of_symbols_hedged_by_one():
+    book = ("--symbols", "ETHUSDT,SOLUSDT,XRPUSDT", "--hedge", "btcusdt")
+    result = hft_console("run", "--headless", "--duration", "3", *book)
+    assert result.returncode == 0, result.stderr
+    status = result.stdout.splitlines()[-1]
+    for symbol in ("ETHUSDT", "SOLUSDT", "XRPUSDT", "BTCUSDT"):
+        assert f"| {symbol} " in status
+
+
+SEVENTEEN = [f"A{n}USDT" for n in range(17)]
+
+
+@pytest.mark.parametrize(
+    ("arguments", "environ", "message"),
+    [
+        (
+            ["--symbols", ",".join(SEVENTEEN)],
+            {},
+            f"[engine] symbols = {json.dumps(SEVENTEEN)} (command line --symbols): a book quotes "
+            f"1 to 16 symbols besides its hedge, got 17: {', '.join(SEVENTEEN)}",
+        ),
+        (
+            [],
+            {"HFT_CONSOLE_ENGINE__SYMBOLS": ",".join(SEVENTEEN)},
+            f"[engine] symbols = {json.dumps(SEVENTEEN)} (environment "
+            "HFT_CONSOLE_ENGINE__SYMBOLS): a book quotes 1 to 16 symbols besides its hedge, got "
+            f"17: {', '.join(SEVENTEEN)}",
+        ),
+        (
+            ["--symbols", "SOLUSDT,ETHUSDT,SOLUSDT"],
+            {},
+            '[engine] symbols = ["SOLUSDT", "ETHUSDT", "SOLUSDT"] (command line --symbols): '
+            "SOLUSDT is quoted twice",
+        ),
+        (
+            ["--symbols", "SOLUSDT,XRPUSDT", "--hedge", "XRPUSDT"],
+            {},
+            '[engine] symbols = ["SOLUSDT", "XRPUSDT"] (command line --symbols); [engine] hedge '
+            '= "XRPUSDT" (command line --hedge): XRPUSDT is the hedge and cannot also be quoted',
+        ),
+        (
+            ["--symbols", "SOLUSDT,NEXOUSDT,XRPUSDT", "--hedge", "BTCUSDT"],
+            {},
+            "the simulator has no NEXOUSDT: it runs",
+        ),
+        (
+            ["--symbols", "BTCUSDT,ETHUSDT"],
+            {},
+            "--symbols BTCUSDT,ETHUSDT: --symbols now lists the quoted symbols and --hedge their "
+            "hedge: ETHUSDT is the hedge (default) and cannot also be quoted; for the old meaning "
+            "(BTCUSDT traded, ETHUSDT its hedge) say --symbols BTCUSDT --hedge ETHUSDT; to quote "
+            "both, say another --hedge SYMBOL or --hedge none",
+        ),
+        (
+            ["--symbols", "SOLUSDT,XRPUSDT", "--hedge", "ETHUSDT", "--leader", "ADAUSDT"],
+            {},
+            "--leader ADAUSDT: a leader is watched only without a hedge (--hedge none); ETHUSDT, "
+            "the hedge, leads this book",
+        ),
+    ],
+    ids=[
+        "too many",
+        "too many set",
+        "twice",
+        "hedge quoted",
+        "not listed",
+        "the old form",
+        "a leader and a hedge",
+    ],
+)
+def test_a_book_run_cannot_trade_is_one_line_and_exit_2(
+    capsys, monkeypatch, arguments, environ, message
 ):
-    with pytest.raises(SystemExit) as exited:  # the flag: as every bad flag value is
-        main(["run", "--headless", "--symbols", "BTCUSDT,ETHUSDT,SOLUSDT"])
-    assert exited.value.code == 2
-    assert capsys.readouterr().err.splitlines()[-1] == (
-        "hft-console run: error: argument --symbols: at most 2 symbols (the traded one, then "
-        "its hedge), got 'BTCUSDT,ETHUSDT,SOLUSDT'"
-    )
-    monkeypatch.setenv("HFT_CONSOLE_ENGINE__SYMBOLS", "BTCUSDT,ETHUSDT,SOLUSDT")
-    assert main(["run", "--headless"]) == 2
-    assert capsys.readouterr().err == (
-        'hft-console run: [engine] symbols = ["BTCUSDT", "ETHUSDT", "SOLUSDT"] (environment '
-        "HFT_CONSOLE_ENGINE__SYMBOLS): the engine takes at most 2 symbols, the traded one and "
-        "then its hedge; got 3\n"
-    )
+    for name, value in environ.items():
+        monkeypatch.setenv(name, value)
+    assert main(["run", "--headless", "--duration", "1", *arguments]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith(f"hft-console run: {message}")
 
 
 def _options(parser: argparse.ArgumentParser):
@@ -205,7 +262,9 @@ def test_no_flag_reads_a_bare_float():
 
 def test_headless_replay_runs_to_the_end(recording, laya_model):
     replay = ("--replay", str(recording), "--speed", "max", "--symbols", "BTCUSDT")
-    result = hft_console("run", "--headless", *replay, "--model", str(laya_model))
+    result = hft_console(
+        "run", "--headless", *replay, "--hedge", "none", "--model", str(laya_model)
+    )
     assert result.returncode == 0, result.stderr
     assert "BTCUSDT live (replay reached the symbol)" in result.stdout
     assert "BTCUSDT stopped (end of recording)" in result.stdout
@@ -219,7 +278,8 @@ def test_a_replay_without_the_hedge_is_refused_before_anything_runs(recording, m
     assert result.returncode == 2
     assert result.stderr == (
         f"hft-console: {recording} has no ETHUSDT (the hedge): it has BTCUSDT; --symbols names "
-        "the ones to replay, the traded one first\n"
+        "the quoted ones, --hedge their hedge (or none), --leader the leader without one (or "
+        "none)\n"
     )
 
 
@@ -233,7 +293,7 @@ def test_a_quote_size_below_the_symbols_lot_is_refused_at_start(
     replay = (
         ["--replay", str(recording)] if command == "backtest" else ["--headless", "--duration", "3"]
     )
-    code = main([command, *replay, "--symbols", "ETHUSDT,BTCUSDT"])
+    code = main([command, *replay, "--symbols", "ETHUSDT", "--hedge", "BTCUSDT"])
     assert code == 2
     (line,) = capsys.readouterr().err.splitlines()
     assert line.endswith(
@@ -399,7 +459,16 @@ def test_a_bad_laya_models_table_is_one_line_and_exit_2(table, message, recordin
     settings = folder / "config.toml"
     settings.write_text(f"[laya.models]\n{table}\n")
     env = checkout_env(HFT_CONSOLE_CONFIG=str(settings))
-    run = ("run", "--headless", "--replay", str(recording), "--symbols", "BTCUSDT")
+    run = (
+        "run",
+        "--headless",
+        "--replay",
+        str(recording),
+        "--symbols",
+        "BTCUSDT",
+        "--hedge",
+        "none",
+    )
     result = run_cli(*run, env=env, cwd=tmp_path)
     assert result.returncode == 2
     assert message.format(folder=folder) in result.stderr

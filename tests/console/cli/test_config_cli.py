@@ -168,7 +168,8 @@ def test_run_refuses_a_kill_key_the_rearm_phrase_needs_in_one_line(config_dir, c
 def test_show_says_when_the_settings_cannot_trade(config_dir, capsys):
     config_file(
         config_dir,
-        '[engine]\nsymbols = ["SOLUSDT"]\n\n[engine.instruments.SOLUSDT]\ntick_size = 0.001\n'
+        '[engine]\nsymbols = ["SOLUSDT"]\nhedge = "none"\n\n[engine.instruments.SOLUSDT]\n'
+        "tick_size = 0.001\n"
         "size_step = 0.1\nmin_notional_usdt = 5\n\n[trading.strategy]\nquote_size = 0.01\n\n"
         "[risk.symbols.SOLUSDT]\nmax_position = 10\nmax_notional_usdt = 2000\n"
         "max_order_size = 5\nmax_position_ceiling = 20\n",
@@ -183,7 +184,7 @@ def test_show_says_when_the_settings_cannot_trade(config_dir, capsys):
 def test_show_leaves_what_a_symbols_market_gives_to_the_start(config_dir, capsys):
     """NEXOUSDT's contract and price come from its market (a recording, the venue): the
     settings alone are valid, and say which configs are checked at start."""
-    config_file(config_dir, '[engine]\nsymbols = ["NEXOUSDT"]\n')
+    config_file(config_dir, '[engine]\nsymbols = ["NEXOUSDT"]\nhedge = "none"\n')
     assert main(["config", "show"]) == 0
     out, err = capsys.readouterr()
     assert err == ""
@@ -209,7 +210,8 @@ def test_another_file_by_option_or_environment(config_dir, tmp_path, capsys, mon
 def test_run_flags_override_the_file_and_the_environment(config_dir, monkeypatch):
     path = config_file(
         config_dir,
-        '[engine]\nsim_seed = 3\nsymbols = ["BTCUSDT", "ETHUSDT"]\n\n[console]\nrefresh_hz = 10\n',
+        '[engine]\nsim_seed = 3\nsymbols = ["BTCUSDT"]\nhedge = "ETHUSDT"\n\n[console]\n'
+        "refresh_hz = 10\n",
     )
     monkeypatch.setenv("HFT_CONSOLE_CONSOLE__SHUTDOWN_POLICY", "keep")
     args = build_parser().parse_args(["run", "--seed", "9", "--cpu", "--journal", "j.sqlite"])
@@ -219,7 +221,7 @@ def test_run_flags_override_the_file_and_the_environment(config_dir, monkeypatch
     assert settings.laya_config().prefer_gpu is False
     assert settings.trading_config().journal_path == Path.cwd() / "j.sqlite"
     assert settings.console.refresh_hz == 10.0  # no --refresh-hz: the file's
-    assert settings.source_of("console.refresh_hz").line == 6
+    assert settings.source_of("console.refresh_hz").line == 7
     assert settings.source_of("console.refresh_hz").where == str(path)
     assert settings.console.shutdown_policy == "keep"  # no --exit-policy: the environment's
     assert settings.source_of("engine.symbols").kind is SourceKind.FILE
@@ -231,7 +233,9 @@ def test_run_flags_override_the_file_and_the_environment(config_dir, monkeypatch
 
 def test_run_reads_the_file_config_names(config_dir, tmp_path):
     other = tmp_path / "desk.toml"
-    other.write_text('[engine]\nsymbols = ["BTCUSDT"]\n[console.keymap]\n"console.kill" = "K"\n')
+    other.write_text(
+        '[engine]\nsymbols = ["BTCUSDT"]\nhedge = "none"\n[console.keymap]\n"console.kill" = "K"\n'
+    )
     settings = settings_for_run(build_parser().parse_args(["run", "--config", str(other)]))
     assert settings.path == other
     assert settings.trading_config().symbols == ("BTCUSDT",)

@@ -298,22 +298,25 @@ def test_a_truncated_recording_replays_what_it_holds_and_says_so(tmp_path, recor
 
 
 @pytest.mark.parametrize(
-    ("symbols", "missing"),
+    ("book", "missing"),
     [
-        ("SOLUSDT,XRPUSDT", "SOLUSDT, XRPUSDT (the hedge)"),
-        ("BTCUSDT,SOLUSDT", "SOLUSDT (the hedge)"),
+        (("SOLUSDT", "--hedge", "XRPUSDT"), "SOLUSDT, XRPUSDT (the hedge)"),
+        (("BTCUSDT", "--hedge", "SOLUSDT"), "SOLUSDT (the hedge)"),
+        (("BTCUSDT,ETHUSDT", "--hedge", "none", "--leader", "SOLUSDT"), "SOLUSDT (the leader)"),
+        (("BTCUSDT,XRPUSDT,ETHUSDT", "--hedge", "SOLUSDT"), "XRPUSDT, SOLUSDT (the hedge)"),
     ],
-    ids=["neither", "the-hedge"],
+    ids=["neither", "the-hedge", "the-leader", "a-book"],
 )
 def test_a_recording_without_the_symbols_is_refused_before_the_engine_starts(
-    tmp_path, recording, laya_model, symbols, missing
+    tmp_path, recording, laya_model, book, missing
 ):
-    replay = ("--replay", str(recording), "--symbols", symbols)
+    replay = ("--replay", str(recording), "--symbols", *book)
     result = headless(tmp_path, *replay, "--model", str(laya_model))
     assert result.returncode == 2
     assert result.stderr == (
         f"hft-console: {recording} has no {missing}: it has BTCUSDT, ETHUSDT; --symbols names "
-        "the ones to replay, the traded one first\n"
+        "the quoted ones, --hedge their hedge (or none), --leader the leader without one (or "
+        "none)\n"
     )
     assert result.stdout == ""
 

@@ -119,6 +119,15 @@ def test_a_study_file_from_another_space_is_refused_in_one_line(walked):
             "--folds 20: the recordings' 10.8 min of market time make at most 10 folds",
         ),
         (("--space", f"{SPREAD}=1:2", "--set", f"{SPREAD}=3"), "both searched (--space) and"),
+        (
+            ("--space", f"{SPREAD}=1:2", "--symbols", "BTCUSDT", "--hedge", "SOLUSDT"),
+            "has no SOLUSDT (the hedge): it has BTCUSDT, ETHUSDT",
+        ),
+        (
+            ("--space", f"{SPREAD}=1:2", "--symbols", "BTCUSDT,ETHUSDT"),
+            "--symbols BTCUSDT,ETHUSDT: --symbols now lists the quoted symbols and --hedge",
+        ),
+        (("--space", f"{SPREAD}=1:2", "--hedge", "none"), "--hedge: only with --symbols"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(args, said):

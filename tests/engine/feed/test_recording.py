@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 
 import pytest
+from support.recordings import write_recording
 
 from engine.feed.recording import (
     RecordingContractsError,
@@ -20,6 +21,7 @@ from engine.feed.recording import (
     recording_instruments,
     recording_symbols,
     require_distinct_recordings,
+    require_recording_symbols,
 )
 from engine.market.instruments import Instrument
 from engine.user_files import content_digest
@@ -426,4 +428,22 @@ def test_a_price_off_the_stored_tick_is_refused_naming_the_line(tmp_path):
     assert str(raised.value) == (
         f"{path}: line 4: NEXOUSDT price 1.2155 is not on the recording's stored tick 0.001 "
         f"(its contracts line does not fit its frames)"
+    )
+
+
+def test_a_replay_names_each_symbol_of_its_book_the_recording_lacks(tmp_path):
+    """A book's market symbols, any number: the hedge and the leader named as such, beside
+    what the recording has; none given: its two busiest, the traded one and its hedge."""
+    path = write_recording(tmp_path / "pair.bitget.gz", books=4)
+    assert require_recording_symbols(path, None) == ("BTCUSDT", "ETHUSDT")
+    book = ("BTCUSDT", "SOLUSDT", "ETHUSDT", "XRPUSDT")
+    with pytest.raises(
+        ValueError, match=r"has no SOLUSDT, XRPUSDT \(the hedge\): it has BTCUSDT, ETHUSDT$"
+    ):
+        require_recording_symbols(path, book, hedge="XRPUSDT")
+    with pytest.raises(ValueError, match=r"has no SOLUSDT \(the leader\): it has"):
+        require_recording_symbols(path, ("BTCUSDT", "ETHUSDT", "SOLUSDT"), leader="SOLUSDT")
+    assert require_recording_symbols(path, ("ETHUSDT", "BTCUSDT"), hedge="BTCUSDT") == (
+        "ETHUSDT",
+        "BTCUSDT",
     )

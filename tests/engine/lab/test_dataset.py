@@ -9,18 +9,19 @@ import pytest
 
 from engine.feed.events import BookSnapshot
 from engine.feed.parse import FrameParser
-from engine.feed.recording import RecordingUnreadable, iter_recording
+from engine.feed.recording import RecordingUnreadable, iter_recording, recording_symbols
 from engine.lab.dataset import (
     DatasetConfig,
     TimeSplitConfig,
     build_dataset,
     order_book_imbalance,
+    recording_symbols_of,
     split_by_time,
     warming_up,
 )
 from engine.laya.feature_set import FEATURE_COUNT
 from engine.laya.labels import LabelConfig, label_frames
-from engine.sim.market import MarketGeneratorConfig
+from engine.sim.market import MarketGeneratorConfig, sim_book
 from engine.sim.recording import simulate_recording
 
 MINUTES = 2.0
@@ -155,7 +156,7 @@ def test_each_recording_gives_its_own_symbols(recording, dataset, tmp_path):
     second = both.subset(both.recording_index == 1)
     assert set(second.symbol_names) == {"BTCUSD", "ETHUSD"}
     np.testing.assert_array_equal(second.features, dataset.features)
-    message = f"renamed.gz has no books15 frames of BTCUSDT: it has {', '.join(renamed_symbols)}"
+    message = f"renamed.gz has no BTCUSDT: it has {', '.join(renamed_symbols)}"
     with pytest.raises(ValueError, match=message):
         build_dataset([renamed], DatasetConfig(symbols=("BTCUSDT",)))
 
@@ -232,10 +233,77 @@ def test_split_config_is_validated(kwargs, message):
 
 
 def test_dataset_config_is_validated():
-    with pytest.raises(ValueError, match="symbols"):
+    with pytest.raises(ValueError, match=r"^BTCUSDT is listed twice in BTCUSDT, BTCUSDT$"):
         DatasetConfig(symbols=("BTCUSDT", "BTCUSDT"))
+    with pytest.raises(ValueError, match=r"^SOLUSDT is listed twice in SOLUSDT, ETHUSDT, SOLUSDT$"):
+        DatasetConfig(symbols=("SOLUSDT", "ETHUSDT", "SOLUSDT"))
+    with pytest.raises(ValueError, match="at least one symbol"):
+        DatasetConfig(symbols=())
     with pytest.raises(ValueError, match="warmup_ms"):
         DatasetConfig(warmup_ms=-1)
+
+
+BOOK = ("SOLUSDT", "ETHUSDT", "XRPUSDT")
+"""A book's quoted symbols; the simulator's default hedge, BTCUSDT, leads them."""
+
+
+@pytest.fixture(scope="module")
+def book_recording(tmp_path_factory):
+    """A simulated book, its contracts line listing the quoted symbols, then the hedge."""
+    path = tmp_path_factory.mktemp("laya-book") / "book.gz"
+    return simulate_recording(path, 1.0, seed=5, market=sim_book(BOOK, seed=5)).path
+
+
+@pytest.fixture(scope="module")
+def book(book_recording):
+    return build_dataset([book_recording], DatasetConfig(labels=QUICK_LABELS))
+
+
+def _rows_of(dataset, symbol):
+    return np.asarray(dataset.features[dataset.symbol_names == symbol])
+
+
+def test_a_book_recording_gives_rows_for_each_symbol_read_against_its_hedge(book_recording, book):
+    assert book.symbols == (*BOOK, "BTCUSDT")
+    assert book.recording_symbols == (book.symbols,)
+    assert np.bincount(book.symbol_index).tolist() == [600] * 4  # a book every 100 ms each
+    assert np.all(np.bincount(book.symbol_index[book.labelled], minlength=4) > 0)
+    # Every quoted symbol's cross features read the hedge, as in the pair (symbol, hedge); the
+    # hedge's own read the book's first symbol.
+    for symbol, other in (*((quoted, "BTCUSDT") for quoted in BOOK), ("BTCUSDT", book.symbols[0])):
+        pair = build_dataset([book_recording], DatasetConfig(symbols=(symbol, other)))
+        np.testing.assert_array_equal(_rows_of(book, symbol), _rows_of(pair, symbol))
+
+
+def test_a_book_asked_for_is_led_by_its_last_symbol(book_recording, book):
+    asked = build_dataset([book_recording], DatasetConfig(symbols=(*BOOK, "BTCUSDT")))
+    assert asked.symbols == book.symbols == (*BOOK, "BTCUSDT")  # as the contracts line lists
+    np.testing.assert_array_equal(asked.features, book.features)
+    led_by_sol = build_dataset([book_recording], DatasetConfig(symbols=("ETHUSDT", "SOLUSDT")))
+    eth = _rows_of(led_by_sol, "ETHUSDT")
+    assert eth.shape == (600, FEATURE_COUNT) and not np.array_equal(eth, _rows_of(book, "ETHUSDT"))
+
+
+def test_a_book_recording_without_contracts_is_led_by_its_busiest(book_recording, tmp_path):
+    lines = gzip.decompress(book_recording.read_bytes()).split(b"\n")
+    assert b'"hft":"contracts"' in lines[0]
+    bare = tmp_path / "bare.gz"
+    bare.write_bytes(gzip.compress(b"\n".join(lines[1:])))
+    found = recording_symbols(bare)
+    assert recording_symbols_of(bare) == (*found[1:], found[0])
+    assert recording_symbols_of(book_recording)[-1] == "BTCUSDT"
+
+
+def test_a_symbol_the_recording_lacks_is_named_before_any_replay(book_recording):
+    has = ", ".join(recording_symbols(book_recording))
+    for symbols, missing in (
+        (("SOLUSDT", "DOGEUSDT"), "DOGEUSDT (the leader)"),
+        (("DOGEUSDT", "SOLUSDT", "BTCUSDT"), "DOGEUSDT"),
+        (("ADAUSDT", "DOGEUSDT"), "ADAUSDT, DOGEUSDT (the leader)"),
+    ):
+        with pytest.raises(ValueError) as raised:
+            build_dataset([book_recording], DatasetConfig(symbols=symbols))
+        assert str(raised.value) == f"{book_recording} has no {missing}: it has {has}"
 
 
 def test_a_recording_cut_short_gives_its_rows_and_says_so(recording, dataset, tmp_path):

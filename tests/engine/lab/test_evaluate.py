@@ -33,6 +33,7 @@ from engine.laya.feature_set import FEATURE_COUNT, FEATURE_SET_VERSION
 from engine.laya.labels import LabelConfig
 from engine.laya.model import LayaModelMetadata, export_mlp
 from engine.laya.verdict import CLASS_NAMES, Verdict
+from engine.sim.market import sim_book
 from engine.sim.recording import simulate_recording
 from engine.user_files import content_digest
 
@@ -194,6 +195,33 @@ def test_eval_command_prints_a_table_or_json(recording, model_path):
     assert set(everything["model"]["classes"]) == set(CLASS_NAMES)
     holdout = evaluate([recording], model_path, EvalConfig())
     assert everything["frames"] > holdout.frames
+
+
+def test_eval_scores_each_symbol_of_a_book(model_path, tmp_path):
+    book = ("SOLUSDT", "ETHUSDT", "XRPUSDT")
+    market = sim_book(book, seed=11)
+    path = simulate_recording(tmp_path / "book.gz", 2.0, seed=11, market=market).path
+    report = evaluate([path], model_path)
+    symbols = [*book, "BTCUSDT"]  # the hedge, the book's leader, last
+    assert [scores.symbol for scores in report.per_symbol] == symbols
+    assert all(scores.frames for scores in report.per_symbol)
+    assert sum(scores.frames for scores in report.per_symbol) == report.frames
+    np.testing.assert_array_equal(
+        sum(scores.model.confusion for scores in report.per_symbol), report.model.confusion
+    )
+    figures = report.as_dict()["per_symbol"]
+    assert list(figures) == symbols
+    sol = report.per_symbol[0]
+    assert figures["SOLUSDT"]["frames"] == sol.frames
+    assert figures["SOLUSDT"]["macro_f1"] == sol.model.macro_f1
+    assert figures["SOLUSDT"]["ask_auc"] == sol.ask_auc
+    table = report.format_table().splitlines()
+    assert table[-5] == "model per symbol: frames, macro-F1, ask / bid run over AUC:"
+    assert table[-4] == (
+        f"  SOLUSDT  {sol.frames:8d}  {sol.model.macro_f1:.3f}  {sol.ask_auc:.3f} / "
+        f"{sol.bid_auc:.3f}"
+    )
+    assert [line.split()[0] for line in table[-4:]] == symbols
 
 
 def test_eval_says_what_was_wrong_with_a_recording(recording, model_path, tmp_path):

@@ -151,6 +151,15 @@ def test_feature_shift_compares_cross_features_only_between_hedged_sessions():
     assert shift[moved, 1] < 0.06
 
 
+def test_feature_shift_compares_the_cross_features_of_a_book():
+    """A book's symbols read its leader as a pair's read each other: both have cross features."""
+    pair = session("a", 2_000, 1)
+    book = session("b", 2_000, 2, symbols=("SOLUSDT", "ETHUSDT", "BTCUSDT"))
+    _, shift = feature_shift([pair, book])
+    cross = [FEATURE_NAMES.index(name) for name in CROSS_FEATURES]
+    assert not np.any(np.isnan(shift[cross]))
+
+
 def test_one_long_session_is_cut_into_blocks_of_market_time_purged_around_the_cuts():
     """2,500 frames 100 ms apart (250 s) in blocks of 60 s: four blocks, the last holding the
     10 s remainder; no labelled frame within the 1 s horizon of a cut, on either side."""

@@ -15,9 +15,11 @@ from engine.lab.dataset import DatasetConfig
 from engine.lab.folds import BootstrapConfig, Interval, leave_one_session_out
 from engine.lab.savings import GateRun, SessionSavings, savings_targets
 from engine.lab.train import choose_candidate, train
-from engine.lab.train_config import TrainConfig
+from engine.lab.train_config import SimulationConfig, TrainConfig
 from engine.laya.feature_set import FEATURE_COUNT, FEATURE_SET_VERSION
 from engine.laya.model import read_metadata
+from engine.sim.market import sim_book
+from engine.sim.recording import simulate_recording
 from engine.user_files import content_digest
 
 
@@ -98,6 +100,27 @@ def test_one_recording_is_validated_leave_one_block_out_with_a_learning_curve(se
     assert f"Labelled: {labelled:,} of {report.sessions[0].frames:,}" in card
     assert "label version 4 (scheme tick)" in card
     assert "nor 1 of the mid's step (its smallest move: half a tick on a tick grid)" in card
+
+
+def test_a_book_recording_trains_on_the_symbols_named_beside_the_simulators_own(tmp_path):
+    """The simulated minutes keep the simulator's pair whatever book the recordings are read
+    as; the card lists each session's symbols, the leader last."""
+    market = sim_book(("SOLUSDT", "ETHUSDT", "XRPUSDT"), seed=8)
+    book = simulate_recording(tmp_path / "book.gz", 2.5, seed=8, market=market).path
+    config = TrainConfig(
+        dataset=DatasetConfig(symbols=("SOLUSDT", "XRPUSDT", "BTCUSDT"), labels=QUICK_LABELS),
+        simulation=SimulationConfig(minutes=0.5),
+        candidates=QUICK_CANDIDATES,
+        block_ms=60_000,
+        learning_hours=(),
+        latency_frames=50,
+        progress=False,
+    )
+    report = train([book], tmp_path / "book.onnx", config)
+    recorded, simulated = report.sessions
+    assert recorded.symbols == ("SOLUSDT", "XRPUSDT", "BTCUSDT")
+    assert sorted(simulated.symbols) == ["BTCUSDT", "ETHUSDT"] and simulated.simulated
+    assert "| recorded | SOLUSDT, XRPUSDT, BTCUSDT |" in report.card_path.read_text()
 
 
 class _Noise:

@@ -105,14 +105,14 @@ def test_an_empty_environment_value_unsets_an_optional_key(tmp_path):
 
 def test_environment_lists_and_tables_of_strings(tmp_path):
     environ = {
-        "HFT_CONSOLE_ENGINE__SYMBOLS": "BTCUSDT, ETHUSDT",
+        "HFT_CONSOLE_ENGINE__SYMBOLS": "BTCUSDT, SOLUSDT, XRPUSDT",
         "HFT_CONSOLE_KEV__ACTIONS": "hold,reduce",
         "HFT_CONSOLE_KEV__TTL_MS": "[500, 5000]",
         "HFT_CONSOLE_CONSOLE__KEYMAP": "console.kill=K; console.flatten=F,shift+f",
         "HFT_CONSOLE_LAYA__PREFER_GPU": "off",
     }
     settings = load_settings(path=write(tmp_path, ""), environ=environ)
-    assert settings.engine.symbols == ("BTCUSDT", "ETHUSDT")
+    assert settings.engine.symbols == ("BTCUSDT", "SOLUSDT", "XRPUSDT")
     assert settings.kev_command_spec().actions == (KevAction.HOLD, KevAction.REDUCE)
     assert settings.kev_command_spec().ttl_ms == (500, 5000)
     assert dict(settings.console.keymap) == {"console.kill": "K", "console.flatten": "F,shift+f"}

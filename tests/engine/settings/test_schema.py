@@ -133,7 +133,7 @@ def test_an_unknown_key_in_the_overrides_is_named():
     ("environ", "engine_message"),
     [
         ({"HFT_CONSOLE_ENGINE__SYMBOLS": "btcusdt"}, "must be a symbol like BTCUSDT"),
-        ({"HFT_CONSOLE_ENGINE__SYMBOLS": ""}, "must name at least one symbol"),
+        ({"HFT_CONSOLE_ENGINE__SYMBOLS": ""}, "a book quotes 1 to 16 symbols besides its hedge"),
         ({"HFT_CONSOLE_ENGINE__SIM_SEED": "-1"}, "sim_seed must be an integer >= 0"),
         ({"HFT_CONSOLE_LAYA__GPU_MEM_LIMIT_GIB": "0"}, "gpu_mem_limit_bytes must be an integer"),
         ({"HFT_CONSOLE_LAYA__THRESHOLDS": "0.5,0.5"}, "must give 4 probabilities"),
@@ -163,7 +163,7 @@ def test_each_section_is_checked_by_its_engine_config(environ, engine_message):
 def test_a_symbol_only_its_market_gives_is_left_to_the_start(tmp_path):
     path = write(
         tmp_path,
-        '[engine]\nsymbols = ["SOLUSDT", "ETHUSDT"]\n\n[risk.symbols.SOLUSDT]\n'
+        '[engine]\nsymbols = ["SOLUSDT"]\nhedge = "ETHUSDT"\n\n[risk.symbols.SOLUSDT]\n'
         "max_position = 10\nmax_notional_usdt = 2000\nmax_order_size = 5\n"
         "max_position_ceiling = 20\n",
     )
@@ -179,10 +179,11 @@ def test_a_symbol_only_its_market_gives_is_left_to_the_start(tmp_path):
 
 
 def test_a_single_symbol_trades_without_a_hedge():
-    settings = Settings().with_overrides({"engine.symbols": ["BTCUSDT"]})
+    settings = Settings().with_overrides({"engine.symbols": ["BTCUSDT"], "engine.hedge": "none"})
     trading = settings.trading_config()
     assert trading.symbols == ("BTCUSDT",)
     assert trading.risk.hedge_symbol is None
+    assert settings.engine_config(trading=trading).symbols == ("BTCUSDT",)  # its own leader
 
 
 def test_live_mode_loads_but_trades_only_once_confirmed():

@@ -20,7 +20,7 @@ def _contracts(settings: Settings, price: float):
 
 
 def test_a_default_config_trades_a_large_tick_coin_and_btc_without_editing() -> None:
-    nexo = Settings().with_overrides({"engine.symbols": ["NEXOUSDT"]})
+    nexo = Settings().with_overrides({"engine.symbols": ["NEXOUSDT"], "engine.hedge": "none"})
     trading = nexo.trading_config(contracts=_contracts(nexo, 1.21))
     limits = trading.risk.limits.for_symbol("NEXOUSDT")
     # 1,200 / 600 / 3,000 USDT at 1.21, rounded down to lots of 0.1; the quote 120 USDT.
@@ -45,6 +45,7 @@ def test_a_base_coin_setting_wins_over_the_usdt_one() -> None:
     settings = Settings().with_overrides(
         {
             "engine.symbols": ["NEXOUSDT"],
+            "engine.hedge": "none",
             "trading.strategy.quote_size": 50,
             "risk.symbols.NEXOUSDT.max_position": 400,
             "risk.symbols.NEXOUSDT.max_notional_usdt": 600,
@@ -59,7 +60,7 @@ def test_a_base_coin_setting_wins_over_the_usdt_one() -> None:
 
 def test_a_cap_below_one_lot_names_the_key_and_the_table_that_would_give_it() -> None:
     settings = Settings().with_overrides(
-        {"engine.symbols": ["NEXOUSDT"], "risk.max_order_usdt": 0.05}
+        {"engine.symbols": ["NEXOUSDT"], "engine.hedge": "none", "risk.max_order_usdt": 0.05}
     )
     with pytest.raises(SettingsError, match=r"risk.max_order_usdt 0.05 is below one lot of "
                        r"NEXOUSDT .*\[risk.symbols.NEXOUSDT\]"):  # fmt: skip
@@ -67,7 +68,7 @@ def test_a_cap_below_one_lot_names_the_key_and_the_table_that_would_give_it() ->
 
 
 def test_without_a_price_the_usdt_sizes_name_the_base_coin_keys() -> None:
-    settings = Settings().with_overrides({"engine.symbols": ["NEXOUSDT"]})
+    settings = Settings().with_overrides({"engine.symbols": ["NEXOUSDT"], "engine.hedge": "none"})
     unpriced = settings.contracts(listed={"NEXOUSDT": NEXO})
     with pytest.raises(SettingsError, match=r"set trading.strategy.quote_size"):
         settings.trading_config(contracts=unpriced)
@@ -80,6 +81,7 @@ def test_configured_instruments_and_fees_reach_the_desk() -> None:
     settings = Settings().with_overrides(
         {
             "engine.symbols": ["NEXOUSDT"],
+            "engine.hedge": "none",
             "engine.instruments.NEXOUSDT.tick_size": 0.005,
             "engine.instruments.NEXOUSDT.size_step": 1,
             "engine.instruments.NEXOUSDT.min_notional_usdt": 10,

@@ -20,7 +20,9 @@ def every_section_changed() -> Settings:
     symbol table of its own."""
     return Settings().with_overrides(
         {
-            "engine.symbols": ["ETHUSDT", "BTCUSDT"],
+            "engine.symbols": ["ETHUSDT", "SOLUSDT"],
+            "engine.hedge": "BTCUSDT",
+            "engine.leader": "XRPUSDT",
             "engine.sim_seed": 11,
             "engine.status_interval_s": 0.25,
             "engine.instruments.NEXOUSDT.tick_size": 0.001,
@@ -35,6 +37,8 @@ def every_section_changed() -> Settings:
             "trading.cancel_lane": False,
             "trading.strategy.quote_size": 0.05,
             "trading.strategy.post_only": False,
+            "trading.symbols.SOLUSDT.half_spread_bps": 2.5,
+            "trading.symbols.SOLUSDT.beta": 1.3,
             "trading.executor.kill_timeout_s": 4.0,
             "trading.executor.client_oid_prefix": "hx",
             "trading.paper.round_trip_ms": 1.0,
@@ -91,8 +95,9 @@ def test_the_written_file_has_every_key_with_a_comment_above_it():
         if re.match(r'^(# )?("[^"]+"|[a-z_]+) = ', line) and not line.startswith("# e.g"):
             keys += 1
             assert lines[index - 1].startswith("# "), f"no comment above {line!r}"
-    # The 112 keys (the 12 optional ones commented out) and the keymap's commented example.
-    assert keys == 113
+    # The 114 keys (the 12 optional ones commented out) and the commented examples of the
+    # keymap (one key) and of [trading.symbols] (three).
+    assert keys == 118
     assert set(document) == {
         "engine",
         "laya",

@@ -43,10 +43,20 @@ def test_each_figure_has_its_titles_axes_and_runs(compared_runs):
     for run in compared_runs:
         assert f"simulated.bitget.gz [{run.label}]" in text  # its mid and fills
         assert f"{run.label} ({run.net:+,.2f})" in text  # its equity line's legend
-        buys = sum(f.side == "buy" for f in run.fills if f.symbol == run.quoted)
+        buys = sum(f.side == "buy" for f in run.fills if f.symbol == run.quoted[0])
         assert f"our buys ({buys})" in text
     assert not ESCAPE.search(text)
     assert max(len(line) for line in text.splitlines()) <= 100
+
+
+def test_a_books_figures_show_its_net_delta_and_each_runs_delta_before_and_after_the_hedge(
+    compared_book_runs,
+):
+    text = figures_text(report_figures(run_groups(compared_book_runs, 3)), 100, 16, colour=False)
+    assert "the book's net delta (USDT)" in text and " position (" not in text
+    assert "the book's quotes' fills: mean markout (bps)" in text
+    assert text.count("the book's delta (USDT)") == len(compared_book_runs)  # one a run
+    assert "the quoted symbols" in text and "net, with the hedge BTCUSDT" in text
 
 
 def test_colour_only_on_a_terminal_and_never_with_no_color(compared_runs):

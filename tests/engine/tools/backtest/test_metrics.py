@@ -72,7 +72,7 @@ def record(entries, mids=None, end_s=100.0) -> SessionRecord:
         "laya",
         "x.gz",
         ("BTCUSDT",),
-        "BTCUSDT",
+        ("BTCUSDT",),
         T0,
         T0 + int(end_s * S),
         tuple(entries),

@@ -45,8 +45,8 @@ def test_a_grid_value_given_twice_is_refused(text):
 @pytest.mark.parametrize(
     ("key", "text"),
     [
-        ("engine.symbols", "BTCUSDT"),
-        ("engine.symbols", "[BTCUSDT, ETHUSDT]"),
+        ("kev.actions", "hold"),
+        ("engine.symbols", "[BTCUSDT, SOLUSDT, XRPUSDT]"),
         ("kev.url", "http://127.0.0.1:9"),
         ("laya.prefer_gpu", "no"),
     ],
@@ -116,7 +116,7 @@ def test_one_spec_per_recording_point_and_gate(simulated_session):
         "none trading.strategy.half_spread_bps=2",
     ]
     assert [spec.engine.quote_gate for spec in specs[:2]] == [QuoteGate.LAYA, QuoteGate.NONE]
-    assert specs[2].engine.trading.strategy.half_spread_bps == 2
+    assert specs[2].engine.trading.strategies[0].half_spread_bps == 2
     assert all(
         spec.engine.kev_client is None and spec.engine.replay_speed is None for spec in specs
     )

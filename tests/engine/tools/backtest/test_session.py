@@ -6,7 +6,9 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 
+import numpy as np
 import pytest
+from support.book_backtest import BOOK_QUOTED, book_spec
 
 from engine.journal import read_journal
 from engine.laya.decide import QuoteGate
@@ -14,6 +16,7 @@ from engine.node import EngineNode
 from engine.settings.reader import load_settings
 from engine.tools.backtest.metrics import session_metrics
 from engine.tools.backtest.plan import backtest_specs, grid
+from engine.tools.backtest.report import metrics_json, session_text
 from engine.tools.backtest.session import run_backtest
 
 SETTINGS = load_settings(environ={"HFT_CONSOLE_LAYA__PREFER_GPU": "false"})
@@ -88,3 +91,36 @@ def test_a_replay_gives_the_same_orders_and_fills_at_any_speed(simulated_session
     paced, at_max = journals
     assert len(paced) > 10
     assert paced == at_max
+
+
+def test_a_books_delta_is_its_weighted_positions_at_the_mid_and_the_hedge_offsets_it(
+    simulated_book,
+):
+    spec = book_spec(simulated_book, BOOK_QUOTED, "BTCUSDT", QuoteGate.NONE, betas={"SOLUSDT": 1.5})
+    record = run_backtest(spec)
+    weights = {"ETHUSDT": 1.0, "SOLUSDT": 1.5, "XRPUSDT": 1.0, "BTCUSDT": 1.0}
+    assert dict(record.delta_weights) == weights  # the gateway's: betas, the hedge ratio
+    run = session_metrics(record)
+    # The book's PnL, every symbol's summed, is the one paper account's.
+    initial = spec.engine.trading.paper.initial_balance
+    assert run.net == pytest.approx(record.venue["equity"] - initial, abs=1e-6)
+    assert record.venue["fills"] == run.fill_count
+    ended = {
+        result.symbol: weights[result.symbol]
+        * result.end_position
+        * float(record.mids[result.symbol].mid[-1])
+        for result in run.symbols
+    }
+    assert any(ended[symbol] for symbol in BOOK_QUOTED)  # the book ends holding something
+    series = run.series
+    assert series.book_delta[-1] == pytest.approx(sum(ended[s] for s in BOOK_QUOTED))
+    assert series.net_delta[-1] == pytest.approx(series.book_delta[-1] + ended["BTCUSDT"])
+    # The hedge trades the book's delta back inside its deadband: the net is the smaller.
+    assert run.result("BTCUSDT").taker_fills > 0
+    assert np.abs(series.net_delta).mean() < np.abs(series.book_delta).mean() / 2
+    text = session_text(run)
+    assert "the quoted symbols (what the hedge offsets)" in text
+    assert "net, with the hedge BTCUSDT" in text
+    shown = metrics_json(run)
+    assert shown["quoted"] == list(BOOK_QUOTED) and shown["hedge"] == "BTCUSDT"
+    assert shown["delta"]["net"]["end"] == pytest.approx(series.net_delta[-1])
