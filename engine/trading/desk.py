@@ -510,8 +510,8 @@ class TradingDesk:
             gateway.max_slippage_bps,
             gateway.state,
         )
-        if order is None:
-            return
+        if order is None or not gateway.has_order_room(self._clock()):
+            return  # no room in the order rate now: the next check (a fill, the period) tries
         intent = OrderIntent(
             hedge_symbol,
             order.side,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import time
 
 import pytest
 from market_frames import MarketScript
@@ -231,6 +232,37 @@ async def test_a_drifted_quote_rests_until_its_replacement_has_room(tmp_path):
             return bool(bids) and bids[0] > 63_999.0
 
         await eventually(requoted, 3.0, interval_s=0.02)
+    finally:
+        await desk.desk.stop()
+        desk.journal.stop()
+
+
+async def test_the_hedge_waits_for_room_in_the_order_rate_instead_of_being_denied(tmp_path):
+    desk = BookDesk(tmp_path)
+    risk = desk.config.risk
+    limits = dataclasses.replace(risk.limits, orders_per_second=3)
+    desk.config = dataclasses.replace(desk.config, risk=dataclasses.replace(risk, limits=limits))
+    desk.desk = TradingDesk(desk.config, desk.venue, desk.journal, EventLog(100), desk.books)
+    desk.journal.start()
+    await desk.desk.start()
+    try:
+        gateway = desk.desk.gateway
+        desk.book("ETHUSDT")
+        await desk.until_quoted("BTCUSDT")
+        # The market trades through our bid; a third order (a quote of SOL's) takes the room
+        # the quotes left, before the hedge looks.
+        desk.book("BTCUSDT", [(63_990.0, 0.5)], [(63_996.0, 0.5)])
+        sol = OrderIntent(
+            "SOLUSDT", OrderSide.BUY, 0.1, 140.0, OrderType.LIMIT, "own1", Source.OPERATOR
+        )
+        desk.book("SOLUSDT")
+        assert gateway.check(sol, time.time_ns()).approved
+        await eventually(lambda: gateway.position("BTCUSDT") > 0, 3.0)
+        hedged = lambda: gateway.position("ETHUSDT") < 0  # noqa: E731
+        await asyncio.sleep(0.3)
+        denials = gateway.snapshot().denial_counts
+        assert denials[DenialReason.ORDER_RATE] == denials[DenialReason.ENDPOINT_RATE] == 0
+        await eventually(hedged, 3.0)  # a second later there is room
     finally:
         await desk.desk.stop()
         desk.journal.stop()
