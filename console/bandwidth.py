@@ -8,7 +8,8 @@ ahead of the operator's keys. What the operator must see at once is drawn at onc
 budget: the trading state and why, a flatten running, a position changing (a fill), a feed or
 Kev changing state, the engine stopping or dying, a command's answer, the GPU memory alert, a
 fill in the orders pane, Kev's decisions, and every event but the routine ones (Laya's actions,
-the console's notes), which may wait for the next up to `lists_s`.
+the console's notes, and the fills' lines in the event log, which the orders pane and the
+status bar have shown at once), which may wait for the next up to `lists_s`.
 """
 
 from __future__ import annotations

@@ -30,6 +30,12 @@ _NARROW_BODY = 40
 """Below this many cells beside the head, continuation rows start near the edge instead."""
 
 
+_ROUTINE_KINDS = (EventKind.SYSTEM, EventKind.FILL)
+"""Kinds whose ordinary (INFO) events may wait `interval_s` to go with others: Laya's actions and
+the console's notes, and fills, which the orders pane and the status bar show at once (a book
+of symbols fills several times a second: each line at once would scroll the log as often)."""
+
+
 class EventLine:
     """One entry: `head` (time and kind), then `body`, whose continuation rows start under
     the body (in a narrow pane, two cells in) rather than under the time."""
@@ -109,7 +115,7 @@ class EventsPane(RichLog, GridPane):  # RichLog first: its default styles outran
             entries.append(EventLine(Text(), Text(gap, self._style("events--gap"))))
         for event in events:
             entries.append(self._entry(event.at_ns, event.kind, event.severity, event.text))
-            urgent = urgent or event.kind is not EventKind.SYSTEM
+            urgent = urgent or event.kind not in _ROUTINE_KINDS
             urgent = urgent or event.severity is not Severity.INFO
         if entries and not self._held:
             self._held_since = now

@@ -318,29 +318,34 @@ def event(event_id: int, kind: EventKind, text: str) -> ConsoleEvent:
     return ConsoleEvent(event_id, AT_NS, kind, Severity.INFO, text)
 
 
-async def test_routine_events_wait_for_the_next_and_a_fill_takes_them_along_in_order():
+async def test_routine_events_and_fills_wait_for_the_next_and_a_denial_takes_them_in_order():
+    """A fill is in the orders pane and the status bar at once; its line in the event log may
+    wait, as Laya's actions do: a book of symbols fills several times a second."""
     clock = ManualClock()
     handle = FakeEngineHandle()
     app = console(handle, clock=clock)
     async with app.run_test(size=(160, 48)) as pilot:
         await pilot.pause()
         handle.events.append(event(0, EventKind.SYSTEM, "Laya CANCEL_ALL on BTCUSDT: cool down"))
+        handle.events.append(event(1, EventKind.FILL, "BTCUSDT buy 0.002 @ 60,000.0"))
         app.poll()
         await pilot.pause()
         assert log_text(app) == []  # routine: held for the budget
-        handle.events.append(event(1, EventKind.FILL, "BTCUSDT buy 0.002 @ 60,000.0"))
+        denial = ConsoleEvent(2, AT_NS, EventKind.DENIAL, Severity.WARNING, "ETHUSDT denied")
+        handle.events.append(denial)
         app.poll()
         await pilot.pause()
         assert [line.split(maxsplit=2)[2] for line in log_text(app)] == [
             "Laya CANCEL_ALL on BTCUSDT: cool down",
             "BTCUSDT buy 0.002 @ 60,000.0",
+            "ETHUSDT denied",
         ]
-        handle.events.append(event(2, EventKind.SYSTEM, "Laya CANCEL_ALL on ETHUSDT: cool down"))
+        handle.events.append(event(3, EventKind.FILL, "ETHUSDT sell 0.2 @ 3,000.1"))
         app.poll()
         clock.now += BUDGETS[Bandwidth.FULL].lists_s
         app.poll()
         await pilot.pause()
-        assert log_text(app)[-1].endswith("Laya CANCEL_ALL on ETHUSDT: cool down")
+        assert log_text(app)[-1].endswith("ETHUSDT sell 0.2 @ 3,000.1")
 
 
 async def test_on_ready_is_called_once_the_first_frame_is_up():
