@@ -256,28 +256,30 @@ def build_parser() -> argparse.ArgumentParser:
         type=count,
         metavar="N",
         help="instead: a books15 frame's p50/p99 with 1 and with N quoted symbols and their "
-        "hedge on the simulator's book, and their ratio (--passes rounds)",
+        "hedge on the simulator's book, and their ratio (--passes rounds); with --reaction "
+        "or --kill: those with 1 and with N, in turn",
+    )
+    # The options of one benchmark default to None: another benchmark refuses them (_bench).
+    bench.add_argument(
+        "--samples", type=count, help="reaction samples per round, path and book (default 60)"
     )
     bench.add_argument(
-        "--samples", type=count, default=60, help="reaction samples per run and path (60)"
+        "--runs", type=count, help="reaction and kill rounds, each book in turn (default 3)"
     )
-    bench.add_argument("--runs", type=count, default=3, help="reaction runs per path (3)")
-    bench.add_argument("--kill-runs", type=count, default=20, help="kill switch runs (20)")
+    bench.add_argument("--kill-runs", type=count, help="kill switch runs on each book (default 20)")
     bench.add_argument("--json", action="store_true", help="print one JSON object")
     bench.add_argument("--limit", type=int, help="only the first N frames")
     bench.add_argument(
-        "--passes", type=int, default=3, help="timed passes; figures from the median (default 3)"
+        "--passes", type=int, help="timed passes; figures from the median (default 3)"
     )
     bench.add_argument(
         "--memory-frames",
         type=int,
-        default=100_000,
         help="frames in the steady-state memory pass (default 100000; 0 skips it)",
     )
     bench.add_argument(
         "--risk-iterations",
         type=int,
-        default=100_000,
         metavar="N",
         help="timed risk checks (default 100000, under a second)",
     )
@@ -433,22 +435,50 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
 
 
+_BENCH_OPTIONS = {
+    "--replay": ("limit", "passes", "memory_frames", "risk_iterations"),
+    "--book N": ("passes",),
+    "--reaction": ("samples", "runs"),
+    "--kill": ("kill_runs", "runs"),
+}
+"""The options each benchmark takes (by their argparse names); the others it refuses."""
+
+
+def _given(args: argparse.Namespace, *names: str) -> dict[str, object]:
+    """The options of `names` given on the command line (the benchmark's defaults stand for
+    the others)."""
+    return {name: getattr(args, name) for name in names if getattr(args, name) is not None}
+
+
+def _refuse_other_benchmarks_options(args: argparse.Namespace) -> None:
+    chosen = [mode for mode in ("--reaction", "--kill") if getattr(args, mode[2:])] or [
+        "--book N" if args.book is not None else "--replay"
+    ]
+    taken = {name for mode in chosen for name in _BENCH_OPTIONS[mode]}
+    other = sorted({name for names in _BENCH_OPTIONS.values() for name in names} - taken)
+    given = [f"--{name.replace('_', '-')}" for name in _given(args, *other)]
+    if given:
+        raise ValueError(
+            f"{', '.join(given)} "
+            f"{'is not an option' if len(given) == 1 else 'are not options'} of "
+            f"{' '.join(chosen)}: drop {'it' if len(given) == 1 else 'them'}"
+        )
+
+
 def _bench(args: argparse.Namespace) -> int:
-    if args.book is not None:
-        return _bench_book(args)
+    _refuse_other_benchmarks_options(args)
     if args.reaction or args.kill:
         return _bench_trading(args)
+    if args.book is not None:
+        return _bench_book(args)
     if args.replay is None:
         raise ValueError("give --replay FILE (the fast path), or --reaction / --kill")
     from engine.tools.bench.fast_path import format_table, run_bench
 
     result = run_bench(
         args.replay,
-        limit=args.limit,
-        passes=args.passes,
         laya=_laya_config(args),
-        memory_frames=args.memory_frames,
-        risk_iterations=args.risk_iterations,
+        **_given(args, "limit", "passes", "memory_frames", "risk_iterations"),
     )
     if result["recording_problem"]:
         print(f"hft-console bench: {result['recording_problem']}", file=sys.stderr)
@@ -457,45 +487,76 @@ def _bench(args: argparse.Namespace) -> int:
 
 
 def _bench_book(args: argparse.Namespace) -> int:
-    if args.replay or args.reaction or args.kill:
-        raise ValueError(
-            "--book N runs the simulator's book alone: drop --replay, --reaction, --kill"
-        )
+    if args.replay:
+        raise ValueError("--book N runs the simulator's book: drop --replay")
     from engine.tools.bench.fast_path import format_book_table, run_book_bench
 
-    result = run_book_bench(args.book, rounds=args.passes, laya=_laya_config(args))
+    rounds = {} if args.passes is None else {"rounds": args.passes}
+    result = run_book_bench(args.book, laya=_laya_config(args), **rounds)
     print(json.dumps(result) if args.json else format_book_table(result))
     return 0
 
 
 def _bench_trading(args: argparse.Namespace) -> int:
+    """Exit 1 when a kill run was not confirmed flat on every symbol, or the bench could not
+    get the engine where it measures."""
     import dataclasses
 
     from engine.tools.bench.trading import (
+        BenchFailed,
+        bench_books,
         bench_kill,
         bench_reaction,
         format_kill,
         format_reaction,
+        lane_p99_ratios,
         python_loop_ns,
     )
 
+    if args.replay:
+        raise ValueError("--reaction and --kill run on the simulator: drop --replay")
+    books = bench_books(args.book)
     report = (lambda line: None) if args.json else print
     figures: dict[str, object] = {"python_loop_ns": python_loop_ns()}
     report(f"this machine now: {figures['python_loop_ns']:.0f} ns per Python loop iteration")
-    if args.reaction:
-        reaction = asyncio.run(
-            bench_reaction(args.samples, args.runs, model=args.model, report=report)
-        )
-        figures["reaction"] = {path: dataclasses.asdict(item) for path, item in reaction.items()}
-        if not args.json:
-            print(format_reaction(reaction))
-    if args.kill:
-        kill = asyncio.run(bench_kill(args.kill_runs, model=args.model, report=report))
-        figures["kill"] = dataclasses.asdict(kill)
-        if not args.json:
-            print(format_kill(kill))
+    unconfirmed = 0
+    try:
+        if args.reaction:
+            reaction = asyncio.run(
+                bench_reaction(
+                    books, model=args.model, report=report, **_given(args, "samples", "runs")
+                )
+            )
+            ratios = lane_p99_ratios(reaction)
+            figures["reaction"] = {
+                **{name: dataclasses.asdict(item) for name, item in reaction.items()},
+                "lane_p99_ratio": ratios and ratios[0],
+                "lane_p99_ratio_rounds": ratios and ratios[1],
+            }
+            if not args.json:
+                print(format_reaction(reaction))
+        if args.kill:
+            kill = asyncio.run(
+                bench_kill(
+                    books, model=args.model, report=report, **_given(args, "kill_runs", "runs")
+                )
+            )
+            figures["kill"] = {name: dataclasses.asdict(item) for name, item in kill.items()}
+            unconfirmed = sum(item.runs - item.ok for item in kill.values())
+            if not args.json:
+                print(format_kill(kill))
+    except BenchFailed as error:  # what was measured before it is printed already
+        print(f"hft-console bench: {error}", file=sys.stderr)
+        return 1
     if args.json:
         print(json.dumps(figures))
+    if unconfirmed:
+        print(
+            f"hft-console bench: {unconfirmed} kill run{'s' if unconfirmed > 1 else ''} not "
+            "confirmed flat on every symbol",
+            file=sys.stderr,
+        )
+        return 1
     return 0
 
 
