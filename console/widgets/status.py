@@ -87,9 +87,21 @@ class StatusPane(LinePane[StatusView]):
         self.redraw()
 
     def urgent(self, shown: StatusView, view: StatusView) -> bool:
-        """The mode, the trading state and why, a flatten, a position's size (a fill), a feed
-        or Kev changing state: at once. Money, rates and ages wait for the budget."""
-        return _at_once(shown) != _at_once(view)
+        """The mode, the trading state and why, a flatten, a feed or Kev changing state, and a
+        fill as the positions row shows it (a size, or a book's counts): at once. Money, rates
+        and ages wait for the budget (a book of symbols fills several times a second)."""
+        if _at_once(shown) != _at_once(view):
+            return True
+        width = self.size.width
+        return self._positions_shown(shown, width) != self._positions_shown(view, width)
+
+    def _positions_shown(self, view: StatusView, width: int) -> tuple[object, ...]:
+        """What the positions row says of the positions, money aside: each size where they
+        are listed, the counts where a book's are counted."""
+        positions = [(p.symbol, p.size) for p in view.trading.positions if p.size != 0]
+        if self._position_layout(view, width)[1]:
+            return tuple(positions)
+        return (len(positions), sum(1 for _, size in positions if size > 0))
 
     def rows(self, view: StatusView, width: int, height: int) -> list[Text]:
         if self.lost is not None:
@@ -232,14 +244,18 @@ class StatusPane(LinePane[StatusView]):
         return text
 
     def _position_parts(self, view: StatusView, width: int) -> list[tuple[int, Text]]:
+        return self._position_layout(view, width)[0]
+
+    def _position_layout(self, view: StatusView, width: int) -> tuple[list[tuple[int, Text]], bool]:
         """Each position by its size in its coin (which names the symbol), entry price and
-        unrealized PnL; the entry prices go first when they do not all fit."""
+        unrealized PnL; the entry prices go first when they do not all fit, and a book's that
+        still do not are counted (False: not listed)."""
         trading = view.trading
         orders = trading.open_orders
         count = (1, Text(f"{orders} open order{'' if orders == 1 else 's'}"))
         positions = [position for position in trading.positions if position.size != 0]
         if not positions:
-            return [(0, self._label("flat")), count]
+            return [(0, self._label("flat")), count], True
         for with_entry in (True, False):
             parts = []
             for position in positions:
@@ -252,11 +268,11 @@ class StatusPane(LinePane[StatusView]):
                 parts.append((0, text))
             shown = sum(text.cell_len for _, text in parts) + 3 * (len(parts) - 1)
             if shown <= width:  # the order count goes first where it does not fit too
-                return [*parts, count]
+                return [*parts, count], True
         # A book of symbols: counted here, listed in the book pane.
         longs = sum(1 for position in positions if position.size > 0)
         counted = Text(f"{len(positions)} positions: {longs} long, {len(positions) - longs} short")
-        return [(0, counted), count]
+        return [(0, counted), count], False
 
 
 def _entry_text(contract: Instrument | None, price: float) -> str:
@@ -274,7 +290,6 @@ def _at_once(view: StatusView) -> tuple[object, ...]:
         trading.state,
         trading.reason,
         trading.flattening,
-        tuple((position.symbol, position.size) for position in trading.positions),
         tuple((feed.symbol, feed.state) for feed in view.feeds),
         view.kev.state,
     )

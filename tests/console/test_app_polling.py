@@ -57,14 +57,14 @@ async def test_events_are_shown_in_order_each_once_after_a_gap_line():
             event.text for event in fixed_events()
         ]
         handle.events.append(
-            ConsoleEvent(7, AT_NS, EventKind.FILL, Severity.INFO, "ETHUSDT sell 0.2 @ 3,000.1")
+            ConsoleEvent(7, AT_NS, EventKind.DENIAL, Severity.WARNING, "ETHUSDT sell denied")
         )
         app.poll()
         app.poll()
         await pilot.pause()
         lines = log_text(app)
     assert lines[:-1] == first
-    assert lines[-1].endswith("fill    ETHUSDT sell 0.2 @ 3,000.1")
+    assert lines[-1].endswith("denial  ETHUSDT sell denied")
 
 
 async def test_a_failing_engine_marks_the_screen_stale_and_the_console_keeps_running():
@@ -295,6 +295,45 @@ async def test_ordinary_changes_wait_for_the_budget_and_a_state_change_does_not(
         await pilot.pause()
         assert status.view is handle.current.status  # at once: the state changed
         assert "HALTED" in status.render_line(0).text
+
+
+def with_sizes(snapshot, **sizes: float):
+    """`snapshot` with those positions resized (a fill)."""
+    trading = snapshot.status.trading
+    positions = tuple(
+        position._replace(size=sizes.get(position.symbol, position.size))
+        for position in trading.positions
+    )
+    return replace(
+        snapshot, status=replace(snapshot.status, trading=replace(trading, positions=positions))
+    )
+
+
+@pytest.mark.parametrize(
+    ("size", "book", "fill", "at_once"),
+    [
+        ((160, 48), False, {"BTCUSDT": 0.016}, True),  # the pair's sizes are listed
+        ((80, 24), True, {"BTCUSDT": 0.016}, False),  # a book's are counted: the same count
+        ((80, 24), True, {"XRPUSDT": 50.0}, True),  # a new position: the count moves
+        ((80, 24), True, {"BTCUSDT": -0.002}, True),  # a long turned short
+    ],
+)
+async def test_a_fill_is_at_once_in_the_status_bar_where_the_positions_row_shows_it(
+    size, book, fill, at_once
+):
+    clock = ManualClock()
+    first = book_snapshot() if book else fixed_snapshot()
+    handle = FakeEngineHandle(first)
+    app = console(handle, clock=clock)
+    async with app.run_test(size=size) as pilot:
+        await pilot.pause()
+        status = app.query_one(StatusPane)
+        counted = "positions:" in status.render_line(2).text
+        assert counted == book
+        handle.current = with_sizes(first, **fill)
+        clock.now += 0.01
+        app.poll()
+        assert (status.view is handle.current.status) == at_once
 
 
 async def test_low_bandwidth_draws_in_the_terminals_colours_and_holds_changes_longer():
