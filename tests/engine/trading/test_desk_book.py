@@ -43,14 +43,18 @@ def book_risk(**changes) -> RiskGatewayConfig:
     """The default pair's limits with SOLUSDT added, at a beta of 1.5 to the book."""
     pair = default_risk_config()
     sol = SymbolLimits("SOLUSDT", max_position=10.0, max_notional=2_000, max_order_size=5.0)
-    return dataclasses.replace(
-        pair,
-        limits=dataclasses.replace(pair.limits, symbols=(*pair.limits.symbols, sol)),
-        bounds=dataclasses.replace(
+    book = {
+        "limits": dataclasses.replace(pair.limits, symbols=(*pair.limits.symbols, sol)),
+        "bounds": dataclasses.replace(
             pair.bounds, max_position={**pair.bounds.max_position, "SOLUSDT": 20.0}
         ),
-        **{"betas": {"SOLUSDT": 1.5}, "max_mark_age_ms": 60_000, **changes},
-    )
+        "betas": {"SOLUSDT": 1.5},
+        "max_mark_age_ms": 60_000,
+    }
+    return dataclasses.replace(pair, **{**book, **changes})
+
+
+PACED_LIMITS = dataclasses.replace(book_risk().limits, orders_per_second=3)
 
 
 def book_config(tmp_path, **changes) -> TradingConfig:
@@ -72,8 +76,8 @@ def book_config(tmp_path, **changes) -> TradingConfig:
 class BookDesk:
     """A desk quoting BTCUSDT and SOLUSDT (beta 1.5) and hedging on ETHUSDT, on paper."""
 
-    def __init__(self, tmp_path) -> None:
-        self.config = book_config(tmp_path)
+    def __init__(self, tmp_path, **risk) -> None:
+        self.config = book_config(tmp_path, risk=book_risk(**risk))
         self.journal = Journal(JournalConfig(self.config.resolved_journal_path()))
         self.venue = PaperVenue(self.config.paper, self.config.instruments)
         self.books = {symbol: OrderBook(symbol) for symbol in MARKETS}
@@ -108,14 +112,25 @@ class BookDesk:
         )
 
 
-@pytest.fixture
-async def book_desk(tmp_path):
-    desk = BookDesk(tmp_path)
+async def started(desk: BookDesk):
     desk.journal.start()
     await desk.desk.start()
     yield desk
     await desk.desk.stop()
     desk.journal.stop()
+
+
+@pytest.fixture
+async def book_desk(tmp_path):
+    async for desk in started(BookDesk(tmp_path)):
+        yield desk
+
+
+@pytest.fixture
+async def paced_desk(tmp_path):
+    """The book at 3 orders a second: its four quotes do not fit in one."""
+    async for desk in started(BookDesk(tmp_path, limits=PACED_LIMITS)):
+        yield desk
 
 
 async def test_each_quoted_symbol_rests_its_own_quotes_and_the_hedge_none(book_desk):
@@ -181,100 +196,67 @@ async def test_the_hedge_offsets_the_books_beta_weighted_delta(book_desk):
     assert book_delta == pytest.approx(0.002 * 63_993.0 + 1.5 * 1.0 * 149.925)
 
 
-async def test_requotes_wait_for_room_in_the_order_rate_and_leave_the_hedge_one(tmp_path):
+async def test_requotes_wait_for_room_in_the_order_rate_and_leave_the_hedge_one(paced_desk):
     """At 3 orders a second the two symbols' four quotes do not fit: the quotes take two (one
     is the hedge's), the rest go a second later, and nothing is denied for the rate."""
-    desk = BookDesk(tmp_path)
-    risk = desk.config.risk
-    limits = dataclasses.replace(risk.limits, orders_per_second=3)
-    desk.config = dataclasses.replace(desk.config, risk=dataclasses.replace(risk, limits=limits))
-    desk.desk = TradingDesk(desk.config, desk.venue, desk.journal, EventLog(100), desk.books)
-    desk.journal.start()
-    await desk.desk.start()
-    try:
-        desk.book("ETHUSDT")
-        for _ in range(20):
-            desk.book("BTCUSDT")
-            desk.book("SOLUSDT")
-            await asyncio.sleep(0.01)
-        assert len(desk.resting("BTCUSDT")) + len(desk.resting("SOLUSDT")) == 2
-        await asyncio.sleep(1.0)
-        await desk.until_quoted("BTCUSDT", "SOLUSDT")
-        denials = desk.desk.gateway.snapshot().denial_counts
-        assert denials[DenialReason.ORDER_RATE] == denials[DenialReason.ENDPOINT_RATE] == 0
-    finally:
-        await desk.desk.stop()
-        desk.journal.stop()
-
-
-async def test_a_drifted_quote_rests_until_its_replacement_has_room(tmp_path):
-    desk = BookDesk(tmp_path)
-    risk = desk.config.risk
-    limits = dataclasses.replace(risk.limits, orders_per_second=3)
-    desk.config = dataclasses.replace(desk.config, risk=dataclasses.replace(risk, limits=limits))
-    desk.desk = TradingDesk(desk.config, desk.venue, desk.journal, EventLog(100), desk.books)
-    desk.journal.start()
-    await desk.desk.start()
-    try:
-        desk.book("ETHUSDT")
-        await desk.until_quoted("BTCUSDT")  # two orders: the second's room is the hedge's
-        before = desk.resting("BTCUSDT")
-        moved = [(64_003.0, 0.5)], [(64_003.2, 0.5)]  # past the requote threshold
-        for _ in range(5):
-            desk.book("BTCUSDT", *moved)
-            await asyncio.sleep(0.01)
-        assert desk.resting("BTCUSDT") == before  # kept, not pulled with nothing to follow
-        await asyncio.sleep(1.0)
-
-        def requoted() -> bool:
-            desk.book("BTCUSDT", *moved)  # the feed goes on
-            bids = [price for side, price, _ in desk.resting("BTCUSDT") if side == "buy"]
-            return bool(bids) and bids[0] > 63_999.0
-
-        await eventually(requoted, 3.0, interval_s=0.02)
-    finally:
-        await desk.desk.stop()
-        desk.journal.stop()
-
-
-async def test_the_hedge_waits_for_room_in_the_order_rate_instead_of_being_denied(tmp_path):
-    desk = BookDesk(tmp_path)
-    risk = desk.config.risk
-    limits = dataclasses.replace(risk.limits, orders_per_second=3)
-    desk.config = dataclasses.replace(desk.config, risk=dataclasses.replace(risk, limits=limits))
-    desk.desk = TradingDesk(desk.config, desk.venue, desk.journal, EventLog(100), desk.books)
-    desk.journal.start()
-    await desk.desk.start()
-    try:
-        gateway = desk.desk.gateway
-        desk.book("ETHUSDT")
-        await desk.until_quoted("BTCUSDT")
-        # The market trades through our bid; a third order (a quote of SOL's) takes the room
-        # the quotes left, before the hedge looks.
-        desk.book("BTCUSDT", [(63_990.0, 0.5)], [(63_996.0, 0.5)])
-        sol = OrderIntent(
-            "SOLUSDT", OrderSide.BUY, 0.1, 140.0, OrderType.LIMIT, "own1", Source.OPERATOR
-        )
+    desk = paced_desk
+    desk.book("ETHUSDT")
+    for _ in range(20):
+        desk.book("BTCUSDT")
         desk.book("SOLUSDT")
-        assert gateway.check(sol, time.time_ns()).approved
-        await eventually(lambda: gateway.position("BTCUSDT") > 0, 3.0)
-        hedged = lambda: gateway.position("ETHUSDT") < 0  # noqa: E731
-        await asyncio.sleep(0.3)
-        denials = gateway.snapshot().denial_counts
-        assert denials[DenialReason.ORDER_RATE] == denials[DenialReason.ENDPOINT_RATE] == 0
-        await eventually(hedged, 3.0)  # a second later there is room
-    finally:
-        await desk.desk.stop()
-        desk.journal.stop()
+        await asyncio.sleep(0.01)
+    assert len(desk.resting("BTCUSDT")) + len(desk.resting("SOLUSDT")) == 2
+    await asyncio.sleep(1.0)
+    await desk.until_quoted("BTCUSDT", "SOLUSDT")
+    denials = desk.desk.gateway.snapshot().denial_counts
+    assert denials[DenialReason.ORDER_RATE] == denials[DenialReason.ENDPOINT_RATE] == 0
+
+
+async def test_a_drifted_quote_rests_until_its_replacement_has_room(paced_desk):
+    desk = paced_desk
+    desk.book("ETHUSDT")
+    await desk.until_quoted("BTCUSDT")  # two orders: the second's room is the hedge's
+    before = desk.resting("BTCUSDT")
+    moved = [(64_003.0, 0.5)], [(64_003.2, 0.5)]  # past the requote threshold
+    for _ in range(5):
+        desk.book("BTCUSDT", *moved)
+        await asyncio.sleep(0.01)
+    assert desk.resting("BTCUSDT") == before  # kept, not pulled with nothing to follow
+    await asyncio.sleep(1.0)
+
+    def requoted() -> bool:
+        desk.book("BTCUSDT", *moved)  # the feed goes on
+        bids = [price for side, price, _ in desk.resting("BTCUSDT") if side == "buy"]
+        return bool(bids) and bids[0] > 63_999.0
+
+    await eventually(requoted, 3.0, interval_s=0.02)
+
+
+async def test_the_hedge_waits_for_room_in_the_order_rate_instead_of_being_denied(paced_desk):
+    desk = paced_desk
+    gateway = desk.desk.gateway
+    desk.book("ETHUSDT")
+    await desk.until_quoted("BTCUSDT")
+    # The market trades through our bid; a third order (a quote of SOL's) takes the room
+    # the quotes left, before the hedge looks.
+    desk.book("BTCUSDT", [(63_990.0, 0.5)], [(63_996.0, 0.5)])
+    sol = OrderIntent(
+        "SOLUSDT", OrderSide.BUY, 0.1, 140.0, OrderType.LIMIT, "own1", Source.OPERATOR
+    )
+    desk.book("SOLUSDT")
+    assert gateway.check(sol, time.time_ns()).approved
+    await eventually(lambda: gateway.position("BTCUSDT") > 0, 3.0)
+    hedged = lambda: gateway.position("ETHUSDT") < 0  # noqa: E731
+    await asyncio.sleep(0.3)
+    denials = gateway.snapshot().denial_counts
+    assert denials[DenialReason.ORDER_RATE] == denials[DenialReason.ENDPOINT_RATE] == 0
+    await eventually(hedged, 3.0)  # a second later there is room
 
 
 def test_room_in_the_order_rate_keeps_the_spare_and_follows_each_window():
     from engine.risk.gateway import RiskGateway
 
-    risk = book_risk()
-    gateway = RiskGateway(
-        dataclasses.replace(risk, limits=dataclasses.replace(risk.limits, orders_per_second=3))
-    )
+    gateway = RiskGateway(book_risk(limits=PACED_LIMITS))
     gateway.on_mark("BTCUSDT", 64_000.1, 64_000.1, 64_000.0, 64_000.2, 1)
     second = 1_000_000_000
     for k in range(2):
