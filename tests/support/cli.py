@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Mapping
@@ -11,6 +12,13 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 CLI = (sys.executable, "-m", "console.cli")
 """The command that runs this checkout's command line (with `checkout_env`)."""
+
+
+def with_sigint_default() -> None:
+    """`preexec_fn` of a command a test interrupts with SIGINT: a shell that starts its jobs in
+    the background (`nohup ... &`, CI) hands them SIGINT ignored, and Python then installs no
+    KeyboardInterrupt handler, so the interruption the test sends would never arrive."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def checkout_env(base: Mapping[str, str] = os.environ, **extra: str) -> dict[str, str]:

@@ -15,7 +15,7 @@ import sys
 import threading
 
 import pytest
-from support.cli import CLI, REPO, checkout_env
+from support.cli import CLI, REPO, checkout_env, with_sigint_default
 
 from console.cli.main import main
 from console.cli.progress import progress_bar
@@ -321,8 +321,19 @@ def test_kev_with_no_server_answering_is_refused_before_any_run(
     assert not answers.exists()
 
 
-def test_ctrl_c_during_worker_runs_is_one_line_and_exit_130(recording, tmp_path):
+@pytest.fixture(scope="module")
+def long_recording(tmp_path_factory):
+    """Ten minutes of the simulator: a run takes long enough to be interrupted mid-way."""
+    from engine.sim.recording import simulate_recording
+
+    path = tmp_path_factory.mktemp("cli-backtest-long") / "sim-10min.bitget.gz"
+    simulate_recording(path, 10.0, seed=5)
+    return path
+
+
+def test_ctrl_c_during_worker_runs_is_one_line_and_exit_130(long_recording, tmp_path):
     """Ctrl-C reaches the whole foreground group: the workers too."""
+    recording = long_recording
     grid = "trading.strategy.half_spread_bps=1,2,3,4"
     scratch = tmp_path / "tmp"
     scratch.mkdir()
@@ -334,6 +345,7 @@ def test_ctrl_c_during_worker_runs_is_one_line_and_exit_130(recording, tmp_path)
         cwd=REPO,
         env=checkout_env(HFT_CONSOLE_LAYA__PREFER_GPU="false", TMPDIR=str(scratch)),
         start_new_session=True,
+        preexec_fn=with_sigint_default,
     )
     try:
         assert process.stderr is not None

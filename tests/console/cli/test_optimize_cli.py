@@ -13,7 +13,7 @@ import sys
 import pytest
 
 from console.cli.progress import progress_bar
-from tests.support.cli import CLI, REPO, checkout_env, run_cli
+from tests.support.cli import CLI, REPO, checkout_env, run_cli, with_sigint_default
 from tests.support.recordings import shared_spot
 
 ENV = checkout_env(HFT_CONSOLE_LAYA__PREFER_GPU="false")
@@ -180,6 +180,7 @@ def test_ctrl_c_is_one_line_exit_130_and_the_same_command_resumes(tmp_path):
         cwd=REPO,
         env=ENV,
         start_new_session=True,
+        preexec_fn=with_sigint_default,
     )
     try:
         assert process.stderr is not None
