@@ -241,7 +241,6 @@ class TradingDesk:
         self._quoted = {
             symbol: _QuotedSymbol(strategy) for symbol, strategy in self.strategies.items()
         }
-        self._hedge_symbol = config.hedge_symbol
         self._hedge_spare = 1 if config.hedge is not None else 0
         """Orders a second the quotes leave to the hedge."""
         self._intents: dict[str, QuoteIntent] = {}
@@ -537,8 +536,9 @@ class TradingDesk:
 
     def change_contract(self, instrument: Instrument) -> None:
         """The venue changed a traded contract's grid: new quotes and hedges follow it."""
-        if instrument.symbol == self._hedge_symbol and self.hedger is not None:
-            self.hedger.change_grid(instrument)
+        hedger = self.hedger
+        if hedger is not None and instrument.symbol == hedger.config.symbol:
+            hedger.change_grid(instrument)
         else:
             self.strategies[instrument.symbol].change_grid(instrument)
 
