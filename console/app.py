@@ -37,7 +37,7 @@ from console.screens.overrides import OverridesScreen
 from console.screens.quit import QuitScreen
 from console.screens.rearm import RearmScreen
 from console.screens.symbol import SymbolScreen
-from console.terminal_output import OutputMeter, metered_driver
+from console.terminal_output import OutputMeter, ShownCells, metered_driver
 from console.view import ConsoleSnapshot, EventKind, Severity, TradingView
 from console.widgets import format as fmt
 from console.widgets.events import EventsPane
@@ -130,6 +130,7 @@ class HftConsoleApp(App[None]):
         registry (`console.panes`), the events pane among them."""
         self.output = OutputMeter()
         """What the terminal was sent (set first: Textual picks its driver as it starts)."""
+        self._shown_cells = ShownCells()
         super().__init__()
         self.handle = handle
         self.config = config or ConsoleConfig()
@@ -173,7 +174,7 @@ class HftConsoleApp(App[None]):
 
     def get_driver_class(self) -> type[Driver]:
         """Textual's driver for this terminal, sending compacted output and counting it."""
-        return metered_driver(super().get_driver_class(), self.output)
+        return metered_driver(super().get_driver_class(), self.output, self._shown_cells)
 
     def on_mount(self) -> None:
         if self._budget.terminal_colours:
@@ -203,6 +204,7 @@ class HftConsoleApp(App[None]):
         await super().on_event(event)
 
     def on_resize(self, event: events.Resize) -> None:
+        self._shown_cells.forget()  # the terminal may have moved or cleared what it showed
         self._apply_layout(event.size.width, event.size.height)
 
     # Polling

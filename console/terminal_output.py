@@ -6,7 +6,9 @@ SSH every byte is a byte the link carries before the operator's next key. `Style
 rewrites what Textual writes so that the terminal shows the same cells: a colour is sent only
 where it changes, and only what changes in it (the foreground alone when the background
 stays), a space whose background is already right is sent without one, and a newline just
-before a cursor move is dropped. `metered_driver` puts it in front of Textual's driver and
+before a cursor move is dropped. Before it, `ShownCells` drops the cells the terminal already
+shows: Textual sends a changed line from the pane's left edge to the last change, the border and
+every unchanged number on the way. `metered_driver` puts both in front of Textual's driver and
 counts what is written, for the status bar's output rate.
 """
 
@@ -20,6 +22,7 @@ from collections.abc import Callable
 from functools import lru_cache
 from typing import NamedTuple
 
+from rich.cells import cell_len
 from textual.driver import Driver
 
 _TOKEN = re.compile(
@@ -195,6 +198,132 @@ class StyleCompactor:
         return "".join(out)
 
 
+_CELL_TOKEN = re.compile(
+    r"\x1b\[(?P<sgr>[0-9;]*)m"
+    r"|(?P<move>\x1b\[\d*;\d*H)"
+    r"|(?P<return>\r)"
+    r"|(?P<newline>\n)"
+    r"|(?P<harmless>\x1b\[\?(?:25|2026)[hl]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\))"
+    r"|(?P<other>\x1b[^\[\]]|\x1b\[[0-?]*[ -/]*[@-~]|[\x00-\x1f])"
+    r"|(?P<text>[^\x00-\x1f\x1b]+)"
+)
+"""`harmless`: showing or hiding the cursor, a synchronized update's start and end, and OSC
+strings (a title, a link): they change no cell."""
+
+_Cell = tuple[str, object]
+"""A character and how it looks: its style, or for a space only what a space shows."""
+
+_SKIPPED_GAP = 8
+"""Unchanged cells fewer than this between two changes of one run are sent again: a cursor move
+costs as much."""
+
+
+def _looks(style: _Style) -> object:
+    """What a space in `style` shows: its background, and the foreground where it is reversed or
+    lined (an underline has the foreground's colour)."""
+    if style.attributes & (_REVERSE | _LINES):
+        return style
+    return style.background
+
+
+class ShownCells:
+    """Follows what each cell of the terminal shows and drops from a write the cells that would
+    not change, moving the cursor past them instead (Textual hides the terminal's cursor: where
+    a write leaves it does not matter). Anything it does not follow (erasing, scrolling, a
+    relative move, another screen) makes it forget what is shown, and so does `forget` (the App
+    calls it when the terminal is resized): then everything is sent until it is known again."""
+
+    def __init__(self) -> None:
+        self._rows: dict[int, list[_Cell | None]] = {}
+        self._style: _Style | None = _PLAIN
+        self._at: tuple[int, int] | None = (0, 0)
+        """Where the written stream's cursor is (None: not known, until it is moved to a cell:
+        till then everything is passed on as it is)."""
+        self._cursor: tuple[int, int] | None = None
+        """Where the terminal's cursor is (None: not known)."""
+
+    def forget(self) -> None:
+        self._rows.clear()
+        self._cursor = None
+
+    def __call__(self, data: str) -> str:
+        out: list[str] = []
+        for token in _CELL_TOKEN.finditer(data):
+            kind = token.lastgroup
+            if kind == "sgr":
+                self._style = _parse(token["sgr"], self._style)
+                out.append(token[0])  # the compactor sends only the styles text needs
+            elif kind == "move":
+                row, column = token[0][2:-1].split(";")
+                self._at = (int(column or 1) - 1, int(row or 1) - 1)
+            elif kind == "harmless" or self._at is None:
+                out.append(token[0])
+            elif kind == "text":
+                self._text(self._at, token[0], out)
+            elif kind == "return":
+                self._at = (0, self._at[1])
+            elif kind == "newline":
+                self._at = (self._at[0], self._at[1] + 1)
+            else:  # it may paint, scroll or move the cursor
+                self._move(out)
+                out.append(token[0])
+                self.forget()
+                self._at = None
+        return "".join(out)
+
+    def _move(self, out: list[str]) -> None:
+        if self._cursor != self._at and self._at is not None:
+            x, y = self._at
+            out.append(f"\x1b[{y + 1};{x + 1}H")
+            self._cursor = self._at
+
+    def _text(self, at: tuple[int, int], text: str, out: list[str]) -> None:
+        x, y = at
+        style = self._style
+        width = cell_len(text)
+        row = self._rows.setdefault(y, [])
+        if len(row) < x + width:
+            row += [None] * (x + width - len(row))
+        if style is None or width != len(text):  # cells it cannot follow: sent, then unknown
+            self._move(out)
+            out.append(text)
+            row[x : x + width] = [None] * width
+            self._at = self._cursor = (x + width, y)
+            return
+        space = _looks(style)
+        cells = [(char, space if char == " " else style) for char in text]
+        start = end = -1  # the run of cells to send
+        for index, cell in enumerate(cells):
+            if row[x + index] == cell:
+                continue
+            if start >= 0 and index - end >= _SKIPPED_GAP:
+                self._send(at, text, cells, start, end, row, out)
+                start = -1
+            if start < 0:
+                start = index
+            end = index + 1
+        if start >= 0:
+            self._send(at, text, cells, start, end, row, out)
+        self._at = (x + width, y)
+
+    def _send(
+        self,
+        at: tuple[int, int],
+        text: str,
+        cells: list[_Cell],
+        start: int,
+        end: int,
+        row: list[_Cell | None],
+        out: list[str],
+    ) -> None:
+        x, y = at
+        self._at = (x + start, y)
+        self._move(out)
+        out.append(text[start:end])
+        row[x + start : x + end] = cells[start:end]
+        self._cursor = (x + end, y)
+
+
 class OutputMeter:
     """Bytes written to the terminal, and the rate over the last `window_s` seconds. Written
     on the driver's thread, read on the UI's."""
@@ -238,15 +367,15 @@ class OutputMeter:
             writes.popleft()
 
 
-def metered_driver(base: type[Driver], meter: OutputMeter) -> type[Driver]:
-    """`base` (the driver Textual picked for this terminal) writing `compact`'s output and
-    counting it in `meter`."""
+def metered_driver(base: type[Driver], meter: OutputMeter, shown: ShownCells) -> type[Driver]:
+    """`base` (the driver Textual picked for this terminal) writing the cells that change, in
+    compacted styles, and counting them in `meter`."""
 
     compact = StyleCompactor()
 
     class MeteredDriver(base):  # type: ignore[valid-type, misc]
         def write(self, data: str) -> None:
-            data = compact(data)
+            data = compact(shown(data))
             meter.count(len(data.encode("utf-8", errors="replace")))
             super().write(data)
 

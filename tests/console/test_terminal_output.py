@@ -9,11 +9,13 @@ same, a space by what a space shows (its background, and lines or reverse video 
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
-from console_scenarios import FakeEngineHandle
+from console_scenarios import FakeEngineHandle, book_snapshot, fixed_events
 
 from console.app import ConsoleConfig, HftConsoleApp
-from console.terminal_output import OutputMeter, StyleCompactor
+from console.terminal_output import OutputMeter, ShownCells, StyleCompactor
+from console.view import DepthLevel
 
 _TOKEN = re.compile(r"\x1b\[([0-9;]*)([A-Za-z])|(\r)|(\n)|([^\x1b\r\n]+)")
 _LINES = {"4", "9", "21", "51", "52", "53"}
@@ -162,3 +164,127 @@ def test_the_meter_counts_bytes_and_the_rate_over_its_window():
     now[0] = 15.5
     assert meter.rate() == 800.0  # the first write has left the window
     assert meter.total == 5_000
+
+
+def through_shown_cells(writes: list[str]) -> list[str]:
+    cells, compact = ShownCells(), StyleCompactor()
+    return [compact(cells(data)) for data in writes]
+
+
+def assert_same_cells(writes: list[str], sent: list[str], width: int, height: int) -> None:
+    original, rewritten = shown(writes, width, height), shown(sent, width, height)
+    for y in range(height):
+        assert rewritten.cells[y] == original.cells[y], f"row {y}"
+
+
+async def test_a_change_sends_only_the_cells_it_changes_and_the_screen_looks_the_same():
+    handle = FakeEngineHandle()
+    app = HftConsoleApp(handle, ConsoleConfig(), clock=lambda: 0.0)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause()
+        compositor = app.screen._compositor
+        full = compositor.render_update(full=True).render_segments(app.console)
+        depth = app.query_one("#depth")
+        depth.refresh()  # every row of the ladder again, the same but for nothing
+        compositor.update_widgets({depth})
+        again = compositor.render_update().render_segments(app.console)
+        view = depth.view
+        bids = [
+            DepthLevel(level.price, level.size + 0.5) if index % 3 == 0 else level
+            for index, level in enumerate(view.bids)
+        ]
+        depth.view = replace(view, bids=tuple(bids))  # sizes change, prices stay
+        compositor.update_widgets({depth})
+        moved = compositor.render_update().render_segments(app.console)
+    writes = [full, again, moved]
+    sent = through_shown_cells(writes)
+    assert_same_cells(writes, sent, 160, 48)
+    compacted = [StyleCompactor()(data) for data in writes]
+    assert len(sent[0]) <= len(compacted[0])
+    assert sent[1] == ""  # nothing changed: nothing sent
+    assert 0 < len(sent[2]) < 0.5 * len(compacted[2])
+
+
+async def test_through_a_session_the_terminal_shows_what_textual_drew():
+    """A book whose prices and positions move, events that scroll the log, and a resize (which
+    may clear the terminal: both terminals are cleared there): every frame, sent through the
+    App's own `ShownCells` and a compactor, leaves the cells Textual's own frames leave."""
+    handle = FakeEngineHandle(current=book_snapshot())
+    now = [0.0]
+    app = HftConsoleApp(handle, ConsoleConfig(), clock=lambda: now[0])
+    compact = StyleCompactor()
+    drawn: list[str | None] = []  # None: the terminal was resized
+    sent: list[str | None] = []
+    async with app.run_test(size=(160, 48)) as pilot:
+        display = app._display
+
+        def recorded(screen, update) -> None:
+            if update is not None:
+                data = update.render_segments(app.console)
+                drawn.append(data)
+                sent.append(compact(app._shown_cells(data)))
+            display(screen, update)
+
+        app._display = recorded
+        app.screen.refresh()
+        await pilot.pause()
+        first = handle.current
+        for step in range(1, 7):
+            depth = tuple(
+                replace(view, bids=tuple(DepthLevel(b.price, b.size + step) for b in view.bids))
+                for view in first.depth
+            )
+            handle.current = replace(first, depth=depth)
+            handle.events = list(fixed_events())[: step + 1]
+            now[0] += 1.0
+            app.poll()
+            await pilot.pause()
+            if step == 3:
+                drawn.append(None)
+                sent.append(None)
+                await pilot.resize_terminal(150, 44)
+                await pilot.pause()
+    assert len([data for data in drawn if data]) > 6
+    original = rewritten = shown([])
+    for data, data_sent in zip(drawn, sent, strict=True):
+        if data is None:
+            original, rewritten = shown([], 150, 44), shown([], 150, 44)
+            continue
+        original.feed(data)
+        rewritten.feed(data_sent)
+        assert rewritten.cells == original.cells
+    assert sum(map(len, filter(None, sent))) < 0.5 * sum(map(len, filter(None, drawn)))
+
+
+def test_cells_it_cannot_follow_are_sent_and_anything_it_does_not_read_forgets_the_screen():
+    cells = ShownCells()
+    first = "\x1b[1;1Habc \x1b[1;10H界x"
+    assert cells(first) == first
+    # The same cells again: only the wide character and what follows it (not followed) are sent.
+    assert cells(first) == "\x1b[1;10H界x"
+    assert cells("\x1b[1;1Habd") == "\x1b[1;3Hd"
+    # An unknown style: the text is sent, and the next time too.
+    assert cells("\x1b[58;5;1m\x1b[1;1Hab") == "\x1b[58;5;1m\x1b[1;1Hab"
+    assert cells("\x1b[0m\x1b[1;1Hab") == "\x1b[0m\x1b[1;1Hab"
+    # Erasing (or scrolling, or another screen): everything is sent again.
+    assert cells("\x1b[1;1Hab\x1b[2J\x1b[1;1Hab") == "\x1b[2J\x1b[1;1Hab"
+    # A move it does not read: what follows goes as written until a move to a cell.
+    assert cells("\x1b[1;1Hab\x1b[Hab\rab\x1b[1;1Hab") == "\x1b[Hab\rab\x1b[1;1Hab"
+    assert cells("\x1b[1;1Hab") == ""
+    cells.forget()  # as a resize does
+    assert cells("\x1b[1;1Hab") == "\x1b[1;1Hab"
+
+
+def test_a_space_is_sent_again_only_where_what_it_shows_changes():
+    cells = ShownCells()
+    cells("\x1b[38;5;1;48;5;2m\x1b[1;1H  x")
+    # Another foreground: the spaces look the same, the x does not.
+    assert cells("\x1b[38;5;3;48;5;2m\x1b[1;1H  x") == "\x1b[38;5;3;48;5;2m\x1b[1;3Hx"
+    # Reversed, a space shows its foreground.
+    assert cells("\x1b[7;38;5;3;48;5;2m\x1b[1;1H  x") == "\x1b[7;38;5;3;48;5;2m\x1b[1;1H  x"
+    # Changes a few cells apart go as one run; far apart, with a cursor move between.
+    cells("\x1b[0m\x1b[2;1H" + "a" * 30)
+    near = "\x1b[2;1H" + "b" + "a" * 3 + "b" + "a" * 25
+    assert cells(near) == "\x1b[2;1Hbaaab"
+    far = "\x1b[2;1H" + "c" + "a" * 3 + "b" + "a" * 20 + "c" + "a" * 4
+    assert cells(far) == "\x1b[2;1Hc\x1b[2;26Hc"
