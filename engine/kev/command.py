@@ -23,7 +23,7 @@ from engine.risk.commands import KevAction
 from engine.risk.limits import RiskGatewayConfig
 from engine.validation import require_integer
 
-COMMAND_KEYS = ("act", "risk", "hedge", "skew", "ttl", "why")
+COMMAND_KEYS = ("act", "risk", "hedge", "beta", "skew", "ttl", "why")
 """In the order the grammar makes the model write them."""
 REASON_CHARACTERS = "A-Za-z ,.;:'()/%&+!?-"
 """What `why` may hold: words and punctuation, no digits. The numbers are in the context and
@@ -41,7 +41,9 @@ class KevCommandError(ValueError):
 class KevCommand(NamedTuple):
     """A parsed, in-band command. `risk_scale` and `hedge_ratio` are fractions (0.85), the skew
     is in bps (positive raises both our quotes), `ttl_ms` is how long after its context the
-    command may still be applied, `reasoning` is Kev's short explanation."""
+    command may still be applied, `reasoning` is Kev's short explanation. `beta` is the
+    flagged symbol's beta to the book (1.2); None only in an answer recorded before commands
+    carried one (`engine.kev.answers`), which leaves the beta as it is."""
 
     action: KevAction
     risk_scale: float
@@ -49,6 +51,7 @@ class KevCommand(NamedTuple):
     skew_bps: float
     ttl_ms: int
     reasoning: str
+    beta: float | None = None
 
 
 def _require_range(name: str, band: tuple[int, int], low: int, high: int) -> None:
@@ -69,7 +72,9 @@ class KevCommandSpec:
 
     `actions`: the actions Kev may choose (the operator can narrow them, e.g. to HOLD and
     REDUCE). `risk_pct`: the risk scale in percent. `hedge_pct`: the hedge ratio in percent;
-    keep it inside the gateway's `hedge_ratio_band` (`for_gateway` does). `max_skew_tenths_bps`:
+    keep it inside the gateway's `hedge_ratio_band` (`for_gateway` does). `beta_pct`: the
+    flagged symbol's beta in percent; `for_gateway` makes it span the quoted symbols' beta
+    ranges (the gateway clamps each into its own). `max_skew_tenths_bps`:
     the quote skew's bound in tenths of a basis point (50 = +-5 bps). `ttl_ms`: the smallest and
     largest validity Kev may give. `reasoning_chars`: the longest `why`.
     """
@@ -77,6 +82,7 @@ class KevCommandSpec:
     actions: tuple[KevAction, ...] = tuple(KevAction)
     risk_pct: tuple[int, int] = (0, 100)
     hedge_pct: tuple[int, int] = (0, 100)
+    beta_pct: tuple[int, int] = (0, 1_000)
     max_skew_tenths_bps: int = 50
     ttl_ms: tuple[int, int] = (250, 10_000)
     reasoning_chars: int = 120
@@ -91,20 +97,34 @@ class KevCommandSpec:
                 raise ValueError(f"KevCommandSpec.actions: {action!r} is not a KevAction")
         _require_range("risk_pct", self.risk_pct, 0, 100)
         _require_range("hedge_pct", self.hedge_pct, 0, 1_000)
+        _require_range("beta_pct", self.beta_pct, 0, 1_000)
         _require_range("ttl_ms", self.ttl_ms, 1, 3_600_000)
         require_integer("KevCommandSpec", "max_skew_tenths_bps", self.max_skew_tenths_bps, 0)
         require_integer("KevCommandSpec", "reasoning_chars", self.reasoning_chars, 1, 1_000)
 
     def for_gateway(self, gateway: RiskGatewayConfig) -> KevCommandSpec:
         """This spec with the gateway's `hedge_ratio_band` as its hedge band, rounded inwards to
-        whole percents so that no value Kev can write is clamped."""
+        whole percents so that no value Kev can write is clamped, and as its beta band the
+        smallest span of whole percents holding every quoted symbol's beta range (rounded
+        outwards, so that the whole percent a context shows for any beta can be repeated)."""
         low, high = gateway.hedge_ratio_band
         band = (math.ceil(round(low * 100, 9)), math.floor(round(high * 100, 9)))
         if band[0] > band[1]:
             raise ValueError(
                 f"the gateway's hedge_ratio_band {gateway.hedge_ratio_band} holds no whole percent"
             )
-        return dataclasses.replace(self, hedge_pct=band)
+        ranges = [
+            gateway.beta_range(limits.symbol)
+            for limits in gateway.limits.symbols
+            if limits.symbol != gateway.hedge_symbol
+        ]
+        if not ranges:  # nothing quoted: no beta for Kev to set
+            return dataclasses.replace(self, hedge_pct=band)
+        beta_band = (
+            math.floor(round(min(low for low, _ in ranges) * 100, 9)),
+            math.ceil(round(max(high for _, high in ranges) * 100, 9)),
+        )
+        return dataclasses.replace(self, hedge_pct=band, beta_pct=beta_band)
 
     def json_schema(self) -> dict[str, object]:
         """The schema for llama-server's `response_format` (every key required, no others)."""
@@ -119,6 +139,7 @@ class KevCommandSpec:
                 "act": {"type": "string", "enum": [action.value for action in self.actions]},
                 "risk": integer(self.risk_pct),
                 "hedge": integer(self.hedge_pct),
+                "beta": integer(self.beta_pct),
                 "skew": integer((-skew, skew)),
                 "ttl": integer(self.ttl_ms),
                 "why": {
@@ -151,6 +172,7 @@ class KevCommandSpec:
             raise KevCommandError(f"act must be one of {'/'.join(allowed)}, got {_shown(act)}")
         risk = _integer_in(document, "risk", self.risk_pct)
         hedge = _integer_in(document, "hedge", self.hedge_pct)
+        beta = _integer_in(document, "beta", self.beta_pct)
         skew_bound = self.max_skew_tenths_bps
         skew = _integer_in(document, "skew", (-skew_bound, skew_bound))
         ttl = _integer_in(document, "ttl", self.ttl_ms)
@@ -161,7 +183,9 @@ class KevCommandSpec:
             raise KevCommandError(f"why has {len(why)} characters, at most {self.reasoning_chars}")
         if not _REASON.fullmatch(why):
             raise KevCommandError(f"why may hold letters, spaces and punctuation only, got {why!r}")
-        return KevCommand(KevAction(act), risk / 100, hedge / 100, skew / 10, ttl, why.strip())
+        return KevCommand(
+            KevAction(act), risk / 100, hedge / 100, skew / 10, ttl, why.strip(), beta / 100
+        )
 
 
 def _integer_in(document: dict[str, object], key: str, band: tuple[int, int]) -> int:

@@ -66,13 +66,17 @@ def system_prompt(spec: KevCommandSpec) -> str:
     skew = spec.max_skew_tenths_bps
     low_hedge, high_hedge = spec.hedge_pct
     example_hedge = (low_hedge + high_hedge) // 2
+    low_beta, high_beta = spec.beta_pct
+    # Beta 1 where the band holds it: a model copying an example then asks for no change.
+    example_beta = min(max(100, low_beta), high_beta)
     return (
         "You are Kev, the risk supervisor of a market-making engine on Bitget USDT-M "
         "perpetuals. A fast classifier flagged the market below. Decide whether to tighten "
         "trading; you can never raise risk or resume trading.\n"
         "The context: trading state, risk %, hedge ratio %, limits (net delta USDT, the "
         "day's two loss limits); positions (size, notional USDT, unrealized pnl), net delta, "
-        "the day's pnl; the pair: beta, spread z-score, Engle-Granger statistic vs its 5% "
+        "the day's pnl; the flagged symbol's beta % and its fit % (hedge ratio over pair "
+        "beta); the pair: beta, spread z-score, Engle-Granger statistic vs its 5% "
         "critical value (below it: cointegrated), half-life; then symbol, verdict, p: % hold "
         "buy sell emergency, verdicts while queued; imb: book imbalance % at 1, 5, 15 levels; "
         "vpin %; flow: trade flow imbalance % over 1s, 5s; micro: microprice offset bp; "
@@ -83,15 +87,17 @@ def system_prompt(spec: KevCommandSpec) -> str:
         f"risk: percent of the operator's limits, {spec.risk_pct[0]}-{spec.risk_pct[1]}; "
         "repeat the current value to keep it.\n"
         f"hedge: hedge ratio percent, {low_hedge}-{high_hedge}; the pair beta is a guide.\n"
+        f"beta: the flagged symbol's beta percent, {low_beta}-{high_beta}; its fit is a guide; "
+        "repeat the current value to keep it (ignored when no beta is shown).\n"
         f"skew: quote skew in 0.1 bp, {-skew} to {skew}; positive moves quotes up.\n"
         f"ttl: ms the advice stays valid, {spec.ttl_ms[0]}-{spec.ttl_ms[1]}.\n"
         f"why: a few words, no digits, at most {spec.reasoning_chars} characters.\n"
         "Hold unless there is real danger: EMERGENCY, one-sided book and flow, high "
         "volatility, losses near a limit, a broken hedge. Examples:\n"
-        f'{{"act":"hold","risk":100,"hedge":{example_hedge},"skew":0,"ttl":5000,'
-        '"why":"lean only, book and flow balanced"}\n'
-        f'{{"act":"reduce","risk":60,"hedge":{example_hedge},"skew":-10,"ttl":8000,'
-        '"why":"emergency, sell flow one-sided, vol high"}'
+        f'{{"act":"hold","risk":100,"hedge":{example_hedge},"beta":{example_beta},"skew":0,'
+        '"ttl":5000,"why":"lean only, book and flow balanced"}\n'
+        f'{{"act":"reduce","risk":60,"hedge":{example_hedge},"beta":{example_beta},"skew":-10,'
+        '"ttl":8000,"why":"emergency, sell flow one-sided, vol high"}'
     )
 
 
@@ -138,12 +144,21 @@ def format_context(
         f"limits {risk.max_net_delta:.0f} -{limits.daily_loss_soft:g} -{limits.daily_loss_hard:g}",
         f"pos {positions} delta {risk.net_delta:+.0f} pnl {risk.daily_pnl:+.1f}",
     ]
+    pair = []
+    # A quoted symbol's beta, only where a hedge trades it (the gateway holds it still without).
+    beta = risk.betas.get(snapshot.symbol) if risk.hedge_symbol is not None else None
+    if beta is not None:
+        pair.append(f"beta {displayed_percent(beta)}")
+        if hedge is not None and hedge.hedge_ratio > 0.0:
+            pair.append(f"fit {risk.hedge_ratio / hedge.hedge_ratio * 100:.0f}")
     if hedge is not None:
         half_life = f"{hedge.half_life_s:.0f}s" if hedge.half_life_s is not None else "none"
-        lines.append(
+        pair.append(
             f"pair {hedge.hedge_ratio:.2f} z {hedge.spread_z:+.1f} "
             f"eg {hedge.engle_granger:.1f}/{hedge.critical_5pct:.1f} {half_life}"
         )
+    if pair:
+        lines.append(" ".join(pair))
     lines += [
         f"{snapshot.symbol} {_VERDICT_NAMES[snapshot.verdict]} p {probabilities}; "
         f"{age_ms / 1000:.1f}s: {counts}",

@@ -55,6 +55,7 @@ from engine.kev.queue import KevQueue, KevRequest, KevSnapshot
 from engine.laya.verdict import Verdict
 from engine.risk.commands import KevCommandOutcome
 from engine.risk.gateway import RiskGateway
+from engine.risk.snapshot import RiskSnapshot
 from engine.trading.commands import Command, CommandResult, CommandSource, KevOrder, kev_result
 from engine.trading.events import TradingFault
 from engine.trading.quote_skews import QuoteSkews
@@ -405,6 +406,7 @@ class KevHub:
             command.action,
             _changed(command.risk_scale, risk.risk_scale),
             _changed(command.hedge_ratio, risk.hedge_ratio),
+            _beta_changed(command, snapshot.symbol, risk),
         )
         outcome = (await self._execute(Command(order, CommandSource.KEV))).kev
         assert outcome is not None
@@ -415,9 +417,10 @@ class KevHub:
         self.skews.set(
             snapshot.symbol, command.skew_bps, request.context_ns + command.ttl_ms * 1_000_000
         )
+        beta_set = "" if outcome.beta is None else f", beta {snapshot.symbol} {outcome.beta:g}"
         summary = (
             f"{command.action.value}: {outcome.state.name}, risk {outcome.risk_scale:g}, "
-            f"hedge {outcome.hedge_ratio:g}, skew {command.skew_bps:+g} bps for "
+            f"hedge {outcome.hedge_ratio:g}{beta_set}, skew {command.skew_bps:+g} bps for "
             f"{command.ttl_ms} ms"
         )
         reason = f"{summary}; {notes}" if notes else summary
@@ -456,7 +459,7 @@ class KevHub:
         assert isinstance(order, KevOrder)
         return kev_result(
             self._gateway.apply_kev_command(
-                order.action, order.risk_scale, order.hedge_ratio, self._clock()
+                order.action, order.risk_scale, order.hedge_ratio, self._clock(), order.beta
             )
         )
 
@@ -561,6 +564,7 @@ def decision_entry(decision: KevDecision, snapshot: KevSnapshot) -> dict[str, ob
             "action": command.action.value,
             "risk_scale": command.risk_scale,
             "hedge_ratio": command.hedge_ratio,
+            "beta": command.beta,
             "skew_bps": command.skew_bps,
             "ttl_ms": command.ttl_ms,
         },
@@ -574,6 +578,7 @@ def decision_entry(decision: KevDecision, snapshot: KevSnapshot) -> dict[str, ob
             "state": gateway.state.name,
             "risk_scale": gateway.risk_scale,
             "hedge_ratio": gateway.hedge_ratio,
+            "beta": gateway.beta,
         },
         "timings": None if timings is None else timings._asdict(),
     }
@@ -585,6 +590,17 @@ def _changed(proposed: float, current: float) -> float | None:
     if round(proposed * 100) == displayed_percent(current):
         return None
     return proposed
+
+
+def _beta_changed(command: KevCommand, symbol: str, risk: RiskSnapshot) -> tuple[str, float] | None:
+    """The flagged symbol and Kev's beta for it, or None when there is nothing to move: the
+    beta only repeats the shown one (`_changed`), the symbol is the hedge (it has no beta), the
+    book has no hedge (the context showed no beta), or the answer was recorded without one."""
+    current = risk.betas.get(symbol)
+    if command.beta is None or current is None or risk.hedge_symbol is None:
+        return None
+    beta = _changed(command.beta, current)
+    return None if beta is None else (symbol, beta)
 
 
 _LINK_HEALTH = {KevLink.ONLINE: "ok", KevLink.LOADING: "loading", KevLink.OFFLINE: "unreachable"}

@@ -28,7 +28,8 @@ class CommandOutcome(NamedTuple):
 class KevCommandOutcome(NamedTuple):
     """A Kev command's result. `accepted` is False when any part was refused; `notes` has one
     line per refused or clamped part. `state`, `risk_scale` and `hedge_ratio` are the values in
-    force afterwards."""
+    force afterwards, `beta` the beta in force of the symbol whose beta the command set (None:
+    it set none)."""
 
     accepted: bool
     action: KevAction | str
@@ -36,3 +37,4 @@ class KevCommandOutcome(NamedTuple):
     risk_scale: float
     hedge_ratio: float
     notes: tuple[str, ...]
+    beta: float | None = None

@@ -62,7 +62,8 @@ class SymbolPauseChanged(NamedTuple):
 
 
 class RiskLimitChanged(NamedTuple):
-    """An operator override, a lower risk scale from Kev or a new hedge ratio."""
+    """An operator override, a lower risk scale from Kev, a new hedge ratio or a new beta of a
+    quoted symbol (`beta SYMBOL`)."""
 
     name: str
     old: float

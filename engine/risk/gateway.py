@@ -40,8 +40,9 @@ orders are counted like any other (conservative: the exchange caps them, but the
 the position that other reserved orders would have offset). A buy is risk-increasing unless
 q < 0 and q + B + size <= 0, i.e. it can only shrink a short, never flip it; sells mirror.
 
-Net delta (USDT). With w_s = beta_s for the quoted symbols (their configured beta to the book,
-1 unless set) and w_H = h (the hedge ratio in force) for the hedge symbol, and m_s the mid:
+Net delta (USDT). With w_s = beta_s for the quoted symbols (their beta to the book in force:
+the configured one, 1 unless set, as Kev moved it within `RiskGatewayConfig.beta_range`) and
+w_H = h (the hedge ratio in force) for the hedge symbol, and m_s the mid:
     net delta       = sum_s w_s * q_s * m_s
     long bound      = sum_s w_s * (q_s + B_s) * m_s      (every reserved buy filled)
     short bound     = sum_s w_s * (q_s - S_s) * m_s      (every reserved sell filled)
@@ -257,7 +258,11 @@ class _SymbolRisk:
 
 
 def _parse_kev_command(
-    action: KevAction | str, risk_scale: float | None, hedge_ratio: float | None
+    action: KevAction | str,
+    risk_scale: float | None,
+    hedge_ratio: float | None,
+    beta: tuple[str, float] | None,
+    beta_ranges: Mapping[str, tuple[float, float]],
 ) -> tuple[KevAction | None, str]:
     """Kev's action, or None and why the command is malformed."""
     try:
@@ -268,6 +273,12 @@ def _parse_kev_command(
         return None, f"risk scale must be within [0, 1], got {risk_scale!r}"
     if hedge_ratio is not None and not finite_number(hedge_ratio):
         return None, f"hedge ratio must be a number, got {hedge_ratio!r}"
+    if beta is not None:
+        symbol, value = beta
+        if symbol not in beta_ranges:
+            return None, f"a beta for {symbol!r}, which is not a quoted symbol of the book"
+        if not finite_number(value):
+            return None, f"{symbol} beta must be a number, got {value!r}"
     return kev_action, ""
 
 
@@ -297,6 +308,9 @@ class RiskGateway:
         self._flatten_requested = False
         self._risk_scale = config.risk_scale
         self._hedge_ratio = config.hedge_ratio
+        self._beta_ranges = {
+            risk.symbol: config.beta_range(risk.symbol) for risk in self._book_list
+        }
         self._max_net_delta_set = limits.max_net_delta
         self._max_net_delta = 0.0
         self._max_slippage_bps = limits.max_slippage_bps
@@ -1002,14 +1016,19 @@ class RiskGateway:
         risk_scale: float | None,
         hedge_ratio: float | None,
         now_ns: int,
+        beta: tuple[str, float] | None = None,
     ) -> KevCommandOutcome:
-        """Kev's portfolio command. A malformed one (unknown action, a risk scale outside
-        [0, 1], a non-numeric hedge ratio) is refused whole. Otherwise each part is judged on
-        its own: the risk scale may only go down, the hedge ratio is clamped into its band, and
-        the action may only tighten trading (REDUCE, FLATTEN, PAUSE_QUOTING from ACTIVE; REDUCE
-        and FLATTEN also from REDUCING). Kev never leaves PAUSED or HALTED and never re-arms."""
+        """Kev's portfolio command; `beta` is a quoted symbol and its new beta. A malformed one
+        (unknown action, a risk scale outside [0, 1], a non-numeric hedge ratio or beta, a beta
+        for a symbol that is not quoted) is refused whole. Otherwise each part is judged on its
+        own: the risk scale may only go down, the hedge ratio and the beta are clamped into
+        their bands (`RiskGatewayConfig.beta_range`), and the action may only tighten trading
+        (REDUCE, FLATTEN, PAUSE_QUOTING from ACTIVE; REDUCE and FLATTEN also from REDUCING).
+        Kev never leaves PAUSED or HALTED and never re-arms."""
         self._advance_day(now_ns)
-        kev_action, malformed = _parse_kev_command(action, risk_scale, hedge_ratio)
+        kev_action, malformed = _parse_kev_command(
+            action, risk_scale, hedge_ratio, beta, self._beta_ranges
+        )
         if kev_action is None:
             self._refuse("kev", malformed, Source.KEV, now_ns)
             return self._kev_outcome(False, action, (malformed,))
@@ -1029,11 +1048,17 @@ class RiskGateway:
             applied = self._set_hedge_ratio(float(hedge_ratio), now_ns)
             if applied != hedge_ratio:
                 notes.append(f"hedge ratio {exact(hedge_ratio)} clamped to {exact(applied)}")
+        beta_in_force = None
+        if beta is not None:
+            symbol, value = beta
+            beta_in_force = self._set_beta(symbol, float(value), now_ns)
+            if beta_in_force != value:
+                notes.append(f"beta {symbol} {exact(value)} clamped to {exact(beta_in_force)}")
         refusal = self._apply_kev_action(kev_action, now_ns)
         if refusal:
             refused = True
             notes.append(self._refuse(f"kev {kev_action.value}", refusal, Source.KEV, now_ns).text)
-        return self._kev_outcome(not refused, kev_action, tuple(notes))
+        return self._kev_outcome(not refused, kev_action, tuple(notes), beta_in_force)
 
     def _apply_kev_action(self, action: KevAction, now_ns: int) -> str:
         """Carry out Kev's action; the refusal text, or "" when done."""
@@ -1056,10 +1081,14 @@ class RiskGateway:
         return ""
 
     def _kev_outcome(
-        self, accepted: bool, action: KevAction | str, notes: tuple[str, ...]
+        self,
+        accepted: bool,
+        action: KevAction | str,
+        notes: tuple[str, ...],
+        beta: float | None = None,
     ) -> KevCommandOutcome:
         return KevCommandOutcome(
-            accepted, action, self._state, self._risk_scale, self._hedge_ratio, notes
+            accepted, action, self._state, self._risk_scale, self._hedge_ratio, notes, beta
         )
 
     # The UI's view
@@ -1121,6 +1150,7 @@ class RiskGateway:
             risk_scale=self._risk_scale,
             hedge_symbol=self.config.hedge_symbol,
             hedge_ratio=self._hedge_ratio,
+            betas=types.MappingProxyType({r.symbol: r.delta_weight for r in self._book_list}),
             denial_counts=counts,
             denials_total=sum(self._denial_counts),
             open_orders=self._open_count,
@@ -1247,6 +1277,19 @@ class RiskGateway:
                 hedge.delta_weight = clamped
             self._refresh_exposure()
             self._limit_changed("hedge_ratio", old, clamped, Source.KEV, now_ns)
+        return clamped
+
+    def _set_beta(self, symbol: str, beta: float, now_ns: int) -> float:
+        """Clamp a quoted symbol's beta into its range, apply, and return the beta now in
+        force (the weight the net delta, its limit and `book_delta` read)."""
+        low, high = self._beta_ranges[symbol]
+        clamped = min(max(beta, low), high)
+        risk = self._symbols[symbol]
+        old = risk.delta_weight
+        if clamped != old:
+            risk.delta_weight = clamped
+            self._refresh_exposure()
+            self._limit_changed(f"beta {symbol}", old, clamped, Source.KEV, now_ns)
         return clamped
 
     def _change_risk_scale(self, scale: float, source: Source, now_ns: int) -> None:

@@ -150,7 +150,9 @@ class RiskGatewayConfig:
     `hedge_symbol` is the instrument whose notional counts toward net delta multiplied by the
     hedge ratio (see `RiskGateway`); the ratio starts at `hedge_ratio` and Kev may move it only
     inside `hedge_ratio_band`. Every other symbol's notional counts multiplied by its beta to
-    the book (`betas`; 1 for a symbol not named), so the hedge offsets each in proportion.
+    the book (`betas`; 1 for a symbol not named), so the hedge offsets each in proportion; Kev
+    may move a quoted symbol's beta inside `beta_band` times its configured beta (`beta_range`:
+    the default (1, 1) keeps every beta as configured, and without a hedge none moves).
     `risk_scale` (0..1) multiplies the position, notional and net delta limits. A mark older
     than `max_mark_age_ms` blocks risk-increasing orders. The daily loss counter restarts at
     `daily_reset_hour_utc`. The kill switch is re-armed only with `rearm_confirmation` typed
@@ -163,6 +165,7 @@ class RiskGatewayConfig:
     hedge_ratio: float = 1.0
     hedge_ratio_band: tuple[float, float] = (0.0, 1.0)
     betas: Mapping[str, float] = field(default_factory=dict)
+    beta_band: tuple[float, float] = (1.0, 1.0)
     risk_scale: float = 1.0
     max_mark_age_ms: int = 2_000
     daily_reset_hour_utc: int = 0
@@ -233,6 +236,17 @@ class RiskGatewayConfig:
                 f"hedge_ratio {self.hedge_ratio} is outside hedge_ratio_band "
                 f"{self.hedge_ratio_band}"
             )
+        low, high = self.beta_band
+        if not (finite_number(low) and finite_number(high) and 0 < low <= 1 <= high):
+            raise ValueError(
+                f"beta_band must be finite with 0 < low <= 1 <= high, got {self.beta_band}"
+            )
+        for symbol in sorted(symbols - {self.hedge_symbol}):
+            if self.betas.get(symbol, 1.0) * high > 10:
+                raise ValueError(
+                    f"beta_band high {high:g} takes {symbol}'s beta "
+                    f"{self.betas.get(symbol, 1.0):g} above 10"
+                )
         if not (math.isfinite(self.risk_scale) and 0 <= self.risk_scale <= 1):
             raise ValueError(f"risk_scale must be within [0, 1], got {self.risk_scale!r}")
         require_count("RiskGatewayConfig", "max_mark_age_ms", self.max_mark_age_ms)
@@ -256,3 +270,13 @@ class RiskGatewayConfig:
         """`symbol`'s weight in the net delta at the start: the hedge ratio for the hedge, its
         beta for any other (1 unless set)."""
         return self.hedge_ratio if symbol == self.hedge_symbol else self.betas.get(symbol, 1.0)
+
+    def beta_range(self, symbol: str) -> tuple[float, float]:
+        """The [low, high] a quoted symbol's beta may move in: `beta_band` times its configured
+        beta; without a hedge only the configured beta (there is no hedge for a beta to steer,
+        only the net delta limit it would move)."""
+        beta = self.betas.get(symbol, 1.0)
+        if self.hedge_symbol is None:
+            return beta, beta
+        low, high = self.beta_band
+        return low * beta, high * beta

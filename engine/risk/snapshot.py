@@ -78,6 +78,8 @@ class RiskSnapshot:
     risk_scale: float
     hedge_symbol: str | None
     hedge_ratio: float
+    betas: Mapping[str, float]
+    """Each quoted symbol's beta in force (the hedge's weight is `hedge_ratio`)."""
     denial_counts: Mapping[DenialReason, int]
     denials_total: int
     open_orders: int

@@ -681,6 +681,10 @@ class RiskSettings:
     hedge_ratio_band: tuple[float, float] = setting(
         _RISK.hedge_ratio_band, "[low, high] the hedge ratio may move in, Kev included"
     )
+    beta_band: tuple[float, float] = setting(
+        _RISK.beta_band,
+        "[low, high] times a quoted symbol's beta that Kev may move it in ([1.0, 1.0]: never)",
+    )
     risk_scale: float = setting(
         _RISK.risk_scale, "starting multiplier (0..1) on the position, notional and delta caps"
     )

@@ -104,12 +104,14 @@ class SetLimits:
 @dataclass(frozen=True, slots=True)
 class KevOrder:
     """Kev's portfolio command, inside the operator's limits (`RiskGateway.apply_kev_command`
-    says what Kev may do). None leaves a value as it is."""
+    says what Kev may do): `beta` is a quoted symbol and its new beta. None leaves a value as
+    it is."""
 
     name: ClassVar[str] = "kev"
     action: KevAction | str
     risk_scale: float | None = None
     hedge_ratio: float | None = None
+    beta: tuple[str, float] | None = None
 
 
 OperatorRequest = Kill | Flatten | Pause | Resume | PauseSymbol | ResumeSymbol | Rearm | SetLimits

@@ -695,9 +695,13 @@ class TradingDesk:
                         if problems
                         else gateway.set_limits(overrides, now)
                     )
-                case KevOrder(action=action, risk_scale=risk_scale, hedge_ratio=hedge_ratio):
+                case KevOrder(
+                    action=action, risk_scale=risk_scale, hedge_ratio=hedge_ratio, beta=beta
+                ):
                     return self._said_if_unquotable(
-                        kev_result(gateway.apply_kev_command(action, risk_scale, hedge_ratio, now))
+                        kev_result(
+                            gateway.apply_kev_command(action, risk_scale, hedge_ratio, now, beta)
+                        )
                     )
             result = CommandResult(request.name, outcome.accepted, outcome.text)
             return self._said_if_unquotable(result) if isinstance(request, SetLimits) else result

@@ -1,12 +1,13 @@
 """Fuzz target: what Kev's model writes, parsed into a command and applied to a real gateway.
 
 Each input is a hostile model output. It goes through `KevCommandSpec.parse` (the default
-spec, or the spec narrowed to the gateway's hedge band as the node builds it), and an accepted
-command goes to a fresh `RiskGateway` whose operator set a risk scale and a trading state.
-Invariants: parsing raises only `KevCommandError` or `orjson.JSONDecodeError`, with a message of
-bounded length; a parsed command lies inside the spec's bands; applying it never raises the
-risk scale, never moves the hedge ratio outside its band, never changes a limit, and only
-tightens the trading state (never leaves PAUSED or HALTED, never returns to ACTIVE).
+spec, or the spec narrowed to the gateway's hedge and beta bands as the node builds it), and an
+accepted command (its beta for BTCUSDT) goes to a fresh `RiskGateway` whose operator set a risk
+scale and a trading state. Invariants: parsing raises only `KevCommandError` or
+`orjson.JSONDecodeError`, with a message of bounded length; a parsed command lies inside the
+spec's bands; applying it never raises the risk scale, never moves the hedge ratio or the beta
+outside its band, never changes a limit, and only tightens the trading state (never leaves
+PAUSED or HALTED, never returns to ACTIVE).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 import hypothesis.strategies as st
 import orjson
 from fuzz_tally import deep_json, require
-from support.risk import T0, make_config
+from support.risk import BTC, T0, make_config
 
 from engine.kev.command import REASON_CHARACTERS, KevCommand, KevCommandError, KevCommandSpec
 from engine.risk.commands import KevAction
@@ -37,7 +38,7 @@ class KevTarget:
     name = "kev"
 
     def __init__(self) -> None:
-        self.config = make_config()
+        self.config = make_config(beta_band=(0.8, 1.25))
         self.specs = (KevCommandSpec(), KevCommandSpec().for_gateway(self.config))
 
     def check_bytes(self, data: bytes) -> None:
@@ -69,7 +70,7 @@ class KevTarget:
         before = gateway.snapshot()
         require(before.state is state, f"setup reached {before.state.name}, not {state.name}")
         outcome = gateway.apply_kev_command(
-            command.action, command.risk_scale, command.hedge_ratio, T0 + 1
+            command.action, command.risk_scale, command.hedge_ratio, T0 + 1, (BTC, command.beta)
         )
         after = gateway.snapshot()
         require(
@@ -78,6 +79,8 @@ class KevTarget:
         )
         low, high = self.config.hedge_ratio_band
         require(low <= after.hedge_ratio <= high, f"hedge ratio {after.hedge_ratio} left the band")
+        low, high = self.config.beta_range(BTC)
+        require(low <= after.betas[BTC] <= high, f"beta {after.betas[BTC]} left its range")
         require(after.limits == before.limits, "Kev changed a limit")
         require(
             after.state in ALLOWED_AFTER[before.state],
@@ -92,6 +95,8 @@ def check_command(spec: KevCommandSpec, command: KevCommand) -> None:
     require(low / 100 <= command.risk_scale <= high / 100, f"risk {command.risk_scale}")
     low, high = spec.hedge_pct
     require(low / 100 <= command.hedge_ratio <= high / 100, f"hedge {command.hedge_ratio}")
+    low, high = spec.beta_pct
+    require(low / 100 <= command.beta <= high / 100, f"beta {command.beta}")
     bound = spec.max_skew_tenths_bps / 10
     require(-bound <= command.skew_bps <= bound, f"skew {command.skew_bps}")
     low, high = spec.ttl_ms
@@ -152,6 +157,7 @@ def model_outputs(draw) -> bytes:
         "act": draw(_ACT),
         "risk": draw(_INTEGERISH | st.just(_DEEP)),
         "hedge": draw(_INTEGERISH),
+        "beta": draw(_INTEGERISH),
         "skew": draw(_INTEGERISH),
         "ttl": draw(st.integers(0, 20_000) | _INTEGERISH),
         "why": draw(_WHY),
@@ -173,9 +179,11 @@ def model_outputs(draw) -> bytes:
 
 
 SEED_OUTPUTS = (
-    b'{"act":"hold","risk":100,"hedge":50,"skew":0,"ttl":2000,"why":"calm book"}',
-    b'{"act":"reduce","risk":40,"hedge":90,"skew":-20,"ttl":500,"why":"spread blew out"}',
-    b'{"act":"flatten","risk":0,"hedge":25,"skew":50,"ttl":10000,"why":"liquidation cascade"}',
-    b'{"act":"pause_quoting","risk":100,"hedge":100,"skew":-50,"ttl":250,"why":""}',
+    b'{"act":"hold","risk":100,"hedge":50,"beta":100,"skew":0,"ttl":2000,"why":"calm book"}',
+    b'{"act":"reduce","risk":40,"hedge":90,"beta":125,"skew":-20,"ttl":500,'
+    b'"why":"spread blew out"}',
+    b'{"act":"flatten","risk":0,"hedge":25,"beta":80,"skew":50,"ttl":10000,'
+    b'"why":"liquidation cascade"}',
+    b'{"act":"pause_quoting","risk":100,"hedge":100,"beta":300,"skew":-50,"ttl":250,"why":""}',
 )
 """Valid commands: the atheris corpus starts from these, after two setup bytes."""

@@ -28,9 +28,15 @@ def test_the_band_check_catches_an_out_of_band_command() -> None:
 @pytest.mark.parametrize(
     "output",
     [
-        b'{"act":' + deep_json(1000) + b',"risk":1,"hedge":1,"skew":0,"ttl":300,"why":""}',
-        b'{"act":"hold","risk":' + deep_json(1000) + b',"hedge":1,"skew":0,"ttl":300,"why":""}',
-        b'{"act":"' + b"x" * 100_000 + b'","risk":1,"hedge":1,"skew":0,"ttl":300,"why":""}',
+        b'{"act":'
+        + deep_json(1000)
+        + b',"risk":1,"hedge":1,"beta":100,"skew":0,"ttl":300,"why":""}',
+        b'{"act":"hold","risk":'
+        + deep_json(1000)
+        + b',"hedge":1,"beta":100,"skew":0,"ttl":300,"why":""}',
+        b'{"act":"'
+        + b"x" * 100_000
+        + b'","risk":1,"hedge":1,"beta":100,"skew":0,"ttl":300,"why":""}',
     ],
     ids=["deep-act", "deep-risk", "huge-act"],
 )

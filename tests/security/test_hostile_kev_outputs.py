@@ -36,6 +36,8 @@ from engine.risk.overrides import RiskOverrides
 from engine.risk.snapshot import RiskSnapshot
 
 HEDGE_BAND = (0.25, 1.0)
+BETA_BAND = (0.8, 1.25)
+"""BTCUSDT's beta (1) may move in it: a hostile beta has room to try."""
 FEATURES = np.zeros((1, FEATURE_COUNT), np.float32)
 RESTRICTIVENESS = {
     TradingState.ACTIVE: 0,
@@ -47,7 +49,8 @@ RESTRICTIVENESS = {
 
 def command(**fields: object) -> str:
     document: dict[str, object] = {
-        "act": "hold", "risk": 40, "hedge": 50, "skew": 0, "ttl": 3000, "why": "calm",
+        "act": "hold", "risk": 40, "hedge": 50, "beta": 100, "skew": 0, "ttl": 3000,
+        "why": "calm",
     }  # fmt: skip
     document.update(fields)
     return orjson.dumps(document).decode()
@@ -72,6 +75,10 @@ HOSTILE: dict[str, bytes] = {
     "hedge ratio 500 %": chat_body(command(hedge=500)),
     "hedge ratio below the band": chat_body(command(hedge=5)),
     "hedge ratio negative": chat_body(command(hedge=-100)),
+    "beta 1e9": chat_body(command(beta=1_000_000_000)),
+    "beta above the band": chat_body(command(beta=126)),
+    "beta zero": chat_body(command(beta=0)),
+    "beta as a string": chat_body(command(beta="80")),
     "skew 1e6": chat_body(command(skew=1_000_000)),
     "ttl a year": chat_body(command(ttl=31_536_000_000)),
     # Actions Kev does not have.
@@ -126,7 +133,7 @@ HOSTILE: dict[str, bytes] = {
 
 
 def make_gateway(now_ns: int) -> RiskGateway:
-    gateway = RiskGateway(make_config())
+    gateway = RiskGateway(make_config(beta_band=BETA_BAND))
     for symbol, mid in MIDS.items():
         gateway.on_mark(symbol, mid, mid, mid * 0.99999, mid * 1.00001, now_ns)
     gateway.set_limits(RiskOverrides(risk_scale=0.4), now_ns)
@@ -139,6 +146,7 @@ def assert_not_widened(before: RiskSnapshot, after: RiskSnapshot, where: str) ->
     assert after.max_net_delta <= before.max_net_delta, where
     assert after.risk_scale <= before.risk_scale, where
     assert HEDGE_BAND[0] <= after.hedge_ratio <= HEDGE_BAND[1], where
+    assert BETA_BAND[0] <= after.betas[BTC] <= BETA_BAND[1], where
     assert RESTRICTIVENESS[after.state] >= RESTRICTIVENESS[before.state], where
     caps = {view.symbol: (view.max_position, view.max_notional) for view in before.positions}
     for view in after.positions:
@@ -213,7 +221,8 @@ async def test_no_hostile_output_widens_a_limit_or_the_state(
     assert outcomes["valid command raising the risk scale"] is KevOutcome.REFUSED
     assert outcomes["injection in why, allowed characters"] is KevOutcome.REFUSED
     for name in ("risk scale 1e9", "act re-arm", "act resume", "extra max_position",
-                 "huge reasoning (4 MB)", "deeply nested JSON", "not JSON at all"):  # fmt: skip
+                 "huge reasoning (4 MB)", "deeply nested JSON", "not JSON at all", "beta 1e9",
+                 "beta above the band", "beta zero", "beta as a string"):  # fmt: skip
         assert outcomes[name] is KevOutcome.REJECTED, name
 
     final = gateway.snapshot()

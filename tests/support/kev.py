@@ -14,9 +14,10 @@ from engine.risk.gateway import RiskGateway
 from support.risk import MIDS, T0, make_config
 
 
-def make_gateway(now_ns: int = T0, hedge_ratio: float = 0.5) -> RiskGateway:
-    """BTCUSDT traded, ETHUSDT the hedge (band 0.25-1.0), both marked at `now_ns`."""
-    gateway = RiskGateway(make_config(hedge_ratio=hedge_ratio))
+def make_gateway(now_ns: int = T0, hedge_ratio: float = 0.5, **config: Any) -> RiskGateway:
+    """BTCUSDT traded, ETHUSDT the hedge (band 0.25-1.0), both marked at `now_ns`; `config`
+    overrides the rest of `make_config`'s."""
+    gateway = RiskGateway(make_config(hedge_ratio=hedge_ratio, **config))
     for symbol, mid in MIDS.items():
         gateway.on_mark(symbol, mid, mid, mid * 0.99999, mid * 1.00001, now_ns)
     gateway.drain_events()

@@ -50,7 +50,15 @@ def completion(
 
 
 def command(**fields: object) -> Reply:
-    document = {"act": "hold", "risk": 100, "hedge": 50, "skew": 0, "ttl": 3000, "why": "calm"}
+    document = {
+        "act": "hold",
+        "risk": 100,
+        "hedge": 50,
+        "beta": 100,
+        "skew": 0,
+        "ttl": 3000,
+        "why": "calm",
+    }
     document.update(fields)
     return completion(orjson.dumps(document).decode())
 

@@ -115,7 +115,7 @@ async def test_invalid_json(scripted, client):
             command(act="resume"),
             "act must be one of hold/reduce/flatten/pause_quoting, got 'resume'",
         ),
-        (completion('{"act":"hold"}'), "missing risk, hedge, skew, ttl, why"),
+        (completion('{"act":"hold"}'), "missing risk, hedge, beta, skew, ttl, why"),
         (completion("[]"), "expected a JSON object, got list"),
     ],
 )

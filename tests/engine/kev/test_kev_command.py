@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import orjson
 import pytest
-from support.risk import make_config
+from support.risk import BTC, ETH, make_bounds, make_config, make_limits
 
 from engine.kev.command import (
     COMMAND_KEYS,
@@ -14,12 +16,21 @@ from engine.kev.command import (
     stale_reason,
 )
 from engine.risk.commands import KevAction
+from engine.risk.limits import SymbolLimits
 
 SPEC = KevCommandSpec()
 
 
 def command_text(**changes: object) -> str:
-    document = {"act": "reduce", "risk": 80, "hedge": 85, "skew": -15, "ttl": 3000, "why": "vpin"}
+    document = {
+        "act": "reduce",
+        "risk": 80,
+        "hedge": 85,
+        "beta": 120,
+        "skew": -15,
+        "ttl": 3000,
+        "why": "vpin",
+    }
     document.update(changes)
     return orjson.dumps(
         {key: value for key, value in document.items() if value is not ...}
@@ -28,7 +39,9 @@ def command_text(**changes: object) -> str:
 
 def test_a_valid_command_is_parsed_into_fractions_and_bps():
     command = SPEC.parse(command_text(why="  flow one-sided, vol up  "))
-    assert command == KevCommand(KevAction.REDUCE, 0.8, 0.85, -1.5, 3000, "flow one-sided, vol up")
+    assert command == KevCommand(
+        KevAction.REDUCE, 0.8, 0.85, -1.5, 3000, "flow one-sided, vol up", 1.2
+    )
 
 
 def test_the_schema_is_closed_and_requires_every_key():
@@ -37,6 +50,8 @@ def test_the_schema_is_closed_and_requires_every_key():
     assert schema["additionalProperties"] is False
     assert schema["properties"]["act"]["enum"] == ["hold", "reduce", "flatten", "pause_quoting"]
     assert schema["properties"]["skew"] == {"type": "integer", "minimum": -50, "maximum": 50}
+    assert schema["properties"]["beta"] == {"type": "integer", "minimum": 0, "maximum": 1000}
+    assert list(schema["properties"]) == list(COMMAND_KEYS)
     assert schema["properties"]["why"]["maxLength"] == 120
 
 
@@ -51,6 +66,9 @@ def test_the_schema_is_closed_and_requires_every_key():
         ({"risk": "50"}, "risk must be an integer"),
         ({"risk": True}, "risk must be an integer"),
         ({"hedge": 150}, "hedge 150 is outside [0, 100]"),
+        ({"beta": 1001}, "beta 1001 is outside [0, 1000]"),
+        ({"beta": 1.25}, "beta must be an integer"),
+        ({"beta": ...}, "missing beta"),
         ({"skew": 51}, "skew 51 is outside [-50, 50]"),
         ({"ttl": 100}, "ttl 100 is outside [250, 10000]"),
         ({"why": "x" * 121}, "why has 121 characters, at most 120"),
@@ -89,6 +107,30 @@ def test_the_hedge_band_follows_the_gateway_rounded_inwards():
     assert spec.max_skew_tenths_bps == 20
 
 
+def test_the_beta_band_spans_every_quoted_symbols_range_rounded_outwards():
+    """The quoted symbols' ranges are beta_band times their betas: BTCUSDT 1.234 gives
+    [0.987, 1.481], SOLUSDT's default 1 [0.8, 1.2]; the whole percents shown for them (123,
+    100) can be repeated, and the gateway clamps each symbol into its own range."""
+    limits = make_limits()
+    sol = SymbolLimits("SOLUSDT", max_position=50, max_notional=9_000, max_order_size=10)
+    gateway = make_config(
+        limits=replace(limits, symbols=(*limits.symbols, sol)),
+        bounds=make_bounds(max_position={BTC: 2.0, ETH: 40.0, "SOLUSDT": 100}),
+        betas={BTC: 1.234},
+        beta_band=(0.8, 1.2),
+    )
+    spec = KevCommandSpec().for_gateway(gateway)
+    assert spec.beta_pct == (80, 149)
+    assert spec.parse(command_text(beta=149)).beta == 1.49
+    with pytest.raises(KevCommandError, match=r"beta 150 is outside \[80, 149\]"):
+        spec.parse(command_text(beta=150))
+
+
+def test_without_a_hedge_the_beta_band_holds_only_the_configured_betas():
+    gateway = make_config(hedge_symbol=None, betas={BTC: 1.234, ETH: 0.5}, beta_band=(0.5, 2.0))
+    assert KevCommandSpec().for_gateway(gateway).beta_pct == (50, 124)
+
+
 @pytest.mark.parametrize(
     "kwargs",
     [
@@ -98,6 +140,8 @@ def test_the_hedge_band_follows_the_gateway_rounded_inwards():
         {"risk_pct": (50, 10)},
         {"risk_pct": (0, 101)},
         {"risk_pct": (0.0, 1.0)},
+        {"beta_pct": (0, 1001)},
+        {"beta_pct": (120, 80)},
         {"ttl_ms": (0, 10)},
         {"max_skew_tenths_bps": -1},
         {"reasoning_chars": 0},
@@ -148,7 +192,14 @@ def test_stale_when_the_context_mid_is_unusable():
 def test_hostile_values_are_shown_briefly_in_the_rejection(field, value, shown) -> None:
     """Found by tests/fuzz: repr of a 1000-deep value raised RecursionError, and a long value
     was copied whole into the message."""
-    fields = {"act": b'"hold"', "risk": b"1", "hedge": b"50", "skew": b"0", "ttl": b"500"}
+    fields = {
+        "act": b'"hold"',
+        "risk": b"1",
+        "hedge": b"50",
+        "beta": b"100",
+        "skew": b"0",
+        "ttl": b"500",
+    }
     fields[field] = value
     text = b"{" + b",".join(b'"%s":%s' % (k.encode(), v) for k, v in fields.items())
     with pytest.raises(KevCommandError) as caught:

@@ -78,8 +78,9 @@ def clock() -> Clock:
 
 
 @pytest.fixture
-def gateway():
-    return make_gateway()
+def gateway(request):
+    """The test book's gateway; a test's indirect parameter overrides its config."""
+    return make_gateway(**getattr(request, "param", {}))
 
 
 @pytest.fixture
@@ -255,8 +256,8 @@ async def test_the_context_carries_market_risk_and_hedge_analytics(
     assert lines == [
         "ACTIVE risk 100 hedge 50 limits 80000 -500 -1000",
         "pos BTCUSDT 0.2 +12000 +200.0, ETHUSDT -2.5 -7500 +250.0 delta +8250 pnl +0.0",
-        f"pair 0.80 z {stats.spread_z:+.1f} eg {stats.engle_granger:.1f}/"
-        f"{stats.critical_5pct:.1f} {half_life}",
+        f"beta 100 fit {0.5 / stats.hedge_ratio * 100:.0f} pair 0.80 z {stats.spread_z:+.1f} "
+        f"eg {stats.engle_granger:.1f}/{stats.critical_5pct:.1f} {half_life}",
         "BTCUSDT EMERGENCY p 5 7 5 83; 1.2s: LEAN_BUY 1 EMERGENCY 1",
         "imb 40 30 10 vpin 60 flow -50 -30 micro 0.8 spread 0.2 vol 3.1 2.2",
     ]
@@ -285,7 +286,71 @@ async def test_a_context_on_a_symbol_of_a_book_carries_that_symbols_pair(scripte
         next(line for line in request["messages"][1]["content"].splitlines() if "pair" in line)
         for request in scripted.requests
     ]
-    assert [line.split()[:2] for line in pairs] == [["pair", "1.30"], ["pair", "0.80"]]
+    assert [line[line.index("pair") :].split()[1] for line in pairs] == ["1.30", "0.80"]
+
+
+@pytest.mark.parametrize("gateway", [{"beta_band": (0.8, 1.25)}], indirect=True)
+async def test_kev_sets_the_flagged_symbols_beta_and_the_hedge_offsets_it(
+    scripted, start_hub, gateway
+):
+    gateway.on_position_sync(BTC, 0.5, MIDS[BTC], T0)
+    assert gateway.book_delta() == pytest.approx(30_000)
+    gateway.drain_events()
+    spec = KevCommandSpec().for_gateway(gateway.config)
+    assert spec.beta_pct == (80, 125)
+    scripted.script(
+        CHAT,
+        command(act="hold", beta=120),
+        command(act="hold", beta=120),  # repeats the beta shown: nothing moves
+        command(act="hold", beta=80),  # about the hedge, which has no beta: ignored
+    )
+    pair = pair_with_beta(0.8)
+    hub = await start_hub(spec=spec, hedge={BTC: pair, ETH: pair})
+    hub.offer(snap(BTC))
+    (moved,) = await decisions(hub, 1)
+    assert moved.outcome is KevOutcome.ACCEPTED
+    assert (
+        moved.reason == "hold: ACTIVE, risk 1, hedge 0.5, beta BTCUSDT 1.2, skew +0 bps for 3000 ms"
+    )
+    assert moved.gateway.beta == 1.2
+    assert gateway.book_delta() == pytest.approx(36_000)  # what the hedge trades against
+    assert dict(gateway.snapshot().betas) == {BTC: 1.2}
+    assert [(e.name, e.old, e.new, e.source) for e in gateway.drain_events()] == [
+        ("beta BTCUSDT", 1.0, 1.2, Source.KEV)
+    ]
+    hub.offer(snap(BTC))
+    hub.offer(snap(ETH))
+    _, repeated, hedge = await decisions(hub, 3)
+    assert (
+        repeated.reason
+        == hedge.reason
+        == "hold: ACTIVE, risk 1, hedge 0.5, skew +0 bps for 3000 ms"
+    )
+    assert gateway.drain_events() == () and dict(gateway.snapshot().betas) == {BTC: 1.2}
+    contexts = [request["messages"][1]["content"].splitlines()[2] for request in scripted.requests]
+    fit = f"fit {0.5 / pair.stats().hedge_ratio * 100:.0f}"
+    assert [line[: line.index("pair")].strip() for line in contexts] == [
+        f"beta 100 {fit}",
+        f"beta 120 {fit}",
+        "",  # the hedge's own line names its pair only
+    ]
+
+
+@pytest.mark.parametrize(
+    "gateway", [{"hedge_symbol": None, "beta_band": (0.8, 1.25)}], indirect=True
+)
+async def test_without_a_hedge_a_beta_is_not_shown_and_changes_nothing(
+    scripted, start_hub, gateway
+):
+    scripted.script(CHAT, command(act="hold", beta=120))
+    hub = await start_hub()  # a spec wider than the gateway's: Kev writes a beta it may not set
+    hub.offer(snap(BTC))
+    (decision,) = await decisions(hub, 1)
+    assert decision.outcome is KevOutcome.ACCEPTED
+    assert decision.reason == "hold: ACTIVE, risk 1, hedge 0.5, skew +0 bps for 3000 ms"
+    assert decision.gateway.beta is None
+    assert dict(gateway.snapshot().betas) == {BTC: 1.0, ETH: 1.0}
+    assert "beta" not in scripted.requests[0]["messages"][1]["content"]
 
 
 async def test_offline_until_the_server_appears(clock, gateway, start_hub):
@@ -460,6 +525,7 @@ async def test_each_decision_is_journaled_once_with_what_became_of_it(
         "action": "hold",
         "risk_scale": 1.0,
         "hedge_ratio": 0.5,
+        "beta": 1.0,
         "skew_bps": 0.0,
         "ttl_ms": 3000,
     }
@@ -470,6 +536,7 @@ async def test_each_decision_is_journaled_once_with_what_became_of_it(
         "state": "ACTIVE",
         "risk_scale": 0.5,
         "hedge_ratio": 0.5,
+        "beta": None,
     }
     assert refused["context_age_ms"] == 0.0 and refused["timings"] == TIMINGS
     assert clamped["gateway"]["result"] == "clamped"
@@ -481,6 +548,7 @@ async def test_each_decision_is_journaled_once_with_what_became_of_it(
         "state": "REDUCING",
         "risk_scale": 0.4,
         "hedge_ratio": 0.6,
+        "beta": None,
     }
     assert accepted["reasoning"] == "vpin high" and accepted["command"]["skew_bps"] == -1.2
     assert stale["gateway"] is None and stale["command"]["action"] == "flatten"
@@ -540,6 +608,7 @@ async def test_the_warm_up_comes_before_the_first_decision_and_is_not_one(
     assert context_of(warm_up).splitlines() == [
         "ACTIVE risk 100 hedge 50 limits 80000 -500 -1000",
         "pos flat delta +0 pnl +0.0",
+        "beta 100",
         "BTCUSDT HOLD p 100 0 0 0; 0.0s: HOLD 1",
         "imb 0 0 0 vpin 0 flow 0 0 micro 0.0 spread 0.0 vol 0.0 0.0",
     ]

@@ -148,6 +148,19 @@ def test_a_rerun_that_asks_other_questions_is_told_where_it_diverged(tmp_path):
     assert "diverged" in reply.reason and "holds 1 answers" in reply.reason
 
 
+def test_an_answer_recorded_before_commands_had_a_beta_plays_back_without_one(tmp_path):
+    answers = tmp_path / "answers.jsonl"
+    answers.write_text(
+        '{"format":"hft-console kev answers 1"}\n'
+        '{"request":0,"symbol":"BTCUSDT","verdict":"LEAN_BUY","context_ns":5,"reply":'
+        '{"command":{"action":"hold","risk_scale":1.0,"hedge_ratio":0.5,"skew_bps":0.0,'
+        '"ttl_ms":3000,"reasoning":"calm"},"failure":null,"reason":"","raw":"","model":"m",'
+        '"wall_ms":900.0,"timings":null,"finish_reason":"stop"}}\n'
+    )
+    command = RecordedKevClient(answers, KevCommandSpec()).answer("BTCUSDT", "LEAN_BUY", 5).command
+    assert (command.hedge_ratio, command.beta) == (0.5, None)  # the hub then moves no beta
+
+
 @pytest.mark.parametrize(
     ("content", "message"),
     [

@@ -229,6 +229,75 @@ def test_hedge_ratio_changes_the_net_delta_at_once():
     assert gateway.check(limit(BTC, BUY, 0.4), T0).reason is DenialReason.NET_DELTA_LIMIT
 
 
+def test_kev_beta_is_clamped_into_its_range_and_reported():
+    gateway = make_gateway(betas={BTC: 1.1}, beta_band=(0.8, 1.2))  # BTCUSDT: [0.88, 1.32]
+    gateway.drain_events()
+    outcome = gateway.apply_kev_command(KevAction.HOLD, None, None, T0, (BTC, 1.4))
+    assert (outcome.accepted, outcome.beta) == (True, 1.32)
+    assert outcome.notes == ("beta BTCUSDT 1.4 clamped to 1.32",)
+    assert limit_changes(gateway) == [("beta BTCUSDT", 1.1, 1.32, Source.KEV)]
+    risk = gateway.snapshot()
+    assert dict(risk.betas) == {BTC: 1.32}  # the hedge's weight is its hedge ratio
+    assert risk.positions[0].delta_weight == 1.32
+    outcome = gateway.apply_kev_command(KevAction.HOLD, None, None, T0, (BTC, 0.95))
+    assert (outcome.beta, outcome.notes) == (0.95, ())
+    assert limit_changes(gateway) == [("beta BTCUSDT", 1.32, 0.95, Source.KEV)]
+
+
+def test_a_kev_beta_moves_the_book_delta_and_the_net_delta_check_at_once():
+    gateway = make_gateway(beta_band=(0.8, 1.2))
+    gateway.on_position_sync(BTC, 0.5, MIDS[BTC], T0)
+    gateway.set_limits(RiskOverrides(max_net_delta=40_000), T0)
+    assert gateway.book_delta() == pytest.approx(30_000)
+    gateway.apply_kev_command(KevAction.HOLD, None, None, T0, (BTC, 1.2))
+    assert gateway.book_delta() == pytest.approx(36_000)  # what the hedge now offsets
+    assert gateway.snapshot().net_delta == pytest.approx(36_000)
+    # 36k + 1.2 x 0.1 x 60k = 43.2k > 40k; at beta 1 it would be 36k.
+    assert gateway.check(limit(BTC, BUY, 0.1), T0).reason is DenialReason.NET_DELTA_LIMIT
+
+
+@pytest.mark.parametrize(
+    ("config", "clamped"),
+    [
+        ({}, 1.0),  # the default beta_band (1, 1): betas stay as configured
+        ({"hedge_symbol": None, "beta_band": (0.5, 2.0)}, 1.0),  # no hedge for a beta to steer
+    ],
+    ids=["default band", "no hedge"],
+)
+def test_a_kev_beta_without_room_to_move_stays_as_configured(config, clamped):
+    gateway = make_gateway(**config)
+    gateway.drain_events()
+    outcome = gateway.apply_kev_command(KevAction.HOLD, None, None, T0, (BTC, 1.3))
+    assert (outcome.accepted, outcome.beta) == (True, clamped)
+    assert outcome.notes == ("beta BTCUSDT 1.3 clamped to 1",)
+    assert limit_changes(gateway) == []
+
+
+@pytest.mark.parametrize(
+    ("beta", "note"),
+    [
+        ((ETH, 1.0), "a beta for 'ETHUSDT', which is not a quoted symbol of the book"),
+        (("SOLUSDT", 1.0), "a beta for 'SOLUSDT', which is not a quoted symbol of the book"),
+        ((BTC, math.nan), "BTCUSDT beta must be a number, got nan"),
+        ((BTC, "1.1"), "BTCUSDT beta must be a number, got '1.1'"),
+    ],
+    ids=["the hedge", "not in the book", "nan", "a string"],
+)
+def test_a_malformed_kev_beta_refuses_the_command_whole(beta, note):
+    gateway = make_gateway(beta_band=(0.5, 2.0))
+    gateway.drain_events()
+    outcome = gateway.apply_kev_command(KevAction.REDUCE, 0.5, 0.8, T0, beta)
+    assert (outcome.accepted, outcome.notes) == (False, (note,))
+    assert (outcome.state, outcome.risk_scale, outcome.hedge_ratio) == (
+        TradingState.ACTIVE,
+        1.0,
+        0.5,
+    )
+    assert dict(gateway.snapshot().betas) == {BTC: 1.0}
+    (event,) = gateway.drain_events()
+    assert isinstance(event, CommandRejected)
+
+
 def test_kev_reduce_moves_active_to_reducing():
     gateway = make_gateway()
     outcome = gateway.apply_kev_command(KevAction.REDUCE, None, None, T0)

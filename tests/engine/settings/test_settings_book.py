@@ -91,6 +91,30 @@ def test_per_symbol_tables_override_the_strategy_and_weigh_the_net_delta(tmp_pat
     assert dict(trading.risk.betas) == {"SOLUSDT": 1.4}
 
 
+def test_the_beta_band_sets_each_quoted_symbols_range_around_its_own_beta(tmp_path):
+    path = write(
+        tmp_path,
+        '[engine]\nsymbols = ["ETHUSDT", "SOLUSDT"]\nhedge = "BTCUSDT"\n\n'
+        "[risk]\nbeta_band = [0.8, 1.25]\n\n[trading.symbols.SOLUSDT]\nbeta = 1.4\n",
+    )
+    settings = load_settings(path=path, environ=NO_ENV)
+    risk = settings.risk_config(priced(settings))
+    assert risk.beta_band == (0.8, 1.25)
+    assert risk.beta_range("ETHUSDT") == (0.8, 1.25)
+    assert risk.beta_range("SOLUSDT") == pytest.approx((1.12, 1.75))
+    assert Settings().risk_config().beta_band == (1.0, 1.0)  # by default Kev moves no beta
+
+
+def test_a_beta_band_that_leaves_a_beta_outside_it_is_one_line_naming_it(tmp_path):
+    path = write(tmp_path, "[risk]\nbeta_band = [1.1, 1.5]\n")
+    with pytest.raises(SettingsError) as refused:
+        load_settings(path=path, environ=NO_ENV)
+    assert str(refused.value) == (
+        f"[risk] beta_band = [1.1, 1.5] ({path} line 2): beta_band must be finite with "
+        "0 < low <= 1 <= high, got (1.1, 1.5)"
+    )
+
+
 def test_a_per_symbol_table_has_every_quoting_key_of_the_strategy():
     quoting = {name for name in StrategySettings.__dataclass_fields__ if "hedge" not in name}
     assert set(SymbolStrategySettings.__dataclass_fields__) == {*quoting, "beta"}

@@ -95,9 +95,9 @@ def test_the_written_file_has_every_key_with_a_comment_above_it():
         if re.match(r'^(# )?("[^"]+"|[a-z_]+) = ', line) and not line.startswith("# e.g"):
             keys += 1
             assert lines[index - 1].startswith("# "), f"no comment above {line!r}"
-    # The 114 keys (the 12 optional ones commented out) and the commented examples of the
+    # The 115 keys (the 12 optional ones commented out) and the commented examples of the
     # keymap (one key) and of [trading.symbols] (three).
-    assert keys == 118
+    assert keys == 119
     assert set(document) == {
         "engine",
         "laya",

@@ -390,6 +390,17 @@ async def test_kev_may_lower_the_risk_scale_but_not_raise_it(paper_desk):
     assert paper_desk.entries(EntryKind.KEV_DECISION) == []
 
 
+async def test_kevs_beta_reaches_the_gateway_through_the_desk(paper_desk):
+    """The default book lets Kev move no beta ([risk] beta_band 1-1): the gateway gets the
+    beta, keeps BTCUSDT's as configured and says so."""
+    desk = paper_desk.desk
+    order = KevOrder(KevAction.HOLD, None, None, ("BTCUSDT", 1.2))
+    result = await desk.execute(Command(order, CommandSource.KEV))
+    assert (result.ok, result.kev.beta) == (True, 1.0)
+    assert result.message == "beta BTCUSDT 1.2 clamped to 1"
+    assert dict(desk.gateway.snapshot().betas) == {"BTCUSDT": 1.0}
+
+
 async def test_kev_flatten_runs_the_close_sequence(paper_desk):
     desk = paper_desk.desk
     paper_desk.book()
