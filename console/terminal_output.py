@@ -292,6 +292,9 @@ class ShownCells:
             return
         space = _looks(style)
         cells = [(char, space if char == " " else style) for char in text]
+        self._at = (x + width, y)
+        if row[x : x + width] == cells:  # most runs of a frame: compared at C speed
+            return
         start = end = -1  # the run of cells to send
         for index, cell in enumerate(cells):
             if row[x + index] == cell:
@@ -304,7 +307,6 @@ class ShownCells:
             end = index + 1
         if start >= 0:
             self._send(at, text, cells, start, end, row, out)
-        self._at = (x + width, y)
 
     def _send(
         self,
@@ -317,8 +319,8 @@ class ShownCells:
         out: list[str],
     ) -> None:
         x, y = at
-        self._at = (x + start, y)
-        self._move(out)
+        if self._cursor != (x + start, y):
+            out.append(f"\x1b[{y + 1};{x + start + 1}H")
         out.append(text[start:end])
         row[x + start : x + end] = cells[start:end]
         self._cursor = (x + end, y)
