@@ -74,6 +74,7 @@ from engine.trading.contract_watch import ContractChanged
 from engine.trading.desk import TradingStatus
 from engine.trading.events import (
     CommandExecuted,
+    HedgeCapChanged,
     OrderAcknowledged,
     OrderCancelled,
     OrderFilled,
@@ -448,8 +449,9 @@ def _describe(
     if isinstance(event, TradingStateChanged):
         text = f"{event.old.name} -> {event.new.name} ({event.source.value}: {event.reason})"
         return EventKind.STATE, _STATE_SEVERITY[event.new], text, event.at_ns
-    if isinstance(event, SymbolPauseChanged):
-        return EventKind.STATE, warning if event.paused else info, event.text, event.at_ns
+    if isinstance(event, SymbolPauseChanged | HedgeCapChanged):
+        alarm = event.paused if isinstance(event, SymbolPauseChanged) else event.capped
+        return EventKind.STATE, warning if alarm else info, event.text, event.at_ns
     if isinstance(event, CommandExecuted):
         outcome = "ok" if event.ok else "REFUSED"
         text = f"{event.command} {outcome} ({event.elapsed_ms:,.1f} ms): {event.message}"

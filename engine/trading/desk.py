@@ -66,7 +66,7 @@ from engine.trading.commands import (
     kev_result,
 )
 from engine.trading.config import TradingConfig
-from engine.trading.events import CommandExecuted, TradingFault, VerdictActed
+from engine.trading.events import CommandExecuted, HedgeCapChanged, TradingFault, VerdictActed
 from engine.trading.executor import ExecutorStats, OrderExecutor
 from engine.trading.paper_venue import PaperVenue
 from engine.trading.quote_skews import QuoteSkews
@@ -216,15 +216,25 @@ class TradingDesk:
             dataclasses.replace(config.risk, closing_client_oid_prefix=f"{prefix}{self.session}x")
         )
         self.strategies = {
-            strategy.symbol: QuotingStrategy(strategy, config.instrument(strategy.symbol))
+            strategy.symbol: QuotingStrategy(
+                strategy,
+                config.instrument(strategy.symbol),
+                config.risk.limits.for_symbol(strategy.symbol),
+            )
             for strategy in config.strategies
         }
         """Each quoted symbol's, in the book's order."""
         self.hedger = (
-            BookHedger(config.hedge, config.instrument(config.hedge.symbol))
+            BookHedger(
+                config.hedge,
+                config.instrument(config.hedge.symbol),
+                config.risk.limits.for_symbol(config.hedge.symbol),
+            )
             if config.hedge is not None
             else None
         )
+        self._hedge_capped = False
+        """Whether the hedge is at its cap with the net delta outside the deadband (said once)."""
         self.executor = OrderExecutor(
             config.executor,
             self.gateway,
@@ -499,7 +509,7 @@ class TradingDesk:
             return  # a symbol holds a position without a mark yet: its delta is unknown
         bid, _, ask, _ = book.best()
         microprice = book.microprice()
-        order = hedger.order(
+        plan = hedger.plan(
             book_delta,
             gateway.position(hedge_symbol),
             bid,
@@ -508,7 +518,23 @@ class TradingDesk:
             gateway.hedge_ratio,
             gateway.max_slippage_bps,
             gateway.state,
+            gateway.max_position(hedge_symbol),
+            gateway.risk_scale,
         )
+        if plan is None:
+            return
+        # A state, said once each way: at the cap once what it leaves is beyond the deadband,
+        # back under it once the target is within it (between the two it stays as it was).
+        unhedged = plan.unhedged
+        if self._hedge_capped:
+            capped = unhedged != 0.0
+        else:
+            capped = abs(unhedged) > hedger.config.deadband_usdt
+        if capped is not self._hedge_capped:
+            self._hedge_capped = capped
+            cap = hedger.grid.floor_size(plan.max_position)
+            self.events.append(HedgeCapChanged(hedge_symbol, capped, cap, unhedged, self._clock()))
+        order = plan.order
         if order is None or not gateway.has_order_room(self._clock()):
             return  # no room in the order rate now: the next check (a fill, the period) tries
         intent = OrderIntent(

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from engine.bitget.orders import OrderSide
+from engine.units import coin
 
 
 class OrderAcknowledged(NamedTuple):
@@ -101,6 +102,29 @@ class CommandExecuted(NamedTuple):
     at_ns: int
 
 
+class HedgeCapChanged(NamedTuple):
+    """The hedge reached its cap with the book's net delta still outside the deadband
+    (`capped`: `unhedged` USDT of it left), or is back under it, hedging fully again. Said once
+    each way: a hedge at its cap is a state, its orders are sized to it, none is denied."""
+
+    symbol: str
+    capped: bool
+    max_position: float
+    """The cap in force on the hedge's position, either way (base coin, whole lots)."""
+    unhedged: float
+    at_ns: int
+
+    @property
+    def text(self) -> str:
+        cap = coin(self.symbol, self.max_position)
+        if self.capped:
+            return (
+                f"{self.symbol} hedge at its cap {cap}: {self.unhedged:+,.0f} USDT of the book's "
+                "net delta left unhedged"
+            )
+        return f"{self.symbol} hedge back under its cap {cap}: hedging the book's net delta fully"
+
+
 class TradingFault(NamedTuple):
     """Something the operator must know: a journal that cannot write, a venue that fails."""
 
@@ -118,5 +142,6 @@ TradingEvent = (
     | UnknownOrderAtVenue
     | ReconciliationDone
     | CommandExecuted
+    | HedgeCapChanged
     | TradingFault
 )

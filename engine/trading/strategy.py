@@ -1,11 +1,13 @@
 """QuotingStrategy: where to quote, how much, and how to hedge (pure and deterministic).
 
 Quotes. With the touch (b, B, a, A) (prices and sizes), microprice m = (b*A + a*B) / (B + A),
-position q and max position Q (already scaled by the risk scale):
+position q and cap Q, the tighter of the gateway's max position and max notional at the mid
+(b + a) / 2 (both already scaled by the risk scale):
     centre = m * (1 - skew * clamp(q / Q, -1, 1) / 1e4)
     bid    = floor_to_tick(centre * (1 - half_spread / 1e4)), at most a - tick (post only)
     ask    = ceil_to_tick(centre * (1 + half_spread / 1e4)), at least b + tick
-    size   = floor_to_lot(quote_size * risk_scale), the bid capped by Q - q, the ask by Q + q
+    size   = floor_to_lot(min(quote_size * risk_scale, max order size)), the bid capped by
+             Q - q, the ask by Q + q
 A long position lowers both quotes (the ask gets hit sooner, the bid later); a side with less
 than one lot of room, or below the minimum notional, is not quoted. In REDUCING only the side
 that shrinks the position is quoted (reduce-only, at most the position); in PAUSED and HALTED
@@ -18,7 +20,10 @@ both.
 Hedge (BookHedger). The book's delta D = sum_s beta_s * q_s * m_s over the quoted symbols (the
 risk gateway's weights), net delta = D + h * q_H * m_H with h the hedge ratio in force. Beyond
 the deadband the hedge trades towards q_H* = -D / (h * m_H), rounded to the lot, with an IOC
-limit `slippage_bps` through the touch, kept inside the gateway's slippage band.
+limit `slippage_bps` through the touch, kept inside the gateway's slippage band. The order never
+asks for what the gateway's caps on the hedge deny: it is at most the max order size and keeps
+|q_H| within the cap Q_H (max position and max notional in force); with q_H* beyond Q_H the
+net delta left with the hedge at its cap is the plan's `unhedged`.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from engine.bitget.orders import OrderSide
 from engine.laya.decide import QuoteIntent
 from engine.market.instruments import Instrument
 from engine.risk.events import TradingState
+from engine.risk.limits import SymbolLimits
 from engine.trading.config import HedgeConfig, QuotingStrategyConfig
 
 _BPS = 1e-4
@@ -70,7 +76,23 @@ class HedgeOrder(NamedTuple):
     """The net delta (USDT) the order is meant to take back towards zero."""
 
 
+class HedgePlan(NamedTuple):
+    """The hedge order wanted now (None: none), the net delta (USDT) left with the hedge at its
+    cap when its target lies beyond (0.0: the hedge can take all of it) and that cap (base
+    coin, either way)."""
+
+    order: HedgeOrder | None
+    unhedged: float
+    max_position: float
+
+
 NO_QUOTES = QuotePlan(None, None)
+
+
+def _position_cap(max_position: float, max_notional: float, mid: float) -> float:
+    """The size the gateway holds a position within either way: the tighter of its max position
+    and its max notional at its mark, the mid (both in force)."""
+    return max_notional / mid if max_position * mid > max_notional else max_position
 
 
 class Grid:
@@ -131,11 +153,21 @@ class QuotingStrategy:
     and given again while the inputs stay the same).
     """
 
-    def __init__(self, config: QuotingStrategyConfig, instrument: Instrument) -> None:
+    def __init__(
+        self,
+        config: QuotingStrategyConfig,
+        instrument: Instrument,
+        limits: SymbolLimits,
+    ) -> None:
+        """`limits`: the gateway's caps on the symbol; no quote asks past its max notional or
+        max order size (the gateway would deny it). The max position in force comes with each
+        call (the operator may change it)."""
         if instrument.symbol != config.symbol:
             raise ValueError(f"instrument {instrument.symbol} is not the quoted {config.symbol}")
         self.config = config
         self.grid = Grid(instrument)
+        self._max_notional = limits.max_notional
+        self._max_order_size = limits.max_order_size
         self._half_spread = config.half_spread_bps * _BPS
         self._skew = config.inventory_skew_bps * _BPS
         self._cooldown_ns = config.emergency_cooldown_ms * 1_000_000
@@ -232,9 +264,12 @@ class QuotingStrategy:
         ask_open: bool,
     ) -> QuotePlan:
         grid = self.grid
-        size = grid.floor_size(self.config.quote_size * risk_scale)
+        size = grid.floor_size(min(self.config.quote_size * risk_scale, self._max_order_size))
         if size <= 0.0:
             return NO_QUOTES
+        max_position = _position_cap(
+            max_position, self._max_notional * risk_scale, 0.5 * (bid_price + ask_price)
+        )
         microprice = (bid_price * ask_size + ask_price * bid_size) / (bid_size + ask_size)
         inventory = position / max_position if max_position > 0.0 else 0.0
         inventory = -1.0 if inventory < -1.0 else (1.0 if inventory > 1.0 else inventory)
@@ -281,11 +316,14 @@ class QuotingStrategy:
 class BookHedger:
     """The hedge order that brings the book's net delta back inside the deadband (pure)."""
 
-    def __init__(self, config: HedgeConfig, instrument: Instrument) -> None:
+    def __init__(self, config: HedgeConfig, instrument: Instrument, limits: SymbolLimits) -> None:
+        """`limits`: the gateway's caps on the hedge symbol (see `QuotingStrategy`)."""
         if instrument.symbol != config.symbol:
             raise ValueError(f"instrument {instrument.symbol} is not the hedge {config.symbol}")
         self.config = config
         self.grid = Grid(instrument)
+        self._max_notional = limits.max_notional
+        self._max_order_size = limits.max_order_size
 
     def change_grid(self, instrument: Instrument) -> None:
         """Hedge on `instrument`'s new grid from the next order on."""
@@ -293,7 +331,7 @@ class BookHedger:
             raise ValueError(f"{instrument.symbol} is not the hedge {self.config.symbol}")
         self.grid = Grid(instrument)
 
-    def order(
+    def plan(
         self,
         book_delta: float,
         hedge_position: float,
@@ -303,29 +341,49 @@ class BookHedger:
         hedge_ratio: float,
         max_slippage_bps: float,
         state: TradingState,
-    ) -> HedgeOrder | None:
-        """The IOC order that brings net delta back inside the deadband, or None.
-        `book_delta`: the quoted symbols' beta-weighted notional (`RiskGateway.book_delta`)."""
+        max_position: float,
+        risk_scale: float,
+    ) -> HedgePlan | None:
+        """The IOC order that brings net delta back inside the deadband, as far as the hedge's
+        caps allow; None while the hedge does not trade (not ACTIVE or REDUCING, no market, a
+        hedge ratio of 0). `book_delta`: the quoted symbols' beta-weighted notional
+        (`RiskGateway.book_delta`); `max_position`: the hedge's in force (the risk scale's
+        included, `RiskGateway.max_position`)."""
         grid = self.grid
         if state is not _ACTIVE and state is not _REDUCING:
             return None
         if not (0.0 < hedge_best_bid < hedge_best_ask) or hedge_ratio <= 0.0:
             return None
         hedge_mid = 0.5 * (hedge_best_bid + hedge_best_ask)
+        max_position = _position_cap(max_position, self._max_notional * risk_scale, hedge_mid)
+        target = -book_delta / (hedge_ratio * hedge_mid)
+        buy = target > hedge_position
+        # The furthest towards the target the cap lets the hedge go (not back, if a lower cap
+        # left it beyond).
+        if buy:
+            reach = min(target, max(hedge_position, max_position))
+            room = max_position - hedge_position
+        else:
+            reach = max(target, min(hedge_position, -max_position))
+            room = max_position + hedge_position
+        unhedged = book_delta + hedge_ratio * reach * hedge_mid if reach != target else 0.0
         net_delta = book_delta + hedge_ratio * hedge_position * hedge_mid
         if abs(net_delta) <= self.config.deadband_usdt:
-            return None
-        target = -book_delta / (hedge_ratio * hedge_mid)
-        size = grid.round_size(abs(target - hedge_position))
+            return HedgePlan(None, unhedged, max_position)
+        # The gateway bounds the position plus what rests on its side: nothing rests on the
+        # hedge symbol here (it is not quoted, one hedge at a time, closing orders only in a
+        # kill or flatten, which stops the hedge). A reducing order is always within `room`.
+        size = grid.floor_size(
+            min(grid.round_size(abs(target - hedge_position)), room, self._max_order_size)
+        )
         if size <= 0.0:
-            return None
-        buy = target > hedge_position
+            return HedgePlan(None, unhedged, max_position)
         # Shrinking the hedge without flipping it is reduce-only, which REDUCING allows.
         reduce_only = (hedge_position < 0.0 and buy and size <= -hedge_position) or (
             hedge_position > 0.0 and not buy and size <= hedge_position
         )
         if state is _REDUCING and not reduce_only:
-            return None
+            return HedgePlan(None, unhedged, max_position)
         slippage = self.config.slippage_bps * _BPS
         band = max_slippage_bps * _BPS
         if buy:
@@ -339,6 +397,7 @@ class BookHedger:
             )
             price = grid.ceil_price(limit)
         if price <= 0.0 or price * size < grid.min_notional:
-            return None
+            return HedgePlan(None, unhedged, max_position)
         side = OrderSide.BUY if buy else OrderSide.SELL
-        return HedgeOrder(side, size, price, reduce_only, net_delta)
+        order = HedgeOrder(side, size, price, reduce_only, net_delta)
+        return HedgePlan(order, unhedged, max_position)

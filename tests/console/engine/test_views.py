@@ -18,7 +18,7 @@ from engine.risk.commands import KevAction
 from engine.risk.events import SymbolPauseChanged
 from engine.risk.intents import Source
 from engine.trading.contract_watch import ContractChanged
-from engine.trading.events import OrderFilled
+from engine.trading.events import HedgeCapChanged, OrderFilled
 
 # Kev: the hub's figures as the panes show them
 
@@ -151,4 +151,16 @@ def test_a_symbol_stood_aside_is_a_state_warning_and_let_back_an_info():
     aside = SymbolPauseChanged("ADAUSDT", True, "its status is 'maintain'", Source.RISK, 9)
     back = SymbolPauseChanged("ADAUSDT", False, "ADAUSDT trades again", Source.RISK, 10)
     assert console_event(aside, 0, {}) == (EventKind.STATE, Severity.WARNING, aside.text, 9)
+    assert console_event(back, 0, {}) == (EventKind.STATE, Severity.INFO, back.text, 10)
+
+
+def test_the_hedge_at_its_cap_is_a_state_warning_and_back_under_it_an_info():
+    capped = HedgeCapChanged("BTCUSDT", True, 0.02, 412.3, 9)
+    assert console_event(capped, 0, {}) == (
+        EventKind.STATE,
+        Severity.WARNING,
+        "BTCUSDT hedge at its cap 0.02 BTC: +412 USDT of the book's net delta left unhedged",
+        9,
+    )
+    back = HedgeCapChanged("BTCUSDT", False, 0.02, 0.0, 10)
     assert console_event(back, 0, {}) == (EventKind.STATE, Severity.INFO, back.text, 10)

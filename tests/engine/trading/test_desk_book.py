@@ -19,6 +19,8 @@ from engine.market.instruments import BTCUSDT, ETHUSDT, Instrument
 from engine.pipeline import EventLog
 from engine.risk.intents import DenialReason, OrderIntent, Source
 from engine.risk.limits import RiskGatewayConfig, SymbolLimits
+from engine.risk.overrides import RiskOverrides
+from engine.trading.commands import Command, SetLimits
 from engine.trading.config import (
     HedgeConfig,
     PaperVenueConfig,
@@ -28,6 +30,7 @@ from engine.trading.config import (
     default_risk_config,
 )
 from engine.trading.desk import TradingDesk
+from engine.trading.events import HedgeCapChanged
 from engine.trading.paper_venue import PaperVenue
 
 KEEP = QuoteIntent.KEEP_QUOTING
@@ -55,6 +58,14 @@ def book_risk(**changes) -> RiskGatewayConfig:
 
 
 PACED_LIMITS = dataclasses.replace(book_risk().limits, orders_per_second=3)
+HEDGE_CAPPED_LIMITS = dataclasses.replace(
+    book_risk().limits,
+    symbols=tuple(
+        dataclasses.replace(limits, max_position=0.05) if limits.symbol == "ETHUSDT" else limits
+        for limits in book_risk().limits.symbols
+    ),
+)
+"""The hedge may hold 0.05 ETH either way: about half the delta of a fill on each bid."""
 
 
 def book_config(tmp_path, **changes) -> TradingConfig:
@@ -127,6 +138,12 @@ async def book_desk(tmp_path):
 
 
 @pytest.fixture
+async def hedge_capped_desk(tmp_path):
+    async for desk in started(BookDesk(tmp_path, limits=HEDGE_CAPPED_LIMITS)):
+        yield desk
+
+
+@pytest.fixture
 async def paced_desk(tmp_path):
     """The book at 3 orders a second: its four quotes do not fit in one."""
     async for desk in started(BookDesk(tmp_path, limits=PACED_LIMITS)):
@@ -194,6 +211,40 @@ async def test_the_hedge_offsets_the_books_beta_weighted_delta(book_desk):
     assert abs(risk.net_delta) <= book_desk.config.hedge.deadband_usdt
     book_delta = gateway.book_delta()
     assert book_delta == pytest.approx(0.002 * 63_993.0 + 1.5 * 1.0 * 149.925)
+
+
+async def test_the_hedge_at_its_cap_is_sized_to_it_and_said_once_each_way(hedge_capped_desk):
+    desk = hedge_capped_desk
+    gateway = desk.desk.gateway
+    desk.book("ETHUSDT")
+    await desk.until_quoted("BTCUSDT", "SOLUSDT")
+    # A fill on each bid: the book's delta 353 USDT wants 0.10 ETH sold; the cap allows 0.05.
+    desk.book("BTCUSDT", bids=[(63_990.0, 0.5)], asks=[(63_996.0, 0.5)])
+    desk.book("SOLUSDT", bids=[(149.90, 50.0)], asks=[(149.95, 50.0)])
+    await eventually(lambda: gateway.position("ETHUSDT") == pytest.approx(-0.05), 3.0)
+    await asyncio.sleep(0.5)  # the hedge checks again, every 200 ms, at its cap
+
+    def said() -> list[HedgeCapChanged]:
+        return [e for _, e in desk.desk.events.since(-1)[0] if type(e) is HedgeCapChanged]
+
+    assert gateway.snapshot().denial_counts[DenialReason.POSITION_LIMIT] == 0
+    (capped,) = said()
+    unhedged = gateway.book_delta() - 0.05 * 3_400.01
+    assert (capped.capped, capped.max_position) == (True, 0.05)
+    assert capped.unhedged == pytest.approx(unhedged)
+    assert capped.text == (
+        f"ETHUSDT hedge at its cap 0.05 ETH: {unhedged:+,.0f} USDT of the book's net delta "
+        "left unhedged"
+    )
+    # The operator raises the cap: the hedge takes the rest and says it hedges fully again.
+    raised = await desk.desk.execute(Command(SetLimits(RiskOverrides({"ETHUSDT": 0.6}))))
+    assert raised.ok, raised.message
+    await eventually(lambda: gateway.position("ETHUSDT") == pytest.approx(-0.10), 3.0)
+    await eventually(lambda: len(said()) == 2, 3.0)
+    assert said()[1].text == (
+        "ETHUSDT hedge back under its cap 0.6 ETH: hedging the book's net delta fully"
+    )
+    assert gateway.snapshot().denial_counts[DenialReason.POSITION_LIMIT] == 0
 
 
 async def test_requotes_wait_for_room_in_the_order_rate_and_leave_the_hedge_one(paced_desk):

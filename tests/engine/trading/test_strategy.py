@@ -3,24 +3,31 @@ values."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import random
 
 import pytest
 
-from engine.bitget.orders import OrderSide
+from engine.bitget.orders import OrderSide, OrderType, TimeInForce
 from engine.laya.decide import QuoteIntent
 from engine.market.instruments import BTCUSDT, ETHUSDT, Instrument
 from engine.risk.events import TradingState
-from engine.trading.config import HedgeConfig, QuotingStrategyConfig
+from engine.risk.gateway import RiskGateway
+from engine.risk.intents import DenialReason, OrderIntent, Source
+from engine.risk.limits import SymbolLimits
+from engine.trading.config import HedgeConfig, QuotingStrategyConfig, default_risk_config
 from engine.trading.strategy import BookHedger, Grid, Quote, QuotePlan, QuotingStrategy
 
 ACTIVE = TradingState.ACTIVE
 KEEP = QuoteIntent.KEEP_QUOTING
 NOW = 1_000_000_000_000
+BTC_LIMITS = default_risk_config().limits.for_symbol("BTCUSDT")
+"""0.02 BTC, 2,000 USDT (1,280 at 64,000: the max position is the tighter) and 0.01 BTC an
+order."""
 
 
-def strategy(**overrides) -> QuotingStrategy:
+def strategy(limits=BTC_LIMITS, **overrides) -> QuotingStrategy:
     settings = {
         "quote_size": 0.002,
         "half_spread_bps": 0.5,
@@ -29,7 +36,7 @@ def strategy(**overrides) -> QuotingStrategy:
         "denial_backoff_ms": 250,
     }
     settings.update(overrides)
-    return QuotingStrategy(QuotingStrategyConfig(**settings), BTCUSDT)
+    return QuotingStrategy(QuotingStrategyConfig(**settings), BTCUSDT, limits)
 
 
 def quote(
@@ -97,9 +104,46 @@ def test_room_to_the_max_position_caps_each_side():
     assert short.bid is not None and short.bid.size == 0.002
 
 
+def test_quotes_ask_for_no_more_than_the_max_order_size():
+    capped = strategy(
+        quote_size=0.005, limits=dataclasses.replace(BTC_LIMITS, max_order_size=0.003)
+    )
+    plan = quote(capped)
+    assert (plan.bid.size, plan.ask.size) == (0.003, 0.003)
+
+
+def test_room_to_the_max_notional_at_the_mid_caps_each_side_as_the_gateway_does():
+    # 1,000 USDT at the mid 64000.1 is 0.015625 BTC, tighter than 0.02. Long 0.014: the bid
+    # has 0.0016 of room (one lot), the ask 0.0296 (a whole quote).
+    limits = dataclasses.replace(BTC_LIMITS, max_notional=1_000)
+    plan = quote(strategy(limits=limits), position=0.014)
+    assert (plan.bid.size, plan.ask.size) == (0.001, 0.002)
+    gateway = RiskGateway(
+        dataclasses.replace(
+            default_risk_config(),
+            limits=dataclasses.replace(
+                default_risk_config().limits,
+                symbols=(limits, *default_risk_config().limits.symbols[1:]),
+            ),
+        )
+    )
+    gateway.on_mark("BTCUSDT", 64_000.1, 64_000.1, 64_000.0, 64_000.2, NOW)
+    gateway.on_position_sync("BTCUSDT", 0.014, 64_000.0, NOW)
+
+    def bid(size: float, client_oid: str) -> OrderIntent:
+        price = plan.bid.price
+        force = TimeInForce.POST_ONLY
+        args = (OrderType.LIMIT, client_oid, Source.STRATEGY, force)
+        return OrderIntent("BTCUSDT", OrderSide.BUY, size, price, *args)
+
+    assert gateway.check(bid(plan.bid.size, "q1"), NOW).approved
+    # A whole quote, as the max position alone would allow, is denied.
+    assert gateway.check(bid(0.002, "q2"), NOW).reason is DenialReason.NOTIONAL_LIMIT
+
+
 def test_minimum_notional_is_respected():
     tiny = Instrument("BTCUSDT", tick_size=0.1, size_step=0.001, min_notional=200.0)
-    subject = QuotingStrategy(QuotingStrategyConfig(), tiny)
+    subject = QuotingStrategy(QuotingStrategyConfig(), tiny, BTC_LIMITS)
     assert quote(subject) == QuotePlan(None, None)  # 0.002 * 64000 = 128 < 200
 
 
@@ -179,11 +223,14 @@ def test_requote_only_when_price_or_size_drift_enough():
     assert subject.wants_requote(64_000.0, 0.001, Quote(64_000.0, 0.002))
 
 
-def hedger(**overrides) -> BookHedger:
-    return BookHedger(HedgeConfig(**overrides), ETHUSDT)
+ETH_LIMITS = SymbolLimits("ETHUSDT", max_position=1.5, max_notional=10_000, max_order_size=0.5)
 
 
-def hedge(subject, **overrides):
+def hedger(limits=ETH_LIMITS, **overrides) -> BookHedger:
+    return BookHedger(HedgeConfig(**overrides), ETHUSDT, limits)
+
+
+def hedge_plan(subject, **overrides):
     arguments = {
         "book_delta": 0.01 * 64_000.0,
         "hedge_position": 0.0,
@@ -193,9 +240,17 @@ def hedge(subject, **overrides):
         "hedge_ratio": 1.0,
         "max_slippage_bps": 10.0,
         "state": ACTIVE,
+        "max_position": ETH_LIMITS.max_position,
+        "risk_scale": 1.0,
     }
     arguments.update(overrides)
-    return subject.order(**arguments)
+    return subject.plan(**arguments)
+
+
+def hedge(subject, **overrides):
+    """The plan's order (None: none, or no plan)."""
+    plan = hedge_plan(subject, **overrides)
+    return plan.order if plan is not None else None
 
 
 def test_hedge_sells_the_beta_adjusted_delta_back_to_zero():
@@ -238,6 +293,65 @@ def test_reducing_hedges_only_by_shrinking_the_hedge():
     assert (order.side, order.size, order.reduce_only) == (OrderSide.BUY, 0.19, True)
 
 
+def test_the_hedge_asks_for_no_more_than_its_cap_allows_and_says_what_it_leaves():
+    # Target -0.18823 ETH (sell 0.19); a cap of 0.12: sell 0.12, and at the cap
+    # 640 - 0.12 * 3400.01 = 232 USDT of net delta stays outside the 50 USDT deadband.
+    plan = hedge_plan(hedger(), max_position=0.12)
+    assert (plan.order.side, plan.order.size) == (OrderSide.SELL, 0.12)
+    assert plan.order.net_delta == pytest.approx(640.0)
+    assert plan.unhedged == pytest.approx(640.0 - 0.12 * 3_400.01)
+    # At the cap: no order (the gateway would deny it), the same delta left.
+    at_cap = hedge_plan(hedger(), hedge_position=-0.12, max_position=0.12)
+    assert at_cap == (None, pytest.approx(640.0 - 0.12 * 3_400.01), 0.12)
+    # Less than a lot of room: nothing either.
+    assert hedge_plan(hedger(), hedge_position=-0.115, max_position=0.12).order is None
+    # Beyond a cap lowered since (the risk scale): nothing further.
+    beyond = hedge_plan(hedger(), hedge_position=-0.15, max_position=0.12)
+    assert beyond == (None, pytest.approx(640.0 - 0.15 * 3_400.01), 0.12)
+
+
+def test_what_the_cap_leaves_is_said_until_the_target_is_within_it():
+    # A cap of 0.185: sell 0.18 (whole lots); 640 - 0.185 * 3400.01 = 11 USDT left at the cap,
+    # inside the deadband (the desk says the hedge is back under its cap only at 0).
+    plan = hedge_plan(hedger(), max_position=0.185)
+    assert plan.order.size == 0.18
+    assert plan.unhedged == pytest.approx(640.0 - 0.185 * 3_400.01)
+    # At a cap of 0.18 the net delta 28 USDT is inside the deadband: no order, 28 still left.
+    at_cap = hedge_plan(hedger(), hedge_position=-0.18, max_position=0.18)
+    assert at_cap.order is None
+    assert at_cap.unhedged == pytest.approx(640.0 - 0.18 * 3_400.01)
+    assert hedge_plan(hedger()).unhedged == 0.0  # within the cap
+    inside = hedge_plan(hedger(), book_delta=32.0)  # inside the deadband
+    assert (inside.order, inside.unhedged) == (None, 0.0)
+
+
+def test_the_max_order_size_splits_the_hedge_without_capping_it():
+    small_orders = dataclasses.replace(ETH_LIMITS, max_order_size=0.05)
+    plan = hedge_plan(hedger(small_orders))
+    assert (plan.order.size, plan.unhedged) == (0.05, 0.0)
+
+
+def test_the_max_notional_at_the_mid_caps_the_hedge_with_the_risk_scale():
+    # 680 USDT at the mid 3400.01 is 0.19999 ETH, tighter than the max position 1.5; at risk
+    # scale 0.5 it is 0.099999: sell 0.09 (whole lots), 640 - 340 = 300 USDT left.
+    capped = hedger(dataclasses.replace(ETH_LIMITS, max_notional=680.0))
+    assert hedge_plan(capped).order.size == 0.19
+    plan = hedge_plan(capped, max_position=0.75, risk_scale=0.5)
+    assert plan.max_position == pytest.approx(340.0 / 3_400.01)
+    assert plan.order.size == 0.09
+    assert plan.unhedged == pytest.approx(640.0 - 340.0)
+
+
+def test_the_cap_binds_a_long_hedge_and_never_a_reducing_order():
+    # The book short 640 USDT: buy towards +0.18823, a cap of 0.1 stops at +0.1.
+    plan = hedge_plan(hedger(), book_delta=-640.0, max_position=0.1)
+    assert (plan.order.side, plan.order.size) == (OrderSide.BUY, 0.1)
+    assert plan.unhedged == pytest.approx(-640.0 + 0.1 * 3_400.01)
+    # Shrinking a short hedge of 0.3 (beyond the cap) to zero is reduce-only: not clipped.
+    reducing = hedge_plan(hedger(), book_delta=0.0, hedge_position=-0.3, max_position=0.1)
+    assert (reducing.order.size, reducing.order.reduce_only) == (0.3, True)
+
+
 def test_grid_rounding():
     grid = Grid(BTCUSDT)
     assert grid.floor_price(64_000.19999) == 64_000.1
@@ -273,9 +387,9 @@ def test_grid_gives_what_rounding_the_product_to_its_decimals_gave(tick, step):
 
 def test_instruments_must_match_the_configuration():
     with pytest.raises(ValueError, match="is not the quoted"):
-        QuotingStrategy(QuotingStrategyConfig(), ETHUSDT)
+        QuotingStrategy(QuotingStrategyConfig(), ETHUSDT, BTC_LIMITS)
     with pytest.raises(ValueError, match="is not the hedge"):
-        BookHedger(HedgeConfig(), BTCUSDT)
+        BookHedger(HedgeConfig(), BTCUSDT, ETH_LIMITS)
 
 
 @pytest.mark.parametrize(
