@@ -437,6 +437,12 @@ class HftConsoleApp(App[None]):
             self._one_pane = False
         self._mark_shown_pane()
 
+    def action_redraw(self) -> None:
+        """Every cell sent again: the console sends only the cells it has not drawn, so what
+        another program wrote over the screen (a `wall`, a stray print) would otherwise stay."""
+        self._shown_cells.forget()
+        self.screen.refresh()
+
     def action_pick_symbol(self) -> None:
         snapshot = self._snapshot
         if snapshot is None or self._dialog_open():

@@ -81,6 +81,14 @@ CONSOLE_BINDINGS: tuple[Binding, ...] = (
         tooltip="pick the symbol depth, imbalance and verdicts show",
         id="console.pick_symbol",
     ),
+    Binding(
+        "ctrl+l",
+        "redraw",
+        "Redraw",
+        tooltip="draw the whole screen again (after something else wrote on it)",
+        id="console.redraw",
+        show=False,
+    ),
 )
 
 RENAMED = {"console.next_symbol": "console.pick_symbol"}

@@ -9,6 +9,7 @@ same, a space by what a space shows (its background, and lines or reverse video 
 from __future__ import annotations
 
 import re
+from collections.abc import Awaitable, Callable
 from dataclasses import replace
 
 from console_scenarios import FakeEngineHandle, book_snapshot, fixed_events
@@ -205,6 +206,45 @@ async def test_a_change_sends_only_the_cells_it_changes_and_the_screen_looks_the
     assert 0 < len(sent[2]) < 0.5 * len(compacted[2])
 
 
+def record_frames(app: HftConsoleApp, drawn: list[str | None], sent: list[str | None]) -> None:
+    """From now on each frame Textual draws goes to `drawn`, and to `sent` as the console
+    would send it: through the App's own `ShownCells`, then a compactor."""
+    display, compact = app._display, StyleCompactor()
+
+    def recorded(screen, update) -> None:
+        if update is not None:
+            data = update.render_segments(app.console)
+            drawn.append(data)
+            sent.append(compact(app._shown_cells(data)))
+        display(screen, update)
+
+    app._display = recorded
+
+
+async def test_ctrl_l_sends_every_cell_again():
+    app = HftConsoleApp(FakeEngineHandle(), ConsoleConfig(), clock=lambda: 0.0)
+    drawn: list[str | None] = []
+    sent: list[str | None] = []
+
+    async def sent_by(step: Callable[[], Awaitable[object]]) -> str:
+        before = len(sent)
+        await step()
+        await pilot.pause()
+        return "".join(filter(None, sent[before:]))
+
+    async def refresh() -> None:
+        app.screen.refresh()  # the whole screen again, as it is
+
+    async with app.run_test(size=(80, 24)) as pilot:
+        record_frames(app, drawn, sent)
+        first = await sent_by(refresh)
+        again = await sent_by(refresh)
+        redrawn = await sent_by(lambda: pilot.press("ctrl+l"))
+    assert len(again) < 20 < len(first)  # at most a style reset
+    # Every cell again: a blank terminal shows the whole screen from it alone.
+    assert shown([redrawn], 80, 24).cells == shown([first], 80, 24).cells
+
+
 async def test_through_a_session_the_terminal_shows_what_textual_drew():
     """A book whose prices and positions move, events that scroll the log, and a resize (which
     may clear the terminal: both terminals are cleared there): every frame, sent through the
@@ -212,20 +252,10 @@ async def test_through_a_session_the_terminal_shows_what_textual_drew():
     handle = FakeEngineHandle(current=book_snapshot())
     now = [0.0]
     app = HftConsoleApp(handle, ConsoleConfig(), clock=lambda: now[0])
-    compact = StyleCompactor()
     drawn: list[str | None] = []  # None: the terminal was resized
     sent: list[str | None] = []
     async with app.run_test(size=(160, 48)) as pilot:
-        display = app._display
-
-        def recorded(screen, update) -> None:
-            if update is not None:
-                data = update.render_segments(app.console)
-                drawn.append(data)
-                sent.append(compact(app._shown_cells(data)))
-            display(screen, update)
-
-        app._display = recorded
+        record_frames(app, drawn, sent)
         app.screen.refresh()
         await pilot.pause()
         first = handle.current
