@@ -1220,6 +1220,16 @@ class RiskGateway:
                 return False
         return True
 
+    def net_delta_fits(self, symbol: str, side: OrderSide, size: float) -> bool:
+        """Whether a risk-increasing order of `size` on `side` keeps the book's net delta (every
+        resting order filled) inside the limit, as `check` tests it: a quote asks first, so the
+        limit holds it back instead of denying it on every book."""
+        risk = self._symbols[symbol]
+        delta = risk.delta_weight * size * risk.mid
+        if side is OrderSide.BUY:
+            return self._net_long + delta <= self._max_net_delta
+        return self._net_short - delta >= -self._max_net_delta
+
     @property
     def max_slippage_bps(self) -> float:
         return self._max_slippage_bps

@@ -440,8 +440,13 @@ class TradingDesk:
         order = executor.order(client_oid) if client_oid is not None else None
         if order is None:
             quoted.quotes[role] = None
-            if wanted is None or not self.gateway.has_order_room(now, self._hedge_spare):
+            gateway = self.gateway
+            if wanted is None or not gateway.has_order_room(now, self._hedge_spare):
                 return  # no room in the order rate now: the next book asks again
+            if not wanted.reduce_only and not gateway.net_delta_fits(
+                quoted.symbol, side, wanted.size
+            ):
+                return  # the book's net delta has no room on this side: a later book asks again
             intent_order = OrderIntent(
                 quoted.symbol,
                 side,

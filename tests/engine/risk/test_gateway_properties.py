@@ -15,7 +15,8 @@ machine keeps its own positions, open orders, limits and counts, and checks:
 - approvals stay within max open orders, our own pace and Bitget's place-order limit;
 - Kev never raises a limit or the risk scale and never leaves PAUSED or HALTED;
 - operator overrides are applied exactly when inside their hard bounds;
-- per-reason denial counts equal the denials seen, and each denial is one event.
+- per-reason denial counts equal the denials seen, and each denial is one event;
+- `net_delta_fits`, which a quote asks before it is sent, answers as the check's net delta test.
 """
 
 from __future__ import annotations
@@ -172,9 +173,13 @@ class RiskGatewayMachine(RuleBasedStateMachine):
     def _submit(self, intent: OrderIntent, closing: bool = False) -> None:
         state = self.gateway.state
         open_before = len(self.orders)
+        # What a quote asks before it is sent agrees with the check's net delta test.
+        fits = self.gateway.net_delta_fits(intent.symbol, intent.side, intent.size)
         decision = self.gateway.check(intent, self.now)
         if not decision.approved:
             self.denials[decision.reason] += 1
+            if decision.reason is DenialReason.NET_DELTA_LIMIT:
+                assert not fits, intent
             if closing and state in (TradingState.REDUCING, TradingState.HALTED):
                 assert decision.reason in CLOSING_DENIALS_ALLOWED, decision
             return
@@ -200,6 +205,7 @@ class RiskGatewayMachine(RuleBasedStateMachine):
             # The long bound for a buy, minus the short bound for a sell: the side it grew.
             toward_side = self._net_delta_bound(side) * (1 if side is OrderSide.BUY else -1)
             assert toward_side <= _limit_with_slack(self._effective(self.max_net_delta_set))
+            assert fits, intent
         place_order_limit = self.config.limits.endpoints.place_order_per_second
         assert self._count_since(self.placed_at, SECOND) <= place_order_limit
 

@@ -247,6 +247,25 @@ async def test_the_hedge_at_its_cap_is_sized_to_it_and_said_once_each_way(hedge_
     assert gateway.snapshot().denial_counts[DenialReason.POSITION_LIMIT] == 0
 
 
+async def test_quotes_wait_for_room_in_the_books_net_delta_instead_of_being_denied(tmp_path):
+    """A net delta limit of 300 USDT holds one bid (BTC's 128 USDT or SOL's 225 at beta 1.5)
+    and one ask, not two: the other waits, undenied, until the operator raises the limit."""
+    limits = dataclasses.replace(book_risk().limits, max_net_delta=300.0)
+    async for desk in started(BookDesk(tmp_path, limits=limits)):
+        gateway = desk.desk.gateway
+        desk.book("ETHUSDT")
+        for _ in range(20):
+            desk.quote_all()
+            await asyncio.sleep(0.02)
+        resting = desk.resting("BTCUSDT") + desk.resting("SOLUSDT")
+        assert sorted(side for side, _, _ in resting) == ["buy", "sell"]
+        assert gateway.snapshot().denial_counts[DenialReason.NET_DELTA_LIMIT] == 0
+        raised = await desk.desk.execute(Command(SetLimits(RiskOverrides(max_net_delta=1_000))))
+        assert raised.ok, raised.message
+        await desk.until_quoted("BTCUSDT", "SOLUSDT")
+        assert gateway.snapshot().denial_counts[DenialReason.NET_DELTA_LIMIT] == 0
+
+
 async def test_requotes_wait_for_room_in_the_order_rate_and_leave_the_hedge_one(paced_desk):
     """At 3 orders a second the two symbols' four quotes do not fit: the quotes take two (one
     is the hedge's), the rest go a second later, and nothing is denied for the rate."""
