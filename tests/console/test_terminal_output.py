@@ -91,12 +91,19 @@ def shown(writes: list[str], width: int = 160, height: int = 48) -> Terminal:
     return terminal
 
 
+def assert_same_cells(
+    writes: list[str], sent: list[str], width: int, height: int
+) -> tuple[Terminal, Terminal]:
+    original, rewritten = shown(writes, width, height), shown(sent, width, height)
+    for y in range(height):
+        assert rewritten.cells[y] == original.cells[y], f"row {y}"
+    return original, rewritten
+
+
 def assert_same_screen(writes: list[str], width: int = 160, height: int = 48) -> list[str]:
     compact = StyleCompactor()
     compacted = [compact(data) for data in writes]
-    original, rewritten = shown(writes, width, height), shown(compacted, width, height)
-    for y in range(height):
-        assert rewritten.cells[y] == original.cells[y], f"row {y}"
+    original, rewritten = assert_same_cells(writes, compacted, width, height)
     assert rewritten.erased == original.erased
     assert (rewritten.attributes, rewritten.foreground, rewritten.background) == (
         original.attributes,
@@ -170,12 +177,6 @@ def test_the_meter_counts_bytes_and_the_rate_over_its_window():
 def through_shown_cells(writes: list[str]) -> list[str]:
     cells, compact = ShownCells(), StyleCompactor()
     return [compact(cells(data)) for data in writes]
-
-
-def assert_same_cells(writes: list[str], sent: list[str], width: int, height: int) -> None:
-    original, rewritten = shown(writes, width, height), shown(sent, width, height)
-    for y in range(height):
-        assert rewritten.cells[y] == original.cells[y], f"row {y}"
 
 
 async def test_a_change_sends_only_the_cells_it_changes_and_the_screen_looks_the_same():
