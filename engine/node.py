@@ -259,15 +259,16 @@ class EngineNode:
                     pipeline,
                 )
             # The warmer keeps CPU caches warm over real idle time; a replay has none to keep.
-            # It warms the traded symbol's model ([laya.models]): its EMERGENCY cancels first.
-            if config.laya_keep_warm_ms is not None and not clock.market:
-                traded = config.symbols[0]
-                warmed = (
-                    self.classifier
-                    if traded in self.model_faults
-                    else self.symbol_classifiers[traded]
+            # It warms every model a symbol runs on ([laya.models]): any EMERGENCY cancels.
+            warmed = {
+                id(classifier): classifier
+                for symbol, classifier in self.symbol_classifiers.items()
+                if symbol not in self.model_faults
+            }
+            if config.laya_keep_warm_ms is not None and not clock.market and warmed:
+                self.warmer = InferenceWarmer(
+                    tuple(warmed.values()), FEATURE_COUNT, config.laya_keep_warm_ms / 1e3
                 )
-                self.warmer = InferenceWarmer(warmed, FEATURE_COUNT, config.laya_keep_warm_ms / 1e3)
                 self.warmer.start()
             await self.feed.start()
         except BaseException:

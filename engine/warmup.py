@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -85,15 +86,24 @@ class InferenceWarmer:
     runs go straight to the classifier, so no stage histogram or verdict sees them.
     """
 
-    def __init__(self, classifier: LayaClassifier, feature_count: int, interval_s: float) -> None:
+    def __init__(
+        self, classifiers: Sequence[LayaClassifier], feature_count: int, interval_s: float
+    ) -> None:
+        """`classifiers`: each model a symbol of the book runs on, each warmed every interval
+        (any symbol's EMERGENCY cancels at once)."""
         if not interval_s > 0:
             raise ValueError(f"interval_s must be > 0, got {interval_s}")
-        self._classifier = classifier
+        self._classifiers = list(classifiers)
         self._features = np.zeros((1, feature_count), dtype=np.float32)
         self._interval_s = interval_s
         self._task: asyncio.Task[None] | None = None
         self.runs = 0
         self.fault: str | None = None
+
+    @property
+    def warmed(self) -> tuple[LayaClassifier, ...]:
+        """The models it keeps warm (one that failed is dropped)."""
+        return tuple(self._classifiers)
 
     def start(self) -> None:
         if self._task is None:
@@ -107,13 +117,15 @@ class InferenceWarmer:
                 await task
 
     async def _keep_warm(self) -> None:
-        infer = self._classifier.infer
+        classifiers = self._classifiers
         features = self._features
-        while True:
+        while classifiers:
             await asyncio.sleep(self._interval_s)
-            try:
-                infer(features)
-            except Exception as error:  # the real path reports its own faults; stop warming
-                self.fault = f"{type(error).__name__}: {error}"
-                return
-            self.runs += 1
+            for classifier in list(classifiers):
+                try:
+                    classifier.infer(features)
+                except Exception as error:  # the real path reports its own faults: not warmed
+                    self.fault = f"{type(error).__name__}: {error}"
+                    classifiers.remove(classifier)
+                    continue
+                self.runs += 1

@@ -126,6 +126,24 @@ async def test_the_default_node_trades_on_its_own_simulator(laya_model, tmp_path
     assert sim.open_orders() == []  # stopping cancels what rests
 
 
+async def test_the_warmer_keeps_every_model_of_the_book_warm(laya_model, tmp_path):
+    own = write_mlp_model(tmp_path / "eth.onnx")
+    config = EngineConfig(
+        laya=laya(laya_model),
+        laya_models=(("ETHUSDT", str(own)),),
+        trading=TradingConfig(journal_path=tmp_path / "journal.sqlite"),
+    )
+    node = EngineNode(config)
+    await node.start()
+    try:
+        assert node.warmer is not None
+        models = {classifier.model_path for classifier in node.warmer.warmed}
+        assert models == {laya_model, own}
+        await eventually(lambda: node.warmer.runs >= 4, 5, "both models warmed")
+    finally:
+        await node.stop()
+
+
 @pytest.fixture
 def recording(tmp_path):
     asks = [["64000.2", "0.5"], ["64000.3", "1"]]

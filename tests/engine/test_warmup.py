@@ -54,7 +54,7 @@ class _RecordingClassifier:
 
 async def test_the_warmer_runs_throwaway_inferences_while_idle_and_stops():
     classifier = _RecordingClassifier()
-    warmer = InferenceWarmer(classifier, 128, 0.002)
+    warmer = InferenceWarmer((classifier,), 128, 0.002)
     warmer.start()
     await asyncio.sleep(0.1)
     await warmer.stop()
@@ -66,7 +66,7 @@ async def test_the_warmer_runs_throwaway_inferences_while_idle_and_stops():
 
 
 async def test_a_failing_inference_stops_the_warmer_and_says_why():
-    warmer = InferenceWarmer(_RecordingClassifier(fail_after=2), 128, 0.001)
+    warmer = InferenceWarmer((_RecordingClassifier(fail_after=2),), 128, 0.001)
     warmer.start()
     await asyncio.sleep(0.1)
     assert warmer.runs == 2
@@ -74,6 +74,17 @@ async def test_a_failing_inference_stops_the_warmer_and_says_why():
     await warmer.stop()
 
 
+async def test_every_model_of_the_book_is_warmed_and_one_failing_leaves_the_others_warm():
+    failing, warm = _RecordingClassifier(fail_after=2), _RecordingClassifier()
+    warmer = InferenceWarmer((failing, warm), 128, 0.001)
+    warmer.start()
+    await asyncio.sleep(0.1)
+    await warmer.stop()
+    assert len(failing.calls) == 2 and len(warm.calls) >= 5
+    assert warmer.runs == len(failing.calls) + len(warm.calls)
+    assert warmer.fault == "RuntimeError: CUDA device lost"
+
+
 def test_the_warmer_refuses_a_non_positive_interval():
     with pytest.raises(ValueError, match="interval_s must be > 0"):
-        InferenceWarmer(_RecordingClassifier(), 128, 0.0)
+        InferenceWarmer((_RecordingClassifier(),), 128, 0.0)
