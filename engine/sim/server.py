@@ -3,10 +3,11 @@ websockets and REST.
 
 The market clock runs in real time: every `book_interval_ms` the generator advances to the wall
 clock, its trades and book drive the matching engines (so resting orders fill), and the depth and
-trade frames go out to the subscribed connections. Each connection has its own bounded outbox and
-writer task; a client that falls `outbox_frames` behind is disconnected, as a real exchange
-drops slow consumers. Private connections (`/v2/ws/private`, engine/sim/private_ws.py) share the
-outboxes, the message-rate limit, the ping timeout and the `disconnect` fault.
+trade frames go out to the subscribed connections, a symbol at a time (requests are served in
+between). Each connection has its own bounded outbox and writer task; a client that falls
+`outbox_frames` behind is disconnected, as a real exchange drops slow consumers. Private
+connections (`/v2/ws/private`, engine/sim/private_ws.py) share the outboxes, the message-rate
+limit, the ping timeout and the `disconnect` fault.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import functools
 import logging
 import time
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -47,13 +48,14 @@ from engine.sim.frames import (
     PUBLIC_CHANNELS,
     SNAPSHOT_DEPTH_CHANNELS,
     TRADE_CHANNEL,
+    DepthDelta,
     DepthPublisher,
     error_frame,
     event_frame,
     format_levels,
     trade_frame,
 )
-from engine.sim.market import MarketGenerator, MarketGeneratorConfig, SimTrade
+from engine.sim.market import BookLevels, MarketGenerator, MarketGeneratorConfig, SimTrade
 from engine.sim.private_ws import PrivateSession, SimPrivateStream
 from engine.sim.rest import SimExchangeState, SimRestApi, number_text
 from engine.validation import require_count, require_integer, require_positive
@@ -63,6 +65,7 @@ logger = logging.getLogger(__name__)
 _FILLS_KEPT = 10_000
 _FIRST_SEQ = 1_000_000_000
 _CLOSE_TIMEOUT_S = 2.0
+_SNAPSHOT_LEVELS = max(SNAPSHOT_DEPTH_CHANNELS.values())
 
 
 @dataclass(frozen=True, slots=True)
@@ -354,56 +357,81 @@ class SimExchange:
             self._drop_idle_connections()
             now_ms = self.now_ms()
             assert self.market is not None
-            self._advance(now_ms, self.market.advance_to(now_ms))
+            for _ in self._advance_by_symbol(now_ms, self.market.advance_to(now_ms)):
+                # A symbol at a time: REST requests are answered between the symbols of a
+                # book, not after all of them.
+                await asyncio.sleep(0)
 
     def _advance(self, now_ms: int, trades: list[SimTrade]) -> None:
-        """Feed a tick's trades and books to the engines, then publish to subscribers."""
+        """A whole tick at once (`_advance_by_symbol`)."""
+        for _ in self._advance_by_symbol(now_ms, trades):
+            pass
+
+    def _advance_by_symbol(self, now_ms: int, trades: list[SimTrade]) -> Iterator[None]:
+        """Feed a tick's trades and books to the engines and publish to subscribers, one
+        symbol after another; yields after each."""
         assert self.market is not None
         market = self.market
         new_trades: dict[str, list[SimTrade]] = {symbol: [] for symbol in market.symbols}
         for trade in trades:
-            engine = self._engines[trade.symbol]
+            new_trades[trade.symbol].append(trade)
+            self._recent_trades[trade.symbol].append(trade)
+        for symbol in market.symbols:
+            self._advance_symbol(symbol, now_ms, new_trades[symbol])
+            yield
+
+    def _advance_symbol(self, symbol: str, now_ms: int, trades: list[SimTrade]) -> None:
+        assert self.market is not None
+        engine = self._engines[symbol]
+        for trade in trades:
             # Matched now, when the tick runs: a trade's own time can precede an order placed or
             # an answer given since the last tick, and a venue never stamps a fill before those.
             self._fills.extend(engine.on_trade(trade.price, trade.size, trade.side, now_ms))
-            new_trades[trade.symbol].append(trade)
-            self._recent_trades[trade.symbol].append(trade)
-        frames: dict[tuple[str, str], str] = {}
-        for symbol in market.symbols:
-            book = market.book(symbol)
-            engine = self._engines[symbol]
-            self._fills.extend(
-                engine.on_book(
-                    book.bid_prices, book.bid_sizes, book.ask_prices, book.ask_sizes, book.ts_ms
-                )
+        book = self.market.book(symbol)
+        self._fills.extend(
+            engine.on_book(
+                book.bid_prices, book.bid_sizes, book.ask_prices, book.ask_sizes, book.ts_ms
             )
-            self.account.mark(symbol, book.mid)
-            instrument = market.instrument(symbol)
-            publisher = self._publishers[symbol]
-            delta = publisher.publish(
-                format_levels(book.bid_prices, book.bid_sizes, instrument),
-                format_levels(book.ask_prices, book.ask_sizes, instrument),
-                book.ts_ms,
+        )
+        self.account.mark(symbol, book.mid)
+        # Only the frames some connection subscribes to are rendered: a book of symbols renders
+        # 100 levels a side each tick otherwise, and REST answers wait behind that.
+        subscribed = {key for c in self._connections for key in c.subscriptions if key[1] == symbol}
+        frames: dict[str, str] = {}
+        publisher = self._publishers[symbol]
+        incremental = (INCREMENTAL_DEPTH_CHANNEL, symbol) in subscribed
+        delta = self._publish_depth(symbol, book, whole=incremental)
+        if delta is not None and incremental and not self.faults.take_seq_gap():
+            frames[INCREMENTAL_DEPTH_CHANNEL] = publisher.update_frame(delta, now_ms)
+        for channel in SNAPSHOT_DEPTH_CHANNELS:
+            if (channel, symbol) in subscribed:
+                frames[channel] = publisher.snapshot_frame(channel, now_ms)
+        if trades and (TRADE_CHANNEL, symbol) in subscribed:
+            frames[TRADE_CHANNEL] = trade_frame(
+                symbol,
+                reversed(trades),
+                self.market.instrument(symbol),
+                action="update",
+                push_ms=now_ms,
             )
-            if delta is not None and not self.faults.take_seq_gap():
-                frames[(INCREMENTAL_DEPTH_CHANNEL, symbol)] = publisher.update_frame(delta, now_ms)
-            for channel in SNAPSHOT_DEPTH_CHANNELS:
-                frames[(channel, symbol)] = publisher.snapshot_frame(channel, now_ms)
-            if new_trades[symbol]:
-                frames[(TRADE_CHANNEL, symbol)] = trade_frame(
-                    symbol,
-                    reversed(new_trades[symbol]),
-                    instrument,
-                    action="update",
-                    push_ms=now_ms,
-                )
         if self.faults.silenced:
             return
         for connection in list(self._connections):
-            for key in connection.subscriptions:
-                text = frames.get(key)
-                if text is not None:
+            for channel, text in frames.items():
+                if (channel, symbol) in connection.subscriptions:
                     self._push_data(connection, text)
+
+    def _publish_depth(self, symbol: str, book: BookLevels, *, whole: bool) -> DepthDelta | None:
+        """`book` as `symbol`'s published depth: `whole` for the incremental `books` channel,
+        else only the levels the snapshot channels show; its delta (None: unchanged)."""
+        assert self.market is not None
+        instrument = self.market.instrument(symbol)
+        depth = None if whole else _SNAPSHOT_LEVELS
+        return self._publishers[symbol].publish(
+            format_levels(book.bid_prices[:depth], book.bid_sizes[:depth], instrument),
+            format_levels(book.ask_prices[:depth], book.ask_sizes[:depth], instrument),
+            book.ts_ms,
+        )
 
     # Websockets
 
@@ -551,6 +579,8 @@ class SimExchange:
         assert self.market is not None
         now_ms = self.now_ms()
         if channel == INCREMENTAL_DEPTH_CHANNEL:
+            # The depth was published whole only while someone subscribed to it.
+            self._publish_depth(symbol, self.market.book(symbol), whole=True)
             self._send(connection, self._publishers[symbol].snapshot_frame(channel, now_ms))
         elif channel == TRADE_CHANNEL:
             recent = reversed(self._recent_trades[symbol])
