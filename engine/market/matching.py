@@ -33,7 +33,7 @@ from __future__ import annotations
 import enum
 import itertools
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -83,6 +83,8 @@ class OrderRequest:
     force: TimeInForce = TimeInForce.GTC
     reduce_only: bool = False
     client_oid: str | None = None
+    flash_close: bool = False
+    """Bitget's flash close: the whole position at market, which no minimum amount refuses."""
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.size) and self.size > 0):
@@ -592,7 +594,11 @@ class MatchingEngine:
                     f"The price you enter should be a multiple of {instrument.tick_size}",
                 )
         reference = self._reference_price(request)
-        if reference is not None and reference * request.size < instrument.min_notional:
+        if (
+            reference is not None
+            and not request.flash_close
+            and reference * request.size < instrument.min_notional
+        ):
             raise OrderRejected(
                 "45110", f"less than the minimum amount {instrument.min_notional:g} USDT"
             )
@@ -636,11 +642,13 @@ class MatchingEngine:
     def _match_new(self, order: _WorkingOrder, ts_ms: int) -> None:
         own, opposite = self._sides(order.side)
         limit = order.price_ticks
-        crossing = self._crossing_levels(opposite, order.side, limit)
-        if order.force is TimeInForce.POST_ONLY and crossing:
+        # Walked lazily: a market order takes a level or two of a hundred.
+        crossing: Iterable[int] = self._crossing_levels(opposite, order.side, limit)
+        if order.force is TimeInForce.POST_ONLY and next(iter(crossing), None) is not None:
             self._close(order, OrderStatus.CANCELED, ts_ms, "post_only order would take liquidity")
             return
         if order.force is TimeInForce.FOK:
+            crossing = list(crossing)
             available = sum(opposite.available(index) for index in crossing)
             if available + _LOT_EPSILON < order.remaining_lots:
                 self._close(order, OrderStatus.CANCELED, ts_ms, "fok order could not fill entirely")
@@ -680,15 +688,13 @@ class MatchingEngine:
 
     def _crossing_levels(
         self, opposite: _DisplayedSide, side: OrderSide, limit: int | None
-    ) -> list[int]:
+    ) -> Iterator[int]:
         """Indexes of opposite levels an order may take, best first."""
-        levels: list[int] = []
         for index, tick in enumerate(opposite.ticks):
             if limit is not None and not _reaches(side, tick, limit):
-                break
+                return
             if opposite.available(index) + _LOT_EPSILON >= 1:
-                levels.append(index)
-        return levels
+                yield index
 
     def _consume_queue(
         self, orders: list[_WorkingOrder], tick: int, trade_lots: float, ts_ms: int

@@ -476,7 +476,9 @@ class SimRestApi:
         failure: list[dict[str, str]] = []
         for engine, position in targets:
             side = OrderSide.SELL if position.size > 0 else OrderSide.BUY
-            request = OrderRequest(side, OrderType.MARKET, abs(position.size), reduce_only=True)
+            request = OrderRequest(
+                side, OrderType.MARKET, abs(position.size), reduce_only=True, flash_close=True
+            )
             try:
                 result = engine.submit(request, self._state.now_ms())
             except OrderRejected as rejection:

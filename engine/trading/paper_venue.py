@@ -247,6 +247,7 @@ class PaperVenue:
                 OrderType.MARKET,
                 abs(size),
                 reduce_only=True,
+                flash_close=True,
             )
             self._submit(engine, request)
 

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from engine.bitget.orders import OrderSide, OrderStatus, OrderType, TimeInForce
+from engine.market import matching
 from engine.market.instruments import BTCUSDT
 from engine.market.matching import (
     Fill,
@@ -131,6 +132,25 @@ def test_market_order_walks_levels_and_pays_taker_fee() -> None:
         (64000.1 * 0.5 + 64000.2 * 0.7 + 64000.5 * 0.3) / 1.5
     )
     assert result.order.status is OrderStatus.FILLED
+
+
+def test_a_market_order_reads_only_the_levels_it_takes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A close of a position takes a level or two of a hundred-level book: the rest are not
+    walked (a flash close of a book of symbols does this once per symbol)."""
+    engine = make_engine()
+    deep_asks = [(64000.1 + 0.1 * depth, 0.5) for depth in range(100)]
+    show(engine, asks=deep_asks)
+    read: list[int] = []
+    available = matching._DisplayedSide.available
+
+    def spy(side: matching._DisplayedSide, index: int) -> float:
+        read.append(index)
+        return available(side, index)
+
+    monkeypatch.setattr(matching._DisplayedSide, "available", spy)
+    result = engine.submit(market(OrderSide.BUY, 0.7), 1)
+    assert [fill.size for fill in result.fills] == pytest.approx([0.5, 0.2])
+    assert max(read) == 1
 
 
 def test_liquidity_taken_is_not_available_again_until_the_next_book() -> None:

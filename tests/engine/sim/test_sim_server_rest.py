@@ -354,3 +354,28 @@ async def test_a_large_tick_contract_trades_at_its_grid_and_closes_flat(
         closed = data_of(await rest.post(CLOSE, {"symbol": "ADAUSDT", **PRODUCT}))
         assert [entry["symbol"] for entry in closed["successList"]] == ["ADAUSDT"]  # type: ignore[index]
         assert sim.positions() == [] and sim.open_orders() == []
+
+
+async def test_close_positions_closes_a_position_worth_less_than_the_minimum_amount(
+    start_sim: StartSim,
+) -> None:
+    """Flash close takes the whole position at market, however small (Bitget: "Flash order
+    allows for immediate closing of the whole position"); an order of that size is refused."""
+    sim = await start_sim(market=sim_market(("ADAUSDT", "DOGEUSDT"), seed=7))
+    assert sim.market is not None
+    ada = sim.market.instrument("ADAUSDT")
+    dust = ada.size_of(int(ada.min_notional / sim.market.book("ADAUSDT", 1).best_ask / 2))
+    async with httpx.AsyncClient(base_url=sim.rest_url, timeout=WAIT_S * 2) as client:
+        rest = BitgetRest(sim, client)
+        data_of(await rest.place(symbol="ADAUSDT", orderType="market", size="100"))
+        sold = f"{100 - dust:g}"
+        data_of(await rest.place(symbol="ADAUSDT", orderType="market", side="sell", size=sold))
+        (position,) = sim.positions()
+        assert position.size == dust
+        assert_failure(
+            await rest.place(symbol="ADAUSDT", orderType="market", size=f"{dust:g}"), "45110"
+        )
+        closed = data_of(await rest.post(CLOSE, PRODUCT))
+        assert closed["failureList"] == []  # type: ignore[index]
+        assert [entry["symbol"] for entry in closed["successList"]] == ["ADAUSDT"]  # type: ignore[index]
+        assert sim.positions() == []

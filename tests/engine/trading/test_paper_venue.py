@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 
 import pytest
@@ -158,6 +159,26 @@ async def test_close_positions_flattens_at_market(paper):
     await venue.close_positions()
     assert (await venue.snapshot()).positions == ()
     assert of(events, PositionsUpdate)[-1].positions == ()
+
+
+async def test_close_positions_closes_a_position_worth_less_than_the_minimum_amount():
+    """Flash close takes the whole position, however small, as Bitget's does."""
+    btc = dataclasses.replace(BTCUSDT, min_notional=100.0)
+    venue = PaperVenue(PaperVenueConfig(round_trip_ms=0.0, reaction_us=0.0), (btc,))
+    await venue.start(lambda event: None)
+    try:
+        venue.on_book(MarketScript().book("BTCUSDT", BIDS, ASKS))
+        await venue.place(limit(OrderSide.BUY, 64_000.2, 0.003, "o1", TimeInForce.IOC))
+        await venue.place(limit(OrderSide.SELL, 63_999.9, 0.002, "o2", TimeInForce.IOC))
+        positions = (await venue.snapshot()).positions
+        assert [(p.symbol, p.size) for p in positions] == [("BTCUSDT", pytest.approx(0.001))]
+        with pytest.raises(VenueRejected):  # an order of that size is under the minimum
+            await venue.place(limit(OrderSide.SELL, 63_999.9, 0.001, "o3", TimeInForce.IOC))
+        venue.on_book(MarketScript().book("BTCUSDT", BIDS, ASKS))
+        await venue.close_positions()
+        assert (await venue.snapshot()).positions == ()
+    finally:
+        await venue.stop()
 
 
 async def test_a_stopped_venue_refuses_requests():
