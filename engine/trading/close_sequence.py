@@ -58,6 +58,9 @@ async def run_close_sequence(
                 await waited
             except VENUE_ERRORS as error:
                 last_error = str(error)
+        # A quote sent just before the kill may reach the venue after its cancel-all: only once
+        # it is answered does the snapshot show it, so "flat" is never said with it on its way.
+        answered = await executor.placements_answered(max(0.0, deadline - loop.time()))
         try:
             snapshot = await executor.venue.snapshot()
         except VENUE_ERRORS as error:
@@ -65,7 +68,9 @@ async def run_close_sequence(
             last_error = str(error)
             snapshot = None
         confirmed = False
-        if snapshot is not None:
+        if not answered:
+            last_error = "an order placed before the kill is not answered yet"
+        elif snapshot is not None:
             open_positions = [p for p in snapshot.positions if p.size]
             if not snapshot.orders and not open_positions:
                 sync_positions(executor, snapshot, executor._clock(), reason)
@@ -103,6 +108,4 @@ async def _close_all(executor: OrderExecutor, source: Source, reason: str) -> No
         return
     for intent in gateway.closing_intents():
         executor.submit(intent, OrderRole.CLOSE)
-    placing = [task for task in executor._tasks if task.get_name().startswith("place-")]
-    if placing:
-        await asyncio.gather(*placing, return_exceptions=True)
+    await executor.placements_answered()

@@ -151,6 +151,8 @@ class OrderExecutor:
         self._last_fill_ns: dict[str, int] = {}
         """Per symbol, when a fill was last applied (reconciliation waits for quiet)."""
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._placing: set[asyncio.Task[Any]] = set()
+        """The placements sent and not answered yet (a subset of `_tasks`)."""
         self._maintenance: Periodic | None = None
         self._check_task: asyncio.Task[None] | None = None
         self._next_check_ns = 0
@@ -212,8 +214,18 @@ class OrderExecutor:
             return decision
         order = TrackedOrder(intent, role, now)
         self._orders[intent.client_oid] = order
-        self._spawn(self._send(order), f"place-{intent.client_oid}")
+        placing = self._spawn(self._send(order), f"place-{intent.client_oid}")
+        self._placing.add(placing)
+        placing.add_done_callback(self._placing.discard)
         return decision
+
+    async def placements_answered(self, timeout_s: float | None = None) -> bool:
+        """Whether every placement sent so far is answered (or failed), waiting up to
+        `timeout_s` (None: as long as it takes): the venue has each then, so a snapshot taken
+        after it shows the order if it still rests."""
+        if self._placing:
+            await asyncio.wait(tuple(self._placing), timeout=timeout_s)
+        return not self._placing
 
     def cancel(self, client_oid: str, source: Source, reason: str) -> bool:
         """Ask the venue to cancel one order; False when it is not open here."""

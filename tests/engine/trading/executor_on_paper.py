@@ -68,12 +68,13 @@ class Rig:
         return [event for _, event in self.events.since(-1)[0] if type(event) is kind]
 
 
-async def make_rig(tmp_path, *, max_bytes=None) -> Rig:
+async def make_rig(tmp_path, *, max_bytes=None, paper: PaperVenueConfig | None = None) -> Rig:
+    """`paper`: the venue's latency (default: 1 ms round trip, no jitter)."""
     journal = Journal(JournalConfig(tmp_path / "journal.sqlite", max_bytes=max_bytes))
     journal.start()
     venue = JournalCheckingVenue(
         journal.config.path,
-        PaperVenueConfig(round_trip_ms=1.0, reaction_us=0.0),
+        paper or PaperVenueConfig(round_trip_ms=1.0, reaction_us=0.0),
         (BTCUSDT, ETHUSDT),
     )
     gateway = RiskGateway(dataclasses.replace(default_risk_config(), max_mark_age_ms=60_000))
@@ -91,9 +92,9 @@ async def make_rig(tmp_path, *, max_bytes=None) -> Rig:
 
 
 @contextlib.asynccontextmanager
-async def started_rig(tmp_path) -> AsyncIterator[Rig]:
+async def started_rig(tmp_path, paper: PaperVenueConfig | None = None) -> AsyncIterator[Rig]:
     """A rig started, with books on both symbols; stopped on the way out."""
-    rig = await make_rig(tmp_path)
+    rig = await make_rig(tmp_path, paper=paper)
     await rig.executor.start()
     rig.book()
     rig.book("ETHUSDT", ETH_BIDS, ETH_ASKS)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from executor_on_paper import ETH_ASKS, ETH_BIDS, order, started_rig
 from support.waiting import eventually
@@ -10,7 +12,8 @@ from engine.bitget.orders import OrderSide, TimeInForce
 from engine.risk.events import TradingState
 from engine.risk.intents import Source
 from engine.trading.close_sequence import run_close_sequence
-from engine.trading.tracked_order import OrderRole
+from engine.trading.config import PaperVenueConfig
+from engine.trading.tracked_order import OrderRole, OrderState
 
 
 @pytest.fixture
@@ -46,3 +49,26 @@ async def test_kill_sequence_ends_flat_with_nothing_open(rig):
     assert snapshot.orders == () and snapshot.positions == ()
     assert all(p.size == 0 for p in rig.gateway.snapshot().positions)
     assert rig.gateway.state is TradingState.HALTED
+
+
+async def test_a_kill_never_says_flat_with_an_order_still_on_its_way(tmp_path):
+    """On a jittery network a quote already on its way when the kill starts can reach the venue
+    after the kill's cancel-all (seed 9 of these 20 does). The kill waits for every placement's
+    answer before its confirming snapshot, so an order that lands late is seen and cancelled,
+    never left resting behind a "confirmed flat"."""
+    for seed in range(20):
+        paper = PaperVenueConfig(
+            round_trip_ms=20.0, reaction_us=0.0, latency_jitter=2.0, latency_seed=seed
+        )
+        async with started_rig(tmp_path / str(seed), paper) as rig:
+            quote = order(rig, OrderSide.BUY, 63_900.0)
+            assert rig.executor.submit(quote, OrderRole.BID).approved
+            sent = rig.executor.order(quote.client_oid)
+            while sent.state is OrderState.JOURNALING:  # the kill comes once it is on its way
+                await asyncio.sleep(0)
+            rig.gateway.kill(rig.executor._clock())
+            outcome = await run_close_sequence(rig.executor, Source.OPERATOR, "test kill", 30.0)
+            assert outcome.ok, (seed, outcome.message)
+            assert await rig.executor.placements_answered()
+            snapshot = await rig.venue.snapshot()
+            assert snapshot.orders == (), (seed, outcome.message)
