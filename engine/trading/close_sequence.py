@@ -58,8 +58,10 @@ async def run_close_sequence(
                 await waited
             except VENUE_ERRORS as error:
                 last_error = str(error)
-        # A quote sent just before the kill may reach the venue after its cancel-all: only once
-        # it is answered does the snapshot show it, so "flat" is never said with it on its way.
+        # A quote on its way when the cancel-all left may reach the venue after it: only once
+        # it is answered does the snapshot show it, so "flat" is never said with it resting
+        # (the next attempt cancels it). One still being journaled is not waited for: HALTED
+        # or REDUCING withdraws it unsent.
         answered = await executor.placements_answered(max(0.0, deadline - loop.time()))
         try:
             snapshot = await executor.venue.snapshot()
@@ -106,6 +108,9 @@ async def _close_all(executor: OrderExecutor, source: Source, reason: str) -> No
         executor._journal_cancel("close_positions", source, reason, now)
         await executor.venue.close_positions()
         return
-    for intent in gateway.closing_intents():
-        executor.submit(intent, OrderRole.CLOSE)
-    await executor.placements_answered()
+    closing = [
+        intent.client_oid
+        for intent in gateway.closing_intents()
+        if executor.submit(intent, OrderRole.CLOSE).approved
+    ]
+    await executor.placements_answered(of=closing)

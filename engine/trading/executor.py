@@ -29,7 +29,7 @@ import contextlib
 import itertools
 import logging
 from collections import Counter, OrderedDict
-from collections.abc import Callable, Coroutine, Iterable, Mapping
+from collections.abc import Callable, Collection, Coroutine, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -151,8 +151,10 @@ class OrderExecutor:
         self._last_fill_ns: dict[str, int] = {}
         """Per symbol, when a fill was last applied (reconciliation waits for quiet)."""
         self._tasks: set[asyncio.Task[Any]] = set()
-        self._placing: set[asyncio.Task[Any]] = set()
-        """The placements sent and not answered yet (a subset of `_tasks`)."""
+        self._placing: dict[str, asyncio.Task[Any]] = {}
+        """Each placement not answered yet, journaled or not, by client oid (in `_tasks`)."""
+        self._sending: set[asyncio.Task[Any]] = set()
+        """Those of them on their way to the venue (journaled and sent)."""
         self._maintenance: Periodic | None = None
         self._check_task: asyncio.Task[None] | None = None
         self._next_check_ns = 0
@@ -214,18 +216,31 @@ class OrderExecutor:
             return decision
         order = TrackedOrder(intent, role, now)
         self._orders[intent.client_oid] = order
-        placing = self._spawn(self._send(order), f"place-{intent.client_oid}")
-        self._placing.add(placing)
-        placing.add_done_callback(self._placing.discard)
+        client_oid = intent.client_oid
+        placing = self._spawn(self._send(order), f"place-{client_oid}")
+        self._placing[client_oid] = placing
+        placing.add_done_callback(lambda _: self._placing.pop(client_oid, None))
         return decision
 
-    async def placements_answered(self, timeout_s: float | None = None) -> bool:
-        """Whether every placement sent so far is answered (or failed), waiting up to
-        `timeout_s` (None: as long as it takes): the venue has each then, so a snapshot taken
-        after it shows the order if it still rests."""
-        if self._placing:
-            await asyncio.wait(tuple(self._placing), timeout=timeout_s)
-        return not self._placing
+    @property
+    def placements_sent(self) -> int:
+        """Placements on their way to the venue, not answered yet."""
+        return len(self._sending)
+
+    async def placements_answered(
+        self, timeout_s: float | None = None, *, of: Collection[str] | None = None
+    ) -> bool:
+        """Whether every placement on its way to the venue is answered or failed (`of`: these
+        orders' placements, sent yet or not), waiting up to `timeout_s` (None: as long as it
+        takes): the venue has each then, so a snapshot taken after it shows the order if it
+        still rests."""
+        if of is None:
+            waited = tuple(self._sending)
+        else:
+            waited = tuple(task for oid in of if (task := self._placing.get(oid)) is not None)
+        if waited:
+            await asyncio.wait(waited, timeout=timeout_s)
+        return all(task.done() for task in waited)
 
     def cancel(self, client_oid: str, source: Source, reason: str) -> bool:
         """Ask the venue to cancel one order; False when it is not open here."""
@@ -534,13 +549,19 @@ class OrderExecutor:
         if order.cancel_requested:
             self._withdraw(order, f"not sent: cancelled first ({order.reason})")
             return
+        # Approved before a pause, a kill or a flatten began: only what can close still goes
+        # (and a kill or flatten waits for what is already on its way, never for these).
         if state is TradingState.PAUSED or (
-            state is TradingState.HALTED and not intent.reduce_only
+            state in (TradingState.HALTED, TradingState.REDUCING) and not intent.reduce_only
         ):
             self._withdraw(order, f"not sent: trading is {state.name}")
             return
         order.state = OrderState.SENDING
         self._counts["sent"] += 1
+        sending = asyncio.current_task()
+        if sending is not None:
+            self._sending.add(sending)
+            sending.add_done_callback(self._sending.discard)
         try:
             ack = await self.venue.place(intent)
         except VenueRejected as rejection:

@@ -43,6 +43,25 @@ async def test_an_approved_order_is_on_disk_before_it_is_sent(rig):
     assert rig.gateway.snapshot().open_orders == 1
 
 
+@pytest.mark.parametrize("stop", ["kill", "flatten", "pause"])
+async def test_a_quote_approved_before_a_kill_flatten_or_pause_is_not_sent(rig, stop):
+    """It was still being journaled when trading stopped: withdrawn, never sent, so the kill
+    or flatten has nothing on its way to wait for. A position is held: a flatten stays
+    REDUCING until it is closed."""
+    taking = order(rig, OrderSide.BUY, 64_000.1, 0.004, TimeInForce.IOC)
+    assert rig.executor.submit(taking, OrderRole.HEDGE).approved
+    await eventually(lambda: rig.executor.order(taking.client_oid) is None, 3.0)
+    intent = order(rig, OrderSide.BUY, 63_990.0)
+    assert rig.executor.submit(intent, OrderRole.BID).approved
+    getattr(rig.gateway, stop)(rig.executor._clock())
+    state = rig.gateway.state.name
+    await eventually(lambda: rig.executor.order(intent.client_oid) is None, 3.0)
+    assert intent.client_oid not in rig.venue.journaled_before_send
+    assert rig.executor.placements_sent == 0
+    ended = rig.entries(EntryKind.ORDER_REJECT)[-1]
+    assert ended["reason"] == f"not sent: trading is {state}"
+
+
 async def test_a_denial_sends_nothing_and_is_journaled_with_its_reason(rig):
     intent = order(rig, OrderSide.BUY, 63_990.0, size=0.05)  # above the 0.01 max order size
     decision = rig.executor.submit(intent, OrderRole.BID)
