@@ -153,8 +153,6 @@ class OrderExecutor:
         self._tasks: set[asyncio.Task[Any]] = set()
         self._placing: dict[str, asyncio.Task[Any]] = {}
         """Each placement not answered yet, journaled or not, by client oid (in `_tasks`)."""
-        self._sending: set[asyncio.Task[Any]] = set()
-        """Those of them on their way to the venue (journaled and sent)."""
         self._maintenance: Periodic | None = None
         self._check_task: asyncio.Task[None] | None = None
         self._next_check_ns = 0
@@ -222,22 +220,16 @@ class OrderExecutor:
         placing.add_done_callback(lambda _: self._placing.pop(client_oid, None))
         return decision
 
-    @property
-    def placements_sent(self) -> int:
-        """Placements on their way to the venue, not answered yet."""
-        return len(self._sending)
-
     async def placements_answered(
         self, timeout_s: float | None = None, *, of: Collection[str] | None = None
     ) -> bool:
-        """Whether every placement on its way to the venue is answered or failed (`of`: these
-        orders' placements, sent yet or not), waiting up to `timeout_s` (None: as long as it
-        takes): the venue has each then, so a snapshot taken after it shows the order if it
-        still rests."""
+        """Whether every placement on its way to the venue (SENDING) is answered or failed
+        (`of`: these orders' placements, sent yet or not), waiting up to `timeout_s` (None: as
+        long as it takes): the venue has each then, so a snapshot taken after it shows the
+        order if it still rests."""
         if of is None:
-            waited = tuple(self._sending)
-        else:
-            waited = tuple(task for oid in of if (task := self._placing.get(oid)) is not None)
+            of = [oid for oid, order in self._orders.items() if order.state is OrderState.SENDING]
+        waited = tuple(task for oid in of if (task := self._placing.get(oid)) is not None)
         if waited:
             await asyncio.wait(waited, timeout=timeout_s)
         return all(task.done() for task in waited)
@@ -558,10 +550,6 @@ class OrderExecutor:
             return
         order.state = OrderState.SENDING
         self._counts["sent"] += 1
-        sending = asyncio.current_task()
-        if sending is not None:
-            self._sending.add(sending)
-            sending.add_done_callback(self._sending.discard)
         try:
             ack = await self.venue.place(intent)
         except VenueRejected as rejection:
