@@ -4,6 +4,7 @@ the exponential backoff of REST retries and websocket reconnects."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 import time
 from collections import deque
@@ -32,25 +33,38 @@ class SlidingWindowRateLimiter:
         self._clock = clock
         self._dispatched_at: deque[float] = deque(maxlen=limit)
         self._lock = asyncio.Lock()
+        self._recheck = asyncio.Event()
 
-    async def acquire(self) -> float:
+    async def acquire(self, still_wanted: Callable[[], bool] | None = None) -> float | None:
         """Wait for a free slot and take it; returns the seconds spent waiting (0 if none).
 
-        Time queued behind other waiting callers counts as waiting.
+        Time queued behind other waiting callers counts as waiting. `still_wanted` is asked
+        when the caller's turn comes and again on each `recheck` while it waits for a slot:
+        once it says no, no slot is taken and None is returned (the request never leaves).
         """
         started = self._clock()
         delayed = self._lock.locked()
         async with self._lock:
-            now = self._clock()
-            while len(self._dispatched_at) == self.limit:
+            while True:
+                if still_wanted is not None and not still_wanted():
+                    return None
+                now = self._clock()
+                if len(self._dispatched_at) < self.limit:
+                    break
                 ready_at = self._dispatched_at[0] + self.window_s
                 if ready_at <= now:
                     break
                 delayed = True
-                await asyncio.sleep(ready_at - now)
-                now = self._clock()
+                self._recheck.clear()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._recheck.wait(), ready_at - now)
             self._dispatched_at.append(now)
             return now - started if delayed else 0.0
+
+    def recheck(self) -> None:
+        """Ask the callers waiting here whether they still want their slot, now (a cancel-all
+        makes the placements queued behind the limit unwanted: they leave at once, unsent)."""
+        self._recheck.set()
 
 
 def backoff_ceiling_s(attempt: int, initial_s: float, max_s: float) -> float:

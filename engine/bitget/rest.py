@@ -1,7 +1,8 @@
 """Signed Bitget v2 REST client for USDT-M futures: orders, positions and safe retries.
 
 Every call goes through one pipeline: a per-endpoint sliding-window limiter (delays, never
-drops), a request whose signed body and query are the exact bytes sent, and an answer check
+drops; a placement its caller withdraws while it waits never leaves: `place_order`'s
+`departing`), a request whose signed body and query are the exact bytes sent, and an answer check
 (HTTP status and `code == "00000"`). Failures become `BitgetApiError` (the exchange answered
 no) or `BitgetTransportError` (no usable answer).
 
@@ -222,6 +223,13 @@ class BitgetTransportError(BitgetRestError):
         self.request_sent = request_sent
         self.outcome_unknown = outcome_unknown
         self.client_oid = client_oid
+
+
+class BitgetRequestWithdrawn(BitgetRestError):
+    """A placement its caller withdrew while it waited for the rate limit: it never left."""
+
+    def __init__(self, endpoint: str) -> None:
+        super().__init__(f"{endpoint}: withdrawn before it was sent", endpoint)
 
 
 @dataclass(frozen=True, slots=True)
@@ -478,11 +486,15 @@ class BitgetRestClient(HttpSessionClient):
         reduce_only: bool = False,
         client_oid: str | None = None,
         trade_side: TradeSide | str | None = None,
+        departing: Callable[[], bool] | None = None,
     ) -> OrderAck:
         """Place one order, retrying without ever duplicating it (see the module docstring).
 
         A clientOid is generated when none is given. Raises `BitgetApiError` when refused and
-        `BitgetTransportError` when the outcome could not be established.
+        `BitgetTransportError` when the outcome could not be established. `departing` is asked
+        right before each attempt leaves (once the rate limit lets it) while no earlier attempt
+        can have placed the order; when it says no, nothing is sent and
+        `BitgetRequestWithdrawn` is raised.
         """
         oid = client_oid if client_oid is not None else self.new_client_oid()
         body = place_order_body(
@@ -501,7 +513,7 @@ class BitgetRestClient(HttpSessionClient):
             TimeInForce.GTC,
             TimeInForce.POST_ONLY,
         )
-        return await self._place(symbol, body, oid, rests_on_book)
+        return await self._place(symbol, body, oid, rests_on_book, departing)
 
     async def cancel_order(
         self, symbol: str, *, order_id: str | None = None, client_oid: str | None = None
@@ -552,6 +564,11 @@ class BitgetRestClient(HttpSessionClient):
             succeeded.extend(result.succeeded)
             failed.extend(result.failed)
         return BatchResult(tuple(succeeded), tuple(failed))
+
+    def recheck_queued_placements(self) -> None:
+        """Ask each placement waiting for the rate limit whether it is still wanted, now (its
+        `departing`, see `place_order`): one withdrawn leaves at once, unsent."""
+        self._limiters[PLACE_ORDER].recheck()
 
     async def cancel_all(self, symbol: str | None = None) -> BatchResult:
         """Cancel every open order (of one symbol, or of the whole product type).
@@ -686,7 +703,12 @@ class BitgetRestClient(HttpSessionClient):
     # Placing without duplicates
 
     async def _place(
-        self, symbol: str, body: Mapping[str, object], client_oid: str, rests_on_book: bool
+        self,
+        symbol: str,
+        body: Mapping[str, object],
+        client_oid: str,
+        rests_on_book: bool,
+        departing: Callable[[], bool] | None,
     ) -> OrderAck:
         max_attempts = self.config.max_attempts
         maybe_placed = False
@@ -696,7 +718,11 @@ class BitgetRestClient(HttpSessionClient):
             attempt += 1
             failure: BitgetRestError
             try:
-                answer = await self._send("POST", PLACE_ORDER, body=body)
+                # Once an attempt may have placed it, the order is the venue's: resent, never
+                # withdrawn.
+                answer = await self._send(
+                    "POST", PLACE_ORDER, body=body, departing=None if maybe_placed else departing
+                )
                 return parse_order_ack(answer.data, client_oid, attempt)
             except MalformedAnswer as error:
                 failure = self._unreadable(PLACE_ORDER, error)
@@ -822,10 +848,14 @@ class BitgetRestClient(HttpSessionClient):
         query: Mapping[str, object] | None = None,
         body: Mapping[str, object] | None = None,
         signed: bool = True,
+        departing: Callable[[], bool] | None = None,
     ) -> _Answer:
-        """One attempt: wait for the limiter, sign, send, check the answer."""
+        """One attempt: wait for the limiter, sign, send, check the answer (`departing`: see
+        `place_order`)."""
         http = self._session()
-        waited_s = await self._limiters[path].acquire()
+        waited_s = await self._limiters[path].acquire(departing)
+        if waited_s is None:
+            raise BitgetRequestWithdrawn(path)
         if waited_s > 0:
             self._rate_limit_waits[path] += 1
             self._rate_limit_wait_s += waited_s

@@ -5,8 +5,10 @@ event in the gateway's outbox and nothing else happens. An approved order is jou
 `append_durable` and only then sent: an order is never on the wire before it is on disk. Its
 state then follows the venue: JOURNALING -> SENDING -> LIVE (-> PARTIALLY_FILLED) -> FILLED
 or CANCELED, or REJECTED; UNKNOWN when the venue could not say whether it was placed (it is
-then looked up by clientOid). Cancels on the reaction path are journaled with a plain append,
-which never waits, so nothing delays the cancel.
+then looked up by clientOid). An order that a cancel, pause, kill or flatten overtakes before
+its request leaves (while journaling, or waiting for the venue's request limit) is withdrawn
+unsent. Cancels on the reaction path are journaled with a plain append, which never waits, so
+nothing delays the cancel.
 
 Updates (acks, the private stream's orders, fills and positions) may arrive in any order and
 more than once: acks count once, fills are applied once per trade id, an update for an order
@@ -31,6 +33,7 @@ import logging
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Collection, Coroutine, Iterable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from engine.bitget.orders import OrderStatus
@@ -74,6 +77,7 @@ from engine.trading.tracked_order import (
 from engine.trading.venue import (
     VENUE_ERRORS,
     CancelAllTicket,
+    PlacementWithdrawn,
     Venue,
     VenueOutcomeUnknown,
     VenueRejected,
@@ -223,10 +227,11 @@ class OrderExecutor:
     async def placements_answered(
         self, timeout_s: float | None = None, *, of: Collection[str] | None = None
     ) -> bool:
-        """Whether every placement on its way to the venue (SENDING) is answered or failed
-        (`of`: these orders' placements, sent yet or not), waiting up to `timeout_s` (None: as
-        long as it takes): the venue has each then, so a snapshot taken after it shows the
-        order if it still rests."""
+        """Whether every placement handed to the venue (SENDING) is answered or failed (`of`:
+        these orders' placements, sent yet or not), waiting up to `timeout_s` (None: as long
+        as it takes): the venue has each then, so a snapshot taken after it shows the order if
+        it still rests. One still waiting for the venue's request limit when a kill's or
+        flatten's cancel-all leaves is withdrawn unsent at once (`_may_leave`)."""
         if of is None:
             of = [oid for oid, order in self._orders.items() if order.state is OrderState.SENDING]
         waited = tuple(task for oid in of if (task := self._placing.get(oid)) is not None)
@@ -537,21 +542,17 @@ class OrderExecutor:
             if isinstance(error, JournalFault):
                 self._journal_failed(error)
             return
-        state = self.gateway.state
-        if order.cancel_requested:
-            self._withdraw(order, f"not sent: cancelled first ({order.reason})")
-            return
-        # Approved before a pause, a kill or a flatten began: only what can close still goes
-        # (and a kill or flatten waits for what is already on its way, never for these).
-        if state is TradingState.PAUSED or (
-            state in (TradingState.HALTED, TradingState.REDUCING) and not intent.reduce_only
-        ):
-            self._withdraw(order, f"not sent: trading is {state.name}")
+        unwanted = self._unsent_reason(order)
+        if unwanted is not None:
+            self._withdraw(order, unwanted)
             return
         order.state = OrderState.SENDING
         self._counts["sent"] += 1
         try:
-            ack = await self.venue.place(intent)
+            ack = await self.venue.place(intent, partial(self._may_leave, order))
+        except PlacementWithdrawn:
+            self._withdraw(order, self._unsent_reason(order) or "not sent: withdrawn")
+            return
         except VenueRejected as rejection:
             self._rejected(order, rejection.code, rejection.message)
             return
@@ -573,6 +574,24 @@ class OrderExecutor:
         self._acknowledge(order, ack.order_id, now)
         if order.cancel_requested and not order.state.terminal:
             self._spawn(self._cancel(order), f"cancel-{intent.client_oid}")
+
+    def _unsent_reason(self, order: TrackedOrder) -> str | None:
+        """Why an approved order must not leave now; None: it may."""
+        if order.cancel_requested:
+            return f"not sent: cancelled first ({order.reason})"
+        # Approved before a pause, a kill or a flatten began: only what can close still goes
+        # (and a kill or flatten waits for what has left, never for these).
+        state = self.gateway.state
+        if state is TradingState.PAUSED or (
+            state in (TradingState.HALTED, TradingState.REDUCING) and not order.intent.reduce_only
+        ):
+            return f"not sent: trading is {state.name}"
+        return None
+
+    def _may_leave(self, order: TrackedOrder) -> bool:
+        """The venue asks this before the order's request leaves (and while it waits for the
+        venue's request limit, after a cancel-all)."""
+        return self._unsent_reason(order) is None
 
     async def _cancel(self, order: TrackedOrder) -> None:
         intent = order.intent

@@ -57,6 +57,7 @@ from engine.trading.config import PaperVenueConfig
 from engine.trading.venue import (
     CancelAllTicket,
     PlaceAck,
+    PlacementWithdrawn,
     PrivateSink,
     VenueOrder,
     VenueOrderRecord,
@@ -162,8 +163,12 @@ class PaperVenue:
 
     # Requests
 
-    async def place(self, intent: OrderIntent) -> PlaceAck:
+    async def place(
+        self, intent: OrderIntent, departing: Callable[[], bool] | None = None
+    ) -> PlaceAck:
         engine = self._engine(intent.symbol)
+        if departing is not None and not departing():  # no request limit to wait for here
+            raise PlacementWithdrawn(f"{intent.client_oid} withdrawn before it was sent")
         self._requests["place"] += 1
         await asyncio.sleep(self._to_venue_s())
         request = OrderRequest(

@@ -27,6 +27,7 @@ from engine.bitget.private_events import FillUpdate, PositionEntry, PrivateStrea
 from engine.bitget.private_ws import BitgetPrivateFeed, BitgetPrivateFeedConfig
 from engine.bitget.rest import (
     BitgetApiError,
+    BitgetRequestWithdrawn,
     BitgetRestClient,
     BitgetRestConfig,
     BitgetRestError,
@@ -38,6 +39,7 @@ from engine.risk.intents import OrderIntent
 from engine.trading.venue import (
     CancelAllTicket,
     PlaceAck,
+    PlacementWithdrawn,
     PrivateSink,
     VenueOrder,
     VenueOrderRecord,
@@ -138,7 +140,9 @@ class RestVenue:
 
     # Requests
 
-    async def place(self, intent: OrderIntent) -> PlaceAck:
+    async def place(
+        self, intent: OrderIntent, departing: Callable[[], bool] | None = None
+    ) -> PlaceAck:
         instrument = self._instrument(intent.symbol)
         # Off the grid is refused here, never rounded: what is sent is what was approved.
         if not instrument.is_on_step(intent.size):
@@ -163,7 +167,10 @@ class RestVenue:
                 force=intent.force,
                 reduce_only=intent.reduce_only,
                 client_oid=intent.client_oid,
+                departing=departing,
             )
+        except BitgetRequestWithdrawn as error:
+            raise PlacementWithdrawn(str(error)) from None
         except BitgetRestError as error:
             raise venue_error(error) from None
         except ValueError as error:  # the body failed validation: nothing was sent
@@ -178,6 +185,7 @@ class RestVenue:
 
     def cancel_all_now(self) -> CancelAllTicket:
         loop = asyncio.get_running_loop()
+        self.client.recheck_queued_placements()
         lane = self.lane
         sent = lane.send_cancel_all() if lane is not None and self.lane_enabled else None
         if sent is not None:

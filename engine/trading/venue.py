@@ -85,6 +85,10 @@ class VenueUnavailable(Exception):
     """The request never left (no connection): it certainly did not take effect."""
 
 
+class PlacementWithdrawn(VenueUnavailable):
+    """A placement whose `departing` said no before it left: it was never sent."""
+
+
 VENUE_ERRORS = (VenueRejected, VenueOutcomeUnknown, VenueUnavailable)
 """Every way a venue request can fail."""
 
@@ -124,13 +128,20 @@ class Venue(Protocol):
         """Exchange time minus local time."""
         ...
 
-    async def place(self, intent: OrderIntent) -> PlaceAck: ...
+    async def place(
+        self, intent: OrderIntent, departing: Callable[[], bool] | None = None
+    ) -> PlaceAck:
+        """Place the order. `departing` is asked right before the request leaves (after any
+        wait for the venue's request limits, and again before a resend that cannot duplicate
+        it); when it says no, nothing is sent and `PlacementWithdrawn` is raised."""
+        ...
 
     async def cancel(self, symbol: str, client_oid: str) -> None: ...
 
     def cancel_all_now(self) -> CancelAllTicket:
         """Cancel every open order, starting the request before returning (the reaction
-        path: no await between the decision and the bytes leaving when a lane is ready)."""
+        path: no await between the decision and the bytes leaving when a lane is ready). Each
+        placement still waiting to leave is asked its `departing` again at once."""
         ...
 
     async def close_positions(self, symbol: str | None = None) -> None:

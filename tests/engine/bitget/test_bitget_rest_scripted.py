@@ -26,6 +26,7 @@ from engine.bitget.credentials import Credentials
 from engine.bitget.endpoints import ALL_POSITION, ORDERS_PENDING, PLACE_ORDER, SERVER_TIME
 from engine.bitget.rest import (
     BitgetApiError,
+    BitgetRequestWithdrawn,
     BitgetRestClient,
     BitgetRestError,
     BitgetTransportError,
@@ -276,6 +277,60 @@ async def test_rate_limiter_keeps_place_orders_within_10_per_second_at_arrival(
     assert times[10] - times[0] >= 1.0
     stats = client.stats()
     assert stats.rate_limit_waits[PLACE_ORDER] == 5 and stats.rate_limit_wait_s > 0
+
+
+async def test_a_placement_withdrawn_while_it_waits_for_the_rate_limit_never_leaves(
+    scripted: ScriptedExchange, start_client: StartClient
+) -> None:
+    scripted.script(PLACE_ORDER, ok({"orderId": "1"}))
+    client = await scripted_client(scripted, start_client)
+    for k in range(10):  # the window's ten
+        await client.place_order("BTCUSDT", "buy", "0.010", price="60000", client_oid=f"in-{k}")
+    wanted = [True]
+    queued = asyncio.ensure_future(
+        client.place_order(
+            "BTCUSDT",
+            "buy",
+            "0.010",
+            price="60000",
+            client_oid="late-1",
+            departing=lambda: wanted[0],
+        )
+    )
+    await asyncio.sleep(0.05)
+    assert not queued.done()
+    wanted[0] = False
+    client.recheck_queued_placements()
+    # It leaves the queue now, not when the window frees a slot (about a second on).
+    with pytest.raises(BitgetRequestWithdrawn, match="withdrawn before it was sent"):
+        await asyncio.wait_for(queued, 0.5)
+    assert "late-1" not in client_oids_sent(scripted)
+
+
+@pytest.mark.parametrize(
+    ("first_answer", "asked"),
+    [(error("429", 429), 2), (drop_connection(), 1)],
+    ids=["refused-unprocessed", "outcome-unknown"],
+)
+async def test_a_placement_is_asked_before_each_send_that_cannot_duplicate_it(
+    scripted: ScriptedExchange, start_client: StartClient, first_answer, asked: int
+) -> None:
+    scripted.script(PLACE_ORDER, first_answer, ok({"orderId": "9010", "clientOid": "ask-1"}))
+    scripted.script(ORDERS_PENDING, pending())
+    client = await scripted_client(scripted, start_client)
+    departures: list[str] = []
+    ack = await client.place_order(
+        "BTCUSDT",
+        "buy",
+        "0.010",
+        price="60000",
+        client_oid="ask-1",
+        departing=lambda: departures.append("asked") is None,
+    )
+    assert ack.order_id == "9010" and client_oids_sent(scripted) == ["ask-1", "ask-1"]
+    # After a refusal the order was not taken: it may still be withdrawn. After a lost answer
+    # it may rest at the exchange: the resend goes unasked.
+    assert len(departures) == asked
 
 
 async def test_endpoints_have_separate_rate_windows(

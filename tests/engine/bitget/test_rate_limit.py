@@ -39,3 +39,29 @@ def test_backoff_ceiling_doubles_from_the_first_failure_up_to_its_cap():
         30.0,
     ]
     assert backoff_ceiling_s(10_000, 0.5, 30.0) == 30.0
+
+
+async def test_a_caller_no_longer_wanted_takes_no_slot():
+    limiter = SlidingWindowRateLimiter(1, 1.0, lambda: 0.0)
+    assert await limiter.acquire(lambda: False) is None
+    assert await limiter.acquire() == 0.0, "the slot was left free"
+
+
+async def test_a_recheck_lets_an_unwanted_caller_leave_at_once_and_the_others_wait_on():
+    now = [0.0]
+    limiter = SlidingWindowRateLimiter(1, 1.0, lambda: now[0])
+    await limiter.acquire()
+    wanted = [True]
+    withdrawn = asyncio.ensure_future(limiter.acquire(lambda: wanted[0]))
+    waiting = asyncio.ensure_future(limiter.acquire())
+    await asyncio.sleep(0.01)
+    assert not withdrawn.done() and not waiting.done()
+    wanted[0] = False
+    limiter.recheck()
+    # The limiter's clock stands still: only the recheck can end the first wait.
+    assert await asyncio.wait_for(withdrawn, 5) is None
+    await asyncio.sleep(0.01)
+    assert not waiting.done(), "the window is still full"
+    now[0] = 1.0
+    limiter.recheck()
+    assert await asyncio.wait_for(waiting, 5) == 1.0

@@ -37,12 +37,12 @@ class JournalCheckingVenue(PaperVenue):
         self.journal_path = journal_path
         self.journaled_before_send: dict[str, bool] = {}
 
-    async def place(self, intent: OrderIntent) -> PlaceAck:
+    async def place(self, intent: OrderIntent, departing=None) -> PlaceAck:
         approvals = read_journal(self.journal_path, kinds=[EntryKind.ORDER_APPROVED])
         self.journaled_before_send[intent.client_oid] = any(
             entry.payload["client_oid"] == intent.client_oid for entry in approvals
         )
-        return await super().place(intent)
+        return await super().place(intent, departing)
 
 
 @dataclass

@@ -101,14 +101,21 @@ def _acknowledged(executor: OrderExecutor, client_oid: str) -> bool:
 
 
 @contextlib.asynccontextmanager
-async def started_rig(sim: SimExchange, tmp_path: Path) -> AsyncIterator[Rig]:
-    """A rig on `sim`, its private stream live; stopped on the way out."""
+async def started_rig(
+    sim: SimExchange, tmp_path: Path, rate_window_margin_s: float = 0.1
+) -> AsyncIterator[Rig]:
+    """A rig on `sim`, its private stream live; stopped on the way out. A wide
+    `rate_window_margin_s` keeps a request waiting for the rate limit as long as a test needs."""
     journal = Journal(JournalConfig(tmp_path / "journal.sqlite"))
     journal.start()
     config = sim.config
     venue = RestVenue(
         "sim",
-        BitgetRestConfig(base_url=sim.rest_url, retry_initial_s=0.01),
+        BitgetRestConfig(
+            base_url=sim.rest_url,
+            retry_initial_s=0.01,
+            rate_window_margin_s=rate_window_margin_s,
+        ),
         config.credentials(),
         (BTCUSDT, ETHUSDT),
         private_ws_url=sim.private_ws_url,
