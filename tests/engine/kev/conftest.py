@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
-from scripted_llama import ScriptedLlama
 from support.kev import tiny_llama_server
+from support.scripted_llama import ScriptedLlama
 
 from engine.kev.server import (
     LlamaServerProcess,

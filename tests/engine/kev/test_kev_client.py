@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import orjson
 import pytest
-from scripted_llama import (
+from support.loopback import drop_connection
+from support.scripted_llama import (
     TIMINGS,
     command,
     completion,
@@ -13,7 +14,6 @@ from scripted_llama import (
     error,
     raw,
 )
-from support.loopback import drop_connection
 
 from engine.kev.client import KevClient, KevFailure, KevTimings
 from engine.kev.command import KevCommandSpec

@@ -10,9 +10,9 @@ import math
 import numpy as np
 import orjson
 import pytest
-from scripted_llama import TIMINGS, ScriptedLlama, command, completion, delayed
 from support.kev import make_gateway
 from support.risk import BTC, ETH, MIDS, MS, T0
+from support.scripted_llama import TIMINGS, ScriptedLlama, command, completion, delayed
 
 from engine.journal import EntryKind, Journal, JournalConfig, read_journal
 from engine.kev.client import KevClient

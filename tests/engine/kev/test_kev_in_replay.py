@@ -3,15 +3,13 @@ latency after its request (never earlier), and a rerun from the recorded answers
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import itertools
 import json
-import threading
 from collections.abc import Iterator
 
 import pytest
-from scripted_llama import ScriptedLlama, command, delayed
+from support.scripted_llama import ScriptedLlama, command, delayed, on_a_thread
 
 from engine.config import EngineConfig
 from engine.journal import EntryKind, read_journal
@@ -40,14 +38,8 @@ def thinking_server() -> Iterator[ScriptedLlama]:
     """A scripted llama-server on a loop of its own (real time): 0.25 s per answer."""
     server = ScriptedLlama()
     server.script(CHAT, delayed(THINKING_S, command(act="hold", risk=90, ttl=8000, why="calm")))
-    loop = asyncio.new_event_loop()
-    thread = threading.Thread(target=loop.run_forever, daemon=True)
-    thread.start()
-    asyncio.run_coroutine_threadsafe(server.start(), loop).result(10)
-    yield server
-    asyncio.run_coroutine_threadsafe(server.stop(), loop).result(10)
-    loop.call_soon_threadsafe(loop.stop)
-    thread.join(10)
+    with on_a_thread(server):
+        yield server
 
 
 def replay_config(recording, model, journal, kev_url, **kev) -> EngineConfig:

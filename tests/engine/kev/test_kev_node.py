@@ -4,7 +4,7 @@ llama-server too), and without a server the node trades on, Kev offline."""
 
 from __future__ import annotations
 
-from scripted_llama import command
+from support.scripted_llama import command
 from support.waiting import eventually
 
 from engine.config import EngineConfig

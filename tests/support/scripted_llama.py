@@ -7,11 +7,14 @@ schema violations, dropped connections, a precise delay. Every chat request body
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import threading
 from collections import defaultdict, deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 
 import orjson
 from aiohttp import web
+
 from support.loopback import Loopback, catch_all
 
 Reply = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -142,6 +145,23 @@ class ScriptedLlama:
             return web.json_response({"error": {"code": 404, "message": "not found"}}, status=404)
         reply = script.popleft() if len(script) > 1 else script[0]
         return await reply(request)
+
+
+@contextlib.contextmanager
+def on_a_thread(server: ScriptedLlama) -> Iterator[ScriptedLlama]:
+    """`server` started on an event loop of its own, in a thread (real time), for an engine
+    that runs its loop on market time; stopped on the way out."""
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    asyncio.run_coroutine_threadsafe(server.start(), loop).result(10)
+    try:
+        yield server
+    finally:
+        asyncio.run_coroutine_threadsafe(server.stop(), loop).result(10)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(10)
+        loop.close()
 
 
 async def _json(document: dict) -> web.StreamResponse:
