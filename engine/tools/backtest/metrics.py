@@ -224,9 +224,11 @@ class SessionSeries:
     """The first quoted symbol's; NaN before its first book."""
     book_delta: np.ndarray
     """The quoted symbols' positions at the mid in force, each times its weight in the net
-    delta (`SessionRecord.delta_weights`), summed: what the hedge offsets, in USDT."""
+    delta in force then (its beta, as Kev left it: `_WeightPath`), summed: what the hedge
+    offsets, in USDT."""
     net_delta: np.ndarray
-    """`book_delta` with the hedge's weighted position: the net delta the risk gateway caps."""
+    """`book_delta` with the hedge's position weighted by the hedge ratio in force then: the
+    net delta the risk gateway caps."""
     step_s: float
 
 
@@ -406,6 +408,7 @@ def session_metrics(record: SessionRecord) -> SessionMetrics:
     symbols = tuple(
         _symbol_result(symbol, fills, paths[symbol], record) for symbol in record.symbols
     )
+    weights = _WeightPath.of_each(record)
     quoted_maker = [f for f in fills if f.symbol in record.quoted and f.maker]
     hedge = [f for f in fills if f.symbol not in record.quoted]
     quoting = tuple(
@@ -457,8 +460,8 @@ def session_metrics(record: SessionRecord) -> SessionMetrics:
         cpu_s=record.cpu_s,
         fills=tuple(fills),
         pulled=tuple(pulled),
-        series=_series(record, paths),
-        marks=_series(record, paths, MARK_STEP_S),
+        series=_series(record, paths, weights),
+        marks=_series(record, paths, weights, MARK_STEP_S),
         recording_problem=record.recording_problem,
         rss_kb_at_100k=record.rss_kb_at_100k,
         rss_kb_end=record.rss_kb_end,
@@ -673,8 +676,46 @@ def _symbol_result(
     )
 
 
+@dataclass(frozen=True, slots=True)
+class _WeightPath:
+    """A symbol's weight in the net delta as the risk gateway counted it: the start's
+    (`SessionRecord.delta_weights`), then each new one from the time the gateway set it (the
+    journal's `hedge_ratio` and `beta SYMBOL` limit changes: Kev's, or an operator's)."""
+
+    at_ns: np.ndarray
+    weight: np.ndarray
+
+    @classmethod
+    def of_each(cls, record: SessionRecord) -> dict[str, _WeightPath]:
+        """Every traded symbol's, in one pass over the journal."""
+        names = {f"beta {symbol}": symbol for symbol in record.quoted}
+        if record.hedge is not None:
+            names["hedge_ratio"] = record.hedge
+        changes: dict[str, list[tuple[int, float]]] = {
+            symbol: [(np.iinfo(np.int64).min, weight)]
+            for symbol, weight in record.delta_weights.items()
+        }
+        for entry in record.entries:
+            limit = entry.payload.get("limit") if entry.kind == "state_change" else None
+            symbol = names.get(limit) if isinstance(limit, str) else None
+            if symbol is not None:  # a symbol the start did not weigh weighed 1
+                path = changes.setdefault(symbol, [(np.iinfo(np.int64).min, 1.0)])
+                path.append((entry.at_ns, float(entry.payload["new"])))
+        return {
+            symbol: cls(np.array([at for at, _ in path], np.int64), np.array([w for _, w in path]))
+            for symbol, path in changes.items()
+        }
+
+    def at(self, times_ns: np.ndarray) -> np.ndarray:
+        """The weight in force at each time: after every change at or before it."""
+        return self.weight[np.searchsorted(self.at_ns, times_ns, side="right") - 1]
+
+
 def _series(
-    record: SessionRecord, paths: dict[str, _PositionPath], step_s: int | None = None
+    record: SessionRecord,
+    paths: dict[str, _PositionPath],
+    weights: dict[str, _WeightPath],
+    step_s: int | None = None,
 ) -> SessionSeries:
     """Every `step_s` seconds; by default the charts' step (`SERIES_MAX_POINTS`)."""
     end_ns = max([record.end_ns, *(int(path.at_ns[-1]) for path in paths.values())])
@@ -692,7 +733,8 @@ def _series(
         equity += path.realized[index] + path.fees[index] + path.unrealized(index, symbol_mid)
         # A flat symbol adds nothing, with a mid or not (NaN before its first book).
         notional = np.where(path.position[index] != 0, path.position[index] * symbol_mid, 0.0)
-        weighted = record.delta_weights.get(symbol, 1.0) * notional
+        weight = weights.get(symbol)
+        weighted = notional if weight is None else weight.at(grid) * notional
         if symbol in record.quoted:
             book_delta += weighted
         elif symbol == record.hedge:

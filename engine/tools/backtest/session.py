@@ -159,7 +159,8 @@ class SessionRecord:
     """The book's hedge (None: not hedged)."""
     delta_weights: Mapping[str, float] = field(default_factory=dict)
     """Each traded symbol's weight in the net delta, as the risk gateway counts it at the
-    start (RiskGatewayConfig.delta_weight)."""
+    start (RiskGatewayConfig.delta_weight); what moved it later is in the journal (its
+    `hedge_ratio` and `beta SYMBOL` limit changes)."""
 
     @property
     def span_s(self) -> float:
