@@ -483,6 +483,8 @@ class RiskGateway:
                     now_ns,
                 )
 
+        # The tests of `net_delta_fits` and, below, `has_order_room`, inline: calling them
+        # costs an approval 6% and 12% more (`bench` risk check, p50).
         delta = risk.delta_weight * size * mid
         if not reduces or state is _ACTIVE:
             if is_buy:
@@ -1181,9 +1183,18 @@ class RiskGateway:
         """Why `symbol` alone takes no risk-increasing order, as `PositionView.stood_aside`."""
         return self._symbols[symbol].aside_reason
 
-    def max_position(self, symbol: str) -> float:
-        """The max position in force (times the risk scale), as `PositionView.max_position`."""
-        return self._symbols[symbol].max_position_set * self._risk_scale
+    def position_cap(self, symbol: str) -> float:
+        """The largest position (base coin, either side) `check` lets a risk-increasing order
+        reach now: the tighter of the max position and the max notional at the mark, both in
+        force (times the risk scale: `PositionView.max_position`, `.max_notional`); the max
+        position alone before the first mark. Quotes and the hedge are sized to it, so they
+        ask for what the gate allows."""
+        risk = self._symbols[symbol]
+        scale = self._risk_scale
+        cap = risk.max_position_set * scale
+        notional = risk.max_notional_set * scale
+        mid = risk.mid
+        return notional / mid if cap * mid > notional else cap
 
     @property
     def risk_scale(self) -> float:

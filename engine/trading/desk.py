@@ -415,7 +415,7 @@ class TradingDesk:
             ask_price,
             ask_size,
             gateway.position(symbol),
-            gateway.max_position(symbol),
+            gateway.position_cap(symbol),
             gateway.risk_scale,
             gateway.state,
             intent,
@@ -523,8 +523,7 @@ class TradingDesk:
             gateway.hedge_ratio,
             gateway.max_slippage_bps,
             gateway.state,
-            gateway.max_position(hedge_symbol),
-            gateway.risk_scale,
+            gateway.position_cap(hedge_symbol),
         )
         if plan is None:
             return
@@ -537,7 +536,7 @@ class TradingDesk:
             capped = abs(unhedged) > hedger.config.deadband_usdt
         if capped is not self._hedge_capped:
             self._hedge_capped = capped
-            cap = hedger.grid.floor_size(plan.max_position)
+            cap = hedger.grid.floor_size(plan.position_cap)
             self.events.append(HedgeCapChanged(hedge_symbol, capped, cap, unhedged, self._clock()))
         order = plan.order
         if order is None or not gateway.has_order_room(self._clock()):
@@ -740,8 +739,9 @@ class TradingDesk:
             self.executor.drain_risk_events()
 
     def _said_if_unquotable(self, result: CommandResult) -> CommandResult:
-        """A limit change that leaves a symbol's quote size or max position (times the risk
-        scale) under one lot stops its quoting (TradingConfig refuses that at start): say so."""
+        """A limit change that leaves a symbol's quote size (times the risk scale) or position
+        cap (`RiskGateway.position_cap`) under one lot stops its quoting (TradingConfig refuses
+        that at start): say so."""
         if not result.ok:
             return result
         gateway = self.gateway
@@ -749,10 +749,10 @@ class TradingDesk:
         for symbol, strategy in self.strategies.items():
             grid = strategy.grid
             quote = strategy.config.quote_size * gateway.risk_scale
-            room = gateway.max_position(symbol)
+            room = gateway.position_cap(symbol)
             if grid.floor_size(quote) <= 0 or grid.floor_size(room) <= 0:
                 notes.append(
-                    f"the quote size {quote:g} or the max position {room:g} {symbol} is now "
+                    f"the quote size {quote:g} or the position cap {room:g} {symbol} is now "
                     f"under one lot ({grid.lot:g}): {symbol} is not quoted until it is raised"
                 )
         if not notes:

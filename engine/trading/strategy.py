@@ -1,8 +1,8 @@
 """QuotingStrategy: where to quote, how much, and how to hedge (pure and deterministic).
 
 Quotes. With the touch (b, B, a, A) (prices and sizes), microprice m = (b*A + a*B) / (B + A),
-position q and cap Q, the tighter of the gateway's max position and max notional at the mid
-(b + a) / 2 (both already scaled by the risk scale):
+position q and cap Q, the gateway's own (`RiskGateway.position_cap`: the tighter of its max
+position and max notional at its mark, both in force, so a quote never asks past its gate):
     centre = m * (1 - skew * clamp(q / Q, -1, 1) / 1e4)
     bid    = floor_to_tick(centre * (1 - half_spread / 1e4)), at most a - tick (post only)
     ask    = ceil_to_tick(centre * (1 + half_spread / 1e4)), at least b + tick
@@ -22,8 +22,8 @@ risk gateway's weights), net delta = D + h * q_H * m_H with h the hedge ratio in
 the deadband the hedge trades towards q_H* = -D / (h * m_H), rounded to the lot, with an IOC
 limit `slippage_bps` through the touch, kept inside the gateway's slippage band. The order never
 asks for what the gateway's caps on the hedge deny: it is at most the max order size and keeps
-|q_H| within the cap Q_H (max position and max notional in force); with q_H* beyond Q_H the
-net delta left with the hedge at its cap is the plan's `unhedged`.
+|q_H| within the gateway's position cap Q_H on the hedge; with q_H* beyond Q_H the net delta
+left with the hedge at its cap is the plan's `unhedged`.
 """
 
 from __future__ import annotations
@@ -83,16 +83,10 @@ class HedgePlan(NamedTuple):
 
     order: HedgeOrder | None
     unhedged: float
-    max_position: float
+    position_cap: float
 
 
 NO_QUOTES = QuotePlan(None, None)
-
-
-def _position_cap(max_position: float, max_notional: float, mid: float) -> float:
-    """The size the gateway holds a position within either way: the tighter of its max position
-    and its max notional at its mark, the mid (both in force)."""
-    return max_notional / mid if max_position * mid > max_notional else max_position
 
 
 class Grid:
@@ -159,14 +153,13 @@ class QuotingStrategy:
         instrument: Instrument,
         limits: SymbolLimits,
     ) -> None:
-        """`limits`: the gateway's caps on the symbol; no quote asks past its max notional or
-        max order size (the gateway would deny it). The max position in force comes with each
-        call (the operator may change it)."""
+        """`limits`: the gateway's caps on the symbol; no quote asks past its max order size
+        (the gateway would deny it). The position cap comes with each call (it follows the
+        mark, the operator and Kev)."""
         if instrument.symbol != config.symbol:
             raise ValueError(f"instrument {instrument.symbol} is not the quoted {config.symbol}")
         self.config = config
         self.grid = Grid(instrument)
-        self._max_notional = limits.max_notional
         self._max_order_size = limits.max_order_size
         self._half_spread = config.half_spread_bps * _BPS
         self._skew = config.inventory_skew_bps * _BPS
@@ -210,15 +203,16 @@ class QuotingStrategy:
         ask_price: float,
         ask_size: float,
         position: float,
-        max_position: float,
+        position_cap: float,
         risk_scale: float,
         state: TradingState,
         intent: QuoteIntent,
         now_ns: int,
         extra_skew_bps: float = 0.0,
     ) -> QuotePlan:
-        """The quotes wanted now (see the module docstring for the formulas). `extra_skew_bps`
-        (Kev's quote skew) moves both quotes up when positive."""
+        """The quotes wanted now (see the module docstring for the formulas). `position_cap`:
+        the gateway's (`RiskGateway.position_cap`); `risk_scale` scales the quote size;
+        `extra_skew_bps` (Kev's quote skew) moves both quotes up when positive."""
         if intent is _CANCEL_ALL or intent is _STAND_ASIDE or now_ns < self.cooldown_until_ns:
             return NO_QUOTES
         if state is not _ACTIVE and state is not _REDUCING:
@@ -235,7 +229,7 @@ class QuotingStrategy:
             ask_price,
             ask_size,
             position,
-            max_position,
+            position_cap,
             risk_scale,
             state,
             extra_skew_bps,
@@ -256,7 +250,7 @@ class QuotingStrategy:
         ask_price: float,
         ask_size: float,
         position: float,
-        max_position: float,
+        position_cap: float,
         risk_scale: float,
         state: TradingState,
         extra_skew_bps: float,
@@ -267,11 +261,8 @@ class QuotingStrategy:
         size = grid.floor_size(min(self.config.quote_size * risk_scale, self._max_order_size))
         if size <= 0.0:
             return NO_QUOTES
-        max_position = _position_cap(
-            max_position, self._max_notional * risk_scale, 0.5 * (bid_price + ask_price)
-        )
         microprice = (bid_price * ask_size + ask_price * bid_size) / (bid_size + ask_size)
-        inventory = position / max_position if max_position > 0.0 else 0.0
+        inventory = position / position_cap if position_cap > 0.0 else 0.0
         inventory = -1.0 if inventory < -1.0 else (1.0 if inventory > 1.0 else inventory)
         centre = microprice * (1.0 - self._skew * inventory + extra_skew_bps * _BPS)
         if state is _REDUCING:
@@ -279,8 +270,8 @@ class QuotingStrategy:
             ask_room = position if position > 0.0 else 0.0
             reduce_only = True
         else:
-            bid_room = max_position - position
-            ask_room = max_position + position
+            bid_room = position_cap - position
+            ask_room = position_cap + position
             reduce_only = False
 
         bid = None
@@ -322,7 +313,6 @@ class BookHedger:
             raise ValueError(f"instrument {instrument.symbol} is not the hedge {config.symbol}")
         self.config = config
         self.grid = Grid(instrument)
-        self._max_notional = limits.max_notional
         self._max_order_size = limits.max_order_size
 
     def change_grid(self, instrument: Instrument) -> None:
@@ -341,35 +331,33 @@ class BookHedger:
         hedge_ratio: float,
         max_slippage_bps: float,
         state: TradingState,
-        max_position: float,
-        risk_scale: float,
+        position_cap: float,
     ) -> HedgePlan | None:
         """The IOC order that brings net delta back inside the deadband, as far as the hedge's
         caps allow; None while the hedge does not trade (not ACTIVE or REDUCING, no market, a
         hedge ratio of 0). `book_delta`: the quoted symbols' beta-weighted notional
-        (`RiskGateway.book_delta`); `max_position`: the hedge's in force (the risk scale's
-        included, `RiskGateway.max_position`)."""
+        (`RiskGateway.book_delta`); `position_cap`: the gateway's on the hedge
+        (`RiskGateway.position_cap`)."""
         grid = self.grid
         if state is not _ACTIVE and state is not _REDUCING:
             return None
         if not (0.0 < hedge_best_bid < hedge_best_ask) or hedge_ratio <= 0.0:
             return None
         hedge_mid = 0.5 * (hedge_best_bid + hedge_best_ask)
-        max_position = _position_cap(max_position, self._max_notional * risk_scale, hedge_mid)
         target = -book_delta / (hedge_ratio * hedge_mid)
         buy = target > hedge_position
         # The furthest towards the target the cap lets the hedge go (not back, if a lower cap
         # left it beyond).
         if buy:
-            reach = min(target, max(hedge_position, max_position))
-            room = max_position - hedge_position
+            reach = min(target, max(hedge_position, position_cap))
+            room = position_cap - hedge_position
         else:
-            reach = max(target, min(hedge_position, -max_position))
-            room = max_position + hedge_position
+            reach = max(target, min(hedge_position, -position_cap))
+            room = position_cap + hedge_position
         unhedged = book_delta + hedge_ratio * reach * hedge_mid if reach != target else 0.0
         net_delta = book_delta + hedge_ratio * hedge_position * hedge_mid
         if abs(net_delta) <= self.config.deadband_usdt:
-            return HedgePlan(None, unhedged, max_position)
+            return HedgePlan(None, unhedged, position_cap)
         # The gateway bounds the position plus what rests on its side: nothing rests on the
         # hedge symbol here (it is not quoted, one hedge at a time, closing orders only in a
         # kill or flatten, which stops the hedge). A reducing order is always within `room`.
@@ -377,13 +365,13 @@ class BookHedger:
             min(grid.round_size(abs(target - hedge_position)), room, self._max_order_size)
         )
         if size <= 0.0:
-            return HedgePlan(None, unhedged, max_position)
+            return HedgePlan(None, unhedged, position_cap)
         # Shrinking the hedge without flipping it is reduce-only, which REDUCING allows.
         reduce_only = (hedge_position < 0.0 and buy and size <= -hedge_position) or (
             hedge_position > 0.0 and not buy and size <= hedge_position
         )
         if state is _REDUCING and not reduce_only:
-            return HedgePlan(None, unhedged, max_position)
+            return HedgePlan(None, unhedged, position_cap)
         slippage = self.config.slippage_bps * _BPS
         band = max_slippage_bps * _BPS
         if buy:
@@ -397,7 +385,7 @@ class BookHedger:
             )
             price = grid.ceil_price(limit)
         if price <= 0.0 or price * size < grid.min_notional:
-            return HedgePlan(None, unhedged, max_position)
+            return HedgePlan(None, unhedged, position_cap)
         side = OrderSide.BUY if buy else OrderSide.SELL
         order = HedgeOrder(side, size, price, reduce_only, net_delta)
-        return HedgePlan(order, unhedged, max_position)
+        return HedgePlan(order, unhedged, position_cap)

@@ -139,6 +139,24 @@ def test_buy_that_would_exceed_max_notional_is_denied():
     assert decision.text == "BTCUSDT notional could reach 95,000 USDT, beyond 90,000 USDT"
 
 
+def test_the_position_cap_is_the_tighter_of_max_position_and_max_notional_at_the_mark():
+    gateway = RiskGateway(make_config())
+    assert gateway.position_cap(BTC) == 1.0  # no mark yet: the max position alone
+    mark(gateway, BTC, T0)
+    assert gateway.position_cap(BTC) == 1.0  # 90,000 USDT at 60,000 is 1.5 BTC
+    mark(gateway, BTC, T0, mid=100_000.0)
+    assert gateway.position_cap(BTC) == pytest.approx(0.9)
+    # Both in force: the risk scale scales both, the operator's max position overrides.
+    gateway.set_limits(RiskOverrides(risk_scale=0.5), T0)
+    assert gateway.position_cap(BTC) == pytest.approx(0.45)
+    gateway.set_limits(RiskOverrides(max_position={BTC: 0.8}), T0)
+    assert gateway.position_cap(BTC) == 0.4
+    # The hedge's too, each symbol at its own mark.
+    assert gateway.position_cap(ETH) == 10.0
+    mark(gateway, ETH, T0, mid=10_000.0)
+    assert gateway.position_cap(ETH) == pytest.approx(4.5)
+
+
 def test_buy_that_would_exceed_max_net_delta_is_denied():
     gateway = make_gateway()
     gateway.on_position_sync(BTC, 0.9, MIDS[BTC], T0)  # 54k of the 80k net delta

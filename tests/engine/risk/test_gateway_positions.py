@@ -221,7 +221,8 @@ def test_the_desks_reads_are_the_snapshots_figures():
     for view in snapshot.positions:
         assert gateway.position(view.symbol) == view.size
         assert gateway.mark(view.symbol) == view.mark_price
-        assert gateway.max_position(view.symbol) == view.max_position
+        cap = min(view.max_position, view.max_notional / view.mark_price)
+        assert gateway.position_cap(view.symbol) == pytest.approx(cap, rel=1e-15)
     assert gateway.risk_scale == snapshot.risk_scale == 0.5
     assert gateway.hedge_ratio == snapshot.hedge_ratio
     assert gateway.max_slippage_bps == snapshot.limits.max_slippage_bps

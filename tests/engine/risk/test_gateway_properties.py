@@ -16,7 +16,11 @@ machine keeps its own positions, open orders, limits and counts, and checks:
 - Kev never raises a limit or the risk scale and never leaves PAUSED or HALTED;
 - operator overrides are applied exactly when inside their hard bounds;
 - per-reason denial counts equal the denials seen, and each denial is one event;
-- `net_delta_fits`, which a quote asks before it is sent, answers as the check's net delta test.
+- `net_delta_fits` and `has_order_room`, which a quote asks before it is sent, answer as the
+  check's net delta and rate tests (kept inline there: calling them costs `check` 6% and 12%);
+- `position_cap`, which quotes and the hedge are sized to, is the check's: on a fresh book an
+  order filling the room to it on either side passes the position and notional checks, one lot
+  more fails them.
 """
 
 from __future__ import annotations
@@ -40,7 +44,14 @@ from engine.bitget.orders import OrderSide, OrderType, TimeInForce
 from engine.risk.commands import KevAction
 from engine.risk.events import OrderDenied, TradingState
 from engine.risk.gateway import RiskGateway
-from engine.risk.intents import CancelIntent, CancelScope, DenialReason, OrderIntent, Source
+from engine.risk.intents import (
+    CancelIntent,
+    CancelScope,
+    DenialReason,
+    OrderIntent,
+    RiskDecision,
+    Source,
+)
 from engine.risk.limits import EndpointLimits, RiskGatewayConfig, SymbolLimits
 from engine.risk.overrides import RiskOverrides
 from engine.risk.snapshot import RiskSnapshot
@@ -53,6 +64,10 @@ LOT = {BTC: 0.05, ETH: 0.5}
 MINUTE = 60 * SECOND
 DAY = 24 * 3_600 * SECOND
 CLOSING_DENIALS_ALLOWED = {DenialReason.ENDPOINT_RATE, DenialReason.SLIPPAGE}
+CAP_DENIALS = {DenialReason.POSITION_LIMIT, DenialReason.NOTIONAL_LIMIT}
+RATE_DENIALS = {DenialReason.ORDER_RATE, DenialReason.ENDPOINT_RATE}
+GRID_SLACK = 1e-9
+"""As the strategy's `Grid.floor_size`: this close below a whole lot is that lot."""
 
 symbols = st.sampled_from(SYMBOLS)
 order_requests = st.tuples(
@@ -170,19 +185,22 @@ class RiskGatewayMachine(RuleBasedStateMachine):
                 self._effective(self.max_position_set[symbol]),
             )
 
-    def _submit(self, intent: OrderIntent, closing: bool = False) -> None:
+    def _submit(self, intent: OrderIntent, closing: bool = False) -> RiskDecision:
         state = self.gateway.state
         open_before = len(self.orders)
-        # What a quote asks before it is sent agrees with the check's net delta test.
+        # What a quote asks before it is sent agrees with the check's net delta and rate tests.
         fits = self.gateway.net_delta_fits(intent.symbol, intent.side, intent.size)
+        room = self.gateway.has_order_room(self.now)
         decision = self.gateway.check(intent, self.now)
         if not decision.approved:
             self.denials[decision.reason] += 1
             if decision.reason is DenialReason.NET_DELTA_LIMIT:
                 assert not fits, intent
+            if decision.reason in RATE_DENIALS:
+                assert not room, intent
             if closing and state in (TradingState.REDUCING, TradingState.HALTED):
                 assert decision.reason in CLOSING_DENIALS_ALLOWED, decision
-            return
+            return decision
         self.orders[intent.client_oid] = [intent, intent.size]
         self.placed_at.append(self.now)
         assert state is not TradingState.PAUSED
@@ -199,6 +217,7 @@ class RiskGatewayMachine(RuleBasedStateMachine):
             assert notional <= _limit_with_slack(self._effective(self.max_notional_set[symbol]))
             assert open_before < self.config.limits.max_open_orders
             self.risk_increasing_at.append(self.now)
+            assert room, intent
             assert self._count_since(self.risk_increasing_at, SECOND) <= self.orders_per_second
             assert self._count_since(self.risk_increasing_at, MINUTE) <= self.orders_per_minute
         if increasing or state is TradingState.ACTIVE:
@@ -208,6 +227,7 @@ class RiskGatewayMachine(RuleBasedStateMachine):
             assert fits, intent
         place_order_limit = self.config.limits.endpoints.place_order_per_second
         assert self._count_since(self.placed_at, SECOND) <= place_order_limit
+        return decision
 
     def _count_since(self, times: list[int], span: int) -> int:
         return sum(1 for at in times if at > self.now - span)
@@ -256,6 +276,33 @@ class RiskGatewayMachine(RuleBasedStateMachine):
                 self._mark(symbol, self.mids[symbol], 0.0)  # quoting follows a fresh book
                 offset = -2 * level if buy else 2 * level
                 self._submit(self._order(symbol, buy, 1, False, offset, False, Source.STRATEGY))
+
+    @precondition(lambda self: self.gateway.state is TradingState.ACTIVE)
+    @rule(symbol=symbols, buy=st.booleans())
+    def order_to_the_cap(self, symbol, buy):
+        """What a quote or the hedge asks, sized to `position_cap` as the strategy sizes it (whole
+        lots of the room the position and the orders on that side leave), on a fresh book: never
+        denied for the position or the notional; one lot more always is (both where the max
+        order size lets the order be that large)."""
+        gateway = self.gateway
+        gateway.on_feed_health(symbol, True, "")
+        self._mark(symbol, self.mids[symbol], 0.0)
+        cap = gateway.position_cap(symbol)
+        notional_cap = self._effective(self.max_notional_set[symbol]) / self.mids[symbol]
+        assert cap == pytest.approx(
+            min(self._effective(self.max_position_set[symbol]), notional_cap), rel=1e-12
+        )
+        side = OrderSide.BUY if buy else OrderSide.SELL
+        bound = self._position_bound(symbol, side)
+        room = cap - bound if buy else cap + bound
+        lots = max(math.floor(room / LOT[symbol] + GRID_SLACK), 0)
+        max_lots = round(self.config.limits.for_symbol(symbol).max_order_size / LOT[symbol])
+        if lots + 1 <= max_lots:
+            beyond = self._order(symbol, buy, lots + 1, False, 0, False, Source.STRATEGY)
+            assert self._submit(beyond).reason in CAP_DENIALS
+        if 0 < lots <= max_lots:
+            to_cap = self._order(symbol, buy, lots, False, 0, False, Source.STRATEGY)
+            assert self._submit(to_cap).reason not in CAP_DENIALS
 
     def _order(self, symbol, buy, lots, market_order, offset_bps, reduce_only, source):
         self.client_oids += 1

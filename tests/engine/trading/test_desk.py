@@ -364,7 +364,7 @@ async def test_a_risk_scale_that_leaves_no_whole_lot_to_quote_says_so(paper_desk
     lower = await desk.execute(Command(SetLimits(RiskOverrides(risk_scale=0.4))))
     assert lower.ok
     assert lower.message.endswith(
-        "; the quote size 0.0008 or the max position 0.008 BTCUSDT is now under one lot "
+        "; the quote size 0.0008 or the position cap 0.008 BTCUSDT is now under one lot "
         "(0.001): BTCUSDT is not quoted until it is raised"
     )
     by_kev = await desk.execute(Command(KevOrder(KevAction.HOLD, 0.3, None), CommandSource.KEV))

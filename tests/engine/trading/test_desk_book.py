@@ -66,6 +66,14 @@ HEDGE_CAPPED_LIMITS = dataclasses.replace(
     ),
 )
 """The hedge may hold 0.05 ETH either way: about half the delta of a fill on each bid."""
+HEDGE_NOTIONAL_CAPPED_LIMITS = dataclasses.replace(
+    book_risk().limits,
+    symbols=tuple(
+        dataclasses.replace(limits, max_notional=170.0) if limits.symbol == "ETHUSDT" else limits
+        for limits in book_risk().limits.symbols
+    ),
+)
+"""The hedge may hold 170 USDT of ETH either way: its max notional binds, not its position."""
 
 
 def book_config(tmp_path, **changes) -> TradingConfig:
@@ -140,6 +148,12 @@ async def book_desk(tmp_path):
 @pytest.fixture
 async def hedge_capped_desk(tmp_path):
     async for desk in started(BookDesk(tmp_path, limits=HEDGE_CAPPED_LIMITS)):
+        yield desk
+
+
+@pytest.fixture
+async def hedge_notional_capped_desk(tmp_path):
+    async for desk in started(BookDesk(tmp_path, limits=HEDGE_NOTIONAL_CAPPED_LIMITS)):
         yield desk
 
 
@@ -245,6 +259,47 @@ async def test_the_hedge_at_its_cap_is_sized_to_it_and_said_once_each_way(hedge_
         "ETHUSDT hedge back under its cap 0.6 ETH: hedging the book's net delta fully"
     )
     assert gateway.snapshot().denial_counts[DenialReason.POSITION_LIMIT] == 0
+
+
+async def test_the_hedge_is_sized_to_the_gateways_notional_cap_at_its_own_mark(
+    hedge_notional_capped_desk,
+):
+    """170 USDT of ETH at the gateway's mark 3400.01 is 0.049999 ETH: the hedge sells 0.04.
+    Its book has moved a dollar down meanwhile (the gateway has not had that mark yet); sized
+    there, 0.05 ETH would be 170.0005 USDT at the gate's mark: denied."""
+    desk = hedge_notional_capped_desk
+    gateway = desk.desk.gateway
+    desk.book("ETHUSDT")
+    await desk.until_quoted("BTCUSDT", "SOLUSDT")
+    desk.books["ETHUSDT"].apply(desk.market.book("ETHUSDT", [(3_399.0, 20.0)], [(3_399.02, 20.0)]))
+    # A fill on each bid: 353 USDT of book delta, beyond what the cap lets the hedge take.
+    desk.book("BTCUSDT", bids=[(63_990.0, 0.5)], asks=[(63_996.0, 0.5)])
+    desk.book("SOLUSDT", bids=[(149.90, 50.0)], asks=[(149.95, 50.0)])
+    await eventually(lambda: gateway.position("ETHUSDT") == pytest.approx(-0.04), 3.0)
+    denials = gateway.snapshot().denial_counts
+    assert denials[DenialReason.NOTIONAL_LIMIT] == denials[DenialReason.POSITION_LIMIT] == 0
+
+
+async def test_a_risk_scale_that_leaves_the_notional_cap_under_a_lot_says_so(tmp_path):
+    """BTCUSDT may hold 100 USDT: 0.0015625 BTC at 64000.1, one lot to quote. At risk scale 0.5
+    its quote (0.001) and max position (0.01) are still a lot or more, its cap is not."""
+    limits = dataclasses.replace(
+        book_risk().limits,
+        symbols=tuple(
+            dataclasses.replace(limits, max_notional=100.0)
+            if limits.symbol == "BTCUSDT"
+            else limits
+            for limits in book_risk().limits.symbols
+        ),
+    )
+    async for desk in started(BookDesk(tmp_path, limits=limits)):
+        desk.quote_all()
+        halved = await desk.desk.execute(Command(SetLimits(RiskOverrides(risk_scale=0.5))))
+        assert halved.ok
+        assert halved.message == (
+            f"risk scale 0.5; the quote size 0.001 or the position cap {50 / 64_000.1:g} BTCUSDT "
+            "is now under one lot (0.001): BTCUSDT is not quoted until it is raised"
+        )
 
 
 async def test_quotes_wait_for_room_in_the_books_net_delta_instead_of_being_denied(tmp_path):

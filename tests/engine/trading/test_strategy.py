@@ -23,8 +23,7 @@ ACTIVE = TradingState.ACTIVE
 KEEP = QuoteIntent.KEEP_QUOTING
 NOW = 1_000_000_000_000
 BTC_LIMITS = default_risk_config().limits.for_symbol("BTCUSDT")
-"""0.02 BTC, 2,000 USDT (1,280 at 64,000: the max position is the tighter) and 0.01 BTC an
-order."""
+"""0.01 BTC an order (and a cap of 0.02 BTC: 2,000 USDT is 1,280 at 64,000)."""
 
 
 def strategy(limits=BTC_LIMITS, **overrides) -> QuotingStrategy:
@@ -44,13 +43,13 @@ def quote(
     *,
     book=(64_000.0, 1.0, 64_000.2, 1.0),
     position=0.0,
-    max_position=0.02,
+    position_cap=0.02,
     scale=1.0,
     state=ACTIVE,
     intent=KEEP,
     now=NOW,
 ) -> QuotePlan:
-    return subject.quotes(*book, position, max_position, scale, state, intent, now)
+    return subject.quotes(*book, position, position_cap, scale, state, intent, now)
 
 
 def test_flat_quotes_sit_half_a_spread_around_the_microprice():
@@ -76,9 +75,9 @@ def test_a_long_position_skews_both_quotes_down():
     assert plan == QuotePlan(Quote(63_993.7, 0.002), Quote(64_000.1, 0.002))
 
 
-def test_skew_is_capped_at_the_max_position():
+def test_skew_is_capped_at_the_position_cap():
     at_max = quote(strategy(), position=0.02)
-    beyond = quote(strategy(), position=0.05, max_position=0.02)
+    beyond = quote(strategy(), position=0.05, position_cap=0.02)
     assert at_max.ask == beyond.ask
     assert at_max.bid is None and beyond.bid is None  # no room left to buy
 
@@ -95,7 +94,7 @@ def test_sizes_follow_the_risk_scale_in_whole_lots():
     assert quote(strategy(), scale=0.4) == QuotePlan(None, None)  # 0.0008 is below one lot
 
 
-def test_room_to_the_max_position_caps_each_side():
+def test_room_to_the_position_cap_caps_each_side():
     plan = quote(strategy(), position=0.019)
     assert plan.bid is not None and plan.bid.size == 0.001
     assert plan.ask is not None and plan.ask.size == 0.002
@@ -112,12 +111,10 @@ def test_quotes_ask_for_no_more_than_the_max_order_size():
     assert (plan.bid.size, plan.ask.size) == (0.003, 0.003)
 
 
-def test_room_to_the_max_notional_at_the_mid_caps_each_side_as_the_gateway_does():
-    # 1,000 USDT at the mid 64000.1 is 0.015625 BTC, tighter than 0.02. Long 0.014: the bid
-    # has 0.0016 of room (one lot), the ask 0.0296 (a whole quote).
+def test_quotes_sized_to_the_gateways_position_cap_pass_its_gate():
+    # 1,000 USDT at the gateway's mark 64000.1 is 0.015625 BTC, tighter than 0.02. Long 0.014:
+    # the bid has 0.0016 of room (one lot), the ask 0.0296 (a whole quote).
     limits = dataclasses.replace(BTC_LIMITS, max_notional=1_000)
-    plan = quote(strategy(limits=limits), position=0.014)
-    assert (plan.bid.size, plan.ask.size) == (0.001, 0.002)
     gateway = RiskGateway(
         dataclasses.replace(
             default_risk_config(),
@@ -129,6 +126,8 @@ def test_room_to_the_max_notional_at_the_mid_caps_each_side_as_the_gateway_does(
     )
     gateway.on_mark("BTCUSDT", 64_000.1, 64_000.1, 64_000.0, 64_000.2, NOW)
     gateway.on_position_sync("BTCUSDT", 0.014, 64_000.0, NOW)
+    plan = quote(strategy(), position=0.014, position_cap=gateway.position_cap("BTCUSDT"))
+    assert (plan.bid.size, plan.ask.size) == (0.001, 0.002)
 
     def bid(size: float, client_oid: str) -> OrderIntent:
         price = plan.bid.price
@@ -185,10 +184,11 @@ def test_the_last_plan_is_given_again_only_while_its_inputs_hold():
     assert backed_off.bid is None and backed_off.ask == first.ask
     later = NOW + 2 + 250_000_000
     assert quote(subject, now=later) == first
-    # Each input moves the plan: the touch, the position, the scale, the state.
+    # Each input moves the plan: the touch, the position, the cap, the scale, the state.
     moved = quote(subject, book=(64_010.0, 1.0, 64_010.2, 1.0), now=later)
     assert moved.bid == Quote(64_006.8, 0.002)
     assert quote(subject, position=0.02, now=later).bid is None
+    assert quote(subject, position_cap=0.001, now=later).bid == Quote(63_996.8, 0.001)
     assert quote(subject, scale=0.5, now=later).bid == Quote(63_996.8, 0.001)
     assert quote(subject, position=0.005, state=TradingState.REDUCING, now=later).bid is None
     assert quote(subject, now=later) == first
@@ -240,8 +240,7 @@ def hedge_plan(subject, **overrides):
         "hedge_ratio": 1.0,
         "max_slippage_bps": 10.0,
         "state": ACTIVE,
-        "max_position": ETH_LIMITS.max_position,
-        "risk_scale": 1.0,
+        "position_cap": ETH_LIMITS.max_position,
     }
     arguments.update(overrides)
     return subject.plan(**arguments)
@@ -296,28 +295,28 @@ def test_reducing_hedges_only_by_shrinking_the_hedge():
 def test_the_hedge_asks_for_no_more_than_its_cap_allows_and_says_what_it_leaves():
     # Target -0.18823 ETH (sell 0.19); a cap of 0.12: sell 0.12, and at the cap
     # 640 - 0.12 * 3400.01 = 232 USDT of net delta stays outside the 50 USDT deadband.
-    plan = hedge_plan(hedger(), max_position=0.12)
+    plan = hedge_plan(hedger(), position_cap=0.12)
     assert (plan.order.side, plan.order.size) == (OrderSide.SELL, 0.12)
     assert plan.order.net_delta == pytest.approx(640.0)
     assert plan.unhedged == pytest.approx(640.0 - 0.12 * 3_400.01)
     # At the cap: no order (the gateway would deny it), the same delta left.
-    at_cap = hedge_plan(hedger(), hedge_position=-0.12, max_position=0.12)
+    at_cap = hedge_plan(hedger(), hedge_position=-0.12, position_cap=0.12)
     assert at_cap == (None, pytest.approx(640.0 - 0.12 * 3_400.01), 0.12)
     # Less than a lot of room: nothing either.
-    assert hedge_plan(hedger(), hedge_position=-0.115, max_position=0.12).order is None
+    assert hedge_plan(hedger(), hedge_position=-0.115, position_cap=0.12).order is None
     # Beyond a cap lowered since (the risk scale): nothing further.
-    beyond = hedge_plan(hedger(), hedge_position=-0.15, max_position=0.12)
+    beyond = hedge_plan(hedger(), hedge_position=-0.15, position_cap=0.12)
     assert beyond == (None, pytest.approx(640.0 - 0.15 * 3_400.01), 0.12)
 
 
 def test_what_the_cap_leaves_is_said_until_the_target_is_within_it():
     # A cap of 0.185: sell 0.18 (whole lots); 640 - 0.185 * 3400.01 = 11 USDT left at the cap,
     # inside the deadband (the desk says the hedge is back under its cap only at 0).
-    plan = hedge_plan(hedger(), max_position=0.185)
+    plan = hedge_plan(hedger(), position_cap=0.185)
     assert plan.order.size == 0.18
     assert plan.unhedged == pytest.approx(640.0 - 0.185 * 3_400.01)
     # At a cap of 0.18 the net delta 28 USDT is inside the deadband: no order, 28 still left.
-    at_cap = hedge_plan(hedger(), hedge_position=-0.18, max_position=0.18)
+    at_cap = hedge_plan(hedger(), hedge_position=-0.18, position_cap=0.18)
     assert at_cap.order is None
     assert at_cap.unhedged == pytest.approx(640.0 - 0.18 * 3_400.01)
     assert hedge_plan(hedger()).unhedged == 0.0  # within the cap
@@ -331,24 +330,13 @@ def test_the_max_order_size_splits_the_hedge_without_capping_it():
     assert (plan.order.size, plan.unhedged) == (0.05, 0.0)
 
 
-def test_the_max_notional_at_the_mid_caps_the_hedge_with_the_risk_scale():
-    # 680 USDT at the mid 3400.01 is 0.19999 ETH, tighter than the max position 1.5; at risk
-    # scale 0.5 it is 0.099999: sell 0.09 (whole lots), 640 - 340 = 300 USDT left.
-    capped = hedger(dataclasses.replace(ETH_LIMITS, max_notional=680.0))
-    assert hedge_plan(capped).order.size == 0.19
-    plan = hedge_plan(capped, max_position=0.75, risk_scale=0.5)
-    assert plan.max_position == pytest.approx(340.0 / 3_400.01)
-    assert plan.order.size == 0.09
-    assert plan.unhedged == pytest.approx(640.0 - 340.0)
-
-
 def test_the_cap_binds_a_long_hedge_and_never_a_reducing_order():
     # The book short 640 USDT: buy towards +0.18823, a cap of 0.1 stops at +0.1.
-    plan = hedge_plan(hedger(), book_delta=-640.0, max_position=0.1)
+    plan = hedge_plan(hedger(), book_delta=-640.0, position_cap=0.1)
     assert (plan.order.side, plan.order.size) == (OrderSide.BUY, 0.1)
     assert plan.unhedged == pytest.approx(-640.0 + 0.1 * 3_400.01)
     # Shrinking a short hedge of 0.3 (beyond the cap) to zero is reduce-only: not clipped.
-    reducing = hedge_plan(hedger(), book_delta=0.0, hedge_position=-0.3, max_position=0.1)
+    reducing = hedge_plan(hedger(), book_delta=0.0, hedge_position=-0.3, position_cap=0.1)
     assert (reducing.order.size, reducing.order.reduce_only) == (0.3, True)
 
 
