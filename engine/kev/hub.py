@@ -209,6 +209,12 @@ class KevHub:
         self._outcomes = dict.fromkeys((outcome.value for outcome in KevOutcome), 0)
         self.skews = skews if skews is not None else QuoteSkews(clock)
         """The quote skews of Kev's accepted commands (the desk quotes with the same)."""
+        ranges = {symbol: gateway.config.beta_range(symbol) for symbol in gateway.snapshot().betas}
+        self._movable_betas = frozenset(
+            symbol for symbol, (low, high) in ranges.items() if low < high
+        )
+        """The quoted symbols whose beta Kev may move: the gateway's ranges say which (none
+        without a hedge, none at the default beta band)."""
 
     # Lifecycle
 
@@ -406,7 +412,7 @@ class KevHub:
             command.action,
             _changed(command.risk_scale, risk.risk_scale),
             _changed(command.hedge_ratio, risk.hedge_ratio),
-            _beta_changed(command, snapshot.symbol, risk),
+            _beta_changed(command, snapshot.symbol, risk, self._movable_betas),
         )
         outcome = (await self._execute(Command(order, CommandSource.KEV))).kev
         assert outcome is not None
@@ -592,14 +598,15 @@ def _changed(proposed: float, current: float) -> float | None:
     return proposed
 
 
-def _beta_changed(command: KevCommand, symbol: str, risk: RiskSnapshot) -> tuple[str, float] | None:
+def _beta_changed(
+    command: KevCommand, symbol: str, risk: RiskSnapshot, movable: frozenset[str]
+) -> tuple[str, float] | None:
     """The flagged symbol and Kev's beta for it, or None when there is nothing to move: the
-    beta only repeats the shown one (`_changed`), the symbol is the hedge (it has no beta), the
-    book has no hedge (the context showed no beta), or the answer was recorded without one."""
-    current = risk.betas.get(symbol)
-    if command.beta is None or current is None or risk.hedge_symbol is None:
+    symbol's beta is not `movable` (the hedge, a book without a hedge, a range of one value),
+    the beta only repeats the shown one (`_changed`), or the answer was recorded without one."""
+    if command.beta is None or symbol not in movable:
         return None
-    beta = _changed(command.beta, current)
+    beta = _changed(command.beta, risk.betas[symbol])
     return None if beta is None else (symbol, beta)
 
 

@@ -353,6 +353,21 @@ async def test_without_a_hedge_a_beta_is_not_shown_and_changes_nothing(
     assert "beta" not in scripted.requests[0]["messages"][1]["content"]
 
 
+async def test_a_beta_the_gateway_holds_still_is_not_sent(scripted, start_hub, gateway):
+    """With a hedge, at the default beta band (1, 1) the gateway's range for BTCUSDT is its
+    configured beta alone: a beta Kev writes beyond it (a spec wider than the gateway's) moves
+    nothing, so it is not sent to be clamped back."""
+    assert gateway.config.beta_range(BTC) == (1.0, 1.0)
+    scripted.script(CHAT, command(act="hold", beta=120))
+    hub = await start_hub()
+    hub.offer(snap(BTC))
+    (decision,) = await decisions(hub, 1)
+    assert decision.outcome is KevOutcome.ACCEPTED
+    assert decision.reason == "hold: ACTIVE, risk 1, hedge 0.5, skew +0 bps for 3000 ms"
+    assert decision.gateway.beta is None
+    assert dict(gateway.snapshot().betas) == {BTC: 1.0}
+
+
 async def test_offline_until_the_server_appears(clock, gateway, start_hub):
     port = free_port()
     hub = await start_hub(url=f"http://127.0.0.1:{port}")
