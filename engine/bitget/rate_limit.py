@@ -61,9 +61,24 @@ class SlidingWindowRateLimiter:
             self._dispatched_at.append(now)
             return now - started if delayed else 0.0
 
+    async def hold(self, delay_s: float, still_wanted: Callable[[], bool]) -> bool:
+        """Wait `delay_s` (a refused request's backoff before its next attempt) unless
+        `still_wanted`, asked now and on each `recheck`, says no first; whether it still is."""
+        loop = asyncio.get_running_loop()
+        until = loop.time() + delay_s
+        while still_wanted():
+            left = until - loop.time()
+            if left <= 0:
+                return True
+            self._recheck.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._recheck.wait(), left)
+        return False
+
     def recheck(self) -> None:
-        """Ask the callers waiting here whether they still want their slot, now (a cancel-all
-        makes the placements queued behind the limit unwanted: they leave at once, unsent)."""
+        """Ask the callers waiting here (for a slot, or out a backoff in `hold`) whether they
+        still want to go, now (a cancel-all makes the placements waiting to leave unwanted:
+        they give up at once, unsent)."""
         self._recheck.set()
 
 

@@ -492,9 +492,10 @@ class BitgetRestClient(HttpSessionClient):
 
         A clientOid is generated when none is given. Raises `BitgetApiError` when refused and
         `BitgetTransportError` when the outcome could not be established. `departing` is asked
-        right before each attempt leaves (once the rate limit lets it) while no earlier attempt
-        can have placed the order; when it says no, nothing is sent and
-        `BitgetRequestWithdrawn` is raised.
+        right before each attempt leaves (once the rate limit lets it), and on each
+        `recheck_queued_placements` while it waits, as long as no earlier attempt can have
+        placed the order; when it says no, nothing more is sent and `BitgetRequestWithdrawn`
+        is raised.
         """
         oid = client_oid if client_oid is not None else self.new_client_oid()
         body = place_order_body(
@@ -566,8 +567,9 @@ class BitgetRestClient(HttpSessionClient):
         return BatchResult(tuple(succeeded), tuple(failed))
 
     def recheck_queued_placements(self) -> None:
-        """Ask each placement waiting for the rate limit whether it is still wanted, now (its
-        `departing`, see `place_order`): one withdrawn leaves at once, unsent."""
+        """Ask each placement waiting to leave (for the rate limit, or out the backoff after a
+        refusal that left nothing placed) whether it is still wanted, now (its `departing`,
+        see `place_order`): one withdrawn gives up at once, unsent."""
         self._limiters[PLACE_ORDER].recheck()
 
     async def cancel_all(self, symbol: str | None = None) -> BatchResult:
@@ -765,7 +767,7 @@ class BitgetRestClient(HttpSessionClient):
                         client_oid=client_oid,
                     ) from failure
                 raise failure
-            await self._back_off(PLACE_ORDER, attempt, failure)
+            await self._back_off(PLACE_ORDER, attempt, failure, None if maybe_placed else departing)
 
     async def _reconcile(
         self, symbol: str, client_oid: str, failure: BitgetRestError
@@ -969,7 +971,15 @@ class BitgetRestClient(HttpSessionClient):
         self._errors[_TRANSPORT_ERROR_KEY] += 1
         return BitgetTransportError(path, detail, request_sent=sent)
 
-    async def _back_off(self, path: str, attempt: int, failure: BitgetRestError) -> None:
+    async def _back_off(
+        self,
+        path: str,
+        attempt: int,
+        failure: BitgetRestError,
+        departing: Callable[[], bool] | None = None,
+    ) -> None:
+        """Wait before the next attempt; a placement `departing` withdraws meanwhile (after a
+        `recheck_queued_placements`) raises `BitgetRequestWithdrawn` at once."""
         delay = backoff_delay_s(
             attempt, self.config.retry_initial_s, self.config.retry_max_s, self._rng
         )
@@ -982,7 +992,10 @@ class BitgetRestClient(HttpSessionClient):
             failure,
             delay,
         )
-        await asyncio.sleep(delay)
+        if departing is None:
+            await asyncio.sleep(delay)
+        elif not await self._limiters[path].hold(delay, departing):
+            raise BitgetRequestWithdrawn(path)
 
     def _timestamp_ms(self) -> str:
         return str(self._wall_clock_ns() // 1_000_000 + self._offset_ms)

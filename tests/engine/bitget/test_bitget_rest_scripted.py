@@ -307,30 +307,62 @@ async def test_a_placement_withdrawn_while_it_waits_for_the_rate_limit_never_lea
     assert "late-1" not in client_oids_sent(scripted)
 
 
+async def test_a_placement_refused_unplaced_is_withdrawn_while_it_waits_to_retry(
+    scripted: ScriptedExchange, start_client: StartClient
+) -> None:
+    scripted.script(PLACE_ORDER, error("429", 429), ok({"orderId": "9011"}))
+    # A backoff of 10-20 s: only the recheck can end it within the test.
+    client = await scripted_client(scripted, start_client, retry_initial_s=20.0, retry_max_s=20.0)
+    wanted = [True]
+    retrying = asyncio.ensure_future(
+        client.place_order(
+            "BTCUSDT",
+            "buy",
+            "0.010",
+            price="60000",
+            client_oid="back-1",
+            departing=lambda: wanted[0],
+        )
+    )
+    while client.stats().retries == 0:  # refused once: waiting out its backoff
+        await asyncio.sleep(0.01)
+    wanted[0] = False
+    client.recheck_queued_placements()
+    with pytest.raises(BitgetRequestWithdrawn):
+        await asyncio.wait_for(retrying, 5)
+    assert client_oids_sent(scripted) == ["back-1"]
+
+
 @pytest.mark.parametrize(
-    ("first_answer", "asked"),
-    [(error("429", 429), 2), (drop_connection(), 1)],
+    ("first_answer", "resent"),
+    [(error("429", 429), False), (drop_connection(), True)],
     ids=["refused-unprocessed", "outcome-unknown"],
 )
-async def test_a_placement_is_asked_before_each_send_that_cannot_duplicate_it(
-    scripted: ScriptedExchange, start_client: StartClient, first_answer, asked: int
+async def test_a_placement_unwanted_after_its_first_attempt_is_resent_only_if_it_may_rest(
+    scripted: ScriptedExchange, start_client: StartClient, first_answer, resent: bool
 ) -> None:
+    """After a refusal the order was not taken: withdrawn, it is not sent again. After a lost
+    answer it may rest at the exchange: it is resent (and then found) whatever the caller
+    wants, so that its fate is known."""
     scripted.script(PLACE_ORDER, first_answer, ok({"orderId": "9010", "clientOid": "ask-1"}))
     scripted.script(ORDERS_PENDING, pending())
     client = await scripted_client(scripted, start_client)
-    departures: list[str] = []
-    ack = await client.place_order(
+    asked: list[str] = []
+    placing = client.place_order(
         "BTCUSDT",
         "buy",
         "0.010",
         price="60000",
         client_oid="ask-1",
-        departing=lambda: departures.append("asked") is None,
+        departing=lambda: not asked.append("asked") and len(asked) == 1,
     )
-    assert ack.order_id == "9010" and client_oids_sent(scripted) == ["ask-1", "ask-1"]
-    # After a refusal the order was not taken: it may still be withdrawn. After a lost answer
-    # it may rest at the exchange: the resend goes unasked.
-    assert len(departures) == asked
+    if resent:
+        assert (await placing).order_id == "9010"
+        assert client_oids_sent(scripted) == ["ask-1", "ask-1"]
+    else:
+        with pytest.raises(BitgetRequestWithdrawn):
+            await placing
+        assert client_oids_sent(scripted) == ["ask-1"]
 
 
 async def test_endpoints_have_separate_rate_windows(
