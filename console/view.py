@@ -61,6 +61,10 @@ class PositionLine(NamedTuple):
     stood_aside: str = ""
     """Why the symbol is paused alone at the gateway (the venue stopped it, the operator);
     "" while it trades."""
+    delta_weight: float = 1.0
+    """Its weight in the book's net delta now: a quoted symbol's beta, the hedge's ratio."""
+    configured_weight: float = 1.0
+    """That weight as configured, before Kev or the operator moved it."""
 
     @property
     def pnl(self) -> float:

@@ -326,8 +326,7 @@ class SnapshotPublisher:
             feeds.append(FeedView(item.symbol, item.state, rates.rate.get(item.symbol, 0.0), age))
         desk = self.node.desk
         if status.trading is not None and desk is not None:
-            gateway = desk.gateway.config
-            trading = trading_view(status.trading, gateway.bounds, gateway.rearm_confirmation)
+            trading = trading_view(status.trading, desk.gateway.config)
         else:
             assert self._watch_only is not None
             trading = self._watch_only

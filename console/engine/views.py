@@ -68,7 +68,7 @@ from engine.risk.events import (
     TradingStateChanged,
 )
 from engine.risk.intents import CancelIntent, OrderIntent, RiskRequest
-from engine.risk.limits import OverrideBounds, RiskGatewayConfig
+from engine.risk.limits import RiskGatewayConfig
 from engine.risk.overrides import RiskOverrides
 from engine.trading.contract_watch import ContractChanged
 from engine.trading.desk import TradingStatus
@@ -220,9 +220,11 @@ def fill_update(fill: OrderFilled) -> FillUpdate:
 
 
 def overrides_in_force(trading: TradingStatus) -> RiskOverrides:
-    """The limits the gateway applies now, as the overrides dialog edits them."""
+    """The limits the gateway applies now, as the overrides dialog edits them (the hedge ratio
+    and the betas in a book with a hedge: without one neither moves)."""
     risk = trading.risk
     limits = risk.limits
+    hedged = risk.hedge_symbol is not None
     return RiskOverrides(
         max_position=dict(limits.max_position),
         max_net_delta=limits.max_net_delta,
@@ -230,10 +232,14 @@ def overrides_in_force(trading: TradingStatus) -> RiskOverrides:
         orders_per_second=limits.orders_per_second,
         orders_per_minute=limits.orders_per_minute,
         risk_scale=risk.risk_scale,
+        hedge_ratio=risk.hedge_ratio if hedged else None,
+        betas=dict(risk.betas) if hedged else {},
     )
 
 
-def trading_view(trading: TradingStatus, bounds: OverrideBounds, rearm_phrase: str) -> TradingView:
+def trading_view(trading: TradingStatus, config: RiskGatewayConfig) -> TradingView:
+    """The gateway's status with its `config`: the hard bounds, the re-arm phrase, and each
+    symbol's weight in the net delta as configured beside the one in force."""
     risk = trading.risk
     return TradingView(
         state=risk.state,
@@ -249,6 +255,8 @@ def trading_view(trading: TradingStatus, bounds: OverrideBounds, rearm_phrase: s
                 p.realized_pnl,
                 p.fees,
                 p.stood_aside,
+                p.delta_weight,
+                config.delta_weight(p.symbol),
             )
             for p in risk.positions
         ),
@@ -257,8 +265,8 @@ def trading_view(trading: TradingStatus, bounds: OverrideBounds, rearm_phrase: s
         max_net_delta=risk.max_net_delta,
         pnl=PnlView(risk.realized_pnl, risk.unrealized_pnl, risk.fees, risk.daily_pnl),
         overrides=overrides_in_force(trading),
-        bounds=bounds,
-        rearm_phrase=rearm_phrase,
+        bounds=config.bounds,
+        rearm_phrase=config.rearm_confirmation,
     )
 
 
@@ -282,6 +290,8 @@ def watch_only_view(risk: RiskGatewayConfig) -> TradingView:
             orders_per_second=limits.orders_per_second,
             orders_per_minute=limits.orders_per_minute,
             risk_scale=risk.risk_scale,
+            hedge_ratio=risk.hedge_ratio if risk.hedge_symbol is not None else None,
+            betas={symbol: risk.delta_weight(symbol) for symbol in risk.bounds.betas},
         ),
         bounds=risk.bounds,
         rearm_phrase=risk.rearm_confirmation,

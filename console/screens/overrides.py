@@ -1,6 +1,6 @@
-"""The risk override form: every limit at once, checked here by the engine's own rules
-(`RiskOverrides.problems`) before anything is sent, applied by the engine as a whole or not at
-all."""
+"""The risk override form: every limit at once (and the hedge ratio and each quoted symbol's
+beta in a book with a hedge), checked here by the engine's own rules (`RiskOverrides.problems`)
+before anything is sent, applied by the engine as a whole or not at all."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from console.screens.dialog import LiveDialog
 from console.view import TradingView
 from engine.risk.limits import OverrideBounds
 from engine.risk.overrides import RiskOverrides
-from engine.units import coin
+from engine.units import coin, exact
 
 
 def _number(text: str) -> float:
@@ -41,13 +41,16 @@ def _shown(value: float) -> str:
 def _field_values(overrides: RiskOverrides) -> dict[str, float]:
     """Each field's value in `overrides`, by the field's input id."""
     values = {f"max-position-{symbol}": size for symbol, size in overrides.max_position.items()}
-    return values | {
+    values |= {
         "max-net-delta": overrides.max_net_delta,
         "max-slippage": overrides.max_slippage_bps,
         "orders-per-second": overrides.orders_per_second,
         "orders-per-minute": overrides.orders_per_minute,
         "risk-scale": overrides.risk_scale,
     }
+    if overrides.hedge_ratio is not None:
+        values["hedge-ratio"] = overrides.hedge_ratio
+    return values | {f"beta-{symbol}": beta for symbol, beta in overrides.betas.items()}
 
 
 class OverridesScreen(LiveDialog[RiskOverrides | None]):
@@ -100,6 +103,18 @@ class OverridesScreen(LiveDialog[RiskOverrides | None]):
                 _integer,
             ),
             ("risk-scale", "risk scale", "0..1", _number),
+        ]
+        if bounds.hedge_ratio is not None and current.hedge_ratio is not None:
+            band = "..".join(exact(edge) for edge in bounds.hedge_ratio)
+            self._fields.append(("hedge-ratio", "hedge ratio", band, _number))
+        self._fields += [
+            (
+                f"beta-{symbol}",
+                f"beta {symbol}",
+                "..".join(exact(edge) for edge in bounds.betas[symbol]),
+                _number,
+            )
+            for symbol in current.betas
         ]
 
     def compose(self) -> ComposeResult:
@@ -167,6 +182,8 @@ class OverridesScreen(LiveDialog[RiskOverrides | None]):
                 orders_per_second=int(values["orders-per-second"]),
                 orders_per_minute=int(values["orders-per-minute"]),
                 risk_scale=values["risk-scale"],
+                hedge_ratio=values.get("hedge-ratio"),
+                betas={symbol: values[f"beta-{symbol}"] for symbol in self._current.betas},
             )
             problems = overrides.problems(self._bounds)
         if problems:

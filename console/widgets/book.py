@@ -1,14 +1,15 @@
-"""The book at a glance: a line per symbol with its role, position, PnL, our quotes, Laya's
-state and its feed; the symbol the detail panes show is marked."""
+"""The book at a glance: a line per symbol with its role, position, PnL, our quotes, its weight
+in the net delta, Laya's state and its feed; the symbol the detail panes show is marked."""
 
 from __future__ import annotations
 
 from typing import ClassVar, NamedTuple
 
+from rich.style import Style
 from rich.text import Text
 from textual.geometry import Size
 
-from console.view import ConsoleSnapshot, FeedView, StatusView, SymbolRole
+from console.view import ConsoleSnapshot, FeedView, PositionLine, StatusView, SymbolRole
 from console.widgets import format as fmt
 from console.widgets.lines import LinePane
 from console.widgets.status import FEED_STYLE
@@ -40,12 +41,14 @@ class _Column(NamedTuple):
 
 
 _PICKED = "▶"
+_WEIGHT = "beta/ratio"
 _COLUMNS = (
     _Column("symbol", 12, 0),
     _Column("role", 7, 6),
     _Column("position", 12, 1, right=True),
     _Column("PnL", 9, 2, right=True),
     _Column("quotes b/a", 10, 4, right=True),
+    _Column(_WEIGHT, 10, 7, right=True),
     _Column("Laya", 14, 3),
     _Column("feed", 17, 5),
 )
@@ -54,14 +57,17 @@ _GAP = "  "
 
 class BookPane(LinePane[BookLines]):
     """One row per symbol, in the engine's order, under a header; the columns a pane too
-    narrow for all of them drops go first by rank (the role, the feed, the quotes), so the
-    position and its PnL stay. PnL is the symbol's session PnL (realized less fees plus
+    narrow for all of them drops go first by rank (the weight, the role, the feed, the quotes),
+    so the position and its PnL stay. PnL is the symbol's session PnL (realized less fees plus
     unrealized); the role says `paused` while the gateway stands the symbol aside alone;
-    quotes count our open orders on each side; Laya's state is its warm-up wait, `no model`
-    where its model would not start, or its verdict on the symbol's last book (with its
-    probability while the verdict stream's last record of the symbol agrees); the feed's rate
-    is books a second and its age that of the last book (`<1 s` while they flow). Every change
-    waits for the lists' budget: the status bar draws what must be seen at once."""
+    quotes count our open orders on each side; beta/ratio, in a book with a hedge, is each
+    symbol's weight in the net delta in force (a quoted symbol's beta, the hedge's ratio),
+    after its configured one and an arrow where Kev or the operator moved it; Laya's state is
+    its warm-up wait, `no model` where its model would not start, or its verdict on the
+    symbol's last book (with its probability while the verdict stream's last record of the
+    symbol agrees); the feed's rate is books a second and its age that of the last book (`<1 s`
+    while they flow). Every change waits for the lists' budget: the status bar draws what must
+    be seen at once."""
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {
         "book--label",
@@ -98,7 +104,8 @@ class BookPane(LinePane[BookLines]):
         super().watch_view(view)
 
     def rows(self, view: BookLines, width: int, height: int) -> list[Text]:
-        columns = _columns_for(width)
+        status = view.status
+        columns = _columns_for(width, hedged=status.hedge is not None)
         label = self.style("book--label")
         header = Text(
             _GAP.join(
@@ -110,7 +117,6 @@ class BookPane(LinePane[BookLines]):
             label,
         )
         lines = [header]
-        status = view.status
         positions = {line.symbol: line for line in status.trading.positions}
         waits = dict(status.laya.warming_s)
         laya_aside = dict(status.laya.stood_aside)
@@ -141,6 +147,8 @@ class BookPane(LinePane[BookLines]):
             if role is not SymbolRole.WATCHED:
                 bids, asks = quotes.get(symbol, (0, 0))
                 cells["quotes b/a"] = Text(f"{bids}/{asks}", "" if bids or asks else label)
+                if position is not None:
+                    cells[_WEIGHT] = self._weight(position, label)
             cells["Laya"] = self._laya(
                 waits.get(symbol), laya_aside.get(symbol), latest.get(symbol), current.get(symbol)
             )
@@ -153,6 +161,16 @@ class BookPane(LinePane[BookLines]):
                 row.append(Text(padding) + cell if column.right else cell + padding)
             lines.append(Text(_GAP).join(row))
         return lines
+
+    def _weight(self, position: PositionLine, label: Style) -> Text:
+        """The weight in force; moved, its configured one first, then an arrow and the new
+        one in the warning colour (as the events write a change: old -> new)."""
+        now = f"{position.delta_weight:.3g}"
+        if position.delta_weight == position.configured_weight:
+            return Text(now)
+        return Text.assemble(
+            (f"{position.configured_weight:.3g}→", label), (now, self.style("status--warning"))
+        )
 
     def _laya(
         self,
@@ -185,9 +203,10 @@ class BookPane(LinePane[BookLines]):
         return text
 
 
-def _columns_for(width: int) -> tuple[_Column, ...]:
-    """The columns that fit `width`, dropping the highest rank first."""
-    kept = list(_COLUMNS)
+def _columns_for(width: int, hedged: bool) -> tuple[_Column, ...]:
+    """The columns that fit `width`, dropping the highest rank first; the weight only in a
+    book with a hedge (without one no weight moves)."""
+    kept = [column for column in _COLUMNS if hedged or column.header != _WEIGHT]
 
     def needed() -> int:
         return sum(column.width + len(_GAP) for column in kept) - len(_GAP)

@@ -171,6 +171,10 @@ class StatusPane(LinePane[StatusView]):
             self.style("status--warning" if near_limit else "status--good"),
         )
         delta.append_text(self._label(f" / {trading.max_net_delta:,.0f} {QUOTE_COIN}"))
+        scale = trading.overrides.risk_scale
+        if scale is not None and scale < 1:  # Kev or the operator scaled every limit down
+            delta.append_text(self._label(" · risk "))
+            delta.append(f"{scale:.3g}", self.style("status--warning"))
         parts.append((2, delta))
         return parts
 

@@ -41,8 +41,9 @@ the position that other reserved orders would have offset). A buy is risk-increa
 q < 0 and q + B + size <= 0, i.e. it can only shrink a short, never flip it; sells mirror.
 
 Net delta (USDT). With w_s = beta_s for the quoted symbols (their beta to the book in force:
-the configured one, 1 unless set, as Kev moved it within `RiskGatewayConfig.beta_range`) and
-w_H = h (the hedge ratio in force) for the hedge symbol, and m_s the mid:
+the configured one, 1 unless set, as Kev or the operator last moved it within
+`RiskGatewayConfig.beta_range`) and w_H = h (the hedge ratio in force) for the hedge symbol,
+and m_s the mid:
     net delta       = sum_s w_s * q_s * m_s
     long bound      = sum_s w_s * (q_s + B_s) * m_s      (every reserved buy filled)
     short bound     = sum_s w_s * (q_s - S_s) * m_s      (every reserved sell filled)
@@ -54,9 +55,10 @@ net delta through the limit on the way (closing a long before the matching short
 flatten must never deadlock on it.
 
 Risk scale (0..1) multiplies max position, max notional and max net delta; the operator sets
-it, Kev may only lower it. Limits carry a relative tolerance of 1e-9, and "shrinks a position"
-a slack of 1e-12 base coin plus 1e-9 of the position, so that sums of decimal sizes a few ulps
-off are judged as the decimals they stand for.
+it, Kev may only lower it. The hedge ratio and the betas move inside their bands, set by Kev or
+the operator: the last one holds. Limits carry a relative tolerance of 1e-9, and "shrinks a
+position" a slack of 1e-12 base coin plus 1e-9 of the position, so that sums of decimal sizes
+a few ulps off are judged as the decimals they stand for.
 """
 
 from __future__ import annotations
@@ -995,22 +997,20 @@ class RiskGateway:
         self._change_risk_scale(float(scale), Source.OPERATOR, now_ns)
         return f"risk scale {exact(self._risk_scale)}"
 
-    # Kev
+    def _set_operator_hedge_ratio(self, ratio: float, now_ns: int) -> str:
+        """The operator's hedge ratio, inside its band already (`problems`); Kev's next ratio
+        moves it again, as Kev may lower the operator's risk scale."""
+        return f"hedge ratio {exact(self._set_hedge_ratio(float(ratio), Source.OPERATOR, now_ns))}"
 
-    def set_hedge_ratio(self, ratio: float, now_ns: int) -> CommandOutcome:
-        """Kev's hedge ratio, clamped into the configured band; the text says when it was."""
-        self._advance_day(now_ns)
-        if not finite_number(ratio):
-            return self._refuse(
-                "set_hedge_ratio",
-                f"hedge ratio must be a number, got {ratio!r}",
-                Source.KEV,
-                now_ns,
-            )
-        applied = self._set_hedge_ratio(float(ratio), now_ns)
-        if applied != ratio:
-            return CommandOutcome(True, f"hedge ratio {exact(ratio)} clamped to {exact(applied)}")
-        return CommandOutcome(True, f"hedge ratio {exact(applied)}")
+    def _set_betas(self, betas: Mapping[str, float], now_ns: int) -> str:
+        """The operator's betas, inside their ranges already (`problems`); Kev's next beta for
+        a symbol moves it again, as Kev may lower the operator's risk scale."""
+        return "; ".join(
+            f"beta {symbol} {exact(self._set_beta(symbol, float(beta), Source.OPERATOR, now_ns))}"
+            for symbol, beta in betas.items()
+        )
+
+    # Kev
 
     def apply_kev_command(
         self,
@@ -1047,13 +1047,13 @@ class RiskGateway:
                 self._change_risk_scale(float(risk_scale), Source.KEV, now_ns)
         refused = bool(notes)
         if hedge_ratio is not None:
-            applied = self._set_hedge_ratio(float(hedge_ratio), now_ns)
+            applied = self._set_hedge_ratio(float(hedge_ratio), Source.KEV, now_ns)
             if applied != hedge_ratio:
                 notes.append(f"hedge ratio {exact(hedge_ratio)} clamped to {exact(applied)}")
         beta_in_force = None
         if beta is not None:
             symbol, value = beta
-            beta_in_force = self._set_beta(symbol, float(value), now_ns)
+            beta_in_force = self._set_beta(symbol, float(value), Source.KEV, now_ns)
             if beta_in_force != value:
                 notes.append(f"beta {symbol} {exact(value)} clamped to {exact(beta_in_force)}")
         refusal = self._apply_kev_action(kev_action, now_ns)
@@ -1286,7 +1286,7 @@ class RiskGateway:
     def _all_flat(self) -> bool:
         return all(not risk.position for risk in self._symbol_list)
 
-    def _set_hedge_ratio(self, ratio: float, now_ns: int) -> float:
+    def _set_hedge_ratio(self, ratio: float, source: Source, now_ns: int) -> float:
         """Clamp into the band, apply, and return the ratio now in force."""
         low, high = self.config.hedge_ratio_band
         clamped = min(max(ratio, low), high)
@@ -1297,10 +1297,10 @@ class RiskGateway:
             if hedge is not None:
                 hedge.delta_weight = clamped
             self._refresh_exposure()
-            self._limit_changed("hedge_ratio", old, clamped, Source.KEV, now_ns)
+            self._limit_changed("hedge_ratio", old, clamped, source, now_ns)
         return clamped
 
-    def _set_beta(self, symbol: str, beta: float, now_ns: int) -> float:
+    def _set_beta(self, symbol: str, beta: float, source: Source, now_ns: int) -> float:
         """Clamp a quoted symbol's beta into its range, apply, and return the beta now in
         force (the weight the net delta, its limit and `book_delta` read)."""
         low, high = self._beta_ranges[symbol]
@@ -1310,7 +1310,7 @@ class RiskGateway:
         if clamped != old:
             risk.delta_weight = clamped
             self._refresh_exposure()
-            self._limit_changed(f"beta {symbol}", old, clamped, Source.KEV, now_ns)
+            self._limit_changed(f"beta {symbol}", old, clamped, source, now_ns)
         return clamped
 
     def _change_risk_scale(self, scale: float, source: Source, now_ns: int) -> None:
@@ -1452,5 +1452,7 @@ _LIMIT_SETTERS: tuple[tuple[Callable[[RiskOverrides], Any], Callable[..., str]],
     (attrgetter("max_slippage_bps"), RiskGateway._set_max_slippage_bps),
     (attrgetter("order_rate"), RiskGateway._set_order_rate),
     (attrgetter("risk_scale"), RiskGateway._set_risk_scale),
+    (attrgetter("hedge_ratio"), RiskGateway._set_operator_hedge_ratio),
+    (lambda overrides: overrides.betas or None, RiskGateway._set_betas),
 )
 """Each override the operator may give (None: not given) and how the gateway applies it."""

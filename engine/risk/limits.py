@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import types
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from engine.bitget.models import CLIENT_OID_PATTERN
 from engine.risk.events import OutboxOverflow
@@ -120,17 +120,23 @@ class RiskLimits:
 @dataclass(frozen=True, slots=True)
 class OverrideBounds:
     """Hard bounds on the operator's overrides: `max_position` is the ceiling per symbol (base
-    coin; every configured symbol must have one), the rest ceilings on the matching limit."""
+    coin; every configured symbol must have one), the rest ceilings on the matching limit.
+    `hedge_ratio` and `betas` are the [low, high] the hedge ratio and each quoted symbol's beta
+    may be set to: `RiskGatewayConfig` puts its `hedge_ratio_band` and `beta_range`s here (None
+    and empty without a hedge: nothing to steer), whatever was given."""
 
     max_position: Mapping[str, float]
     max_net_delta: float
     max_slippage_bps: float
     max_orders_per_second: int
     max_orders_per_minute: int
+    hedge_ratio: tuple[float, float] | None = None
+    betas: Mapping[str, tuple[float, float]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        # A read-only copy, so the bounds cannot be changed after validation.
+        # Read-only copies, so the bounds cannot be changed after validation.
         object.__setattr__(self, "max_position", types.MappingProxyType(dict(self.max_position)))
+        object.__setattr__(self, "betas", types.MappingProxyType(dict(self.betas)))
         for symbol, ceiling in self.max_position.items():
             require_positive("OverrideBounds.max_position", symbol, ceiling)
         require_positive("OverrideBounds", "max_net_delta", self.max_net_delta)
@@ -152,7 +158,8 @@ class RiskGatewayConfig:
     inside `hedge_ratio_band`. Every other symbol's notional counts multiplied by its beta to
     the book (`betas`; 1 for a symbol not named), so the hedge offsets each in proportion; Kev
     may move a quoted symbol's beta inside `beta_band` times its configured beta (`beta_range`:
-    the default (1, 1) keeps every beta as configured, and without a hedge none moves).
+    the default (1, 1) keeps every beta as configured, and without a hedge none moves); the
+    operator may set the ratio and a beta inside the same bands (`bounds`, filled in here).
     `risk_scale` (0..1) multiplies the position, notional and net delta limits. A mark older
     than `max_mark_age_ms` blocks risk-increasing orders. The daily loss counter restarts at
     `daily_reset_hour_utc`. The kill switch is re-armed only with `rearm_confirmation` typed
@@ -247,6 +254,16 @@ class RiskGatewayConfig:
                     f"beta_band high {high:g} takes {symbol}'s beta "
                     f"{self.betas.get(symbol, 1.0):g} above 10"
                 )
+        if self.hedge_symbol is None:
+            steered = replace(self.bounds, hedge_ratio=None, betas={})
+        else:
+            quoted = (limits.symbol for limits in self.limits.symbols)
+            steered = replace(
+                self.bounds,
+                hedge_ratio=self.hedge_ratio_band,
+                betas={s: self.beta_range(s) for s in quoted if s != self.hedge_symbol},
+            )
+        object.__setattr__(self, "bounds", steered)
         if not (math.isfinite(self.risk_scale) and 0 <= self.risk_scale <= 1):
             raise ValueError(f"risk_scale must be within [0, 1], got {self.risk_scale!r}")
         require_count("RiskGatewayConfig", "max_mark_age_ms", self.max_mark_age_ms)
@@ -279,4 +296,6 @@ class RiskGatewayConfig:
         if self.hedge_symbol is None:
             return beta, beta
         low, high = self.beta_band
-        return low * beta, high * beta
+        # To the 12th decimal, as the decimals meant: 0.8 x 1.1 is 0.8800000000000001 in
+        # floats, and a beta of 0.88 must be inside the range, not clamped to that noise.
+        return round(low * beta, 12), round(high * beta, 12)

@@ -16,8 +16,9 @@ from engine.validation import finite_number
 class RiskOverrides:
     """Operator overrides, applied as a whole or not at all; None leaves a limit as it is.
 
-    `max_position` maps symbols to base-coin caps; the order rate takes both figures. The
-    console also uses it for the limits in force (every value given).
+    `max_position` maps symbols to base-coin caps; the order rate takes both figures;
+    `hedge_ratio` and `betas` (quoted symbols to their beta to the book) are for a book with a
+    hedge only. The console also uses it for the limits in force (every value given).
     """
 
     max_position: Mapping[str, float] = field(default_factory=dict)
@@ -26,21 +27,29 @@ class RiskOverrides:
     orders_per_second: int | None = None
     orders_per_minute: int | None = None
     risk_scale: float | None = None
+    hedge_ratio: float | None = None
+    betas: Mapping[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        # A read-only copy, so the overrides cannot change after validation.
+        # Read-only copies, so the overrides cannot change after validation.
         object.__setattr__(self, "max_position", types.MappingProxyType(dict(self.max_position)))
+        object.__setattr__(self, "betas", types.MappingProxyType(dict(self.betas)))
 
     @property
     def empty(self) -> bool:
-        return not self.max_position and all(
-            value is None
-            for value in (
-                self.max_net_delta,
-                self.max_slippage_bps,
-                self.orders_per_second,
-                self.orders_per_minute,
-                self.risk_scale,
+        return (
+            not self.max_position
+            and not self.betas
+            and all(
+                value is None
+                for value in (
+                    self.max_net_delta,
+                    self.max_slippage_bps,
+                    self.orders_per_second,
+                    self.orders_per_minute,
+                    self.risk_scale,
+                    self.hedge_ratio,
+                )
             )
         )
 
@@ -86,6 +95,24 @@ class RiskOverrides:
             finite_number(self.risk_scale) and 0 <= self.risk_scale <= 1
         ):
             found.append(f"risk scale must be within [0, 1], got {self.risk_scale!r}")
+        if self.hedge_ratio is not None:
+            band = bounds.hedge_ratio
+            if band is None:
+                found.append("a hedge ratio, but the book has no hedge")
+            elif not (finite_number(self.hedge_ratio) and band[0] <= self.hedge_ratio <= band[1]):
+                found.append(
+                    f"hedge ratio must be within [{exact(band[0])}, {exact(band[1])}], "
+                    f"got {self.hedge_ratio!r}"
+                )
+        for symbol, beta in self.betas.items():
+            beta_range = bounds.betas.get(symbol)
+            if beta_range is None:
+                found.append(_no_beta_for(symbol, bounds))
+            elif not (finite_number(beta) and beta_range[0] <= beta <= beta_range[1]):
+                low, high = beta_range
+                found.append(
+                    f"{symbol} beta must be within [{exact(low)}, {exact(high)}], got {beta!r}"
+                )
         return found
 
     def journaled(self) -> dict[str, object]:
@@ -97,4 +124,16 @@ class RiskOverrides:
             "orders_per_second": self.orders_per_second,
             "orders_per_minute": self.orders_per_minute,
             "risk_scale": self.risk_scale,
+            "hedge_ratio": self.hedge_ratio,
+            "betas": dict(self.betas),
         }
+
+
+def _no_beta_for(symbol: str, bounds: OverrideBounds) -> str:
+    """Why `symbol` takes no beta: not in the book, no hedge for a beta to steer, or it is the
+    hedge (whose weight is the hedge ratio)."""
+    if symbol not in bounds.max_position:
+        return f"{symbol!r} is not a configured symbol"
+    if not bounds.betas:
+        return f"a beta for {symbol}, but the book has no hedge for a beta to steer"
+    return f"a beta for {symbol}, the hedge: its weight in the net delta is the hedge ratio"

@@ -79,6 +79,8 @@ BOUNDS = OverrideBounds(
     max_slippage_bps=50.0,
     max_orders_per_second=10,
     max_orders_per_minute=600,
+    hedge_ratio=(0.5, 1.0),
+    betas={"BTCUSDT": (0.8, 1.2)},
 )
 OVERRIDES = RiskOverrides(
     max_position={"BTCUSDT": 0.02, "ETHUSDT": 0.5},
@@ -87,6 +89,8 @@ OVERRIDES = RiskOverrides(
     orders_per_second=8,
     orders_per_minute=240,
     risk_scale=1.0,
+    hedge_ratio=1.0,
+    betas={"BTCUSDT": 1.0},
 )
 
 
@@ -595,8 +599,9 @@ def book_snapshot(picked_missing: str | None = None) -> ConsoleSnapshot:
     feed, a ladder and an imbalance (BTCUSDT's and ETHUSDT's as in `fixed_snapshot`, the others
     the ETH ladder renamed), positions with realized PnL and fees on some, quotes on some, Laya
     warming up on one, standing aside on another (its model), a verdict on others (DOGEUSDT's
-    a HOLD the stream no longer holds), AVAXUSDT paused at the gateway; `picked_missing` leaves
-    that symbol out."""
+    a HOLD the stream no longer holds), AVAXUSDT paused at the gateway, BTCUSDT's beta (1.1
+    configured) and the hedge ratio (1) moved by Kev; `picked_missing` leaves that symbol
+    out."""
     base = fixed_snapshot()
     symbols = tuple(s for s in (*BOOK_QUOTED, "ETHUSDT") if s != picked_missing)
     feeds = tuple(
@@ -607,12 +612,12 @@ def book_snapshot(picked_missing: str | None = None) -> ConsoleSnapshot:
         )
     )
     positions = (
-        PositionLine("BTCUSDT", 0.014, 59_990.2, 60_000.05, 0.14, 3.20, 0.41),
-        PositionLine("SOLUSDT", -3.0, 150.12, 150.40, -0.84, 1.10, 0.22),
+        PositionLine("BTCUSDT", 0.014, 59_990.2, 60_000.05, 0.14, 3.20, 0.41, "", 1.32, 1.1),
+        PositionLine("SOLUSDT", -3.0, 150.12, 150.40, -0.84, 1.10, 0.22, "", 1.5, 1.5),
         PositionLine("XRPUSDT", 0.0, 0.0, 0.52, 0.0, -0.35, 0.05),
         PositionLine("DOGEUSDT", 1_200.0, 0.1201, 0.1203, 0.24),
         PositionLine("AVAXUSDT", 0.0, 0.0, 24.1, 0.0, stood_aside="its status is 'maintain'"),
-        PositionLine("ETHUSDT", -0.2, 3_001.1, 3_000.01, 0.22, 0.0, 0.12),
+        PositionLine("ETHUSDT", -0.2, 3_001.1, 3_000.01, 0.22, 0.0, 0.12, "", 0.8, 1.0),
     )
     trading = replace(base.status.trading, positions=positions, open_orders=6)
 

@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
 import pytest
-from console_scenarios import OVERRIDES, FakeEngineHandle
+from console_scenarios import OVERRIDES, FakeEngineHandle, book_snapshot
 from textual.widgets import Button, Input, Static
 
 from console.app import COMMAND_NOTE_S, ConsoleConfig, HftConsoleApp
@@ -22,6 +22,7 @@ from console.screens.quit import QuitScreen
 from console.screens.rearm import RearmScreen
 from console.widgets.status import StatusPane
 from engine.risk.events import TradingState
+from engine.risk.limits import OverrideBounds
 from engine.risk.overrides import RiskOverrides
 from engine.trading.commands import CommandResult
 
@@ -280,6 +281,8 @@ async def test_r_applies_every_override_at_once():
                 "orders-per-second": "4",
                 "orders-per-minute": "120",
                 "risk-scale": "0.5",
+                "hedge-ratio": "0.75",
+                "beta-BTCUSDT": "1.15",
             },
         )
         await pilot.press("enter")
@@ -294,6 +297,8 @@ async def test_r_applies_every_override_at_once():
                 orders_per_second=4,
                 orders_per_minute=120,
                 risk_scale=0.5,
+                hedge_ratio=0.75,
+                betas={"BTCUSDT": 1.15},
             ),
         )
     ]
@@ -307,6 +312,9 @@ BAD_OVERRIDES = (
     ("max-slippage", "-1", "max slippage must be within [0, 50] bps, got -1.0"),
     ("orders-per-minute", "0", "orders per minute must be an integer within [1, 600], got 0"),
     ("max-net-delta", "inf", "max net delta USDT: 'inf' is not a number"),
+    ("hedge-ratio", "1.2", "hedge ratio must be within [0.5, 1], got 1.2"),
+    ("beta-BTCUSDT", "1.3", "BTCUSDT beta must be within [0.8, 1.2], got 1.3"),
+    ("beta-BTCUSDT", "x", "beta BTCUSDT: 'x' is not a number"),
 )
 
 
@@ -396,6 +404,88 @@ async def test_limits_changed_while_the_form_is_open_are_not_put_back_by_applyin
     assert handle.commands == [
         ("apply_overrides", replace(halved, max_net_delta=1500.0)),
     ]
+
+
+async def test_r_has_the_hedge_ratio_and_each_quoted_symbols_beta_only_with_a_hedge():
+    handle = FakeEngineHandle()
+    app = console(handle)
+    async with app.run_test(size=SIZE) as pilot:
+        await fill_overrides(pilot, app, {})
+        hedged = [str(field.id) for field in app.screen.query(Input)][-2:]
+        bounds = [str(label.render()) for label in app.screen.query(".override-bound")][-2:]
+        await pilot.press("escape")
+        status = handle.current.status
+        alone = replace(OVERRIDES, hedge_ratio=None, betas={})
+        unhedged = replace(status.trading, overrides=alone)
+        handle.current = replace(
+            handle.current, status=replace(status, trading=unhedged, hedge=None)
+        )
+        app.poll()
+        await fill_overrides(pilot, app, {})
+        fields = [str(field.id) for field in app.screen.query(Input)]
+    assert (hedged, bounds) == (["hedge-ratio", "beta-BTCUSDT"], ["0.5..1", "0.8..1.2"])
+    assert fields[-1] == "risk-scale"
+
+
+async def test_a_kev_beta_while_the_form_is_open_is_not_put_back_by_applying_it():
+    handle = FakeEngineHandle()
+    app = console(handle)
+    async with app.run_test(size=SIZE) as pilot:
+        await fill_overrides(pilot, app, {"max-net-delta": "1500"})
+        status = handle.current.status
+        moved = replace(OVERRIDES, betas={"BTCUSDT": 1.2})  # Kev moves the beta meanwhile
+        trading = replace(status.trading, overrides=moved)
+        handle.current = replace(handle.current, status=replace(status, trading=trading))
+        app.poll()
+        await pilot.pause()
+        assert app.screen.query_one("#beta-BTCUSDT", Input).value == "1.2"
+        await pilot.press("enter")
+        await settle(app, pilot)
+    assert handle.commands == [("apply_overrides", replace(moved, max_net_delta=1500.0))]
+
+
+async def test_a_books_last_beta_is_reached_and_seen_on_a_small_terminal():
+    """Eight quoted symbols and a hedge give the form 22 fields, more than 80x24 has rows:
+    they scroll, and tab brings the last one into sight with the keys still shown."""
+    handle = FakeEngineHandle(book_snapshot())
+    symbols = handle.current.status.symbols
+    quoted = handle.current.status.quoted
+    bounds = OverrideBounds(
+        {symbol: 10.0 for symbol in symbols},
+        5_000.0,
+        50.0,
+        10,
+        600,
+        betas={symbol: (0.8, 1.2) for symbol in quoted},
+    )
+    overrides = RiskOverrides(
+        {symbol: 1.0 for symbol in symbols},
+        2_500.0,
+        10.0,
+        8,
+        240,
+        1.0,
+        betas={symbol: 1.0 for symbol in quoted},
+    )
+    status = handle.current.status
+    trading = replace(status.trading, overrides=overrides, bounds=bounds)
+    handle.current = replace(handle.current, status=replace(status, trading=trading))
+    app = console(handle)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("r")
+        await pilot.pause()
+        last = app.screen.query(Input).last()
+        while app.screen.focused is not last:
+            await pilot.press("tab")
+        await pilot.press(*"1.1")  # select_on_focus: the typing replaces the value
+        await pilot.pause()
+        screen = app.screen.region
+        keys = app.screen.query_one(".dialog-keys")
+        assert screen.contains_region(last.region) and screen.contains_region(keys.region)
+        await pilot.press("enter")
+        await settle(app, pilot)
+    betas = dict.fromkeys(quoted, 1.0) | {quoted[-1]: 1.1}
+    assert handle.commands == [("apply_overrides", replace(overrides, betas=betas))]
 
 
 async def test_a_failing_engine_call_is_reported_and_the_console_stays():

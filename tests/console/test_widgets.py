@@ -213,6 +213,17 @@ async def test_status_gives_money_in_usdt_sizes_in_the_coin_and_fees_paid_as_neg
     )
 
 
+async def test_status_shows_a_risk_scale_below_one_beside_the_limit_it_scales():
+    pane = StatusPane("status", classes="pane")
+    view = status_view()
+    halved = replace(view.trading.overrides, risk_scale=0.5)  # Kev halved the risk
+    async with PaneHost(pane).run_test(size=(160, 5)) as pilot:
+        pane.view = replace(view, trading=replace(view.trading, overrides=halved))
+        await pilot.pause()
+        lines = rows(pane)
+    assert "net Δ +240 / 2,500 USDT · risk 0.5" in lines[0]
+
+
 async def test_status_names_the_quoted_contracts_tick_and_fees():
     pane = StatusPane("status", classes="pane")
     view = status_view()

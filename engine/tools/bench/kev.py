@@ -42,6 +42,7 @@ from engine.laya.config import LayaClassifierConfig
 from engine.laya.feature_set import FEATURE_COUNT
 from engine.laya.verdict import Verdict
 from engine.pipeline import book_shelf, feature_extractor
+from engine.risk.commands import KevAction
 from engine.risk.gateway import RiskGateway
 from engine.risk.limits import OverrideBounds, RiskGatewayConfig, RiskLimits, SymbolLimits
 from engine.risk.overrides import RiskOverrides
@@ -193,11 +194,12 @@ def time_snapshot_build(offers: int) -> dict[str, float]:
 
 
 def _prepare(gateway: RiskGateway, context: MarketContext, now_ns: int) -> None:
-    """The operator's reset before each request: ACTIVE, full risk, fresh marks, a long BTC
-    position hedged by a short ETH one."""
+    """The reset before each request: the operator's (ACTIVE, full risk), Kev's hedge ratio
+    back as configured through Kev's one way in, fresh marks, a long BTC position hedged by a
+    short ETH one."""
     gateway.resume(now_ns)
     gateway.set_limits(RiskOverrides(risk_scale=1.0), now_ns)
-    gateway.set_hedge_ratio(0.8, now_ns)
+    gateway.apply_kev_command(KevAction.HOLD, None, gateway.config.hedge_ratio, now_ns)
     for symbol, (bid, ask) in context.touches.items():
         mid = 0.5 * (bid + ask)
         gateway.on_mark(symbol, mid, mid, bid, ask, now_ns)

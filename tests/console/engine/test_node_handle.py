@@ -197,7 +197,10 @@ async def test_commands_act_on_the_engine_and_kill_leaves_the_exchange_flat(sim,
     refused = await handle.execute(Command(SetLimits(too_much)))
     assert not refused.ok and "ETHUSDT" in refused.message
     assert too_much.problems(bounds)
-    wanted = RiskOverrides({"BTCUSDT": 0.01, "ETHUSDT": 0.3}, 1_000, 5, 5, 100, 0.5)
+    # The whole form, as the dialog sends it: the hedge ratio and BTCUSDT's beta with it.
+    wanted = RiskOverrides(
+        {"BTCUSDT": 0.01, "ETHUSDT": 0.3}, 1_000, 5, 5, 100, 0.5, 0.75, {"BTCUSDT": 1.0}
+    )
     applied = await handle.execute(Command(SetLimits(wanted)))
     assert applied.ok, applied.message
     await eventually(lambda: handle.snapshot().status.trading.overrides == wanted, 5)

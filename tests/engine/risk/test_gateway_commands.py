@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import math
 
 import pytest
@@ -135,7 +136,9 @@ def test_kev_answers_name_the_exact_figures():
     gateway.set_limits(RiskOverrides(risk_scale=0.5), T0)
     outcome = gateway.apply_kev_command(KevAction.HOLD, 0.5000001, 0.8734567, T0)
     assert any("Kev cannot raise the risk scale (0.5 -> 0.5000001)" in n for n in outcome.notes)
-    assert gateway.set_hedge_ratio(0.8734567, T0).text == "hedge ratio 0.8734567"
+    assert outcome.hedge_ratio == 0.8734567
+    outcome = gateway.apply_kev_command(KevAction.HOLD, None, 0.2499999, T0)
+    assert outcome.notes == ("hedge ratio 0.2499999 clamped to 0.25",)
 
 
 def test_risk_scale_scales_position_notional_and_net_delta():
@@ -217,14 +220,33 @@ def test_kev_hedge_ratio_is_clamped_into_the_band_and_reported():
     assert outcome.notes == ("hedge ratio 3 clamped to 1",)
     assert limit_changes(gateway) == [("hedge_ratio", 0.5, 1.0, Source.KEV)]
     assert gateway.snapshot().positions[1].delta_weight == 1.0
-    assert gateway.set_hedge_ratio(0.1, T0).text == "hedge ratio 0.1 clamped to 0.25"
+    outcome = gateway.apply_kev_command(KevAction.HOLD, None, 0.1, T0)
+    assert (outcome.hedge_ratio, outcome.notes) == (0.25, ("hedge ratio 0.1 clamped to 0.25",))
+
+
+@pytest.mark.parametrize("ratio", [math.nan, math.inf, "0.8"], ids=str)
+def test_a_kev_hedge_ratio_that_is_not_a_number_refuses_the_command_whole(ratio):
+    gateway = make_gateway()
+    gateway.drain_events()
+    outcome = gateway.apply_kev_command(KevAction.REDUCE, 0.5, ratio, T0)
+    assert (outcome.accepted, outcome.notes) == (
+        False,
+        (f"hedge ratio must be a number, got {ratio!r}",),
+    )
+    assert (outcome.state, outcome.risk_scale, outcome.hedge_ratio) == (
+        TradingState.ACTIVE,
+        1.0,
+        0.5,
+    )
+    (event,) = gateway.drain_events()
+    assert isinstance(event, CommandRejected)
 
 
 def test_hedge_ratio_changes_the_net_delta_at_once():
     gateway = make_gateway()
     gateway.on_position_sync(ETH, 20.0, MIDS[ETH], T0)
     assert gateway.snapshot().net_delta == pytest.approx(30_000)
-    gateway.set_hedge_ratio(1.0, T0)
+    gateway.apply_kev_command(KevAction.HOLD, None, 1.0, T0)
     assert gateway.snapshot().net_delta == pytest.approx(60_000)
     assert gateway.check(limit(BTC, BUY, 0.4), T0).reason is DenialReason.NET_DELTA_LIMIT
 
@@ -296,6 +318,125 @@ def test_a_malformed_kev_beta_refuses_the_command_whole(beta, note):
     assert dict(gateway.snapshot().betas) == {BTC: 1.0}
     (event,) = gateway.drain_events()
     assert isinstance(event, CommandRejected)
+
+
+def test_an_operator_beta_applies_at_once_as_the_operators():
+    gateway = make_gateway(betas={BTC: 1.1}, beta_band=(0.8, 1.2))  # BTCUSDT: [0.88, 1.32]
+    gateway.on_position_sync(BTC, 0.5, MIDS[BTC], T0)
+    gateway.drain_events()
+    outcome = gateway.set_limits(RiskOverrides(betas={BTC: 1.32}), T0)
+    assert outcome == (True, "beta BTCUSDT 1.32")
+    assert limit_changes(gateway) == [("beta BTCUSDT", 1.1, 1.32, Source.OPERATOR)]
+    assert dict(gateway.snapshot().betas) == {BTC: 1.32}
+    assert gateway.book_delta() == pytest.approx(1.32 * 30_000)  # what the hedge offsets
+
+
+def test_kevs_later_beta_moves_the_operators_as_it_moves_the_operators_risk_scale():
+    """The last word holds, each inside its own rules: Kev's beta after the operator's moves
+    it within the same range, and the operator's next one moves it back."""
+    gateway = make_gateway(beta_band=(0.8, 1.2))
+    gateway.set_limits(RiskOverrides(betas={BTC: 0.9}), T0)
+    gateway.drain_events()
+    assert gateway.apply_kev_command(KevAction.HOLD, None, None, T0, (BTC, 1.1)).beta == 1.1
+    assert gateway.set_limits(RiskOverrides(betas={BTC: 0.8}), T0).accepted
+    assert limit_changes(gateway) == [
+        ("beta BTCUSDT", 0.9, 1.1, Source.KEV),
+        ("beta BTCUSDT", 1.1, 0.8, Source.OPERATOR),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("config", "betas", "problem"),
+    [
+        ({}, {BTC: 1.3}, "BTCUSDT beta must be within [0.8, 1.2], got 1.3"),
+        ({}, {BTC: math.nan}, "BTCUSDT beta must be within [0.8, 1.2], got nan"),
+        ({}, {BTC: "1.1"}, "BTCUSDT beta must be within [0.8, 1.2], got '1.1'"),
+        ({}, {"SOLUSDT": 1.0}, "'SOLUSDT' is not a configured symbol"),
+        (
+            {},
+            {ETH: 1.0},
+            "a beta for ETHUSDT, the hedge: its weight in the net delta is the hedge ratio",
+        ),
+        (
+            {"hedge_symbol": None},
+            {BTC: 1.0},
+            "a beta for BTCUSDT, but the book has no hedge for a beta to steer",
+        ),
+    ],
+    ids=["out of its range", "nan", "a string", "not in the book", "the hedge", "no hedge"],
+)
+def test_an_operator_beta_outside_the_rules_is_refused_whole(config, betas, problem):
+    gateway = make_gateway(beta_band=(0.8, 1.2), **config)
+    gateway.drain_events()
+    outcome = gateway.set_limits(RiskOverrides(max_net_delta=5_000, betas=betas), T0)
+    assert outcome == (False, problem)
+    (event,) = gateway.drain_events()
+    assert isinstance(event, CommandRejected) and event.source is Source.OPERATOR
+    risk = gateway.snapshot()
+    assert (risk.betas[BTC], risk.limits.max_net_delta) == (1.0, 80_000)
+
+
+@pytest.mark.parametrize(
+    ("configured", "band", "beta"),
+    [(1.1, (0.8, 1.2), 0.88), (1.5, (0.8, 1.2), 1.8), (1.3, (0.9, 1.2), 1.17)],
+)
+def test_a_beta_at_the_edge_of_its_range_is_inside_it(configured, band, beta):
+    """The range is the decimals meant: 0.8 x 1.1 is 0.8800000000000001 in floats, and 1.2 x
+    1.5 is 1.7999999999999998; neither the operator's 0.88 nor Kev's 1.8 is outside."""
+    gateway = make_gateway(betas={BTC: configured}, beta_band=band)
+    assert gateway.set_limits(RiskOverrides(betas={BTC: beta}), T0) == (
+        True,
+        f"beta BTCUSDT {beta}",
+    )
+    outcome = gateway.apply_kev_command(KevAction.HOLD, None, None, T0, (BTC, beta))
+    assert (outcome.beta, outcome.notes) == (beta, ())
+
+
+def test_an_operator_hedge_ratio_applies_at_once_and_kevs_next_one_moves_it():
+    gateway = make_gateway()
+    gateway.on_position_sync(ETH, 20.0, MIDS[ETH], T0)
+    gateway.drain_events()
+    assert gateway.set_limits(RiskOverrides(hedge_ratio=0.8), T0) == (True, "hedge ratio 0.8")
+    assert gateway.snapshot().net_delta == pytest.approx(48_000)  # 0.8 x 20 ETH x 3000
+    assert gateway.apply_kev_command(KevAction.HOLD, None, 0.6, T0).hedge_ratio == 0.6
+    assert limit_changes(gateway) == [
+        ("hedge_ratio", 0.5, 0.8, Source.OPERATOR),
+        ("hedge_ratio", 0.8, 0.6, Source.KEV),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("config", "ratio", "problem"),
+    [
+        ({}, 1.1, "hedge ratio must be within [0.25, 1], got 1.1"),
+        ({}, 0.2, "hedge ratio must be within [0.25, 1], got 0.2"),
+        ({}, math.nan, "hedge ratio must be within [0.25, 1], got nan"),
+        ({"hedge_symbol": None}, 0.5, "a hedge ratio, but the book has no hedge"),
+    ],
+    ids=["above its band", "below", "nan", "no hedge"],
+)
+def test_an_operator_hedge_ratio_outside_its_band_is_refused_whole(config, ratio, problem):
+    gateway = make_gateway(**config)
+    gateway.drain_events()
+    outcome = gateway.set_limits(RiskOverrides(risk_scale=0.5, hedge_ratio=ratio), T0)
+    assert outcome == (False, problem)
+    (event,) = gateway.drain_events()
+    assert isinstance(event, CommandRejected) and event.source is Source.OPERATOR
+    risk = gateway.snapshot()
+    assert (risk.hedge_ratio, risk.risk_scale) == (0.5, 1.0)
+
+
+def test_kev_has_one_way_into_the_gateway():
+    """Kev acts on the gateway only through `apply_kev_command`, the typed path the hub and
+    the desk call: a second public method acting for Kev would answer by other rules."""
+    acting_for_kev = [
+        name
+        for name, member in vars(RiskGateway).items()
+        if not name.startswith("_")
+        and callable(member)
+        and "Source.KEV" in inspect.getsource(member)
+    ]
+    assert acting_for_kev == ["apply_kev_command"]
 
 
 def test_kev_reduce_moves_active_to_reducing():

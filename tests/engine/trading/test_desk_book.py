@@ -13,7 +13,7 @@ from support.waiting import eventually
 
 from engine.bitget.orders import OrderSide, OrderType
 from engine.book import OrderBook
-from engine.journal import Journal, JournalConfig
+from engine.journal import EntryKind, Journal, JournalConfig, read_journal
 from engine.laya.decide import QuoteIntent
 from engine.market.instruments import BTCUSDT, ETHUSDT, Instrument
 from engine.pipeline import EventLog
@@ -225,6 +225,40 @@ async def test_the_hedge_offsets_the_books_beta_weighted_delta(book_desk):
     assert abs(risk.net_delta) <= book_desk.config.hedge.deadband_usdt
     book_delta = gateway.book_delta()
     assert book_delta == pytest.approx(0.002 * 63_993.0 + 1.5 * 1.0 * 149.925)
+
+
+@pytest.fixture
+async def beta_banded_desk(tmp_path):
+    """The book with SOLUSDT's beta (1.5) free to move within 0.8..1.2 of it: 1.2..1.8."""
+    async for desk in started(BookDesk(tmp_path, beta_band=(0.8, 1.2))):
+        yield desk
+
+
+async def test_an_operator_beta_moves_what_the_hedge_offsets(beta_banded_desk):
+    """The risk dialog's beta: the desk refuses one outside its range and changes nothing,
+    applies one inside, and the hedge sells the book's delta at the new beta."""
+    desk = beta_banded_desk
+    gateway = desk.desk.gateway
+    desk.book("ETHUSDT")
+    await desk.until_quoted("BTCUSDT", "SOLUSDT")
+    desk.book("BTCUSDT", bids=[(63_990.0, 0.5)], asks=[(63_996.0, 0.5)])
+    desk.book("SOLUSDT", bids=[(149.90, 50.0)], asks=[(149.95, 50.0)])
+    await eventually(lambda: gateway.position("ETHUSDT") == pytest.approx(-0.10), 3.0)
+    refused = await desk.desk.execute(Command(SetLimits(RiskOverrides(betas={"SOLUSDT": 2.0}))))
+    assert (refused.ok, refused.message) == (
+        False,
+        "SOLUSDT beta must be within [1.2, 1.8], got 2.0",
+    )
+    assert gateway.snapshot().betas["SOLUSDT"] == 1.5
+    applied = await desk.desk.execute(Command(SetLimits(RiskOverrides(betas={"SOLUSDT": 1.8}))))
+    assert (applied.ok, applied.message) == (True, "beta SOLUSDT 1.8")
+    desk.journal.flush()
+    journaled = read_journal(desk.journal.config.path, kinds=[EntryKind.OPERATOR_COMMAND])
+    assert [entry.payload["betas"] for entry in journaled] == [{"SOLUSDT": 2.0}, {"SOLUSDT": 1.8}]
+    # 128 USDT of BTC and 1.8 x 150 of SOL: 398 USDT, 58 more than the 0.10 ETH sold.
+    assert gateway.book_delta() == pytest.approx(0.002 * 63_993.0 + 1.8 * 149.925)
+    await eventually(lambda: gateway.position("ETHUSDT") < -0.10 - 1e-9, 3.0)
+    assert abs(gateway.snapshot().net_delta) <= desk.config.hedge.deadband_usdt
 
 
 async def test_the_hedge_at_its_cap_is_sized_to_it_and_said_once_each_way(hedge_capped_desk):
