@@ -257,6 +257,10 @@ def _coerce_str_map(value: object, *, text: bool) -> dict[str, str]:
             if not equals or not name.strip():
                 raise BadValue(f"expects name=value pairs separated by ';', got {value!r}")
             entries[name.strip()] = keys.strip()
+        if not entries:
+            # A table's entries are set one by one: an empty value would silently set nothing
+            # (it cannot remove the file's entries either).
+            raise BadValue(f"expects name=value pairs separated by ';', got {value!r}")
         return entries
     if isinstance(value, Mapping) and all(isinstance(item, str) for item in value.values()):
         return dict(value)

@@ -225,6 +225,16 @@ def test_bad_types_in_the_file_are_all_reported_with_their_lines(tmp_path):
     assert str(excinfo.value).startswith("7 problems in the configuration:\n  - ")
 
 
+def test_an_environment_table_that_names_no_entry_is_refused_not_ignored():
+    for empty in ("", " ", ";"):
+        with pytest.raises(SettingsError) as excinfo:
+            load_settings(path=Path(os.devnull), environ={"HFT_CONSOLE_LAYA__MODELS": empty})
+        assert problems_of(excinfo) == (
+            "environment HFT_CONSOLE_LAYA__MODELS: expects name=value pairs separated by ';', "
+            f"got {empty!r}",
+        )
+
+
 def test_bad_types_in_the_environment_name_the_variable():
     environ = {"HFT_CONSOLE_RISK__ORDERS_PER_SECOND": "8.5", "HFT_CONSOLE_GPU__KEV_GIB": "lots"}
     with pytest.raises(SettingsError) as excinfo:
