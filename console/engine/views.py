@@ -62,6 +62,7 @@ from engine.risk.events import (
     EventsDropped,
     OrderDenied,
     PositionReconciled,
+    RiskLimit,
     RiskLimitChanged,
     SymbolPauseChanged,
     TradingState,
@@ -549,12 +550,14 @@ def _describe(
 
 def _limit_change(event: RiskLimitChanged) -> str:
     """`max_position BTCUSDT: 0.01 BTC -> 0.02 BTC`, `max_net_delta: 2,500 -> 1,000 USDT`."""
-    name, old, new = event.name, f"{event.old:g}", f"{event.new:g}"
-    limit, _, symbol = name.partition(" ")
-    if limit == "max_position":
+    name, symbol = event.name, event.symbol
+    if event.limit is RiskLimit.MAX_POSITION and symbol is not None:
         return f"{name}: {coin(symbol, event.old)} -> {coin(symbol, event.new)}"
-    unit = {"max_net_delta": " USDT", "max_slippage_bps": " bps"}.get(limit, "")
-    return f"{name}: {old} -> {new}{unit}"
+    unit = _LIMIT_UNITS.get(event.limit, "")
+    return f"{name}: {event.old:g} -> {event.new:g}{unit}"
+
+
+_LIMIT_UNITS = {RiskLimit.MAX_NET_DELTA: " USDT", RiskLimit.MAX_SLIPPAGE_BPS: " bps"}
 
 
 def depth_view_with_orders(view: DepthView, own_orders: tuple[OwnOrder, ...]) -> DepthView:

@@ -61,15 +61,34 @@ class SymbolPauseChanged(NamedTuple):
         return f"{self.symbol} let back: {self.reason}"
 
 
+class RiskLimit(enum.StrEnum):
+    """A limit the operator or Kev changes (`RiskLimitChanged`)."""
+
+    MAX_POSITION = "max_position"
+    MAX_NET_DELTA = "max_net_delta"
+    MAX_SLIPPAGE_BPS = "max_slippage_bps"
+    ORDERS_PER_SECOND = "orders_per_second"
+    ORDERS_PER_MINUTE = "orders_per_minute"
+    RISK_SCALE = "risk_scale"
+    HEDGE_RATIO = "hedge_ratio"
+    BETA = "beta"
+
+
 class RiskLimitChanged(NamedTuple):
     """An operator override, a lower risk scale from Kev, a new hedge ratio or a new beta of a
-    quoted symbol (`beta SYMBOL`)."""
+    quoted symbol; `symbol`: the one a per-symbol limit (max position, beta) is of."""
 
-    name: str
+    limit: RiskLimit
+    symbol: str | None
     old: float
     new: float
     source: Source
     at_ns: int
+
+    @property
+    def name(self) -> str:
+        """For people: `max_net_delta`, `beta SOLUSDT`."""
+        return self.limit.value if self.symbol is None else f"{self.limit.value} {self.symbol}"
 
 
 class CommandRejected(NamedTuple):

@@ -78,6 +78,7 @@ from engine.risk.events import (
     OrderDenied,
     PositionReconciled,
     RiskEvent,
+    RiskLimit,
     RiskLimitChanged,
     SymbolPauseChanged,
     TradingState,
@@ -961,7 +962,7 @@ class RiskGateway:
         self._apply_limits()
         for symbol, size in sizes.items():
             self._limit_changed(
-                f"max_position {symbol}", olds[symbol], size, Source.OPERATOR, now_ns
+                RiskLimit.MAX_POSITION, symbol, olds[symbol], size, Source.OPERATOR, now_ns
             )
         return "; ".join(
             f"{symbol} max position {exact(self._symbols[symbol].max_position_set)} "
@@ -973,14 +974,14 @@ class RiskGateway:
         old = self._max_net_delta_set
         self._max_net_delta_set = float(usdt)
         self._apply_limits()
-        self._limit_changed("max_net_delta", old, usdt, Source.OPERATOR, now_ns)
+        self._limit_changed(RiskLimit.MAX_NET_DELTA, None, old, usdt, Source.OPERATOR, now_ns)
         return f"max net delta {exact(self._max_net_delta_set)} USDT"
 
     def _set_max_slippage_bps(self, bps: float, now_ns: int) -> str:
         old = self._max_slippage_bps
         self._max_slippage_bps = float(bps)
         self._apply_limits()
-        self._limit_changed("max_slippage_bps", old, bps, Source.OPERATOR, now_ns)
+        self._limit_changed(RiskLimit.MAX_SLIPPAGE_BPS, None, old, bps, Source.OPERATOR, now_ns)
         return f"max slippage {exact(self._max_slippage_bps)} bps"
 
     def _set_order_rate(self, rate: tuple[int, int], now_ns: int) -> str:
@@ -989,8 +990,13 @@ class RiskGateway:
         self._orders_per_second, self._orders_per_minute = per_second, per_minute
         self._own_second = self._own_second.resized(per_second)
         self._own_minute = self._own_minute.resized(per_minute)
-        self._limit_changed("orders_per_second", old_second, per_second, Source.OPERATOR, now_ns)
-        self._limit_changed("orders_per_minute", old_minute, per_minute, Source.OPERATOR, now_ns)
+        operator = Source.OPERATOR
+        self._limit_changed(
+            RiskLimit.ORDERS_PER_SECOND, None, old_second, per_second, operator, now_ns
+        )
+        self._limit_changed(
+            RiskLimit.ORDERS_PER_MINUTE, None, old_minute, per_minute, operator, now_ns
+        )
         return f"order rate {self._orders_per_second}/s, {self._orders_per_minute}/min"
 
     def _set_risk_scale(self, scale: float, now_ns: int) -> str:
@@ -1264,10 +1270,16 @@ class RiskGateway:
         return CommandOutcome(False, text)
 
     def _limit_changed(
-        self, name: str, old: float, new: float, source: Source, now_ns: int
+        self,
+        limit: RiskLimit,
+        symbol: str | None,
+        old: float,
+        new: float,
+        source: Source,
+        now_ns: int,
     ) -> None:
         if old != new:
-            self._outbox.append(RiskLimitChanged(name, old, float(new), source, now_ns))
+            self._outbox.append(RiskLimitChanged(limit, symbol, old, float(new), source, now_ns))
 
     def _start_flatten(self, reason: str, source: Source, now_ns: int) -> None:
         self._flatten_requested = True
@@ -1297,7 +1309,7 @@ class RiskGateway:
             if hedge is not None:
                 hedge.delta_weight = clamped
             self._refresh_exposure()
-            self._limit_changed("hedge_ratio", old, clamped, source, now_ns)
+            self._limit_changed(RiskLimit.HEDGE_RATIO, None, old, clamped, source, now_ns)
         return clamped
 
     def _set_beta(self, symbol: str, beta: float, source: Source, now_ns: int) -> float:
@@ -1310,14 +1322,14 @@ class RiskGateway:
         if clamped != old:
             risk.delta_weight = clamped
             self._refresh_exposure()
-            self._limit_changed(f"beta {symbol}", old, clamped, source, now_ns)
+            self._limit_changed(RiskLimit.BETA, symbol, old, clamped, source, now_ns)
         return clamped
 
     def _change_risk_scale(self, scale: float, source: Source, now_ns: int) -> None:
         old = self._risk_scale
         self._risk_scale = scale
         self._apply_limits()
-        self._limit_changed("risk_scale", old, scale, source, now_ns)
+        self._limit_changed(RiskLimit.RISK_SCALE, None, old, scale, source, now_ns)
 
     def _apply_limits(self) -> None:
         """Precompute every limit the hot path compares against."""

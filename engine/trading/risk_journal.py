@@ -44,7 +44,8 @@ def risk_event_entry(event: RiskEvent) -> tuple[EntryKind, dict[str, object], in
         return EntryKind.STATE_CHANGE, payload, event.at_ns
     if isinstance(event, RiskLimitChanged):
         payload = {
-            "limit": event.name,
+            "limit": event.limit.value,
+            "symbol": event.symbol,
             "old": event.old,
             "new": event.new,
             "source": event.source.value,

@@ -13,7 +13,13 @@ from console.engine.views import console_event
 from console.view import DepthView
 from engine.bitget.orders import OrderSide, OrderType
 from engine.market.instruments import BTCUSDT, ETHUSDT
-from engine.risk.events import DailyPnlReset, OrderDenied, PositionReconciled, RiskLimitChanged
+from engine.risk.events import (
+    DailyPnlReset,
+    OrderDenied,
+    PositionReconciled,
+    RiskLimit,
+    RiskLimitChanged,
+)
 from engine.risk.intents import DenialReason, OrderIntent, Source
 from engine.risk.overrides import RiskOverrides
 from engine.trading.events import OrderFilled
@@ -129,11 +135,11 @@ def test_exposure_says_what_is_open_with_sizes_in_the_coin():
             "BTCUSDT position synced +0.002 BTC -> 0 BTC",
         ),
         (
-            RiskLimitChanged("max_position BTCUSDT", 0.01, 0.02, Source.OPERATOR, 1),
+            RiskLimitChanged(RiskLimit.MAX_POSITION, "BTCUSDT", 0.01, 0.02, Source.OPERATOR, 1),
             "limit max_position BTCUSDT: 0.01 BTC -> 0.02 BTC (operator)",
         ),
         (
-            RiskLimitChanged("max_net_delta", 2_500.0, 1_000.0, Source.OPERATOR, 1),
+            RiskLimitChanged(RiskLimit.MAX_NET_DELTA, None, 2_500.0, 1_000.0, Source.OPERATOR, 1),
             "limit max_net_delta: 2500 -> 1000 USDT (operator)",
         ),
         (DailyPnlReset(-12.5, 1), "daily PnL reset (the day closed -12.50 USDT)"),

@@ -35,6 +35,7 @@ from engine.laya.scorecard import ScorecardView
 from engine.market.contracts import MarketContract
 from engine.market.instruments import Instrument, base_coin
 from engine.pipeline import LayaStillWarmingUp
+from engine.risk.events import RiskLimit
 from engine.tools.backtest.session import MidSeries, SessionRecord
 
 HORIZONS_MS = (100, 1_000, 5_000, 30_000)
@@ -680,7 +681,7 @@ def _symbol_result(
 class _WeightPath:
     """A symbol's weight in the net delta as the risk gateway counted it: the start's
     (`SessionRecord.delta_weights`), then each new one from the time the gateway set it (the
-    journal's `hedge_ratio` and `beta SYMBOL` limit changes: Kev's, or an operator's)."""
+    journal's hedge ratio and beta limit changes: Kev's, or an operator's)."""
 
     at_ns: np.ndarray
     weight: np.ndarray
@@ -688,16 +689,18 @@ class _WeightPath:
     @classmethod
     def of_each(cls, record: SessionRecord) -> dict[str, _WeightPath]:
         """Every traded symbol's, in one pass over the journal."""
-        names = {f"beta {symbol}": symbol for symbol in record.quoted}
-        if record.hedge is not None:
-            names["hedge_ratio"] = record.hedge
         changes: dict[str, list[tuple[int, float]]] = {
             symbol: [(np.iinfo(np.int64).min, weight)]
             for symbol, weight in record.delta_weights.items()
         }
         for entry in record.entries:
             limit = entry.payload.get("limit") if entry.kind == "state_change" else None
-            symbol = names.get(limit) if isinstance(limit, str) else None
+            if limit == RiskLimit.HEDGE_RATIO:
+                symbol = record.hedge
+            elif limit == RiskLimit.BETA:
+                symbol = entry.payload["symbol"]
+            else:
+                continue
             if symbol is not None:  # a symbol the start did not weigh weighed 1
                 path = changes.setdefault(symbol, [(np.iinfo(np.int64).min, 1.0)])
                 path.append((entry.at_ns, float(entry.payload["new"])))

@@ -70,7 +70,13 @@ async def test_a_verdict_reaches_kev_and_its_command_lowers_the_risk_scale(
     assert first["gateway"]["risk_scale"] == 0.4 and first["model"] == "scripted.gguf"
     # The desk drained the gateway's events with the command: the change is journaled too.
     changes = [e.payload for e in read_journal(journal, kinds=[EntryKind.STATE_CHANGE])]
-    assert {"limit": "risk_scale", "old": 1.0, "new": 0.4, "source": "kev"} in changes
+    assert {
+        "limit": "risk_scale",
+        "symbol": None,
+        "old": 1.0,
+        "new": 0.4,
+        "source": "kev",
+    } in changes
 
 
 async def test_decisions_of_the_real_model_are_journaled_once_each(

@@ -10,6 +10,7 @@ from engine.risk.events import (
     EventsDropped,
     OrderDenied,
     OutboxOverflow,
+    RiskLimit,
     RiskLimitChanged,
 )
 from engine.risk.intents import Source
@@ -17,7 +18,7 @@ from engine.tools.bench.risk import benchmark_check
 
 
 def limit_changed(number: int) -> RiskLimitChanged:
-    return RiskLimitChanged("risk_scale", 1.0, 0.5, Source.OPERATOR, number)
+    return RiskLimitChanged(RiskLimit.RISK_SCALE, None, 1.0, 0.5, Source.OPERATOR, number)
 
 
 def test_drop_oldest_keeps_the_latest_events_and_reports_the_drops_first():

@@ -386,7 +386,13 @@ async def test_kev_may_lower_the_risk_scale_but_not_raise_it(paper_desk):
     # The risk scale's change is journaled at once; the decisions themselves are KevHub's to
     # journal (once each, tests/engine/kev), so the refusal adds no entry of its own here.
     changes = paper_desk.entries(EntryKind.STATE_CHANGE)
-    assert {"limit": "risk_scale", "old": 1.0, "new": 0.5, "source": "kev"} in changes
+    assert {
+        "limit": "risk_scale",
+        "symbol": None,
+        "old": 1.0,
+        "new": 0.5,
+        "source": "kev",
+    } in changes
     assert paper_desk.entries(EntryKind.KEV_DECISION) == []
 
 

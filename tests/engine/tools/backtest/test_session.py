@@ -168,15 +168,19 @@ def test_a_books_delta_weighs_each_symbol_as_the_gateway_did_when_kev_moved_it(
         kev = KevClientConfig(base_url=server.url, request_timeout_s=2.0)
         record = run_backtest(_asking_kev(spec, kev_client=kev, kev_answers_out=str(answers)))
     changes = [
-        (entry.payload["limit"], entry.payload["new"], (entry.at_ns - record.start_ns) / 1e9)
+        (
+            (entry.payload["limit"], entry.payload["symbol"]),
+            entry.payload["new"],
+            (entry.at_ns - record.start_ns) / 1e9,
+        )
         for entry in record.entries
         if entry.kind == "state_change" and "limit" in entry.payload
     ]
     assert {limit: new for limit, new, at_s in changes if at_s > 20} == {
-        "hedge_ratio": 0.85,
-        **{f"beta {symbol}": 0.7 for symbol in BOOK_QUOTED},
+        ("hedge_ratio", None): 0.85,
+        **{("beta", symbol): 0.7 for symbol in BOOK_QUOTED},
     }
-    assert ("hedge_ratio", 0.6) in [(limit, new) for limit, new, _ in changes]
+    assert (("hedge_ratio", None), 0.6) in [(limit, new) for limit, new, _ in changes]
     series = session_metrics(record).series
 
     replay = journal_config_for(
