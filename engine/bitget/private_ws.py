@@ -295,6 +295,9 @@ class BitgetPrivateFeed:
         receive = websocket.recv
         clock = self._clock
         while True:
+            # A burst of pushes (a kill's cancels, fills and positions) is read from the buffer
+            # without suspending: let the kill's own answers in between each.
+            await asyncio.sleep(0)
             try:
                 raw = await receive(decode=False)
             except ConnectionClosed as closed:

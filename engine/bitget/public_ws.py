@@ -471,7 +471,12 @@ class BitgetPublicFeed:
         # From the receive stamp: parse, and the whole frame through the sink (one clock pair).
         timings = self.timings
         parse_times, totals, trade_times = timings.parse, timings.total, timings.trade
+        sleep = asyncio.sleep
         while True:
+            # Frames already buffered are read without suspending: a burst (every symbol's
+            # book at once) would hold the loop for all of it, and a kill's or an order's
+            # answer behind it. One pass of the loop between frames lets those in.
+            await sleep(0)
             try:
                 raw = await receive(decode=False)
             except ConnectionClosed as closed:

@@ -4,6 +4,7 @@ what the simulator never sends (garbage, refused channels, missing pongs)."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import socket
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -624,6 +625,30 @@ async def test_a_failing_sink_is_counted_and_the_stream_goes_on(
     stats = feed.stats
     assert stats.handler_errors == 1 and stats.last_handler_error == "RuntimeError: sink bug"
     assert feed.state is PrivateStreamState.LIVE
+
+
+async def test_a_burst_of_pushes_lets_the_loop_run_between_them(
+    scripted_ws: ScriptedPrivateServer, start_feed
+) -> None:
+    """A kill's cancels, fills and positions arrive at once: read one by one from the buffer,
+    they would hold the loop (and the kill's own answers) for the whole burst."""
+    sink = Recorder()
+    feed = await start_feed(scripted_ws.url, SCRIPTED_CREDENTIALS, sink)
+    await eventually(lambda: feed.state is PrivateStreamState.LIVE, what="LIVE")
+    seen: list[int] = []
+
+    async def watch() -> None:
+        while len(sink.of(OrderUpdate)) < 30:
+            seen.append(len(sink.of(OrderUpdate)))
+            await asyncio.sleep(0)
+
+    watching = asyncio.ensure_future(watch())
+    await scripted_ws.push(
+        *(push(ORDERS, [order_entry(clientOid=f"burst-{k}")]) for k in range(30))
+    )
+    await asyncio.wait_for(watching, 10)
+    steps = [after - before for before, after in itertools.pairwise([*seen, 30])]
+    assert max(steps) <= 2, f"{max(steps)} pushes handled without the loop running between"
 
 
 async def test_refused_channel_fails_and_login_errors_never_leak_secrets(

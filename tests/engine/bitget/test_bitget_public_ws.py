@@ -159,6 +159,30 @@ async def test_frames_reach_the_sink_as_typed_events(
     assert stats.parser["trades"] == 1
 
 
+async def test_a_burst_of_frames_lets_the_loop_run_between_them(
+    bitget_server, make_feed, make_sink, make_config, frames, eventually
+):
+    """Every symbol's book arrives at once: read one by one from the buffer, the burst would
+    hold the loop (and a kill's or an order's answer behind it) for all of it."""
+    sink = make_sink()
+    feed = make_feed(make_config(bitget_server.url, symbols=("BTCUSDT",)), sink)
+    await feed.start()
+    await eventually(lambda: bitget_server.subscribed("books15", "BTCUSDT"), what="subscription")
+    seen: list[int] = []
+
+    async def watch() -> None:
+        while len(sink.market) < 30:
+            seen.append(len(sink.market))
+            await asyncio.sleep(0)
+
+    watching = asyncio.ensure_future(watch())
+    for k in range(30):  # back to back, in one task step: one burst in the socket
+        await bitget_server.push(frames.books15("BTCUSDT", 1_726_000_000_000 + k, seq=k + 1))
+    await asyncio.wait_for(watching, 10)
+    steps = [after - before for before, after in itertools.pairwise([*seen, 30])]
+    assert max(steps) <= 2, f"{max(steps)} frames handled without the loop running between"
+
+
 async def test_frame_rate_is_reported_per_symbol(
     bitget_server, make_feed, make_sink, make_config, eventually
 ):
