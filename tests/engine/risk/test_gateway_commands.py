@@ -224,24 +224,6 @@ def test_kev_hedge_ratio_is_clamped_into_the_band_and_reported():
     assert (outcome.hedge_ratio, outcome.notes) == (0.25, ("hedge ratio 0.1 clamped to 0.25",))
 
 
-@pytest.mark.parametrize("ratio", [math.nan, math.inf, "0.8"], ids=str)
-def test_a_kev_hedge_ratio_that_is_not_a_number_refuses_the_command_whole(ratio):
-    gateway = make_gateway()
-    gateway.drain_events()
-    outcome = gateway.apply_kev_command(KevAction.REDUCE, 0.5, ratio, T0)
-    assert (outcome.accepted, outcome.notes) == (
-        False,
-        (f"hedge ratio must be a number, got {ratio!r}",),
-    )
-    assert (outcome.state, outcome.risk_scale, outcome.hedge_ratio) == (
-        TradingState.ACTIVE,
-        1.0,
-        0.5,
-    )
-    (event,) = gateway.drain_events()
-    assert isinstance(event, CommandRejected)
-
-
 def test_hedge_ratio_changes_the_net_delta_at_once():
     gateway = make_gateway()
     gateway.on_position_sync(ETH, 20.0, MIDS[ETH], T0)
@@ -498,6 +480,7 @@ def test_kev_cannot_leave_paused_or_halted(command, action):
         (KevAction.HOLD, 1.5, None),
         (KevAction.HOLD, math.nan, None),
         (KevAction.HOLD, None, math.nan),
+        (KevAction.HOLD, None, math.inf),
         (KevAction.HOLD, None, "0.5"),
     ],
 )
