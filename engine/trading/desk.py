@@ -537,7 +537,16 @@ class TradingDesk:
         if capped is not self._hedge_capped:
             self._hedge_capped = capped
             cap = hedger.grid.floor_size(plan.position_cap)
-            self.events.append(HedgeCapChanged(hedge_symbol, capped, cap, unhedged, self._clock()))
+            now = self._clock()
+            payload = {
+                "hedge_capped": capped,
+                "symbol": hedge_symbol,
+                "position_cap": cap,
+                "unhedged_usdt": unhedged,
+            }
+            with contextlib.suppress(JournalError):
+                self.journal.append(EntryKind.STATE_CHANGE, payload, now)
+            self.events.append(HedgeCapChanged(hedge_symbol, capped, cap, unhedged, now))
         order = plan.order
         if order is None or not gateway.has_order_room(self._clock()):
             return  # no room in the order rate now: the next check (a fill, the period) tries

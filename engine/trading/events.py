@@ -109,14 +109,15 @@ class HedgeCapChanged(NamedTuple):
 
     symbol: str
     capped: bool
-    max_position: float
-    """The cap in force on the hedge's position, either way (base coin, whole lots)."""
+    position_cap: float
+    """The gateway's cap on the hedge's position, either way (base coin, whole lots:
+    `RiskGateway.position_cap`)."""
     unhedged: float
     at_ns: int
 
     @property
     def text(self) -> str:
-        cap = coin(self.symbol, self.max_position)
+        cap = coin(self.symbol, self.position_cap)
         if self.capped:
             return (
                 f"{self.symbol} hedge at its cap {cap}: {self.unhedged:+,.0f} USDT of the book's "

@@ -278,7 +278,19 @@ async def test_the_hedge_at_its_cap_is_sized_to_it_and_said_once_each_way(hedge_
     assert gateway.snapshot().denial_counts[DenialReason.POSITION_LIMIT] == 0
     (capped,) = said()
     unhedged = gateway.book_delta() - 0.05 * 3_400.01
-    assert (capped.capped, capped.max_position) == (True, 0.05)
+    assert (capped.capped, capped.position_cap) == (True, 0.05)
+    desk.journal.flush()
+    (journaled, *_) = [
+        entry.payload
+        for entry in read_journal(desk.journal.config.path, kinds=[EntryKind.STATE_CHANGE])
+        if "hedge_capped" in entry.payload
+    ]
+    assert journaled == {
+        "hedge_capped": True,
+        "symbol": "ETHUSDT",
+        "position_cap": 0.05,
+        "unhedged_usdt": capped.unhedged,
+    }
     assert capped.unhedged == pytest.approx(unhedged)
     assert capped.text == (
         f"ETHUSDT hedge at its cap 0.05 ETH: {unhedged:+,.0f} USDT of the book's net delta "
