@@ -53,6 +53,11 @@ def _field_values(overrides: RiskOverrides) -> dict[str, float]:
     return values | {f"beta-{symbol}": beta for symbol, beta in overrides.betas.items()}
 
 
+def _band(edges: tuple[float, float]) -> str:
+    """A [low, high] band as the field shows it: `0.25..1`."""
+    return "..".join(exact(edge) for edge in edges)
+
+
 class OverridesScreen(LiveDialog[RiskOverrides | None]):
     """Prefilled with the limits in force, kept to them while open (`follow`). Enter (or
     ctrl+s) applies; escape cancels. Dismisses with the new overrides, or None when cancelled
@@ -105,15 +110,9 @@ class OverridesScreen(LiveDialog[RiskOverrides | None]):
             ("risk-scale", "risk scale", "0..1", _number),
         ]
         if bounds.hedge_ratio is not None and current.hedge_ratio is not None:
-            band = "..".join(exact(edge) for edge in bounds.hedge_ratio)
-            self._fields.append(("hedge-ratio", "hedge ratio", band, _number))
+            self._fields.append(("hedge-ratio", "hedge ratio", _band(bounds.hedge_ratio), _number))
         self._fields += [
-            (
-                f"beta-{symbol}",
-                f"beta {symbol}",
-                "..".join(exact(edge) for edge in bounds.betas[symbol]),
-                _number,
-            )
+            (f"beta-{symbol}", f"beta {symbol}", _band(bounds.betas[symbol]), _number)
             for symbol in current.betas
         ]
 

@@ -55,9 +55,7 @@ class SlidingWindowRateLimiter:
                 if ready_at <= now:
                     break
                 delayed = True
-                self._recheck.clear()
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._recheck.wait(), ready_at - now)
+                await self._until_recheck(ready_at - now)
             self._dispatched_at.append(now)
             return now - started if delayed else 0.0
 
@@ -70,10 +68,14 @@ class SlidingWindowRateLimiter:
             left = until - loop.time()
             if left <= 0:
                 return True
-            self._recheck.clear()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._recheck.wait(), left)
+            await self._until_recheck(left)
         return False
+
+    async def _until_recheck(self, timeout_s: float) -> None:
+        """Wait `timeout_s`, or less when `recheck` is called first."""
+        self._recheck.clear()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._recheck.wait(), timeout_s)
 
     def recheck(self) -> None:
         """Ask the callers waiting here (for a slot, or out a backoff in `hold`) whether they

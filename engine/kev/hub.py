@@ -209,12 +209,11 @@ class KevHub:
         self._outcomes = dict.fromkeys((outcome.value for outcome in KevOutcome), 0)
         self.skews = skews if skews is not None else QuoteSkews(clock)
         """The quote skews of Kev's accepted commands (the desk quotes with the same)."""
-        ranges = {symbol: gateway.config.beta_range(symbol) for symbol in gateway.snapshot().betas}
         self._movable_betas = frozenset(
-            symbol for symbol, (low, high) in ranges.items() if low < high
+            symbol for symbol, (low, high) in gateway.config.bounds.betas.items() if low < high
         )
-        """The quoted symbols whose beta Kev may move: the gateway's ranges say which (none
-        without a hedge, none at the default beta band)."""
+        """The quoted symbols whose beta Kev may move: the ranges the gateway's bounds hold
+        (none without a hedge, none at the default beta band)."""
 
     # Lifecycle
 

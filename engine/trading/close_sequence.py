@@ -60,8 +60,9 @@ async def run_close_sequence(
                 last_error = str(error)
         # A quote on its way when the cancel-all left may reach the venue after it: only once
         # it is answered does the snapshot show it, so "flat" is never said with it resting
-        # (the next attempt cancels it). One still being journaled is not waited for: HALTED
-        # or REDUCING withdraws it unsent.
+        # (the next attempt cancels it). HALTED or REDUCING withdraws unsent one still being
+        # journaled (not waited for) or waiting for the venue's request limit (at once: the
+        # cancel-all has it asked again).
         answered = await executor.placements_answered(max(0.0, deadline - loop.time()))
         try:
             snapshot = await executor.venue.snapshot()
