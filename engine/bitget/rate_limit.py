@@ -9,16 +9,42 @@ import random
 import time
 from collections import deque
 from collections.abc import Callable
+from typing import overload
+
+
+class RateSlot:
+    """One dispatch's place in a limiter's window, taken by `acquire`. Leaving its `with` block
+    (the request answered, failed or never sent) settles it: its window starts then."""
+
+    __slots__ = ("_limiter", "_settled", "waited_s")
+
+    def __init__(self, limiter: SlidingWindowRateLimiter, waited_s: float) -> None:
+        self._limiter = limiter
+        self._settled = False
+        self.waited_s = waited_s
+        """Seconds the caller waited for it (0 if none)."""
+
+    def __enter__(self) -> RateSlot:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        if not self._settled:
+            self._settled = True
+            self._limiter._settle()
 
 
 class SlidingWindowRateLimiter:
     """Delays callers so that no `window_s` window holds more than `limit` dispatches.
 
-    A log of the last `limit` dispatch times rather than a token bucket: a bucket that starts
-    full lets nearly twice its capacity through around a refill, which is what the exchange
-    answers with 429. Callers queue in arrival order (asyncio.Lock is FIFO); nothing is dropped.
-    The slot is stamped when `acquire` returns, i.e. just before the request goes out, and the
+    A log of the last `limit` dispatches rather than a token bucket: a bucket that starts full
+    lets nearly twice its capacity through around a refill, which is what the exchange answers
+    with 429. Callers queue in arrival order (asyncio.Lock is FIFO); nothing is dropped. The
     lock is not held during the request, so concurrent requests still overlap on the wire.
+
+    A slot counts from when it is settled, not from when it was taken: the exchange stamps a
+    request when it arrives, which can be long after it left (a cold connection's handshake, a
+    busy event loop), and its answer is the latest moment it can have arrived. A request still
+    in flight holds its slot, so the next `limit` cannot be squeezed into its window.
     """
 
     def __init__(
@@ -31,12 +57,20 @@ class SlidingWindowRateLimiter:
         self.limit = limit
         self.window_s = window_s
         self._clock = clock
-        self._dispatched_at: deque[float] = deque(maxlen=limit)
+        # Settle times, oldest first; with the slots in flight, never more than `limit` in all.
+        self._settled_at: deque[float] = deque()
+        self._in_flight = 0
         self._lock = asyncio.Lock()
         self._recheck = asyncio.Event()
 
-    async def acquire(self, still_wanted: Callable[[], bool] | None = None) -> float | None:
-        """Wait for a free slot and take it; returns the seconds spent waiting (0 if none).
+    @overload
+    async def acquire(self) -> RateSlot: ...
+
+    @overload
+    async def acquire(self, still_wanted: Callable[[], bool] | None) -> RateSlot | None: ...
+
+    async def acquire(self, still_wanted: Callable[[], bool] | None = None) -> RateSlot | None:
+        """Wait for a free slot and take it; settle it (`with slot:`) once the request is done.
 
         Time queued behind other waiting callers counts as waiting. `still_wanted` is asked
         when the caller's turn comes and again on each `recheck` while it waits for a slot:
@@ -44,20 +78,29 @@ class SlidingWindowRateLimiter:
         """
         started = self._clock()
         delayed = self._lock.locked()
+        settled_at = self._settled_at
         async with self._lock:
             while True:
                 if still_wanted is not None and not still_wanted():
                     return None
                 now = self._clock()
-                if len(self._dispatched_at) < self.limit:
+                if self._in_flight + len(settled_at) < self.limit:
                     break
-                ready_at = self._dispatched_at[0] + self.window_s
-                if ready_at <= now:
+                # Full: the oldest settled slot frees when its window has passed; with every
+                # slot in flight, the first to settle wakes this wait (`_settle` rechecks).
+                ready_at = settled_at[0] + self.window_s if settled_at else None
+                if ready_at is not None and ready_at <= now:
+                    settled_at.popleft()
                     break
                 delayed = True
-                await self._until_recheck(ready_at - now)
-            self._dispatched_at.append(now)
-            return now - started if delayed else 0.0
+                await self._until_recheck(None if ready_at is None else ready_at - now)
+            self._in_flight += 1
+            return RateSlot(self, now - started if delayed else 0.0)
+
+    def _settle(self) -> None:
+        self._in_flight -= 1
+        self._settled_at.append(self._clock())
+        self._recheck.set()
 
     async def hold(self, delay_s: float, still_wanted: Callable[[], bool]) -> bool:
         """Wait `delay_s` (a refused request's backoff before its next attempt) unless
@@ -71,8 +114,8 @@ class SlidingWindowRateLimiter:
             await self._until_recheck(left)
         return False
 
-    async def _until_recheck(self, timeout_s: float) -> None:
-        """Wait `timeout_s`, or less when `recheck` is called first."""
+    async def _until_recheck(self, timeout_s: float | None) -> None:
+        """Wait `timeout_s` (None: no end), or less when `recheck` is called first."""
         self._recheck.clear()
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._recheck.wait(), timeout_s)

@@ -118,8 +118,8 @@ class BitgetRestConfig:
 
     `reconcile_grace_s` is how long to wait after an order-placing attempt with an unknown
     outcome before looking its clientOid up, so a request still in flight can land first.
-    `rate_window_margin_s` widens each 1 s limiter window so network jitter between our send
-    and the exchange's arrival clock cannot squeeze one request too many into its window.
+    `rate_window_margin_s` widens each 1 s limiter window, counted from each request's answer,
+    so the exchange's own clock and window edges cannot squeeze one request too many in.
     """
 
     base_url: str = BITGET_REST_URL
@@ -855,52 +855,54 @@ class BitgetRestClient(HttpSessionClient):
         """One attempt: wait for the limiter, sign, send, check the answer (`departing`: see
         `place_order`)."""
         http = self._session()
-        waited_s = await self._limiters[path].acquire(departing)
-        if waited_s is None:
+        slot = await self._limiters[path].acquire(departing)
+        if slot is None:
             raise BitgetRequestWithdrawn(path)
-        if waited_s > 0:
-            self._rate_limit_waits[path] += 1
-            self._rate_limit_wait_s += waited_s
-        if signed:
-            if self._credentials is None:
-                raise RuntimeError(f"{path} is signed, and this client has no credentials")
-            request = build_signed_request(
-                self._credentials,
-                method,
-                path,
-                self._timestamp_ms(),
-                query=query,
-                body=body,
-                demo=self.config.demo,
-            )
-            target, content, headers = request.target, request.body, dict(request.headers)
-        else:
-            query_text = canonical_query(query) if query else ""
-            target = f"{path}?{query_text}" if query_text else path
-            content, headers = b"", {"locale": "en-US"}
-        self._requests[path] += 1
-        sent_ns = self._wall_clock_ns()
-        started = time.perf_counter()
-        # encoded=True: the URL goes out byte for byte as signed, never re-quoted.
-        url = URL(self.config.base_url + target, encoded=True)
-        try:
-            async with http.request(
-                method, url, data=content if method == "POST" else None, headers=headers
-            ) as response:
-                status, raw = response.status, await response.read()
-        except (aiohttp.ClientConnectorError, aiohttp.ConnectionTimeoutError) as error:
-            raise self._transport_error(
-                path, f"could not connect ({type(error).__name__})", sent=False
-            ) from None
-        except TimeoutError as error:
-            raise self._transport_error(
-                path,
-                f"no answer within {self.config.request_timeout_s:g} s ({type(error).__name__})",
-            ) from None
-        except aiohttp.ClientError as error:
-            raise self._transport_error(
-                path, f"connection failed ({type(error).__name__})"
-            ) from None
+        # The slot settles when the answer (or the failure) is in: see SlidingWindowRateLimiter.
+        with slot:
+            if slot.waited_s > 0:
+                self._rate_limit_waits[path] += 1
+                self._rate_limit_wait_s += slot.waited_s
+            if signed:
+                if self._credentials is None:
+                    raise RuntimeError(f"{path} is signed, and this client has no credentials")
+                request = build_signed_request(
+                    self._credentials,
+                    method,
+                    path,
+                    self._timestamp_ms(),
+                    query=query,
+                    body=body,
+                    demo=self.config.demo,
+                )
+                target, content, headers = request.target, request.body, dict(request.headers)
+            else:
+                query_text = canonical_query(query) if query else ""
+                target = f"{path}?{query_text}" if query_text else path
+                content, headers = b"", {"locale": "en-US"}
+            self._requests[path] += 1
+            sent_ns = self._wall_clock_ns()
+            started = time.perf_counter()
+            # encoded=True: the URL goes out byte for byte as signed, never re-quoted.
+            url = URL(self.config.base_url + target, encoded=True)
+            try:
+                async with http.request(
+                    method, url, data=content if method == "POST" else None, headers=headers
+                ) as response:
+                    status, raw = response.status, await response.read()
+            except (aiohttp.ClientConnectorError, aiohttp.ConnectionTimeoutError) as error:
+                raise self._transport_error(
+                    path, f"could not connect ({type(error).__name__})", sent=False
+                ) from None
+            except TimeoutError as error:
+                waited = f"{self.config.request_timeout_s:g} s"
+                raise self._transport_error(
+                    path, f"no answer within {waited} ({type(error).__name__})"
+                ) from None
+            except aiohttp.ClientError as error:
+                raise self._transport_error(
+                    path, f"connection failed ({type(error).__name__})"
+                ) from None
         self._last_latency_ms[path] = (time.perf_counter() - started) * 1000
         received_ns = self._wall_clock_ns()
         data, exchange_ms = self._data_of(path, status, raw)

@@ -259,8 +259,8 @@ class ReconnectingSocket:
         """Send on the session's connection within the exchange's message limit."""
         websocket, limiter = self._websocket, self._limiter
         assert websocket is not None and limiter is not None, "send outside a session"
-        await limiter.acquire()
-        await websocket.send(message, text=True)
+        with await limiter.acquire():
+            await websocket.send(message, text=True)
         self._counters.messages_sent += 1
 
     async def keep_alive(self) -> SessionEnd:

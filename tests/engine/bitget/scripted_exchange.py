@@ -7,6 +7,7 @@ side of the socket, in the same process as the client under test.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections import defaultdict, deque
 from collections.abc import Awaitable, Callable
@@ -83,11 +84,17 @@ class ScriptedExchange:
     def __init__(self) -> None:
         self.arrivals: list[Arrival] = []
         self._scripts: dict[str, deque[Reply]] = defaultdict(deque)
+        self._late: dict[str, deque[float]] = defaultdict(deque)
         self._server: Loopback | None = None
         self.url = ""
 
     def script(self, path: str, *replies: Reply) -> None:
         self._scripts[path].extend(replies)
+
+    def arrive_late(self, path: str, *delays_s: float) -> None:
+        """The next requests to `path` reach the exchange's clock these many seconds after the
+        server has them, one delay each (a cold connection's handshake, a congested route)."""
+        self._late[path].extend(delays_s)
 
     def arrivals_at(self, path: str) -> list[Arrival]:
         return [arrival for arrival in self.arrivals if arrival.path == path]
@@ -103,6 +110,9 @@ class ScriptedExchange:
 
     async def _serve(self, request: web.Request) -> web.StreamResponse:
         body = await request.read()
+        late = self._late.get(request.path)
+        if late:
+            await asyncio.sleep(late.popleft())
         self.arrivals.append(
             Arrival(
                 request.method,

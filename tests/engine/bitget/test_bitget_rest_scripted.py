@@ -279,6 +279,24 @@ async def test_rate_limiter_keeps_place_orders_within_10_per_second_at_arrival(
     assert stats.rate_limit_waits[PLACE_ORDER] == 5 and stats.rate_limit_wait_s > 0
 
 
+async def test_requests_that_reach_the_exchange_late_still_keep_its_window_to_10(
+    scripted: ScriptedExchange, start_client: StartClient
+) -> None:
+    """The first ten arrive half a second after they left: the next five must wait a window
+    from then (their answers), or the exchange counts fifteen in one second."""
+    scripted.script(PLACE_ORDER, ok({"orderId": "1"}))
+    scripted.arrive_late(PLACE_ORDER, *[0.5] * 10)
+    client = await scripted_client(scripted, start_client)
+    await asyncio.gather(
+        *(client.place_order("BTCUSDT", "buy", "0.010", price="60000") for _ in range(15))
+    )
+    times = sorted(arrival.at for arrival in scripted.arrivals_at(PLACE_ORDER))
+    assert len(times) == 15
+    busiest = max(sum(1 for t in times if start <= t < start + 1.0) for start in times)
+    assert busiest == 10
+    assert times[10] - times[9] >= 1.0
+
+
 async def test_a_placement_withdrawn_while_it_waits_for_the_rate_limit_never_leaves(
     scripted: ScriptedExchange, start_client: StartClient
 ) -> None:
