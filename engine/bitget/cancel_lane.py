@@ -48,7 +48,9 @@ _SIGN_LINE = f"\r\n{SIGN_HEADER}: ".encode()
 _MAX_HEADER_BYTES = 16_384
 _MAX_BODY_BYTES = 4 << 20
 _RATE_WINDOW_S = 1.1
-"""Bitget counts 10 cancel-all requests a second; the margin absorbs clock jitter."""
+"""Bitget counts 10 cancel-all requests a second, each from its arrival: the lane counts each
+from its answer (the latest it can have arrived; `SlidingWindowRateLimiter` does the same), and
+the margin absorbs the exchange's clock and window edges."""
 PRESIGNED_MAX_AGE_MS = 1_000
 """The cancel-all is signed ahead and re-signed twice this often; one older than this is
 signed on the spot. Bitget accepts a timestamp within 30 s of its clock, and signing is
@@ -222,7 +224,9 @@ class CancelLane:
         self._protocol: _LaneProtocol | None = None
         self._waiting: asyncio.Future[LaneAnswer] | None = None
         self._timeout: asyncio.TimerHandle | None = None
-        self._sent_at: deque[float] = deque(maxlen=max_per_second)
+        # When the last cancels were answered (or failed): see _RATE_WINDOW_S.
+        self._settled_at: deque[float] = deque(maxlen=max_per_second)
+        self._cancel_waiting = False
         self._keeper: asyncio.Task[None] | None = None
         self._connected = asyncio.Event()
         self._stopping = False
@@ -258,9 +262,9 @@ class CancelLane:
         protocol = self._protocol
         if protocol is None or self._waiting is not None or protocol.transport is None:
             return False
-        sent_at = self._sent_at
-        return len(sent_at) < self._max_per_second or (
-            time.monotonic() - sent_at[0] >= _RATE_WINDOW_S
+        settled_at = self._settled_at
+        return len(settled_at) < self._max_per_second or (
+            time.monotonic() - settled_at[0] >= _RATE_WINDOW_S
         )
 
     def send_cancel_all(self) -> tuple[asyncio.Future[LaneAnswer], int] | None:
@@ -279,9 +283,10 @@ class CancelLane:
         # may yield the core to the woken exchange, which is the exchange's time, not ours.
         sent_ns = self._clock()
         protocol.transport.write(request)
-        self._sent_at.append(time.monotonic())
         self.sent += 1
-        return self._expect_answer(), sent_ns
+        answer = self._expect_answer()
+        self._cancel_waiting = True
+        return answer, sent_ns
 
     def _keep_signed(self) -> None:
         self._sign_cancel(self._clock())
@@ -391,6 +396,9 @@ class CancelLane:
         answer timeout."""
         waiting = self._waiting
         self._waiting = None
+        if self._cancel_waiting:
+            self._cancel_waiting = False
+            self._settled_at.append(time.monotonic())
         if self._timeout is not None:
             self._timeout.cancel()
             self._timeout = None

@@ -133,6 +133,28 @@ async def test_the_lane_steps_aside_past_the_endpoint_rate(sim):
         await lane.stop()
 
 
+async def test_the_lanes_window_runs_from_each_cancels_answer(sim):
+    """A cancel answered late may have reached the exchange late: the lane's second of ten
+    (here two) runs from the answer, not from when the bytes left."""
+    lane = CancelLane(
+        sim.rest_url, sim_credentials(sim), demo=False, clock_offset_ms=lambda: 0, max_per_second=2
+    )
+    await lane.start()
+    try:
+        sim.faults.slow_rest(0.5)
+        sent = time.monotonic()
+        await lane.send_cancel_all()[0]
+        answered = time.monotonic()
+        sim.faults.slow_rest(0.0)
+        await lane.send_cancel_all()[0]
+        await asyncio.sleep(max(0.0, sent + 1.15 - time.monotonic()))
+        assert not lane.ready, "a window from the first cancel's send has passed, not its answer's"
+        await asyncio.sleep(max(0.0, answered + 1.15 - time.monotonic()))
+        assert lane.ready
+    finally:
+        await lane.stop()
+
+
 def signed_timestamp_ms(lane: CancelLane) -> int:
     request = lane._signed_cancel
     return int(request.split(b"ACCESS-TIMESTAMP: ", 1)[1].split(b"\r\n", 1)[0])
