@@ -172,8 +172,11 @@ class _RateWindow:
         self.limit = limit
         self.span_ns = span_ns
 
-    def admits(self, now_ns: int) -> bool:
-        return now_ns - self.times[self.index] >= self.span_ns
+    def admits(self, now_ns: int, spare: int = 0) -> bool:
+        """Whether one more event is admitted now, with `spare` more still to come after it
+        (at most all but one of a window)."""
+        oldest_kept = self.times[(self.index + min(spare, self.limit - 1)) % self.limit]
+        return now_ns - oldest_kept >= self.span_ns
 
     def record(self, now_ns: int) -> None:
         self.times[self.index] = now_ns
@@ -1226,16 +1229,11 @@ class RiskGateway:
         limit with `spare` more orders (at most all but one of a window) still to go: a book of
         symbols asks before it quotes, so its requotes wait for room instead of being denied,
         and leaves the hedge the spare."""
-        for window, span_ns in (
-            (self._own_second, _SECOND_NS),
-            (self._own_minute, _MINUTE_NS),
-            (self._place_order, _SECOND_NS),
-        ):
-            times, limit = window.times, window.limit
-            oldest_kept = times[(window.index + min(spare, limit - 1)) % limit]
-            if now_ns - oldest_kept < span_ns:
-                return False
-        return True
+        return (
+            self._own_second.admits(now_ns, spare)
+            and self._own_minute.admits(now_ns, spare)
+            and self._place_order.admits(now_ns, spare)
+        )
 
     def net_delta_fits(self, symbol: str, side: OrderSide, size: float) -> bool:
         """Whether a risk-increasing order of `size` on `side` keeps the book's net delta (every
