@@ -1,6 +1,7 @@
 """The risk override form: every limit at once (and the hedge ratio and each quoted symbol's
 beta in a book with a hedge), checked here by the engine's own rules (`RiskOverrides.problems`)
-before anything is sent, applied by the engine as a whole or not at all."""
+before anything is sent; what the operator changed is applied by the engine as a whole or not
+at all."""
 
 from __future__ import annotations
 
@@ -60,8 +61,8 @@ def _band(edges: tuple[float, float]) -> str:
 
 class OverridesScreen(LiveDialog[RiskOverrides | None]):
     """Prefilled with the limits in force, kept to them while open (`follow`). Enter (or
-    ctrl+s) applies; escape cancels. Dismisses with the new overrides, or None when cancelled
-    or nothing changed."""
+    ctrl+s) applies; escape cancels. Dismisses with the limits the operator changed (the
+    others None), or None when cancelled or nothing changed."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "cancel", "Cancel", id="overrides.cancel"),
@@ -169,7 +170,6 @@ class OverridesScreen(LiveDialog[RiskOverrides | None]):
             except ValueError:
                 kind = "a whole number" if parser is _integer else "a number"
                 problems.append(f"{label}: {text!r} is not {kind}")
-        overrides = None
         if not problems:
             overrides = RiskOverrides(
                 max_position={
@@ -188,11 +188,13 @@ class OverridesScreen(LiveDialog[RiskOverrides | None]):
         if problems:
             self.query_one("#overrides-error", Static).update("\n".join(problems))
             return
-        if overrides == self._current:
+        # Only the operator's edits go: a limit Kev moves after the form's last refresh stays.
+        edits = overrides.changes_from(self._current)
+        if edits.empty:
             self.notify("Risk limits unchanged.")
             self.dismiss(None)
             return
-        self.dismiss(overrides)
+        self.dismiss(edits)
 
     def action_cancel(self) -> None:
         self.dismiss(None)

@@ -60,6 +60,34 @@ class RiskOverrides:
             return None
         return self.orders_per_second, self.orders_per_minute
 
+    def changes_from(self, base: RiskOverrides) -> RiskOverrides:
+        """Only what differs from `base` (the limits the operator saw): applying it changes
+        those and leaves the rest as they are meanwhile (Kev may have moved one). The order
+        rate stays a pair: both figures when either changed."""
+        rate_changed = self.order_rate != base.order_rate
+
+        def changed(value: float | None, before: float | None) -> float | None:
+            return value if value != before else None
+
+        return RiskOverrides(
+            max_position={
+                symbol: size
+                for symbol, size in self.max_position.items()
+                if base.max_position.get(symbol) != size
+            },
+            max_net_delta=changed(self.max_net_delta, base.max_net_delta),
+            max_slippage_bps=changed(self.max_slippage_bps, base.max_slippage_bps),
+            orders_per_second=self.orders_per_second if rate_changed else None,
+            orders_per_minute=self.orders_per_minute if rate_changed else None,
+            risk_scale=changed(self.risk_scale, base.risk_scale),
+            hedge_ratio=changed(self.hedge_ratio, base.hedge_ratio),
+            betas={
+                symbol: beta
+                for symbol, beta in self.betas.items()
+                if base.betas.get(symbol) != beta
+            },
+        )
+
     def problems(self, bounds: OverrideBounds) -> list[str]:
         """Every reason the overrides cannot be applied (empty: they can)."""
         found: list[str] = []

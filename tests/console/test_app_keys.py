@@ -291,7 +291,7 @@ async def test_r_applies_every_override_at_once():
         (
             "apply_overrides",
             RiskOverrides(
-                max_position={"BTCUSDT": 0.01, "ETHUSDT": 0.5},
+                max_position={"BTCUSDT": 0.01},
                 max_net_delta=1500.0,
                 max_slippage_bps=7.5,
                 orders_per_second=4,
@@ -401,9 +401,23 @@ async def test_limits_changed_while_the_form_is_open_are_not_put_back_by_applyin
         assert "changed meanwhile" in dialog_text(app, "#overrides-error")
         await pilot.press("enter")
         await settle(app, pilot)
-    assert handle.commands == [
-        ("apply_overrides", replace(halved, max_net_delta=1500.0)),
-    ]
+    assert handle.commands == [("apply_overrides", RiskOverrides(max_net_delta=1500.0))]
+
+
+async def test_a_kev_change_the_form_has_not_seen_yet_is_not_put_back_by_applying_it():
+    """Kev moves a limit after the form's last refresh: only the operator's edit is sent, so
+    the engine keeps Kev's value."""
+    handle = FakeEngineHandle()
+    app = console(handle)
+    async with app.run_test(size=SIZE) as pilot:
+        await fill_overrides(pilot, app, {"max-net-delta": "1500", "risk-scale": "1"})
+        status = handle.current.status
+        halved = replace(OVERRIDES, risk_scale=0.5)  # not polled: the form still shows 1
+        trading = replace(status.trading, overrides=halved)
+        handle.current = replace(handle.current, status=replace(status, trading=trading))
+        await pilot.press("enter")
+        await settle(app, pilot)
+    assert handle.commands == [("apply_overrides", RiskOverrides(max_net_delta=1500.0))]
 
 
 async def test_r_has_the_hedge_ratio_and_each_quoted_symbols_beta_only_with_a_hedge():
@@ -441,7 +455,7 @@ async def test_a_kev_beta_while_the_form_is_open_is_not_put_back_by_applying_it(
         assert app.screen.query_one("#beta-BTCUSDT", Input).value == "1.2"
         await pilot.press("enter")
         await settle(app, pilot)
-    assert handle.commands == [("apply_overrides", replace(moved, max_net_delta=1500.0))]
+    assert handle.commands == [("apply_overrides", RiskOverrides(max_net_delta=1500.0))]
 
 
 async def test_a_books_last_beta_is_reached_and_seen_on_a_small_terminal():
@@ -484,8 +498,7 @@ async def test_a_books_last_beta_is_reached_and_seen_on_a_small_terminal():
         assert screen.contains_region(last.region) and screen.contains_region(keys.region)
         await pilot.press("enter")
         await settle(app, pilot)
-    betas = dict.fromkeys(quoted, 1.0) | {quoted[-1]: 1.1}
-    assert handle.commands == [("apply_overrides", replace(overrides, betas=betas))]
+    assert handle.commands == [("apply_overrides", RiskOverrides(betas={quoted[-1]: 1.1}))]
 
 
 async def test_a_failing_engine_call_is_reported_and_the_console_stays():

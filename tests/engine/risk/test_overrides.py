@@ -1,0 +1,44 @@
+"""RiskOverrides: what an operator's form sends is only what the operator changed."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from engine.risk.overrides import RiskOverrides
+
+IN_FORCE = RiskOverrides(
+    max_position={"BTCUSDT": 0.02, "ETHUSDT": 0.5},
+    max_net_delta=2_500.0,
+    max_slippage_bps=10.0,
+    orders_per_second=8,
+    orders_per_minute=240,
+    risk_scale=1.0,
+    hedge_ratio=1.0,
+    betas={"ETHUSDT": 1.0},
+)
+
+
+def test_changes_from_keeps_only_the_values_that_differ():
+    form = replace(
+        IN_FORCE,
+        max_position={"BTCUSDT": 0.02, "ETHUSDT": 0.4},
+        max_slippage_bps=7.5,
+        hedge_ratio=0.75,
+    )
+    assert form.changes_from(IN_FORCE) == RiskOverrides(
+        max_position={"ETHUSDT": 0.4}, max_slippage_bps=7.5, hedge_ratio=0.75
+    )
+
+
+def test_changes_from_an_identical_form_is_empty():
+    assert IN_FORCE.changes_from(IN_FORCE).empty
+
+
+def test_the_order_rate_changes_as_a_pair():
+    form = replace(IN_FORCE, orders_per_minute=120)
+    assert form.changes_from(IN_FORCE) == RiskOverrides(orders_per_second=8, orders_per_minute=120)
+
+
+def test_a_beta_and_the_risk_scale_change_alone():
+    form = replace(IN_FORCE, risk_scale=0.5, betas={"ETHUSDT": 1.1})
+    assert form.changes_from(IN_FORCE) == RiskOverrides(risk_scale=0.5, betas={"ETHUSDT": 1.1})
