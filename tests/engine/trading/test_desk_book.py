@@ -355,11 +355,18 @@ async def test_quotes_wait_for_room_in_the_books_net_delta_instead_of_being_deni
     async for desk in started(BookDesk(tmp_path, limits=limits)):
         gateway = desk.desk.gateway
         desk.book("ETHUSDT")
-        for _ in range(20):
-            desk.quote_all()
+
+        def resting_sides(desk: BookDesk = desk) -> list[str]:
+            desk.quote_all()  # the feed goes on
+            resting = desk.resting("BTCUSDT") + desk.resting("SOLUSDT")
+            return sorted(side for side, _, _ in resting)
+
+        # Until the limit's one bid and one ask rest (however slow the machine), then books
+        # enough for a second bid to have gone, had the limit let it.
+        await eventually(lambda: len(resting_sides()) >= 2, 3.0, interval_s=0.02)
+        for _ in range(10):
+            assert resting_sides() == ["buy", "sell"]
             await asyncio.sleep(0.02)
-        resting = desk.resting("BTCUSDT") + desk.resting("SOLUSDT")
-        assert sorted(side for side, _, _ in resting) == ["buy", "sell"]
         assert gateway.snapshot().denial_counts[DenialReason.NET_DELTA_LIMIT] == 0
         raised = await desk.desk.execute(Command(SetLimits(RiskOverrides(max_net_delta=1_000))))
         assert raised.ok, raised.message
