@@ -9,8 +9,9 @@ half second (Bitget accepts a timestamp within 30 s of its clock), and a request
 than `PRESIGNED_MAX_AGE_MS` is signed on the spot.
 
 One request at a time: while a request (or the keep-alive probe) waits for its answer, or the
-connection is down, or `max_per_second` cancels went out in the last second, the lane is not
-`ready` and the caller takes the ordinary REST client instead. The lane reconnects by itself
+connection is down, or the cancel-all endpoint's window has no room (the REST client's own
+limiter for it, shared: Bitget counts both paths' requests together), the lane is not `ready`
+and the caller takes the ordinary REST client instead. The lane reconnects by itself
 and probes the connection with an unsigned server-time request when idle, so a dead socket is
 found before it is needed. The answer is parsed (status line, headers, Content-Length or
 chunked body) and handed back for the caller to read as Bitget's envelope.
@@ -23,7 +24,6 @@ import contextlib
 import logging
 import ssl
 import time
-from collections import deque
 from collections.abc import Callable
 
 import orjson
@@ -31,6 +31,7 @@ from yarl import URL
 
 from engine.bitget.credentials import Credentials
 from engine.bitget.endpoints import CANCEL_ALL_ORDERS, MARGIN_COIN, PRODUCT_TYPE, SERVER_TIME
+from engine.bitget.rate_limit import RateSlot, SlidingWindowRateLimiter
 from engine.bitget.rest import BitgetTransportError
 from engine.bitget.signing import (
     SIGN_HEADER,
@@ -47,10 +48,6 @@ _TIMESTAMP_LINE = f"{TIMESTAMP_HEADER}: ".encode()
 _SIGN_LINE = f"\r\n{SIGN_HEADER}: ".encode()
 _MAX_HEADER_BYTES = 16_384
 _MAX_BODY_BYTES = 4 << 20
-_RATE_WINDOW_S = 1.1
-"""Bitget counts 10 cancel-all requests a second, each from its arrival: the lane counts each
-from its answer (the latest it can have arrived; `SlidingWindowRateLimiter` does the same), and
-the margin absorbs the exchange's clock and window edges."""
 PRESIGNED_MAX_AGE_MS = 1_000
 """The cancel-all is signed ahead and re-signed twice this often; one older than this is
 signed on the spot. Bitget accepts a timestamp within 30 s of its clock, and signing is
@@ -183,8 +180,9 @@ class CancelLane:
         keepalive_s: float = 15.0,
         connect_timeout_s: float = 2.0,
         answer_timeout_s: float = 3.0,
-        max_per_second: int = 10,
+        limiter: SlidingWindowRateLimiter,
     ) -> None:
+        """`limiter`: the cancel-all endpoint's window, the REST client's (`limiter_for`)."""
         url = URL(base_url)
         if url.scheme not in ("http", "https") or not url.host:
             raise ValueError(f"base_url must be http(s)://host[:port], got {base_url!r}")
@@ -198,7 +196,7 @@ class CancelLane:
         self._keepalive_s = keepalive_s
         self._connect_timeout_s = connect_timeout_s
         self._answer_timeout_s = answer_timeout_s
-        self._max_per_second = max_per_second
+        self._limiter = limiter
         self._signer = KeyedSigner(credentials.api_secret)
         self._cancel_body = orjson.dumps({"productType": PRODUCT_TYPE, "marginCoin": MARGIN_COIN})
         # What Bitget signs after the timestamp (`rest_prehash`), built once: the lane re-signs
@@ -224,9 +222,8 @@ class CancelLane:
         self._protocol: _LaneProtocol | None = None
         self._waiting: asyncio.Future[LaneAnswer] | None = None
         self._timeout: asyncio.TimerHandle | None = None
-        # When the last cancels were answered (or failed): see _RATE_WINDOW_S.
-        self._settled_at: deque[float] = deque(maxlen=max_per_second)
-        self._cancel_waiting = False
+        # The waiting cancel's place in the endpoint's window, settled with its answer.
+        self._cancel_slot: RateSlot | None = None
         self._keeper: asyncio.Task[None] | None = None
         self._connected = asyncio.Event()
         self._stopping = False
@@ -259,21 +256,24 @@ class CancelLane:
 
     @property
     def ready(self) -> bool:
+        return self._idle_connection() is not None and self._limiter.has_room()
+
+    def _idle_connection(self) -> asyncio.Transport | None:
+        """The connection's transport, when it is up and no request waits on it."""
         protocol = self._protocol
-        if protocol is None or self._waiting is not None or protocol.transport is None:
-            return False
-        settled_at = self._settled_at
-        return len(settled_at) < self._max_per_second or (
-            time.monotonic() - settled_at[0] >= _RATE_WINDOW_S
-        )
+        if protocol is None or self._waiting is not None:
+            return None
+        return protocol.transport
 
     def send_cancel_all(self) -> tuple[asyncio.Future[LaneAnswer], int] | None:
         """Write a signed cancel-all now; the answer's future and the epoch ns at which the
         bytes were handed to the socket's write. None when the lane is not ready."""
-        if not self.ready:
+        transport = self._idle_connection()
+        if transport is None:
             return None
-        protocol = self._protocol
-        assert protocol is not None and protocol.transport is not None
+        slot = self._limiter.try_acquire()
+        if slot is None:
+            return None
         now_ns = self._clock()
         if now_ns // 1_000_000 - self._signed_at_ms >= PRESIGNED_MAX_AGE_MS:
             self._sign_cancel(now_ns)
@@ -282,10 +282,10 @@ class CancelLane:
         # the client path: on loopback the write call also runs the receiver's TCP stack and
         # may yield the core to the woken exchange, which is the exchange's time, not ours.
         sent_ns = self._clock()
-        protocol.transport.write(request)
+        transport.write(request)
         self.sent += 1
         answer = self._expect_answer()
-        self._cancel_waiting = True
+        self._cancel_slot = slot
         return answer, sent_ns
 
     def _keep_signed(self) -> None:
@@ -396,9 +396,9 @@ class CancelLane:
         answer timeout."""
         waiting = self._waiting
         self._waiting = None
-        if self._cancel_waiting:
-            self._cancel_waiting = False
-            self._settled_at.append(time.monotonic())
+        if self._cancel_slot is not None:
+            self._cancel_slot.settle()
+            self._cancel_slot = None
         if self._timeout is not None:
             self._timeout.cancel()
             self._timeout = None

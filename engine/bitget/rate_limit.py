@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import random
 import time
 from collections import deque
@@ -28,6 +29,10 @@ class RateSlot:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
+        self.settle()
+
+    def settle(self) -> None:
+        """The request is done (answered, failed or never sent); its window starts now. Once."""
         if not self._settled:
             self._settled = True
             self._limiter._settle()
@@ -78,24 +83,43 @@ class SlidingWindowRateLimiter:
         """
         started = self._clock()
         delayed = self._lock.locked()
-        settled_at = self._settled_at
         async with self._lock:
             while True:
                 if still_wanted is not None and not still_wanted():
                     return None
                 now = self._clock()
-                if self._in_flight + len(settled_at) < self.limit:
+                ready_at = self._ready_at()
+                if ready_at <= now:
                     break
-                # Full: the oldest settled slot frees when its window has passed; with every
-                # slot in flight, the first to settle wakes this wait (`_settle` rechecks).
-                ready_at = settled_at[0] + self.window_s if settled_at else None
-                if ready_at is not None and ready_at <= now:
-                    settled_at.popleft()
-                    break
+                # With every slot in flight, the first to settle wakes this wait (`_settle`).
                 delayed = True
-                await self._until_recheck(None if ready_at is None else ready_at - now)
-            self._in_flight += 1
-            return RateSlot(self, now - started if delayed else 0.0)
+                await self._until_recheck(None if ready_at == math.inf else ready_at - now)
+            return self._take(now - started if delayed else 0.0)
+
+    def try_acquire(self) -> RateSlot | None:
+        """A slot now, without waiting: None when the window is full or callers are queued
+        (the cancel lane, which cannot wait on the reaction's stack, shares its endpoint's
+        window with the REST client this way)."""
+        return self._take(0.0) if self.has_room() else None
+
+    def has_room(self) -> bool:
+        """Whether `try_acquire` would give a slot now."""
+        return not self._lock.locked() and self._ready_at() <= self._clock()
+
+    def _ready_at(self) -> float:
+        """When the next slot frees: at once with one unused, else when the oldest settled
+        slot's window has passed (inf with every slot in flight)."""
+        settled_at = self._settled_at
+        if self._in_flight + len(settled_at) < self.limit:
+            return -math.inf
+        return settled_at[0] + self.window_s if settled_at else math.inf
+
+    def _take(self, waited_s: float) -> RateSlot:
+        settled_at = self._settled_at
+        if self._in_flight + len(settled_at) >= self.limit:
+            settled_at.popleft()  # its window has passed (`_ready_at`)
+        self._in_flight += 1
+        return RateSlot(self, waited_s)
 
     def _settle(self) -> None:
         self._in_flight -= 1

@@ -566,6 +566,11 @@ class BitgetRestClient(HttpSessionClient):
             failed.extend(result.failed)
         return BatchResult(tuple(succeeded), tuple(failed))
 
+    def limiter_for(self, path: str) -> SlidingWindowRateLimiter:
+        """The window `path`'s requests go through, for another sender to the same endpoint to
+        share (the cancel lane: Bitget counts the requests of both)."""
+        return self._limiters[path]
+
     def recheck_queued_placements(self) -> None:
         """Ask each placement waiting to leave (for the rate limit, or out the backoff after a
         refusal that left nothing placed) whether it is still wanted, now (its `departing`,

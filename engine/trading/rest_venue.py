@@ -94,6 +94,7 @@ class RestVenue:
                 demo=rest.demo,
                 clock_offset_ms=lambda: self.client.clock_offset_ms,
                 wall_clock_ns=wall_clock_ns,
+                limiter=self.client.limiter_for(CANCEL_ALL_ORDERS),
             )
             if cancel_lane
             else None

@@ -13,6 +13,7 @@ from support.bitget import sim_credentials
 from engine.bitget.cancel_lane import PRESIGNED_MAX_AGE_MS, CancelLane, _ResponseReader
 from engine.bitget.credentials import Credentials
 from engine.bitget.orders import OrderSide, OrderType, TimeInForce
+from engine.bitget.rate_limit import SlidingWindowRateLimiter
 from engine.bitget.rest import BitgetTransportError
 from engine.market.matching import OrderRequest
 
@@ -24,6 +25,11 @@ def answers(*chunks: bytes):
         parsed, error = reader.feed(chunk)
         found.extend(parsed)
     return [(answer.status, answer.body, closes) for answer, closes in found], error
+
+
+def window(limit: int = 10) -> SlidingWindowRateLimiter:
+    """The cancel-all endpoint's window, as the REST client keeps it (1 s and its margin)."""
+    return SlidingWindowRateLimiter(limit, 1.1)
 
 
 def test_a_content_length_answer_split_anywhere_is_read_whole():
@@ -63,7 +69,9 @@ async def test_a_signed_cancel_all_is_accepted_and_cancels_everything(sim):
     for k in range(3):
         request = OrderRequest(OrderSide.BUY, OrderType.LIMIT, 0.001, 60_000.0 - k, TimeInForce.GTC)
         engine.submit(request, sim.now_ms())
-    lane = CancelLane(sim.rest_url, sim_credentials(sim), demo=False, clock_offset_ms=lambda: 0)
+    lane = CancelLane(
+        sim.rest_url, sim_credentials(sim), demo=False, clock_offset_ms=lambda: 0, limiter=window()
+    )
     await lane.start()
     try:
         assert lane.ready
@@ -86,7 +94,7 @@ async def test_a_signed_cancel_all_is_accepted_and_cancels_everything(sim):
 async def test_a_wrong_secret_is_refused_by_the_exchange(sim):
     config = sim.config
     wrong = Credentials(config.api_key, "not-the-secret", config.passphrase)
-    lane = CancelLane(sim.rest_url, wrong, demo=False, clock_offset_ms=lambda: 0)
+    lane = CancelLane(sim.rest_url, wrong, demo=False, clock_offset_ms=lambda: 0, limiter=window())
     await lane.start()
     try:
         answer = await lane.send_cancel_all()[0]
@@ -102,6 +110,7 @@ async def test_a_lost_connection_fails_the_answer_and_the_lane_reconnects(sim, e
         demo=False,
         clock_offset_ms=lambda: 0,
         answer_timeout_s=0.3,
+        limiter=window(),
     )
     await lane.start()
     try:
@@ -120,7 +129,11 @@ async def test_a_lost_connection_fails_the_answer_and_the_lane_reconnects(sim, e
 
 async def test_the_lane_steps_aside_past_the_endpoint_rate(sim):
     lane = CancelLane(
-        sim.rest_url, sim_credentials(sim), demo=False, clock_offset_ms=lambda: 0, max_per_second=2
+        sim.rest_url,
+        sim_credentials(sim),
+        demo=False,
+        clock_offset_ms=lambda: 0,
+        limiter=window(2),
     )
     await lane.start()
     try:
@@ -137,7 +150,11 @@ async def test_the_lanes_window_runs_from_each_cancels_answer(sim):
     """A cancel answered late may have reached the exchange late: the lane's second of ten
     (here two) runs from the answer, not from when the bytes left."""
     lane = CancelLane(
-        sim.rest_url, sim_credentials(sim), demo=False, clock_offset_ms=lambda: 0, max_per_second=2
+        sim.rest_url,
+        sim_credentials(sim),
+        demo=False,
+        clock_offset_ms=lambda: 0,
+        limiter=window(2),
     )
     await lane.start()
     try:
@@ -174,6 +191,7 @@ async def test_the_request_is_signed_ahead_and_renewed_or_signed_on_the_spot(sim
         demo=False,
         clock_offset_ms=lambda: 7,
         wall_clock_ns=wall_clock_ns,
+        limiter=window(),
     )
     await lane.start()
     try:

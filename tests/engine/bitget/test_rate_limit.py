@@ -105,3 +105,18 @@ async def test_the_first_slot_settled_wakes_a_caller_waiting_on_a_window_all_in_
         pass
     await asyncio.sleep(0.06)
     assert (await limiter.acquire()).waited_s == 0.0, "free again once settled and old"
+
+
+async def test_try_acquire_takes_a_free_slot_and_never_jumps_a_queued_caller():
+    now = [0.0]
+    limiter = SlidingWindowRateLimiter(1, 1.0, lambda: now[0])
+    taken = limiter.try_acquire()
+    assert taken is not None and not limiter.has_room() and limiter.try_acquire() is None
+    with taken:
+        pass  # settled at 0.0
+    queued = asyncio.ensure_future(limiter.acquire())
+    await asyncio.sleep(0.01)
+    now[0] = 1.0
+    assert limiter.try_acquire() is None, "the queued caller's turn"
+    limiter.recheck()
+    assert (await asyncio.wait_for(queued, 5)).waited_s == 1.0

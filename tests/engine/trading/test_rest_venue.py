@@ -9,6 +9,7 @@ from decimal import Decimal
 import pytest
 from support.waiting import eventually
 
+from engine.bitget.endpoints import CANCEL_ALL_ORDERS
 from engine.bitget.models import OpenPosition
 from engine.bitget.orders import OrderSide, OrderStatus, OrderType, TimeInForce
 from engine.bitget.private_events import OrderUpdate, PrivateStreamState
@@ -88,6 +89,26 @@ async def test_cancel_all_through_the_lane_or_the_client_is_stamped_when_sent(si
     assert sim.open_orders() == []
     nothing = rest_venue.cancel_all_now()
     assert await nothing.result == ()  # 22001, no order to cancel: the goal state
+
+
+@pytest.mark.parametrize("first", ["lane", "client"])
+async def test_the_lane_and_the_client_share_the_cancel_all_endpoints_window(sim, venue, first):
+    """Bitget counts the cancel-alls of both paths together: ten through either fill the
+    second, so the eleventh waits for the window in the client, never sent into a 429."""
+    rest_venue, _ = venue
+    rest_venue.lane_enabled = first == "lane"
+    for _ in range(10):
+        ticket = rest_venue.cancel_all_now()
+        assert ticket.path == first
+        await ticket.result
+    rest_venue.lane_enabled = True
+    assert rest_venue.lane is not None and not rest_venue.lane.ready
+    ticket = rest_venue.cancel_all_now()
+    assert ticket.path == "client"
+    await ticket.result
+    stats = rest_venue.client.stats()
+    assert stats.rate_limit_waits[CANCEL_ALL_ORDERS] == 1
+    assert stats.errors.get("429", 0) == 0
 
 
 async def test_refusals_name_the_code_and_say_why(sim, venue):
