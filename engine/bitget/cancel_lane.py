@@ -282,7 +282,11 @@ class CancelLane:
         # the client path: on loopback the write call also runs the receiver's TCP stack and
         # may yield the core to the woken exchange, which is the exchange's time, not ours.
         sent_ns = self._clock()
-        transport.write(request)
+        try:
+            transport.write(request)
+        except BaseException:
+            slot.settle()  # nothing left, and no answer will settle it
+            raise
         self.sent += 1
         answer = self._expect_answer()
         self._cancel_slot = slot

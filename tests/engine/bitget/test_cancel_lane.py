@@ -172,6 +172,27 @@ async def test_the_lanes_window_runs_from_each_cancels_answer(sim):
         await lane.stop()
 
 
+async def test_a_cancel_the_socket_refused_does_not_hold_its_slot_forever(sim):
+    limiter = SlidingWindowRateLimiter(1, 0.05)
+    lane = CancelLane(
+        sim.rest_url, sim_credentials(sim), demo=False, clock_offset_ms=lambda: 0, limiter=limiter
+    )
+    await lane.start()
+    try:
+        transport = lane._protocol.transport
+
+        def refuse(data: bytes) -> None:
+            raise RuntimeError("Cannot call write() after write_eof()")
+
+        transport.write = refuse
+        with pytest.raises(RuntimeError):
+            lane.send_cancel_all()
+        await asyncio.sleep(0.06)
+        assert limiter.has_room(), "settled, not left in flight: free once its window passed"
+    finally:
+        await lane.stop()
+
+
 def signed_timestamp_ms(lane: CancelLane) -> int:
     request = lane._signed_cancel
     return int(request.split(b"ACCESS-TIMESTAMP: ", 1)[1].split(b"\r\n", 1)[0])
