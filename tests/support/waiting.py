@@ -1,8 +1,10 @@
-"""The one wait of the suite: poll a condition until it holds, or fail saying what was awaited."""
+"""The one wait of the suite: poll a condition until it holds, or fail saying what was awaited;
+and how many items a reader handles between two turns of the loop."""
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import time
 from collections.abc import Callable
 
@@ -43,3 +45,13 @@ def eventually_blocking(
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
         time.sleep(interval_s)
+
+
+async def most_per_loop_turn(handled: Callable[[], int], total: int) -> int:
+    """The most items `handled()` grew by between two turns of the loop, until `total`: start
+    it as a task before a burst arrives (1 or 2 means the reader let the loop run between)."""
+    seen: list[int] = []
+    while (count := handled()) < total:
+        seen.append(count)
+        await asyncio.sleep(0)
+    return max(after - before for before, after in itertools.pairwise([*seen, total]))

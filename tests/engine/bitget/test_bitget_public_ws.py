@@ -9,6 +9,7 @@ import time
 
 import orjson
 import pytest
+from support.waiting import most_per_loop_turn
 
 from engine.bitget.public_ws import (
     MAX_SUBSCRIBE_ARGS_BYTES,
@@ -168,19 +169,11 @@ async def test_a_burst_of_frames_lets_the_loop_run_between_them(
     feed = make_feed(make_config(bitget_server.url, symbols=("BTCUSDT",)), sink)
     await feed.start()
     await eventually(lambda: bitget_server.subscribed("books15", "BTCUSDT"), what="subscription")
-    seen: list[int] = []
-
-    async def watch() -> None:
-        while len(sink.market) < 30:
-            seen.append(len(sink.market))
-            await asyncio.sleep(0)
-
-    watching = asyncio.ensure_future(watch())
+    watching = asyncio.ensure_future(most_per_loop_turn(lambda: len(sink.market), 30))
     for k in range(30):  # back to back, in one task step: one burst in the socket
         await bitget_server.push(frames.books15("BTCUSDT", 1_726_000_000_000 + k, seq=k + 1))
-    await asyncio.wait_for(watching, 10)
-    steps = [after - before for before, after in itertools.pairwise([*seen, 30])]
-    assert max(steps) <= 2, f"{max(steps)} frames handled without the loop running between"
+    most = await asyncio.wait_for(watching, 10)
+    assert most <= 2, f"{most} frames handled without the loop running between"
 
 
 async def test_frame_rate_is_reported_per_symbol(

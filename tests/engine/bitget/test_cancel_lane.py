@@ -32,6 +32,25 @@ def window(limit: int = 10) -> SlidingWindowRateLimiter:
     return SlidingWindowRateLimiter(limit, 1.1)
 
 
+def lane_on(
+    sim,
+    *,
+    credentials: Credentials | None = None,
+    limiter: SlidingWindowRateLimiter | None = None,
+    clock_offset_ms: int = 0,
+    **options,
+) -> CancelLane:
+    """A lane to the simulator with its own cancel-all window (`window()` unless given)."""
+    return CancelLane(
+        sim.rest_url,
+        credentials if credentials is not None else sim_credentials(sim),
+        demo=False,
+        clock_offset_ms=lambda: clock_offset_ms,
+        limiter=limiter if limiter is not None else window(),
+        **options,
+    )
+
+
 def test_a_content_length_answer_split_anywhere_is_read_whole():
     raw = b'HTTP/1.1 200 OK\r\nContent-Length: 12\r\n\r\n{"code":"0"}'
     for cut in (1, 20, len(raw) - 3):
@@ -69,9 +88,7 @@ async def test_a_signed_cancel_all_is_accepted_and_cancels_everything(sim):
     for k in range(3):
         request = OrderRequest(OrderSide.BUY, OrderType.LIMIT, 0.001, 60_000.0 - k, TimeInForce.GTC)
         engine.submit(request, sim.now_ms())
-    lane = CancelLane(
-        sim.rest_url, sim_credentials(sim), demo=False, clock_offset_ms=lambda: 0, limiter=window()
-    )
+    lane = lane_on(sim)
     await lane.start()
     try:
         assert lane.ready
@@ -94,7 +111,7 @@ async def test_a_signed_cancel_all_is_accepted_and_cancels_everything(sim):
 async def test_a_wrong_secret_is_refused_by_the_exchange(sim):
     config = sim.config
     wrong = Credentials(config.api_key, "not-the-secret", config.passphrase)
-    lane = CancelLane(sim.rest_url, wrong, demo=False, clock_offset_ms=lambda: 0, limiter=window())
+    lane = lane_on(sim, credentials=wrong)
     await lane.start()
     try:
         answer = await lane.send_cancel_all()[0]
@@ -104,14 +121,7 @@ async def test_a_wrong_secret_is_refused_by_the_exchange(sim):
 
 
 async def test_a_lost_connection_fails_the_answer_and_the_lane_reconnects(sim, eventually):
-    lane = CancelLane(
-        sim.rest_url,
-        sim_credentials(sim),
-        demo=False,
-        clock_offset_ms=lambda: 0,
-        answer_timeout_s=0.3,
-        limiter=window(),
-    )
+    lane = lane_on(sim, answer_timeout_s=0.3)
     await lane.start()
     try:
         sim.faults.slow_rest(1.0)  # the answer will come too late
@@ -128,13 +138,7 @@ async def test_a_lost_connection_fails_the_answer_and_the_lane_reconnects(sim, e
 
 
 async def test_the_lane_steps_aside_past_the_endpoint_rate(sim):
-    lane = CancelLane(
-        sim.rest_url,
-        sim_credentials(sim),
-        demo=False,
-        clock_offset_ms=lambda: 0,
-        limiter=window(2),
-    )
+    lane = lane_on(sim, limiter=window(2))
     await lane.start()
     try:
         for _ in range(2):
@@ -149,13 +153,7 @@ async def test_the_lane_steps_aside_past_the_endpoint_rate(sim):
 async def test_the_lanes_window_runs_from_each_cancels_answer(sim):
     """A cancel answered late may have reached the exchange late: the lane's second of ten
     (here two) runs from the answer, not from when the bytes left."""
-    lane = CancelLane(
-        sim.rest_url,
-        sim_credentials(sim),
-        demo=False,
-        clock_offset_ms=lambda: 0,
-        limiter=window(2),
-    )
+    lane = lane_on(sim, limiter=window(2))
     await lane.start()
     try:
         sim.faults.slow_rest(0.5)
@@ -174,9 +172,7 @@ async def test_the_lanes_window_runs_from_each_cancels_answer(sim):
 
 async def test_a_cancel_the_socket_refused_does_not_hold_its_slot_forever(sim):
     limiter = SlidingWindowRateLimiter(1, 0.05)
-    lane = CancelLane(
-        sim.rest_url, sim_credentials(sim), demo=False, clock_offset_ms=lambda: 0, limiter=limiter
-    )
+    lane = lane_on(sim, limiter=limiter)
     await lane.start()
     try:
         transport = lane._protocol.transport
@@ -206,14 +202,7 @@ async def test_the_request_is_signed_ahead_and_renewed_or_signed_on_the_spot(sim
     def wall_clock_ns() -> int:
         return now_ns
 
-    lane = CancelLane(
-        sim.rest_url,
-        sim_credentials(sim),
-        demo=False,
-        clock_offset_ms=lambda: 7,
-        wall_clock_ns=wall_clock_ns,
-        limiter=window(),
-    )
+    lane = lane_on(sim, clock_offset_ms=7, wall_clock_ns=wall_clock_ns)
     await lane.start()
     try:
         first = signed_timestamp_ms(lane)
